@@ -1,0 +1,123 @@
+//! One file per subcommand family; `dispatch` routes a parsed command line.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::{OrangeError, Result};
+use crate::output::Out;
+use crate::project::{self, Project};
+use crate::store::{self, Home};
+
+pub mod demo;
+pub mod hook;
+pub mod lane;
+pub mod monitor;
+pub mod project_cmd;
+pub mod sidebar;
+pub mod status;
+pub mod task;
+pub mod workspace;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "orange",
+    version,
+    about = "A tmux-native orchestrator for parallel coding agents",
+    long_about = "orange runs many coding agents at once, each in its own git worktree (from a warm pool) \
+and its own tmux session, and shows from inside tmux which agent is working, which waits for you, \
+which died, and what each one changed.\n\nState lives under $ORANGE_HOME (default ~/orange). \
+Every listing and mutating command takes --json: one JSON value on stdout, or \
+{\"error\":{\"code\",\"message\"}} and a non-zero exit.",
+    after_help = "Environment: ORANGE_HOME (data root), ORANGE_TMUX_SOCKET (tmux server: a -L name or an absolute -S path), \
+ORANGE_LOCK_TIMEOUT (how long to wait for a state lock, default 30s), NO_COLOR."
+)]
+pub struct Cli {
+    /// Print one JSON value on stdout (errors as {"error":{"code","message"}})
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The project to act on (default: the one containing the current directory)
+    #[arg(long, global = true, value_name = "NAME")]
+    pub project: Option<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Register, list, change and remove projects (git repositories)
+    #[command(subcommand)]
+    Project(project_cmd::ProjectCmd),
+    /// The warm pool of git worktrees of a project
+    #[command(subcommand)]
+    Workspace(workspace::WorkspaceCmd),
+    /// Tasks: an agent on a branch in a pooled workspace and a tmux session
+    #[command(subcommand)]
+    Task(task::TaskCmd),
+    /// Lanes: minimal autonomous runs in dedicated worktrees (tmux or zellij)
+    #[command(subcommand)]
+    Lane(lane::LaneCmd),
+    /// The sidebar beside an agent pane
+    Sidebar(sidebar::SidebarArgs),
+    /// The status-line widget
+    Status(status::StatusArgs),
+    /// Watch sessions and agents and apply idle/exit/error policies
+    Monitor(monitor::MonitorArgs),
+    /// Entry point for tmux hooks and agent hooks
+    Hook(hook::HookArgs),
+    /// A sandbox repository, tasks and the plugin, for a first look
+    Demo(demo::DemoArgs),
+}
+
+/// What every command gets: where state lives, the project override, the cwd.
+pub struct Ctx {
+    pub home: Home,
+    pub project: Option<String>,
+    pub cwd: PathBuf,
+}
+
+impl Ctx {
+    pub fn new(project: Option<String>) -> Result<Ctx> {
+        Ok(Ctx {
+            home: Home::from_env()?,
+            project,
+            cwd: std::env::current_dir()
+                .map_err(|e| OrangeError::io("reading the current directory", e))?,
+        })
+    }
+
+    /// The project named by --project, else the one containing the current directory.
+    pub fn project(&self) -> Result<Project> {
+        project::resolve(&self.home, self.project.as_deref(), &self.cwd)
+    }
+}
+
+pub fn dispatch(ctx: &Ctx, cmd: Command) -> Result<Out> {
+    match cmd {
+        Command::Project(c) => project_cmd::run(ctx, c),
+        Command::Workspace(c) => workspace::run(ctx, c),
+        Command::Task(c) => task::run(ctx, c),
+        Command::Lane(c) => lane::run(ctx, c),
+        Command::Sidebar(a) => sidebar::run(ctx, a),
+        Command::Status(a) => status::run(ctx, a),
+        Command::Monitor(a) => monitor::run(ctx, a),
+        Command::Hook(a) => hook::run(ctx, a),
+        Command::Demo(a) => demo::run(ctx, a),
+    }
+}
+
+/// Run a mutating operation and write its audit line, success or failure.
+pub fn audited<T: serde::Serialize>(
+    ctx: &Ctx,
+    op: &str,
+    inputs: serde_json::Value,
+    f: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    let result = f();
+    let summary = match &result {
+        Ok(v) => Ok(serde_json::to_value(v).unwrap_or(serde_json::Value::Null)),
+        Err(e) => Err(e.code().to_string()),
+    };
+    store::audit(&ctx.home, op, inputs, &summary);
+    result
+}

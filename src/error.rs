@@ -1,0 +1,92 @@
+//! Typed errors shared by every module, each mapped to its canonical code (DESIGN.md).
+
+use std::path::PathBuf;
+
+pub type Result<T, E = OrangeError> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum OrangeError {
+    #[error("project not found: {0}")]
+    ProjectNotFound(String),
+    #[error("task not found: {0}")]
+    TaskNotFound(String),
+    #[error("lane not found: {0}")]
+    LaneNotFound(String),
+    #[error("workspace not found: {0}")]
+    WorkspaceNotFound(String),
+    #[error("pool exhausted for project {project}: {bound}/{size} workspaces bound")]
+    PoolExhausted {
+        project: String,
+        bound: usize,
+        size: usize,
+    },
+    #[error("worktree {} has uncommitted changes ({detail}); commit or stash them, or pass --force", path.display())]
+    WorktreeDirty { path: PathBuf, detail: String },
+    #[error("lane {0} is running; pass --force to close it anyway")]
+    LaneRunning(String),
+    #[error("invalid transition: {0}")]
+    InvalidTransition(String),
+    #[error("{0}")]
+    InvalidArgument(String),
+    #[error("backend not found: {0}")]
+    BackendNotFound(String),
+    #[error("{0}")]
+    BackendCommandFailed(String),
+    #[error("state file {} is corrupt: {detail}; fix or move it aside (orange never treats it as empty)", path.display())]
+    StateCorrupt { path: PathBuf, detail: String },
+    #[error("timed out after {waited} waiting for lock {}", path.display())]
+    LockTimeout { path: PathBuf, waited: String },
+    #[error("`orange {0}` is not implemented yet")]
+    NotImplemented(String),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl OrangeError {
+    /// The canonical, stable error code of DESIGN.md.
+    pub fn code(&self) -> &'static str {
+        match self {
+            OrangeError::ProjectNotFound(_) => "project_not_found",
+            OrangeError::TaskNotFound(_) => "task_not_found",
+            OrangeError::LaneNotFound(_) => "lane_not_found",
+            OrangeError::WorkspaceNotFound(_) => "workspace_not_found",
+            OrangeError::PoolExhausted { .. } => "pool_exhausted",
+            OrangeError::WorktreeDirty { .. } => "worktree_dirty",
+            OrangeError::LaneRunning(_) => "lane_running",
+            OrangeError::InvalidTransition(_) => "invalid_transition",
+            OrangeError::InvalidArgument(_) => "invalid_argument",
+            OrangeError::BackendNotFound(_) => "backend_not_found",
+            OrangeError::BackendCommandFailed(_) => "backend_command_failed",
+            OrangeError::StateCorrupt { .. } => "state_corrupt",
+            OrangeError::LockTimeout { .. } => "lock_timeout",
+            OrangeError::NotImplemented(_) => "not_implemented",
+            OrangeError::Io { .. } => "io_error",
+        }
+    }
+
+    pub fn invalid(msg: impl Into<String>) -> Self {
+        OrangeError::InvalidArgument(msg.into())
+    }
+
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        OrangeError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+/// Attach a context line to an `io::Result`.
+pub trait IoContext<T> {
+    fn ctx(self, context: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn ctx(self, context: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|e| OrangeError::io(context(), e))
+    }
+}

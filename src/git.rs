@@ -1,0 +1,365 @@
+//! The git adapter: every git operation orange performs goes through here.
+//! Reads use git2 where it is as fast as the CLI; worktree add/remove, reset, clean and
+//! fetch use the `git` CLI (git2 cannot add a detached worktree in one call).
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use crate::error::{OrangeError, Result};
+
+/// Variables that would point git at another repository than the one we name.
+const GIT_ENV_OVERRIDES: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+];
+
+fn git_cmd(dir: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.arg("-C").arg(dir);
+    for v in GIT_ENV_OVERRIDES {
+        cmd.env_remove(v);
+    }
+    cmd.env("GIT_TERMINAL_PROMPT", "0")
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null());
+    cmd
+}
+
+fn run<I, S>(dir: &Path, args: I) -> Result<Output>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut cmd = git_cmd(dir);
+    cmd.args(args);
+    cmd.output().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            OrangeError::BackendNotFound("git is not on PATH".into())
+        } else {
+            OrangeError::io("running git", e)
+        }
+    })
+}
+
+/// Run git and require success; the error carries git's own message.
+fn run_ok<I, S>(dir: &Path, args: I) -> Result<String>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+    let out = run(dir, &args)?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        let shown: Vec<String> = args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        Err(OrangeError::BackendCommandFailed(format!(
+            "git {} failed in {}: {}",
+            shown.join(" "),
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
+}
+
+fn open(path: &Path) -> Result<git2::Repository> {
+    git2::Repository::open(path).map_err(|e| {
+        OrangeError::BackendCommandFailed(format!(
+            "opening git repository {}: {}",
+            path.display(),
+            e.message()
+        ))
+    })
+}
+
+/// The top-level directory of the (main) repository containing `path`.
+/// A linked worktree or a bare repository is refused with a clear error.
+pub fn main_toplevel(path: &Path) -> Result<PathBuf> {
+    let repo = git2::Repository::discover(path).map_err(|_| {
+        OrangeError::invalid(format!("{} is not inside a git repository", path.display()))
+    })?;
+    if repo.is_bare() {
+        return Err(OrangeError::invalid(format!(
+            "{} is a bare repository; orange needs a repository with a working tree",
+            path.display()
+        )));
+    }
+    let workdir = repo
+        .workdir()
+        .expect("non-bare repo has a workdir")
+        .to_path_buf();
+    if repo.is_worktree() {
+        let main = repo
+            .commondir()
+            .parent()
+            .unwrap_or(repo.commondir())
+            .to_path_buf();
+        return Err(OrangeError::invalid(format!(
+            "{} is a linked worktree; register the main repository {} instead",
+            workdir.display(),
+            main.display()
+        )));
+    }
+    Ok(workdir.canonicalize().unwrap_or(workdir))
+}
+
+/// The default branch: origin/HEAD, else `main`, else `master`, else the current branch.
+pub fn default_branch(repo_path: &Path) -> Result<String> {
+    let repo = open(repo_path)?;
+    if let Ok(r) = repo.find_reference("refs/remotes/origin/HEAD") {
+        if let Some(target) = r.symbolic_target() {
+            if let Some(b) = target.strip_prefix("refs/remotes/origin/") {
+                return Ok(b.to_string());
+            }
+        }
+    }
+    for b in ["main", "master"] {
+        if repo.find_reference(&format!("refs/heads/{b}")).is_ok()
+            || repo
+                .find_reference(&format!("refs/remotes/origin/{b}"))
+                .is_ok()
+        {
+            return Ok(b.to_string());
+        }
+    }
+    if let Ok(head) = repo.head() {
+        if head.is_branch() {
+            if let Some(name) = head.shorthand() {
+                return Ok(name.to_string());
+            }
+        }
+    }
+    Ok("main".to_string())
+}
+
+/// Is `name` acceptable to git as a branch name (`git check-ref-format --branch`)?
+pub fn valid_branch_name(name: &str) -> bool {
+    !name.starts_with('-') && git2::Branch::name_is_valid(name).unwrap_or(false)
+}
+
+/// The ref worktrees start from: `origin/<branch>` when that remote ref exists, else
+/// the local branch. Errors when neither resolves to a commit.
+pub fn base_ref(repo_path: &Path, branch: &str) -> Result<String> {
+    let repo = open(repo_path)?;
+    for candidate in [
+        format!("refs/remotes/origin/{branch}"),
+        format!("refs/heads/{branch}"),
+    ] {
+        if let Ok(r) = repo.find_reference(&candidate) {
+            if r.peel_to_commit().is_ok() {
+                let short = candidate
+                    .strip_prefix("refs/remotes/")
+                    .or_else(|| candidate.strip_prefix("refs/heads/"))
+                    .unwrap()
+                    .to_string();
+                return Ok(short);
+            }
+        }
+    }
+    Err(OrangeError::invalid(format!(
+        "base branch {branch:?} of {} resolves to no commit (neither origin/{branch} nor {branch} exists); set it with --default-branch",
+        repo_path.display()
+    )))
+}
+
+/// The commit id a ref names.
+pub fn rev_parse(repo_path: &Path, rev: &str) -> Result<String> {
+    let repo = open(repo_path)?;
+    let obj = repo
+        .revparse_single(rev)
+        .and_then(|o| o.peel_to_commit())
+        .map_err(|_| {
+            OrangeError::invalid(format!(
+                "{rev:?} is not a commit in {}",
+                repo_path.display()
+            ))
+        })?;
+    Ok(obj.id().to_string())
+}
+
+pub fn worktree_add_detached(repo_path: &Path, path: &Path, base: &str) -> Result<()> {
+    run_ok(
+        repo_path,
+        [
+            OsStr::new("worktree"),
+            OsStr::new("add"),
+            OsStr::new("--detach"),
+            OsStr::new("--quiet"),
+            path.as_os_str(),
+            OsStr::new(base),
+        ],
+    )
+    .map(|_| ())
+}
+
+/// `git worktree remove --force --force` (also removes a locked worktree).
+pub fn worktree_remove(repo_path: &Path, path: &Path) -> Result<()> {
+    run_ok(
+        repo_path,
+        [
+            OsStr::new("worktree"),
+            OsStr::new("remove"),
+            OsStr::new("--force"),
+            OsStr::new("--force"),
+            path.as_os_str(),
+        ],
+    )
+    .map(|_| ())
+}
+
+pub fn worktree_prune(repo_path: &Path) -> Result<()> {
+    run_ok(repo_path, ["worktree", "prune"]).map(|_| ())
+}
+
+/// Paths of the repository's linked worktrees (canonical where they still exist).
+pub fn worktree_list(repo_path: &Path) -> Result<Vec<PathBuf>> {
+    let out = run_ok(repo_path, ["worktree", "list", "--porcelain", "-z"])?;
+    Ok(out
+        .split('\0')
+        .filter_map(|l| l.strip_prefix("worktree "))
+        .map(PathBuf::from)
+        .skip(1) // the main worktree comes first
+        .collect())
+}
+
+/// Is `path` a linked worktree whose `.git` file points into `repo_path`'s git dir?
+pub fn is_worktree_of(repo_path: &Path, path: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path.join(".git")) else {
+        return false;
+    };
+    let Some(gitdir) = text.trim().strip_prefix("gitdir: ") else {
+        return false;
+    };
+    let common = repo_path
+        .join(".git")
+        .canonicalize()
+        .unwrap_or_else(|_| repo_path.join(".git"));
+    let gitdir = PathBuf::from(gitdir);
+    let gitdir = gitdir.canonicalize().unwrap_or(gitdir);
+    gitdir.starts_with(common.join("worktrees"))
+}
+
+/// What makes a worktree unsafe to reset: uncommitted changes (staged, unstaged,
+/// untracked) or commits that no branch or tag holds. `None` when it is clean.
+pub fn unsaved_work(path: &Path, base: &str) -> Result<Option<String>> {
+    let status = run_ok(
+        path,
+        ["status", "--porcelain=v1", "-z", "--untracked-files=normal"],
+    )?;
+    let entries: Vec<&str> = status.split('\0').filter(|s| s.len() > 3).collect();
+    if !entries.is_empty() {
+        let mut shown: Vec<String> = entries
+            .iter()
+            .take(5)
+            .map(|e| e.trim().to_string())
+            .collect();
+        if entries.len() > 5 {
+            shown.push(format!("and {} more", entries.len() - 5));
+        }
+        return Ok(Some(format!(
+            "{} changed: {}",
+            entries.len(),
+            shown.join(", ")
+        )));
+    }
+    // A detached HEAD that moved past the base may hold commits nothing else references.
+    let repo = open(path)?;
+    let Ok(head) = repo.head() else {
+        return Ok(None);
+    };
+    if head.is_branch() {
+        return Ok(None);
+    }
+    let Some(head_oid) = head.target() else {
+        return Ok(None);
+    };
+    let base_oid = repo
+        .revparse_single(base)
+        .ok()
+        .and_then(|o| o.peel_to_commit().ok())
+        .map(|c| c.id());
+    if Some(head_oid) == base_oid {
+        return Ok(None);
+    }
+    let refs = repo
+        .references()
+        .map_err(|e| OrangeError::BackendCommandFailed(e.message().to_string()))?;
+    for r in refs.flatten() {
+        if let Some(oid) = r.resolve().ok().and_then(|r| r.target()) {
+            if oid == head_oid || repo.graph_descendant_of(oid, head_oid).unwrap_or(false) {
+                return Ok(None);
+            }
+        }
+    }
+    Ok(Some(format!(
+        "detached HEAD {} holds commits no branch references",
+        &head_oid.to_string()[..12]
+    )))
+}
+
+/// Return a worktree to `base`: detach first (so no task branch moves), hard reset, clean.
+pub fn detach_reset_clean(path: &Path, base: &str) -> Result<()> {
+    run_ok(path, ["checkout", "--quiet", "--force", "--detach", base])?;
+    run_ok(path, ["reset", "--quiet", "--hard", base])?;
+    run_ok(path, ["clean", "-fdq"])?;
+    Ok(())
+}
+
+/// Best-effort `git fetch origin <branch>`; returns the error text on failure.
+pub fn fetch(repo_path: &Path, branch: &str) -> Option<String> {
+    if !has_remote(repo_path, "origin") {
+        return None;
+    }
+    match run_ok(
+        repo_path,
+        ["fetch", "--quiet", "--no-tags", "origin", branch],
+    ) {
+        Ok(_) => None,
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+pub fn has_remote(repo_path: &Path, name: &str) -> bool {
+    open(repo_path)
+        .map(|r| r.find_remote(name).is_ok())
+        .unwrap_or(false)
+}
+
+/// Make sure `.git/info/exclude` of the main repository lists `patterns`
+/// (worktrees share it, so TASK.md and friends never show as untracked).
+pub fn ensure_excluded(repo_path: &Path, patterns: &[&str]) -> Result<()> {
+    let repo = open(repo_path)?;
+    let info = repo.commondir().join("info");
+    std::fs::create_dir_all(&info)
+        .map_err(|e| OrangeError::io(format!("creating {}", info.display()), e))?;
+    let file = info.join("exclude");
+    let current = std::fs::read_to_string(&file).unwrap_or_default();
+    let missing: Vec<&&str> = patterns
+        .iter()
+        .filter(|p| !current.lines().any(|l| l.trim() == **p))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut text = current;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str("# added by orange\n");
+    for p in missing {
+        text.push_str(p);
+        text.push('\n');
+    }
+    std::fs::write(&file, text)
+        .map_err(|e| OrangeError::io(format!("writing {}", file.display()), e))
+}

@@ -1,0 +1,11 @@
+//! orange: a tmux-native orchestrator for parallel coding agents.
+
+pub mod cmd;
+pub mod error;
+pub mod git;
+pub mod output;
+pub mod pool;
+pub mod project;
+pub mod shell;
+pub mod store;
+pub mod task;

@@ -1,0 +1,64 @@
+use std::io::Write;
+
+use clap::Parser;
+use orange::cmd::{self, Cli, Ctx};
+use orange::error::OrangeError;
+
+fn main() {
+    let wants_json = std::env::args().any(|a| a == "--json");
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind::*;
+            if wants_json
+                && !matches!(
+                    e.kind(),
+                    DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
+                )
+            {
+                let msg = e.to_string();
+                let first = msg
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .trim_start_matches("error: ")
+                    .to_string();
+                print_json(
+                    &serde_json::json!({"error": {"code": "invalid_argument", "message": first}}),
+                );
+                std::process::exit(2);
+            }
+            e.exit();
+        }
+    };
+    let json = cli.json;
+    let result = Ctx::new(cli.project).and_then(|ctx| cmd::dispatch(&ctx, cli.command));
+    match result {
+        Ok(out) => {
+            if json {
+                print_json(&out.json);
+            } else {
+                let mut so = std::io::stdout().lock();
+                let _ = so.write_all(out.text.as_bytes());
+            }
+        }
+        Err(e) => {
+            report(&e, json);
+            std::process::exit(1);
+        }
+    }
+}
+
+fn report(e: &OrangeError, json: bool) {
+    if json {
+        print_json(&serde_json::json!({"error": {"code": e.code(), "message": e.to_string()}}));
+    } else {
+        eprintln!("orange: {e} [{}]", e.code());
+    }
+}
+
+fn print_json(v: &serde_json::Value) {
+    let mut so = std::io::stdout().lock();
+    let _ = serde_json::to_writer(&mut so, v);
+    let _ = so.write_all(b"\n");
+}

@@ -1,0 +1,83 @@
+//! What a command hands back: one JSON value for `--json`, text for people.
+
+use std::io::IsTerminal;
+
+use owo_colors::OwoColorize;
+use serde::Serialize;
+use unicode_width::UnicodeWidthStr;
+
+pub struct Out {
+    pub json: serde_json::Value,
+    pub text: String,
+}
+
+impl Out {
+    pub fn new(value: impl Serialize, text: impl Into<String>) -> Out {
+        Out {
+            json: serde_json::to_value(value).expect("output serializes"),
+            text: text.into(),
+        }
+    }
+}
+
+pub fn color_enabled() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+}
+
+/// Colour a workspace/task status word for a terminal.
+pub fn status_word(status: &str) -> String {
+    if !color_enabled() {
+        return status.to_string();
+    }
+    match status {
+        "available" => status.green().to_string(),
+        "bound" => status.yellow().to_string(),
+        "missing" | "creating" => status.red().to_string(),
+        _ => status.to_string(),
+    }
+}
+
+/// A left-aligned text table sized by display width (CJK and emoji count double).
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let cols = header.len();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.width()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate().take(cols) {
+            widths[i] = widths[i].max(strip_ansi_width(c));
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: Vec<String>| {
+        let mut l = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            l.push_str(c);
+            if i + 1 < cells.len() {
+                l.push_str(&" ".repeat(widths[i] - strip_ansi_width(c) + 2));
+            }
+        }
+        out.push_str(l.trim_end());
+        out.push('\n');
+    };
+    line(header.iter().map(|s| s.to_string()).collect());
+    for r in rows {
+        line(r.clone());
+    }
+    out
+}
+
+fn strip_ansi_width(s: &str) -> usize {
+    let mut plain = String::new();
+    let mut in_esc = false;
+    for ch in s.chars() {
+        if in_esc {
+            if ch.is_ascii_alphabetic() {
+                in_esc = false;
+            }
+        } else if ch == '\u{1b}' {
+            in_esc = true;
+        } else {
+            plain.push(ch);
+        }
+    }
+    plain.width()
+}

@@ -1,0 +1,217 @@
+//! Files under `$ORANGE_HOME`: paths, atomic JSON writes, sidecar locks, the audit log.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{de::DeserializeOwned, Serialize};
+
+use crate::error::{IoContext, OrangeError, Result};
+
+/// The data root and the well-known paths inside it.
+#[derive(Debug, Clone)]
+pub struct Home {
+    pub root: PathBuf,
+}
+
+impl Home {
+    /// `$ORANGE_HOME`, else `~/orange`.
+    pub fn from_env() -> Result<Home> {
+        let root = match std::env::var_os("ORANGE_HOME") {
+            Some(v) if !v.is_empty() => PathBuf::from(v),
+            _ => {
+                let home = std::env::var_os("HOME")
+                    .ok_or_else(|| OrangeError::invalid("neither ORANGE_HOME nor HOME is set"))?;
+                PathBuf::from(home).join("orange")
+            }
+        };
+        let root = if root.is_relative() {
+            std::env::current_dir()
+                .ctx(|| "reading the current directory".into())?
+                .join(root)
+        } else {
+            root
+        };
+        Ok(Home { root })
+    }
+
+    pub fn projects_file(&self) -> PathBuf {
+        self.root.join("projects.json")
+    }
+    pub fn projects_lock(&self) -> PathBuf {
+        self.root.join(".projects.lock")
+    }
+    pub fn workspaces_dir(&self) -> PathBuf {
+        self.root.join("workspaces")
+    }
+    pub fn pool_file(&self) -> PathBuf {
+        self.workspaces_dir().join(".pool.json")
+    }
+    pub fn pool_lock(&self) -> PathBuf {
+        self.workspaces_dir().join(".pool.lock")
+    }
+    pub fn audit_file(&self) -> PathBuf {
+        self.root.join("audit.jsonl")
+    }
+    pub fn tasks_dir(&self) -> PathBuf {
+        self.root.join("tasks")
+    }
+    pub fn config_file(&self) -> PathBuf {
+        self.root.join("config.toml")
+    }
+}
+
+pub fn ensure_dir(dir: &Path) -> Result<()> {
+    fs::create_dir_all(dir).ctx(|| format!("creating {}", dir.display()))
+}
+
+/// Read a JSON state file. A missing file is the default state; a file that does not
+/// parse is `state_corrupt` with its path, never an empty state.
+pub fn read_json<T: DeserializeOwned + Default>(path: &Path) -> Result<T> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(T::default()),
+        Err(e) => return Err(OrangeError::io(format!("reading {}", path.display()), e)),
+    };
+    serde_json::from_slice(&bytes).map_err(|e| OrangeError::StateCorrupt {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })
+}
+
+/// Write JSON atomically: a temp file in the same directory, fsync, rename, fsync dir.
+pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    ensure_dir(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .tempfile_in(dir)
+        .ctx(|| format!("creating a temp file in {}", dir.display()))?;
+    let mut data = serde_json::to_vec_pretty(value).expect("state serializes");
+    data.push(b'\n');
+    tmp.write_all(&data)
+        .and_then(|_| tmp.as_file().sync_all())
+        .ctx(|| format!("writing {}", path.display()))?;
+    tmp.persist(path)
+        .map_err(|e| OrangeError::io(format!("replacing {}", path.display()), e.error))?;
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// How long a command waits for a state lock (`ORANGE_LOCK_TIMEOUT`, default 30s).
+pub fn lock_timeout() -> Duration {
+    std::env::var("ORANGE_LOCK_TIMEOUT")
+        .ok()
+        .and_then(|v| humantime::parse_duration(&v).ok())
+        .unwrap_or(Duration::from_secs(30))
+}
+
+/// An exclusive lock on a sidecar lock file (flock semantics: released when the process
+/// dies, so a SIGKILL never leaves it held). Dropping the guard unlocks.
+#[derive(Debug)]
+pub struct LockGuard {
+    file: File,
+    path: PathBuf,
+}
+
+impl LockGuard {
+    pub fn acquire(path: &Path) -> Result<LockGuard> {
+        Self::acquire_within(path, lock_timeout())
+    }
+
+    pub fn acquire_within(path: &Path, timeout: Duration) -> Result<LockGuard> {
+        if let Some(dir) = path.parent() {
+            ensure_dir(dir)?;
+        }
+        let start = Instant::now();
+        let mut pause = Duration::from_millis(1);
+        loop {
+            let file = OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(path)
+                .ctx(|| format!("opening lock {}", path.display()))?;
+            match file.try_lock() {
+                Ok(()) => {
+                    // The lock file may have been unlinked and recreated by a shutdown
+                    // while we waited: only a lock on the file at `path` counts.
+                    let held = file.metadata().ok();
+                    let now = fs::metadata(path).ok();
+                    match (held, now) {
+                        (Some(a), Some(b)) if a.ino() == b.ino() && a.dev() == b.dev() => {
+                            return Ok(LockGuard {
+                                file,
+                                path: path.to_path_buf(),
+                            })
+                        }
+                        _ => continue,
+                    }
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(OrangeError::io(format!("locking {}", path.display()), e))
+                }
+            }
+            if start.elapsed() >= timeout {
+                return Err(OrangeError::LockTimeout {
+                    path: path.to_path_buf(),
+                    waited: humantime::format_duration(Duration::from_millis(
+                        start.elapsed().as_millis() as u64,
+                    ))
+                    .to_string(),
+                });
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
+}
+
+/// Append one line to `audit.jsonl`: who did what, when, and how it ended.
+pub fn audit(
+    home: &Home,
+    op: &str,
+    inputs: serde_json::Value,
+    result: &Result<serde_json::Value, String>,
+) {
+    let line = serde_json::json!({
+        "ts": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        "op": op,
+        "pid": std::process::id(),
+        "user": std::env::var("USER").unwrap_or_default(),
+        "inputs": inputs,
+        "ok": result.is_ok(),
+        "result": match result { Ok(v) => v.clone(), Err(code) => serde_json::json!({"error": code}) },
+    });
+    let mut text = line.to_string();
+    text.push('\n');
+    // One write(2) of a whole line in append mode: concurrent writers never interleave.
+    if ensure_dir(&home.root).is_ok() {
+        if let Ok(mut f) = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(home.audit_file())
+        {
+            let _ = f.write_all(text.as_bytes());
+        }
+    }
+}
+
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
