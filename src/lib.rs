@@ -9,3 +9,4 @@ pub mod project;
 pub mod shell;
 pub mod store;
 pub mod task;
+pub mod tmux;

@@ -17,14 +17,11 @@ fn main() {
                 )
             {
                 let msg = e.to_string();
-                let first = msg
-                    .lines()
-                    .next()
-                    .unwrap_or("")
-                    .trim_start_matches("error: ")
-                    .to_string();
+                let body = msg.split("\nUsage:").next().unwrap_or("");
+                let body = body.trim_start_matches("error: ");
+                let message = body.split_whitespace().collect::<Vec<_>>().join(" ");
                 print_json(
-                    &serde_json::json!({"error": {"code": "invalid_argument", "message": first}}),
+                    &serde_json::json!({"error": {"code": "invalid_argument", "message": message}}),
                 );
                 std::process::exit(2);
             }

@@ -26,6 +26,7 @@ pub enum WorkspaceCmd {
     /// Reset a workspace to the base branch and return it to the pool
     Release {
         /// Workspace name (<project>--<n>)
+        #[arg(allow_hyphen_values = true)]
         name: String,
         /// Discard uncommitted changes and unreferenced commits
         #[arg(long)]
