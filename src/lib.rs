@@ -9,4 +9,3 @@ pub mod project;
 pub mod shell;
 pub mod store;
 pub mod task;
-pub mod tmux;
