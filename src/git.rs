@@ -249,14 +249,36 @@ pub fn is_worktree_of(repo_path: &Path, path: &Path) -> bool {
     gitdir.starts_with(common.join("worktrees"))
 }
 
-/// What makes a worktree unsafe to reset: uncommitted changes (staged, unstaged,
-/// untracked) or commits that no branch or tag holds. `None` when it is clean.
-pub fn unsaved_work(path: &Path, base: &str) -> Result<Option<String>> {
+/// Untracked (not ignored) paths in a worktree, as `git status` names them
+/// (a directory with a trailing `/`).
+pub fn untracked(path: &Path) -> Result<Vec<String>> {
     let status = run_ok(
         path,
         ["status", "--porcelain=v1", "-z", "--untracked-files=normal"],
     )?;
-    let entries: Vec<&str> = status.split('\0').filter(|s| s.len() > 3).collect();
+    Ok(status
+        .split('\0')
+        .filter_map(|e| e.strip_prefix("?? "))
+        .map(str::to_string)
+        .collect())
+}
+
+/// What makes a worktree unsafe to reset: uncommitted changes (staged, unstaged,
+/// untracked) or commits that no branch or tag holds. `None` when it is clean.
+/// `keep` lists untracked paths the setup command made: they are not the task's work.
+pub fn unsaved_work(path: &Path, base: &str, keep: &[String]) -> Result<Option<String>> {
+    let status = run_ok(
+        path,
+        ["status", "--porcelain=v1", "-z", "--untracked-files=normal"],
+    )?;
+    let entries: Vec<&str> = status
+        .split('\0')
+        .filter(|s| s.len() > 3)
+        .filter(|e| {
+            !e.strip_prefix("?? ")
+                .is_some_and(|p| keep.iter().any(|k| k == p))
+        })
+        .collect();
     if !entries.is_empty() {
         let mut shown: Vec<String> = entries
             .iter()
@@ -308,11 +330,28 @@ pub fn unsaved_work(path: &Path, base: &str) -> Result<Option<String>> {
 }
 
 /// Return a worktree to `base`: detach first (so no task branch moves), hard reset, clean.
-pub fn detach_reset_clean(path: &Path, base: &str) -> Result<()> {
+/// Untracked paths in `keep` (made by the setup command) survive the clean.
+pub fn detach_reset_clean(path: &Path, base: &str, keep: &[String]) -> Result<()> {
     run_ok(path, ["checkout", "--quiet", "--force", "--detach", base])?;
     run_ok(path, ["reset", "--quiet", "--hard", base])?;
-    run_ok(path, ["clean", "-fdq"])?;
+    let mut clean = vec!["clean".to_string(), "-fdq".to_string()];
+    for k in keep {
+        clean.push("-e".into());
+        clean.push(format!("/{}", glob_escape(k)));
+    }
+    run_ok(path, &clean)?;
     Ok(())
+}
+
+fn glob_escape(p: &str) -> String {
+    let mut out = String::with_capacity(p.len());
+    for c in p.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\' | '!' | '#') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Best-effort `git fetch origin <branch>`; returns the error text on failure.

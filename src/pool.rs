@@ -40,6 +40,9 @@ pub struct Slot {
     pub path: Option<PathBuf>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bound_at: Option<String>,
+    /// Untracked paths the setup command left: not task work, kept across releases.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keep: Vec<String>,
 }
 
 impl Slot {
@@ -225,23 +228,33 @@ impl<'a> Locked<'a> {
                 index,
                 path: Some(path.clone()),
                 bound_at: None,
+                keep: vec![],
             },
         );
         self.save()?;
-        if let Err(e) = self.populate(&name, &path, &base) {
-            self.discard(&name);
-            self.save()?;
-            return Err(e);
-        }
-        self.pool.workspaces.get_mut(&name).unwrap().status = SlotStatus::Available;
+        let keep = match self.populate(&name, &path, &base) {
+            Ok(k) => k,
+            Err(e) => {
+                self.discard(&name);
+                self.save()?;
+                return Err(e);
+            }
+        };
+        let slot = self.pool.workspaces.get_mut(&name).unwrap();
+        slot.status = SlotStatus::Available;
+        slot.keep = keep;
         self.save()?;
         Ok(name)
     }
 
     /// `git worktree add --detach` at the base, then the project's setup command.
-    fn populate(&self, name: &str, path: &Path, base: &str) -> Result<()> {
+    /// Returns the untracked paths the setup command left behind.
+    fn populate(&self, name: &str, path: &Path, base: &str) -> Result<Vec<String>> {
         git::worktree_add_detached(&self.project.path, path, base)?;
-        if let Some(cmd) = &self.project.setup_cmd {
+        let Some(cmd) = &self.project.setup_cmd else {
+            return Ok(vec![]);
+        };
+        {
             let p = path.to_string_lossy();
             shell::run_in(
                 path,
@@ -254,7 +267,7 @@ impl<'a> Locked<'a> {
                 &format!("setup command of workspace {name}"),
             )?;
         }
-        Ok(())
+        git::untracked(path)
     }
 
     /// Remove a slot's worktree and record. Only called on slots orange created.
@@ -277,7 +290,9 @@ impl<'a> Locked<'a> {
             })?;
         }
         git::worktree_prune(&self.project.path)?;
-        self.populate(name, &path, &base)
+        let keep = self.populate(name, &path, &base)?;
+        self.pool.workspaces.get_mut(name).unwrap().keep = keep;
+        Ok(())
     }
 
     /// Heal what a crash can leave: `creating` records (half-made slots) are discarded.
@@ -342,6 +357,7 @@ impl<'a> Locked<'a> {
             .get(name)
             .filter(|s| s.project == self.project.name)
             .ok_or_else(|| OrangeError::WorkspaceNotFound(name.to_string()))?;
+        let keep = slot.keep.clone();
         match slot.status {
             SlotStatus::Available => return Ok(ReleaseOutcome::AlreadyAvailable),
             SlotStatus::Creating => {
@@ -359,11 +375,11 @@ impl<'a> Locked<'a> {
             ReleaseOutcome::Recreated
         } else {
             if !force {
-                if let Some(detail) = git::unsaved_work(&path, &base)? {
+                if let Some(detail) = git::unsaved_work(&path, &base, &keep)? {
                     return Err(OrangeError::WorktreeDirty { path, detail });
                 }
             }
-            match git::detach_reset_clean(&path, &base) {
+            match git::detach_reset_clean(&path, &base, &keep) {
                 Ok(()) => {
                     remove_orange_files(&path)?;
                     ReleaseOutcome::Reset
@@ -463,7 +479,7 @@ pub fn init(home: &Home, project: &Project) -> Result<InitReport> {
     entries.sort();
     for (index, name, path) in entries {
         if git::is_worktree_of(&project.path, &path) {
-            let dirty = git::unsaved_work(&path, &l.base()?)?.is_some();
+            let dirty = git::unsaved_work(&path, &l.base()?, &[])?.is_some();
             l.pool.workspaces.insert(
                 name.clone(),
                 Slot {
@@ -477,6 +493,7 @@ pub fn init(home: &Home, project: &Project) -> Result<InitReport> {
                     index,
                     path: Some(path),
                     bound_at: None,
+                    keep: vec![],
                 },
             );
             report.adopted.push(name);
@@ -632,7 +649,11 @@ pub fn shutdown(home: &Home, project: &Project, force: bool) -> Result<ShutdownR
         for name in &names {
             let path = l.path(name);
             if l.is_intact(name) {
-                if let Some(d) = git::unsaved_work(&path, base.as_deref().unwrap_or("HEAD"))? {
+                if let Some(d) = git::unsaved_work(
+                    &path,
+                    base.as_deref().unwrap_or("HEAD"),
+                    &l.pool.workspaces[name].keep,
+                )? {
                     dirty.push(format!("{name}: {d}"));
                 }
             }

@@ -637,3 +637,25 @@ fn every_mutation_writes_an_audit_line() {
     assert_eq!(acquire_line["inputs"]["task"], "t");
     assert!(acquire_line["ts"].as_str().unwrap().ends_with('Z'));
 }
+
+#[test]
+fn untracked_files_made_by_the_setup_command_are_not_task_work_and_survive_release() {
+    let env = Env::new();
+    env.add_project(&["--setup-cmd", "mkdir -p deps && echo v1 > deps/lib.txt && echo ok > .setup-stamp"]);
+    acquire(&env, "t");
+    let ws = env.ws_path("app--1");
+    // Without the task doing anything, the workspace is clean: release needs no --force.
+    std::fs::write(ws.join("task-output.txt"), "agent work").unwrap();
+    let m = env.err(&["workspace", "release", "app--1"], "worktree_dirty");
+    assert!(m.contains("task-output.txt") && !m.contains("deps") && !m.contains(".setup-stamp"), "{m}");
+    std::fs::remove_file(ws.join("task-output.txt")).unwrap();
+    env.ok(&["workspace", "release", "app--1"]);
+    assert_eq!(std::fs::read_to_string(ws.join("deps/lib.txt")).unwrap(), "v1\n");
+    assert!(ws.join(".setup-stamp").exists());
+    // A forced release still removes the task's own untracked files but keeps setup's.
+    acquire(&env, "t2");
+    std::fs::write(ws.join("scratch.txt"), "x").unwrap();
+    env.ok(&["workspace", "release", "app--1", "--force"]);
+    assert!(!ws.join("scratch.txt").exists());
+    assert!(ws.join("deps/lib.txt").exists());
+}
