@@ -1,8 +1,10 @@
 //! orange: a tmux-native orchestrator for parallel coding agents.
 
 pub mod cmd;
+pub mod config;
 pub mod error;
 pub mod git;
+pub mod harness;
 pub mod output;
 pub mod pool;
 pub mod project;

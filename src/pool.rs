@@ -374,12 +374,16 @@ impl<'a> Locked<'a> {
             self.recycle(name)?;
             ReleaseOutcome::Recreated
         } else {
-            if !force {
-                if let Some(detail) = git::unsaved_work(&path, &base, &keep)? {
-                    return Err(OrangeError::WorktreeDirty { path, detail });
-                }
+            let state = git::inspect(&path, &base, &keep)?;
+            if let (false, Some(detail)) = (force, state.unsaved.clone()) {
+                return Err(OrangeError::WorktreeDirty { path, detail });
             }
-            match git::detach_reset_clean(&path, &base, &keep) {
+            let reset = if state.pristine {
+                Ok(())
+            } else {
+                git::detach_reset_clean(&path, &base, &keep, state.in_progress)
+            };
+            match reset {
                 Ok(()) => {
                     remove_orange_files(&path)?;
                     ReleaseOutcome::Reset
@@ -571,8 +575,15 @@ pub fn find(home: &Home, name: &str) -> Result<Workspace> {
 }
 
 pub fn release(home: &Home, project: &Project, name: &str, force: bool) -> Result<ReleaseOutcome> {
-    // Fetch outside the lock: it touches only refs and can be slow.
-    git::fetch(&project.path, &project.default_branch);
+    // Fetch outside the lock: it touches only refs and can be slow. Not for a slot that
+    // is already available (release is idempotent and should be cheap then).
+    let bound = load(home)?
+        .workspaces
+        .get(name)
+        .is_some_and(|s| s.status == SlotStatus::Bound);
+    if bound {
+        git::fetch(&project.path, &project.default_branch);
+    }
     let mut l = Locked::open(home, project)?;
     l.release(name, force)
 }

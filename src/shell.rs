@@ -41,3 +41,65 @@ pub fn run_in(dir: &Path, cmd: &str, env: &[(&str, &str)], what: &str) -> Result
         tail.join(" | ")
     )))
 }
+
+/// Quote `s` for a POSIX shell: `'…'`, with each `'` written as `'\''`.
+pub fn quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:@,+%".contains(&b))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Is `name` an executable on PATH?
+pub fn on_path(name: &str) -> bool {
+    if name.contains('/') {
+        return std::path::Path::new(name).is_file();
+    }
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| is_executable(&d.join(name))))
+        .unwrap_or(false)
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoted_text_survives_a_real_shell() {
+        for s in [
+            "plain",
+            "",
+            "a b",
+            "it's",
+            "$(touch x)",
+            "`id`",
+            "a;b;",
+            "line1\nline2",
+            "'\"\\$",
+            "-rf",
+            "名前 🍊",
+        ] {
+            let out = Command::new("sh")
+                .arg("-c")
+                .arg(format!("printf %s {}", quote(s)))
+                .output()
+                .unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                s,
+                "{s:?} → {}",
+                quote(s)
+            );
+        }
+    }
+}

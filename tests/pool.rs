@@ -641,16 +641,25 @@ fn every_mutation_writes_an_audit_line() {
 #[test]
 fn untracked_files_made_by_the_setup_command_are_not_task_work_and_survive_release() {
     let env = Env::new();
-    env.add_project(&["--setup-cmd", "mkdir -p deps && echo v1 > deps/lib.txt && echo ok > .setup-stamp"]);
+    env.add_project(&[
+        "--setup-cmd",
+        "mkdir -p deps && echo v1 > deps/lib.txt && echo ok > .setup-stamp",
+    ]);
     acquire(&env, "t");
     let ws = env.ws_path("app--1");
     // Without the task doing anything, the workspace is clean: release needs no --force.
     std::fs::write(ws.join("task-output.txt"), "agent work").unwrap();
     let m = env.err(&["workspace", "release", "app--1"], "worktree_dirty");
-    assert!(m.contains("task-output.txt") && !m.contains("deps") && !m.contains(".setup-stamp"), "{m}");
+    assert!(
+        m.contains("task-output.txt") && !m.contains("deps") && !m.contains(".setup-stamp"),
+        "{m}"
+    );
     std::fs::remove_file(ws.join("task-output.txt")).unwrap();
     env.ok(&["workspace", "release", "app--1"]);
-    assert_eq!(std::fs::read_to_string(ws.join("deps/lib.txt")).unwrap(), "v1\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("deps/lib.txt")).unwrap(),
+        "v1\n"
+    );
     assert!(ws.join(".setup-stamp").exists());
     // A forced release still removes the task's own untracked files but keeps setup's.
     acquire(&env, "t2");
@@ -658,4 +667,48 @@ fn untracked_files_made_by_the_setup_command_are_not_task_work_and_survive_relea
     env.ok(&["workspace", "release", "app--1", "--force"]);
     assert!(!ws.join("scratch.txt").exists());
     assert!(ws.join("deps/lib.txt").exists());
+}
+
+#[test]
+fn a_half_done_rebase_is_unsaved_work_and_a_forced_release_clears_it() {
+    let env = Env::new();
+    env.add_project(&[]);
+    acquire(&env, "t");
+    let ws = env.ws_path("app--1");
+    git(&ws, &["checkout", "-qb", "task/r"]);
+    for n in 1..=2 {
+        std::fs::write(ws.join(format!("r{n}.txt")), "r").unwrap();
+        git(&ws, &["add", "-A"]);
+        git(&ws, &["commit", "-qm", &format!("r{n}")]);
+    }
+    // Stop an interactive rebase at "edit": the tree is clean but a rebase is running.
+    let out = common::git_output(
+        &ws,
+        &[
+            "-c",
+            "sequence.editor=sed -i 's/^pick/edit/'",
+            "rebase",
+            "-q",
+            "-i",
+            "HEAD~2",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(git(&ws, &["status", "--porcelain"]), "");
+    let m = env.err(&["workspace", "release", "app--1"], "worktree_dirty");
+    assert!(m.contains("rebase is in progress"), "{m}");
+    let r = env.ok(&["workspace", "release", "app--1", "--force"]);
+    assert_eq!(r["status"], "available");
+    let status = git(&ws, &["status"]);
+    assert!(!status.contains("rebase"), "{status}");
+    let gitdir = git(&ws, &["rev-parse", "--absolute-git-dir"]);
+    assert!(!Path::new(&gitdir).join("rebase-merge").exists());
+    assert_eq!(
+        git(&ws, &["rev-parse", "HEAD"]),
+        git(&env.repo, &["rev-parse", "origin/main"])
+    );
 }

@@ -1,0 +1,288 @@
+//! Agent harnesses: the built-in ones (claude, pi, codex, opencode) and the user's own
+//! from config.toml. A harness turns a prompt into an argv; the prompt is never given
+//! to a shell unquoted.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::error::{OrangeError, Result};
+use crate::shell;
+
+/// Fallback order when no harness is named: the first one installed.
+pub const FALLBACK_ORDER: &[&str] = &["pi", "opencode", "claude", "codex"];
+pub const BUILTIN: &[&str] = &["claude", "pi", "codex", "opencode"];
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Harness {
+    pub name: String,
+    /// For a user harness: the command template from config.toml.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub respawn_command: Option<String>,
+}
+
+/// How an agent is being started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launch {
+    First,
+    Respawn,
+}
+
+impl Harness {
+    /// The harness named `name`, else config's default, else the first installed one.
+    pub fn resolve(name: Option<&str>, config: &Config) -> Result<Harness> {
+        let name = match name.or(config.default_harness.as_deref()) {
+            Some(n) => n.to_string(),
+            None => FALLBACK_ORDER
+                .iter()
+                .find(|h| shell::on_path(h))
+                .map(|h| h.to_string())
+                .ok_or_else(|| {
+                    OrangeError::BackendNotFound(format!(
+                        "no agent harness given and none of {} is installed; pass --harness NAME or add [harness.NAME] to config.toml",
+                        FALLBACK_ORDER.join(", ")
+                    ))
+                })?,
+        };
+        Self::named(&name, config)
+    }
+
+    pub fn named(name: &str, config: &Config) -> Result<Harness> {
+        if let Some(h) = config.harness.get(name) {
+            return Ok(Harness {
+                name: name.to_string(),
+                command: Some(h.command.clone()),
+                respawn_command: h.respawn_command.clone(),
+            });
+        }
+        if BUILTIN.contains(&name) {
+            return Ok(Harness {
+                name: name.to_string(),
+                command: None,
+                respawn_command: None,
+            });
+        }
+        let mut known: Vec<&str> = BUILTIN.to_vec();
+        known.extend(config.harness.keys().map(|s| s.as_str()));
+        Err(OrangeError::invalid(format!(
+            "unknown harness {name:?}; known: {}",
+            known.join(", ")
+        )))
+    }
+
+    pub fn is_builtin(&self) -> bool {
+        self.command.is_none()
+    }
+
+    /// The program that must be on PATH (built-ins only; a user command is checked by
+    /// the shell that runs it).
+    pub fn program(&self) -> Option<&str> {
+        self.is_builtin().then_some(self.name.as_str())
+    }
+
+    /// The argv that starts the agent. `conversation` is Claude's `--session-id` (first
+    /// launch) or `--resume` id (respawn) when known.
+    pub fn argv(
+        &self,
+        prompt: Option<&str>,
+        launch: Launch,
+        conversation: Option<&str>,
+    ) -> Vec<String> {
+        let prompt = prompt.filter(|p| !p.trim().is_empty());
+        if let Some(template) = &self.command {
+            let template = match launch {
+                Launch::Respawn => self.respawn_command.as_ref().unwrap_or(template),
+                Launch::First => template,
+            };
+            let quoted = prompt.map(shell::quote).unwrap_or_default();
+            let line = if template.contains("{prompt}") {
+                template.replace("{prompt}", &quoted)
+            } else if prompt.is_some() {
+                format!("{template} {quoted}")
+            } else {
+                template.clone()
+            };
+            return vec!["sh".into(), "-c".into(), line];
+        }
+        let mut v: Vec<String> = match (self.name.as_str(), launch) {
+            ("claude", Launch::First) => {
+                let mut v = vec!["claude".into(), "--dangerously-skip-permissions".into()];
+                if let Some(id) = conversation {
+                    v.extend(["--session-id".into(), id.into()]);
+                }
+                v
+            }
+            ("claude", Launch::Respawn) => {
+                let mut v = vec![
+                    "claude".into(),
+                    "--permission-mode".into(),
+                    "acceptEdits".into(),
+                ];
+                if let Some(id) = conversation {
+                    v.extend(["--resume".into(), id.into()]);
+                }
+                v
+            }
+            ("pi", _) => {
+                if prompt.is_some() {
+                    vec!["pi".into(), "-p".into()]
+                } else {
+                    vec!["pi".into()]
+                }
+            }
+            ("codex", Launch::First) if prompt.is_some() => {
+                vec![
+                    "codex".into(),
+                    "exec".into(),
+                    "--dangerously-bypass-approvals-and-sandbox".into(),
+                ]
+            }
+            ("codex", Launch::Respawn) if prompt.is_some() => {
+                vec!["codex".into(), "exec".into(), "--full-auto".into()]
+            }
+            ("codex", _) => vec!["codex".into()],
+            ("opencode", _) => {
+                if prompt.is_some() {
+                    vec!["opencode".into(), "run".into()]
+                } else {
+                    vec!["opencode".into()]
+                }
+            }
+            (other, _) => vec![other.into()],
+        };
+        if let Some(p) = prompt {
+            v.push(p.to_string());
+        }
+        v
+    }
+
+    /// Harness-specific workspace setup, done at spawn time. For claude, seed 003's
+    /// settings sync: `<project>/.claude/settings.json` → `<ws>/.claude/settings.local.json`.
+    pub fn setup_workspace(&self, project_path: &Path, workspace: &Path) -> Result<()> {
+        if self.name == "claude" {
+            let src = project_path.join(".claude/settings.json");
+            if src.is_file() {
+                let dir = workspace.join(".claude");
+                std::fs::create_dir_all(&dir)
+                    .map_err(|e| OrangeError::io(format!("creating {}", dir.display()), e))?;
+                std::fs::copy(&src, dir.join("settings.local.json"))
+                    .map_err(|e| OrangeError::io(format!("copying {}", src.display()), e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::HarnessConfig;
+
+    fn cfg() -> Config {
+        let mut c = Config::default();
+        c.harness.insert(
+            "mine".into(),
+            HarnessConfig {
+                command: "mine --yes {prompt} --end".into(),
+                respawn_command: None,
+            },
+        );
+        c.harness.insert(
+            "tail".into(),
+            HarnessConfig {
+                command: "tail-agent".into(),
+                respawn_command: Some("tail-agent --again".into()),
+            },
+        );
+        c
+    }
+
+    #[test]
+    fn builtin_commands_match_the_original() {
+        let c = Config::default();
+        let claude = Harness::named("claude", &c).unwrap();
+        assert_eq!(
+            claude.argv(Some("do it"), Launch::First, None),
+            ["claude", "--dangerously-skip-permissions", "do it"]
+        );
+        assert_eq!(
+            claude.argv(Some("again"), Launch::Respawn, Some("u-1")),
+            [
+                "claude",
+                "--permission-mode",
+                "acceptEdits",
+                "--resume",
+                "u-1",
+                "again"
+            ]
+        );
+        assert_eq!(
+            Harness::named("pi", &c)
+                .unwrap()
+                .argv(Some("p"), Launch::First, None),
+            ["pi", "-p", "p"]
+        );
+        assert_eq!(
+            Harness::named("codex", &c)
+                .unwrap()
+                .argv(Some("p"), Launch::First, None),
+            [
+                "codex",
+                "exec",
+                "--dangerously-bypass-approvals-and-sandbox",
+                "p"
+            ]
+        );
+        assert_eq!(
+            Harness::named("codex", &c)
+                .unwrap()
+                .argv(Some("p"), Launch::Respawn, None),
+            ["codex", "exec", "--full-auto", "p"]
+        );
+        assert_eq!(
+            Harness::named("opencode", &c)
+                .unwrap()
+                .argv(Some("p"), Launch::First, None),
+            ["opencode", "run", "p"]
+        );
+        assert_eq!(
+            Harness::named("opencode", &c)
+                .unwrap()
+                .argv(None, Launch::First, None),
+            ["opencode"]
+        );
+        assert!(Harness::named("nope", &c).is_err());
+    }
+
+    #[test]
+    fn user_harness_prompts_are_quoted_once_and_survive_a_shell() {
+        let c = cfg();
+        let hostile = "it's \"quoted\" $(touch pwned) `id`; echo no\nsecond line;";
+        let argv = Harness::named("mine", &c)
+            .unwrap()
+            .argv(Some(hostile), Launch::First, None);
+        assert_eq!(argv[0], "sh");
+        let script = argv[2]
+            .replace("mine --yes", "printf %s")
+            .replace(" --end", "");
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), hostile);
+        let t = Harness::named("tail", &c).unwrap();
+        assert_eq!(
+            t.argv(Some("x y"), Launch::First, None)[2],
+            "tail-agent 'x y'"
+        );
+        assert_eq!(
+            t.argv(Some("x"), Launch::Respawn, None)[2],
+            "tail-agent --again x"
+        );
+        assert_eq!(t.argv(None, Launch::First, None)[2], "tail-agent");
+    }
+}
