@@ -448,3 +448,115 @@ pub fn ensure_excluded(repo_path: &Path, patterns: &[&str]) -> Result<()> {
     std::fs::write(&file, text)
         .map_err(|e| OrangeError::io(format!("writing {}", file.display()), e))
 }
+
+/// Does `refs/heads/<branch>` exist?
+pub fn local_branch_exists(repo_path: &Path, branch: &str) -> bool {
+    open(repo_path).is_ok_and(|r| r.find_reference(&format!("refs/heads/{branch}")).is_ok())
+}
+
+/// Does `refs/remotes/origin/<branch>` exist?
+pub fn remote_branch_exists(repo_path: &Path, branch: &str) -> bool {
+    open(repo_path).is_ok_and(|r| {
+        r.find_reference(&format!("refs/remotes/origin/{branch}"))
+            .is_ok()
+    })
+}
+
+/// The worktree (main or linked) that has `branch` checked out, if any.
+pub fn branch_checked_out_at(repo_path: &Path, branch: &str) -> Result<Option<PathBuf>> {
+    let out = run_ok(repo_path, ["worktree", "list", "--porcelain", "-z"])?;
+    let want = format!("branch refs/heads/{branch}");
+    let mut current: Option<PathBuf> = None;
+    for field in out.split('\0') {
+        if let Some(p) = field.strip_prefix("worktree ") {
+            current = Some(PathBuf::from(p));
+        } else if field == want {
+            return Ok(current);
+        }
+    }
+    Ok(None)
+}
+
+/// Put `branch` in the worktree at `path`: the local branch when it exists, else a new
+/// one tracking `origin/<branch>` when that exists, else a new one at the current HEAD.
+pub fn checkout_task_branch(repo_path: &Path, path: &Path, branch: &str) -> Result<&'static str> {
+    if local_branch_exists(repo_path, branch) {
+        run_ok(path, ["checkout", "--quiet", branch])?;
+        Ok("existing")
+    } else if remote_branch_exists(repo_path, branch) {
+        let remote = format!("origin/{branch}");
+        run_ok(
+            path,
+            ["checkout", "--quiet", "--track", "-b", branch, &remote],
+        )?;
+        Ok("remote")
+    } else {
+        run_ok(path, ["checkout", "--quiet", "-b", branch])?;
+        Ok("new")
+    }
+}
+
+/// The branch checked out at `path`, `None` when detached.
+pub fn current_branch(path: &Path) -> Result<Option<String>> {
+    let repo = open(path)?;
+    let head = match repo.head() {
+        Ok(h) => h,
+        Err(_) => return Ok(None),
+    };
+    Ok(head
+        .is_branch()
+        .then(|| head.shorthand().unwrap_or_default().to_string()))
+}
+
+/// `git branch -m old new` run in `path`.
+pub fn rename_branch(path: &Path, old: &str, new: &str) -> Result<()> {
+    run_ok(path, ["branch", "-m", old, new]).map(|_| ())
+}
+
+/// Commit id of `rev` in `path`.
+pub fn head_commit(path: &Path) -> Result<String> {
+    rev_parse(path, "HEAD")
+}
+
+/// Merge `branch` into `target` (the default branch). When `target` is checked out in the
+/// main worktree, `git merge` runs there; a fast-forward of a branch checked out nowhere
+/// updates the ref directly. Returns the new commit of `target`.
+pub fn merge_into(repo_path: &Path, target: &str, branch: &str, ff_only: bool) -> Result<String> {
+    match branch_checked_out_at(repo_path, target)? {
+        Some(at) => {
+            let at = at.canonicalize().unwrap_or(at);
+            let msg = format!("Merge branch '{branch}'");
+            if ff_only {
+                run_ok(&at, ["merge", "--quiet", "--ff-only", branch])?;
+            } else {
+                run_ok(&at, ["merge", "--quiet", "--no-ff", "-m", &msg, branch])?;
+            }
+            rev_parse(&at, "HEAD")
+        }
+        None if ff_only => {
+            let spec = format!("refs/heads/{branch}:refs/heads/{target}");
+            run_ok(repo_path, ["fetch", "--quiet", ".", &spec])?;
+            rev_parse(repo_path, &format!("refs/heads/{target}"))
+        }
+        None => Err(OrangeError::invalid(format!(
+            "a merge commit needs {target} checked out in {}; check it out there or use --strategy ff",
+            repo_path.display()
+        ))),
+    }
+}
+
+/// Is every commit of `branch` already in `target`?
+pub fn is_merged(repo_path: &Path, branch: &str, target: &str) -> Result<bool> {
+    let repo = open(repo_path)?;
+    let id = |rev: &str| {
+        repo.revparse_single(rev)
+            .and_then(|o| o.peel_to_commit())
+            .map(|c| c.id())
+            .ok()
+    };
+    let merged = match (id(branch), id(target)) {
+        (Some(b), Some(t)) => b == t || repo.graph_descendant_of(t, b).unwrap_or(false),
+        _ => false,
+    };
+    Ok(merged)
+}

@@ -3,11 +3,14 @@
 pub mod cmd;
 pub mod config;
 pub mod error;
+pub mod gh;
 pub mod git;
 pub mod harness;
+pub mod lifecycle;
 pub mod output;
 pub mod pool;
 pub mod project;
 pub mod shell;
 pub mod store;
 pub mod task;
+pub mod tmux;

@@ -215,3 +215,8 @@ pub fn audit(
 pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
+
+/// A timestamp fine enough to order things created in the same second (the FIFO queue).
+pub fn now_precise() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}

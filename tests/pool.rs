@@ -194,7 +194,8 @@ fn release_refuses_uncommitted_work_without_force() {
     env.add_project(&[]);
     let ws = env.ws_path("app--1");
     acquire(&env, "t");
-    let cases: Vec<(&str, Box<dyn Fn()>)> = vec![
+    type Case<'a> = (&'a str, Box<dyn Fn() + 'a>);
+    let cases: Vec<Case> = vec![
         (
             "untracked",
             Box::new(|| std::fs::write(ws.join("new.txt"), "x").unwrap()),
@@ -477,7 +478,7 @@ fn unknown_and_hostile_workspace_names_are_not_found() {
         "app--1/../../etc",
     ] {
         env.err(
-            &["workspace", "release", &format!("{bad}"), "--force"],
+            &["workspace", "release", bad, "--force"],
             "workspace_not_found",
         );
     }

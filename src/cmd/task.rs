@@ -1,24 +1,31 @@
-//! `orange task …` (the task lifecycle; not built yet).
+//! `orange task create|list|show|peek|spawn|attach|respawn|update|complete|stuck|merge|cancel|delete`
+
+use std::io::{IsTerminal, Read, Write};
 
 use clap::{Args, Subcommand};
+use serde_json::json;
+use unicode_width::UnicodeWidthStr;
 
-use super::Ctx;
+use super::{audited, Ctx};
 use crate::error::{OrangeError, Result};
-use crate::output::Out;
+use crate::lifecycle::{CreateRequest, TaskView, Tasks};
+use crate::output::{status_word, table, Out};
+use crate::task::Status;
 
 #[derive(Debug, Subcommand)]
 pub enum TaskCmd {
-    /// Create a task (and spawn its agent unless --no-spawn)
+    /// Create a task and start its agent (queued when the pool is full)
     Create(CreateArgs),
-    /// List tasks
+    /// List the project's tasks (oldest first) with their session state
     List {
+        /// Only tasks with this status
         #[arg(long)]
         status: Option<String>,
-        /// Every project's tasks
+        /// Every project's tasks, grouped by project
         #[arg(long)]
         all: bool,
     },
-    /// Show one task
+    /// Show one task: fields, session, TASK.md and history
     Show { id: String },
     /// Print the last lines of the task's agent pane
     Peek {
@@ -28,39 +35,45 @@ pub enum TaskCmd {
     },
     /// Start the agent of a pending task
     Spawn { id: String },
-    /// Attach to (or switch to) the task's session
+    /// Attach to the task's session (switch-client inside tmux, attach-session outside)
     Attach { id: String },
-    /// Restart the agent of an active task whose session is gone
+    /// Restart the agent of an active task whose agent exited or whose session is gone
     Respawn { id: String },
-    /// Change a task's status, summary or branch
+    /// Change a task's status, summary or branch (ID defaults to $ORANGE_TASK_ID or the
+    /// workspace you are in)
     Update {
         id: Option<String>,
+        /// New status (pending … stuck; done/cancelled go through merge/cancel)
         #[arg(long)]
         status: Option<String>,
         #[arg(long, allow_hyphen_values = true)]
         summary: Option<String>,
-        #[arg(long, num_args = 0..=1)]
+        /// Rename the branch to NAME, or without NAME record the branch the workspace is on
+        #[arg(long, num_args = 0..=1, value_name = "NAME")]
         branch: Option<Option<String>>,
     },
-    /// Mark the task ready for review (called by agents)
-    Complete { id: String },
-    /// Mark the task stuck (called by agents)
-    Stuck { id: String },
-    /// Merge the task's branch and return its workspace
+    /// Mark the task ready for review (agents call this when done)
+    Complete { id: Option<String> },
+    /// Mark the task stuck (agents call this when they cannot go on)
+    Stuck { id: Option<String> },
+    /// Merge the task's branch into the default branch, return its workspace, mark it done
     Merge {
         id: String,
-        #[arg(long, value_parser = ["ff", "merge"])]
-        strategy: Option<String>,
+        /// ff (fast-forward only, default) or merge (always a merge commit)
+        #[arg(long, value_parser = ["ff", "merge"], default_value = "ff")]
+        strategy: String,
+        /// Do not look for a pull request with gh
         #[arg(long)]
         local: bool,
     },
-    /// Cancel a task: kill its session and return its workspace
+    /// Cancel a task: kill its session and return its workspace (kept if it has uncommitted work)
     Cancel {
         id: String,
+        /// Do not ask for confirmation
         #[arg(long)]
         yes: bool,
     },
-    /// Delete a done or cancelled task
+    /// Delete a done or cancelled task's record (its branch stays)
     Delete {
         id: String,
         #[arg(long)]
@@ -70,28 +83,377 @@ pub enum TaskCmd {
 
 #[derive(Debug, Args)]
 pub struct CreateArgs {
-    /// Branch for the task (default: orange-tasks/<id>)
+    /// Branch for the task (default: orange-tasks/<id>); an existing local or remote
+    /// branch is reused
     pub branch: Option<String>,
-    /// One-line summary (the agent's prompt)
+    /// What the agent should do (its first prompt; quotes, $(…) and newlines are safe)
     #[arg(allow_hyphen_values = true)]
     pub summary: Option<String>,
     /// Agent harness: claude, pi, codex, opencode, or one from config.toml
+    /// (default: config's default_harness, else the first installed of pi, opencode, claude, codex)
     #[arg(long)]
     pub harness: Option<String>,
-    /// Read extra context for TASK.md from standard input ("-")
-    #[arg(long, value_name = "-")]
+    /// Extra context for TASK.md's ## Context: "-" reads standard input
+    #[arg(long, value_name = "TEXT|-", allow_hyphen_values = true)]
     pub context: Option<String>,
-    /// Create the task as pending without starting the agent
+    /// Create the task as pending (queued) without starting the agent
     #[arg(long)]
     pub no_spawn: bool,
 }
 
-pub fn run(_ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
-    let name = format!("{cmd:?}");
-    let sub = name
-        .split(['(', ' ', '{'])
-        .next()
-        .unwrap_or("")
-        .to_lowercase();
-    Err(OrangeError::NotImplemented(format!("task {sub}")))
+fn first_line(s: &str, max: usize) -> String {
+    let line = s.lines().next().unwrap_or("");
+    let mut out = String::new();
+    for c in line.chars() {
+        if out.width() + c.to_string().width() > max {
+            out.push('…');
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn describe(v: &TaskView) -> String {
+    format!(
+        "{} {}/{} [{}] [{}] {} {}",
+        v.task.id,
+        v.task.project,
+        v.task.branch,
+        v.task.status,
+        v.task.harness,
+        v.session.icon(),
+        v.session.state
+    )
+}
+
+fn confirm(question: &str, yes: bool) -> Result<()> {
+    if yes {
+        return Ok(());
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err(OrangeError::invalid(format!(
+            "{question} — pass --yes to confirm (no terminal to ask on)"
+        )));
+    }
+    eprint!("{question} [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .map_err(|e| OrangeError::io("reading the answer", e))?;
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        Ok(())
+    } else {
+        Err(OrangeError::invalid("not confirmed; nothing changed"))
+    }
+}
+
+pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
+    let mut tasks = Tasks::new(&ctx.home);
+    let project_filter = ctx.project.clone();
+    match cmd {
+        TaskCmd::Create(a) => {
+            let project = ctx.project()?;
+            let context = match a.context.as_deref() {
+                Some("-") => {
+                    let mut s = String::new();
+                    std::io::stdin()
+                        .read_to_string(&mut s)
+                        .map_err(|e| OrangeError::io("reading --context from standard input", e))?;
+                    Some(s)
+                }
+                other => other.map(str::to_string),
+            };
+            let inputs = json!({"project": project.name, "branch": a.branch, "summary": a.summary, "harness": a.harness, "no_spawn": a.no_spawn});
+            let created = audited(ctx, "task.create", inputs, || {
+                tasks.create(
+                    &project,
+                    CreateRequest {
+                        branch: a.branch.filter(|b| !b.is_empty()),
+                        summary: a.summary.unwrap_or_default(),
+                        harness: a.harness,
+                        context,
+                        spawn: !a.no_spawn,
+                    },
+                )
+            })?;
+            let t = &created.task;
+            let mut text = format!(
+                "created task {} ({}/{}) [{}] [{}]",
+                t.id, t.project, t.branch, t.status, t.harness
+            );
+            match created.outcome {
+                "spawned" => text.push_str(&format!(
+                    " in {} → tmux session {}",
+                    t.workspace.as_deref().unwrap_or("?"),
+                    t.tmux_session.as_deref().unwrap_or("?")
+                )),
+                "queued" => text.push_str(&format!(
+                    "; queued: {}",
+                    created.note.as_deref().unwrap_or("")
+                )),
+                _ => {}
+            }
+            text.push('\n');
+            Ok(Out::new(created, text))
+        }
+        TaskCmd::List { status, all } => {
+            let status = status.as_deref().map(Status::parse).transpose()?;
+            let project = if all { None } else { Some(ctx.project()?.name) };
+            let list = tasks.list(project.as_deref(), status)?;
+            let text = if list.is_empty() {
+                "no tasks\n".to_string()
+            } else {
+                let rows: Vec<Vec<String>> = list
+                    .iter()
+                    .map(|v| {
+                        let mut r = vec![
+                            v.task.id.clone(),
+                            status_word(v.task.status.as_str()),
+                            format!("{} {}", v.session.icon(), v.session.state),
+                            v.task.branch.clone(),
+                            v.task.harness.clone(),
+                            first_line(&v.task.summary, 48),
+                        ];
+                        if all {
+                            r.insert(0, v.task.project.clone());
+                        }
+                        r
+                    })
+                    .collect();
+                if all {
+                    table(
+                        &[
+                            "PROJECT", "ID", "STATUS", "SESSION", "BRANCH", "HARNESS", "SUMMARY",
+                        ],
+                        &rows,
+                    )
+                } else {
+                    table(
+                        &["ID", "STATUS", "SESSION", "BRANCH", "HARNESS", "SUMMARY"],
+                        &rows,
+                    )
+                }
+            };
+            Ok(Out::new(list, text))
+        }
+        TaskCmd::Show { id } => {
+            let t = tasks.get(&id, project_filter.as_deref())?;
+            let history = tasks.store.history(&t.project, &t.id);
+            let md_path = tasks.store.task_md(&t.project, &t.id);
+            let md = std::fs::read_to_string(&md_path).unwrap_or_default();
+            let view = tasks.view(t, &tasks.panes());
+            let mut text = format!(
+                "{}\nsummary: {}\nworkspace: {}\nsession: {}{}\nTASK.md: {}\n",
+                describe(&view),
+                view.task.summary,
+                view.task.workspace.as_deref().unwrap_or("-"),
+                view.task.tmux_session.as_deref().unwrap_or("-"),
+                match (view.session.exit_status, view.session.exit_signal) {
+                    (Some(c), _) => format!(" (agent exited with status {c})"),
+                    (_, Some(s)) => format!(" (agent killed by signal {s})"),
+                    _ => String::new(),
+                },
+                md_path.display()
+            );
+            text.push_str("history:\n");
+            for e in history.iter().rev().take(10) {
+                text.push_str(&format!("  {}  {}\n", e.ts, e.event));
+            }
+            let mut v = serde_json::to_value(&view).unwrap();
+            v["history"] = serde_json::to_value(&history).unwrap();
+            v["task_md"] = json!(md);
+            v["task_md_path"] = json!(md_path);
+            Ok(Out { json: v, text })
+        }
+        TaskCmd::Peek { id, lines } => {
+            let t = tasks.get(&id, project_filter.as_deref())?;
+            let target = tasks.session_target(&t)?;
+            if !tasks.tmux.has_session(&target)? {
+                return Err(OrangeError::invalid(format!(
+                    "task {}'s session is gone; `orange task respawn {}` starts a new one",
+                    t.id, t.id
+                )));
+            }
+            let screen = tasks.tmux.capture_pane(&target, lines)?;
+            // A quiet agent leaves the screen mostly blank: fold runs of blank lines so the
+            // last N lines are the ones with something on them.
+            let mut all: Vec<&str> = vec![];
+            for l in screen.lines() {
+                if !(l.trim().is_empty() && all.last().is_none_or(|p: &&str| p.trim().is_empty())) {
+                    all.push(l);
+                }
+            }
+            let tail = all[all.len().saturating_sub(lines)..].join("\n");
+            let text = format!("{tail}\n");
+            Ok(Out::new(
+                json!({"id": t.id, "session": target, "lines": tail}),
+                text,
+            ))
+        }
+        TaskCmd::Spawn { id } => {
+            let t = audited(ctx, "task.spawn", json!({"id": id}), || {
+                tasks.spawn(&id, project_filter.as_deref())
+            })?;
+            let text = format!(
+                "spawned task {} in {} → tmux session {}\n",
+                t.id,
+                t.workspace.as_deref().unwrap_or("?"),
+                t.tmux_session.as_deref().unwrap_or("?")
+            );
+            Ok(Out::new(t, text))
+        }
+        TaskCmd::Respawn { id } => {
+            let t = audited(ctx, "task.respawn", json!({"id": id}), || {
+                tasks.respawn(&id, project_filter.as_deref())
+            })?;
+            let text = format!(
+                "respawned task {} → tmux session {}\n",
+                t.id,
+                t.tmux_session.as_deref().unwrap_or("?")
+            );
+            Ok(Out::new(t, text))
+        }
+        TaskCmd::Attach { id } => {
+            let t = tasks.get(&id, project_filter.as_deref())?;
+            let target = tasks.session_target(&t)?;
+            if !tasks.tmux.has_session(&target)? {
+                return Err(OrangeError::invalid(format!(
+                    "task {}'s session is gone; `orange task respawn {}` starts a new one",
+                    t.id, t.id
+                )));
+            }
+            if std::env::var_os("TMUX").is_some_and(|v| !v.is_empty()) {
+                tasks.tmux.switch_client(&target)?;
+                Ok(Out::new(
+                    json!({"id": t.id, "session": target, "via": "switch-client"}),
+                    "",
+                ))
+            } else {
+                Err(tasks.tmux.attach(&target))
+            }
+        }
+        TaskCmd::Update {
+            id,
+            status,
+            summary,
+            branch,
+        } => {
+            let t = match id {
+                Some(id) => tasks.get(&id, project_filter.as_deref())?,
+                None => tasks.infer(&ctx.cwd)?,
+            };
+            if status.is_none() && summary.is_none() && branch.is_none() {
+                return Err(OrangeError::invalid(
+                    "nothing to update: pass --status, --summary or --branch",
+                ));
+            }
+            let inputs =
+                json!({"id": t.id, "status": status, "summary": summary, "branch": branch});
+            let t = audited(ctx, "task.update", inputs, || {
+                let mut t = t;
+                if let Some(s) = &summary {
+                    t = tasks.set_summary(&t, s)?;
+                }
+                if let Some(b) = &branch {
+                    t = tasks.set_branch(&t, b.as_deref())?;
+                }
+                if let Some(s) = &status {
+                    t = tasks.set_status(&t, Status::parse(s)?, "update")?;
+                }
+                Ok(t)
+            })?;
+            let text = format!(
+                "task {} ({}/{}) [{}]\n",
+                t.id, t.project, t.branch, t.status
+            );
+            Ok(Out::new(t, text))
+        }
+        TaskCmd::Complete { id } => report(ctx, &mut tasks, id, Status::Reviewing, "task.complete"),
+        TaskCmd::Stuck { id } => report(ctx, &mut tasks, id, Status::Stuck, "task.stuck"),
+        TaskCmd::Merge {
+            id,
+            strategy,
+            local,
+        } => {
+            let inputs = json!({"id": id, "strategy": strategy, "local": local});
+            let (t, info, next) = audited(ctx, "task.merge", inputs, || {
+                tasks.merge(&id, project_filter.as_deref(), strategy == "ff", local)
+            })?;
+            let mut text = format!(
+                "merged task {} ({}) via {}",
+                t.id,
+                t.branch,
+                info["via"].as_str().unwrap_or("")
+            );
+            if let Some(c) = info["commit"].as_str() {
+                text.push_str(&format!(" → {}", &c[..c.len().min(12)]));
+            }
+            if let Some(reason) = info["pr"]["reason"].as_str() {
+                text.push_str(&format!(" ({reason})"));
+            }
+            text.push('\n');
+            push_next(&mut text, &next);
+            let mut v = serde_json::to_value(&t).unwrap();
+            v["merge"] = info;
+            v["next"] = serde_json::to_value(&next).unwrap();
+            Ok(Out { json: v, text })
+        }
+        TaskCmd::Cancel { id, yes } => {
+            let t = tasks.get(&id, project_filter.as_deref())?;
+            confirm(
+                &format!("Cancel task {} ({}/{})?", t.id, t.project, t.branch),
+                yes,
+            )?;
+            let (t, note, next) = audited(ctx, "task.cancel", json!({"id": id}), || {
+                tasks.cancel(&t.id, Some(&t.project))
+            })?;
+            let mut text = format!(
+                "cancelled task {} ({}); branch {} kept\n",
+                t.id, t.project, t.branch
+            );
+            if let Some(n) = &note {
+                text.push_str(&format!("{n}\n"));
+            }
+            push_next(&mut text, &next);
+            let mut v = serde_json::to_value(&t).unwrap();
+            v["note"] = json!(note);
+            v["next"] = serde_json::to_value(&next).unwrap();
+            Ok(Out { json: v, text })
+        }
+        TaskCmd::Delete { id, yes } => {
+            let t = tasks.get(&id, project_filter.as_deref())?;
+            confirm(
+                &format!("Delete task {} ({}/{})?", t.id, t.project, t.branch),
+                yes,
+            )?;
+            let t = audited(ctx, "task.delete", json!({"id": id}), || {
+                tasks.delete(&t.id, Some(&t.project))
+            })?;
+            let text = format!("deleted task {} (branch {} is kept)\n", t.id, t.branch);
+            Ok(Out::new(t, text))
+        }
+    }
+}
+
+fn report(ctx: &Ctx, tasks: &mut Tasks, id: Option<String>, to: Status, op: &str) -> Result<Out> {
+    let t = match id {
+        Some(id) => tasks.get(&id, ctx.project.as_deref())?,
+        None => tasks.infer(&ctx.cwd)?,
+    };
+    let t = audited(ctx, op, json!({"id": t.id}), || {
+        tasks.set_status(&t, to, op)
+    })?;
+    let text = format!("task {} is now {}\n", t.id, t.status);
+    Ok(Out::new(t, text))
+}
+
+fn push_next(text: &mut String, next: &crate::lifecycle::NextSpawn) {
+    if let Some(id) = &next.spawned {
+        text.push_str(&format!("started queued task {id}\n"));
+    }
+    if let Some(e) = &next.error {
+        text.push_str(&format!("could not start the next queued task: {e}\n"));
+    }
 }

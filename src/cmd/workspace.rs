@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::{audited, Ctx};
 use crate::error::{OrangeError, Result};
+use crate::lifecycle::Tasks;
 use crate::output::{status_word, table, Out};
 use crate::pool::{self, Workspace};
 use crate::task::TaskStore;
@@ -160,14 +161,19 @@ pub fn run(ctx: &Ctx, cmd: WorkspaceCmd) -> Result<Out> {
                 pool::release(&ctx.home, &p, &name, force).map(|o| o.describe())
             })?;
             let ws = pool::find(&ctx.home, &name)?;
-            let text = match outcome.as_str() {
+            let next = Tasks::new(&ctx.home).spawn_next(&p.name);
+            let mut text = match outcome.as_str() {
                 "already_available" => format!("{name} was already available\n"),
                 "recreated" => format!("released {name} (its directory was gone: recreated)\n"),
                 "recycled" => format!("released {name} (reset failed: worktree recreated)\n"),
                 _ => format!("released {name}\n"),
             };
+            if let Some(id) = &next.spawned {
+                text.push_str(&format!("started queued task {id}\n"));
+            }
             let mut v = serde_json::to_value(ws).unwrap();
             v["outcome"] = json!(outcome);
+            v["next"] = serde_json::to_value(&next).unwrap();
             Ok(Out { json: v, text })
         }
         WorkspaceCmd::Gc { force, dry_run } => {
@@ -176,6 +182,11 @@ pub fn run(ctx: &Ctx, cmd: WorkspaceCmd) -> Result<Out> {
             let r = audited(ctx, "workspace.gc", inputs, || {
                 pool::gc(&ctx.home, &p, &tasks, force, dry_run)
             })?;
+            let next = if !dry_run && !r.released.is_empty() {
+                Some(Tasks::new(&ctx.home).spawn_next(&p.name))
+            } else {
+                None
+            };
             let mut text = format!(
                 "{}{} released, {} kept, {} skipped\n",
                 if dry_run { "(dry run) " } else { "" },
@@ -190,7 +201,12 @@ pub fn run(ctx: &Ctx, cmd: WorkspaceCmd) -> Result<Out> {
                     s["reason"].as_str().unwrap_or("")
                 ));
             }
-            Ok(Out::new(r, text))
+            if let Some(id) = next.as_ref().and_then(|n| n.spawned.as_ref()) {
+                text.push_str(&format!("started queued task {id}\n"));
+            }
+            let mut v = serde_json::to_value(&r).unwrap();
+            v["next"] = serde_json::to_value(&next).unwrap();
+            Ok(Out { json: v, text })
         }
         WorkspaceCmd::Shutdown { force } => {
             let p = ctx.project()?;

@@ -208,3 +208,229 @@ pub fn parse_json_output(args: &[&str], out: &Output) -> (bool, Value) {
     }
     (out.status.success(), v)
 }
+
+/// The hostile user config every tmux test server starts with.
+pub const HOSTILE_TMUX_CONF: &str = "set -g base-index 1\nsetw -g pane-base-index 1\nset -g status-right '#[fg=red]%H:%M #{session_name} custom'\nset -g default-shell /bin/sh\nset -g history-limit 5000\n";
+
+/// A private tmux server (`tmux -L <unique>`) with the hostile config, killed on drop.
+pub struct TmuxServer {
+    pub socket: String,
+    pub conf: PathBuf,
+    socket_path: String,
+}
+
+impl TmuxServer {
+    /// Start a server with a keep-alive session; `env` becomes its global environment.
+    pub fn start(dir: &Path, env: &[(&str, &str)]) -> TmuxServer {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let socket = format!(
+            "orange-t{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        );
+        let conf = dir.join(format!("{socket}.conf"));
+        std::fs::write(&conf, HOSTILE_TMUX_CONF).unwrap();
+        let mut server = TmuxServer {
+            socket,
+            conf,
+            socket_path: String::new(),
+        };
+        let mut c = Command::new("tmux");
+        c.args([
+            "-L",
+            &server.socket,
+            "-f",
+            server.conf.to_str().unwrap(),
+            "new-session",
+            "-d",
+            "-s",
+            "keepalive",
+            "-x",
+            "200",
+            "-y",
+            "50",
+        ]);
+        c.env_remove("TMUX");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "tmux server did not start: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        server.socket_path = server.ok(&["display", "-p", "#{socket_path}"]);
+        server
+    }
+
+    pub fn tmux(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .env_remove("TMUX")
+            .output()
+            .unwrap()
+    }
+
+    /// Run tmux and return trimmed stdout (panics on failure).
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.tmux(args);
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+    }
+
+    pub fn has_session(&self, name: &str) -> bool {
+        self.tmux(&["has-session", "-t", &format!("={name}")])
+            .status
+            .success()
+    }
+
+    pub fn sessions(&self) -> Vec<String> {
+        self.ok(&["list-sessions", "-F", "#{session_name}"])
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl Drop for TmuxServer {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+        let _ = std::fs::remove_file(&self.conf);
+        // tmux 3.3a leaves its socket file behind after kill-server.
+        if !self.socket_path.is_empty() {
+            let _ = std::fs::remove_file(&self.socket_path);
+        }
+    }
+}
+
+/// Poll until `f` is true (panics with `what` after `secs`).
+pub fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed().as_secs() < secs,
+            "timed out after {secs}s waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// An Env with a tmux server, fake-agent harnesses in config.toml, and fixtures/bin
+/// (fake claude, gh) on PATH.
+pub struct TaskEnv {
+    pub env: Env,
+    pub tmux: TmuxServer,
+    pub path: String,
+}
+
+impl std::ops::Deref for TaskEnv {
+    type Target = Env;
+    fn deref(&self) -> &Env {
+        &self.env
+    }
+}
+
+impl TaskEnv {
+    pub fn new() -> TaskEnv {
+        Self::from_env(Env::new())
+    }
+
+    pub fn from_env(env: Env) -> TaskEnv {
+        let bin_dir = bin().parent().unwrap().to_path_buf();
+        let path = format!(
+            "{}:{}:{}",
+            bin_dir.display(),
+            fixtures().join("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut server_env: Vec<(&str, &str)> = GIT_ENV.to_vec();
+        server_env.push(("GIT_CONFIG_GLOBAL", "/dev/null"));
+        server_env.push(("PATH", &path));
+        let tmux = TmuxServer::start(&env.root(), &server_env);
+        std::fs::create_dir_all(&env.home).unwrap();
+        let agent = fixtures().join("fake-agent.sh");
+        let mut cfg = String::new();
+        for mode in ["complete", "stuck", "fail", "exit0", "wait"] {
+            cfg.push_str(&format!(
+                "[harness.fake-{mode}]\ncommand = \"sh {} {mode} {{prompt}}\"\n",
+                agent.display()
+            ));
+        }
+        std::fs::write(env.home.join("config.toml"), cfg).unwrap();
+        TaskEnv { env, tmux, path }
+    }
+
+    pub fn cmd_in(&self, cwd: &Path, args: &[&str]) -> Command {
+        let mut c = self.env.cmd_in(cwd, args);
+        c.env("ORANGE_TMUX_SOCKET", &self.tmux.socket)
+            .env("PATH", &self.path);
+        c
+    }
+
+    pub fn json_in(&self, cwd: &Path, args: &[&str]) -> (bool, Value) {
+        let mut a = args.to_vec();
+        a.push("--json");
+        let out = self.cmd_in(cwd, &a).output().unwrap();
+        parse_json_output(&a, &out)
+    }
+
+    pub fn json(&self, args: &[&str]) -> (bool, Value) {
+        self.json_in(&self.env.repo, args)
+    }
+
+    pub fn ok(&self, args: &[&str]) -> Value {
+        let (ok, v) = self.json(args);
+        assert!(ok, "orange {args:?} failed: {v}");
+        v
+    }
+
+    pub fn err(&self, args: &[&str], code: &str) -> String {
+        let (ok, v) = self.json(args);
+        assert!(
+            !ok,
+            "orange {args:?} succeeded but {code} was expected: {v}"
+        );
+        assert_eq!(v["error"]["code"], code, "orange {args:?}: {v}");
+        v["error"]["message"].as_str().unwrap().to_string()
+    }
+
+    pub fn task(&self, id: &str) -> Value {
+        self.ok(&["task", "show", id])
+    }
+
+    pub fn wait_status(&self, id: &str, status: &str) -> Value {
+        let mut last = Value::Null;
+        wait_for(&format!("task {id} to be {status}"), 20, || {
+            last = self.task(id);
+            last["status"] == status
+        });
+        last
+    }
+
+    pub fn wait_session(&self, id: &str, state: &str) -> Value {
+        let mut last = Value::Null;
+        wait_for(&format!("task {id}'s session to be {state}"), 20, || {
+            last = self.task(id);
+            last["session"]["state"] == state
+        });
+        last
+    }
+
+    pub fn agent_log(&self, id: &str, file: &str) -> String {
+        let p = self.env.home.join("agent-log").join(id).join(file);
+        wait_for(&format!("{}", p.display()), 20, || p.exists());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::fs::read_to_string(p).unwrap()
+    }
+}

@@ -1,0 +1,921 @@
+//! What happens to a task: create, spawn, respawn, update, merge, cancel, delete, and the
+//! FIFO queue. Built from the workspace pool (`pool`), the session layer (`tmux`), git
+//! and the task store; it owns no worktree or tmux code of its own.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::config::Config;
+use crate::error::{OrangeError, Result};
+use crate::harness::{Harness, Launch};
+use crate::pool::{self, TaskLookup};
+use crate::project::{self, Project};
+use crate::store::{self, Home};
+use crate::task::{self, Status, Task, TaskStore};
+use crate::tmux::{self, NewSession, PaneExit, PaneInfo, Tmux};
+use crate::{gh, git};
+
+/// Where a task's session stands, as tmux reports it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionView {
+    /// `live` (agent running), `dead` (agent exited; the pane is kept), `none`.
+    pub state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_status: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_signal: Option<i32>,
+}
+
+impl SessionView {
+    pub const NONE: SessionView = SessionView {
+        state: "none",
+        exit_status: None,
+        exit_signal: None,
+    };
+
+    pub fn of(task: &Task, panes: &[PaneInfo]) -> SessionView {
+        let pane = panes.iter().find(|p| {
+            task.tmux_session_id.as_deref() == Some(p.session_id.as_str())
+                || (task.tmux_session_id.is_none()
+                    && task.tmux_session.as_deref() == Some(p.session_name.as_str()))
+        });
+        match pane {
+            None => SessionView::NONE,
+            Some(p) => match p.exit() {
+                None => SessionView {
+                    state: "live",
+                    exit_status: None,
+                    exit_signal: None,
+                },
+                Some(PaneExit::Status(c)) => SessionView {
+                    state: "dead",
+                    exit_status: Some(c),
+                    exit_signal: None,
+                },
+                Some(PaneExit::Signal(s)) => SessionView {
+                    state: "dead",
+                    exit_status: None,
+                    exit_signal: Some(s),
+                },
+            },
+        }
+    }
+
+    pub fn icon(&self) -> &'static str {
+        match self.state {
+            "live" => "●",
+            "dead" => "✗",
+            _ => "○",
+        }
+    }
+}
+
+/// A task as commands print it: task.json plus its session state.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskView {
+    #[serde(flatten)]
+    pub task: Task,
+    pub session: SessionView,
+}
+
+pub struct Tasks<'a> {
+    pub home: &'a Home,
+    pub store: TaskStore,
+    pub tmux: Tmux,
+    config: Option<Config>,
+}
+
+pub struct CreateRequest {
+    pub branch: Option<String>,
+    pub summary: String,
+    pub harness: Option<String>,
+    pub context: Option<String>,
+    pub spawn: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Created {
+    #[serde(flatten)]
+    pub task: Task,
+    /// `spawned`, `pending` (--no-spawn) or `queued` (the pool is full: it starts when a
+    /// workspace frees).
+    pub outcome: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// What a release-triggering command did about the queue.
+#[derive(Debug, Default, Serialize)]
+pub struct NextSpawn {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spawned: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl<'a> Tasks<'a> {
+    pub fn new(home: &'a Home) -> Tasks<'a> {
+        Tasks {
+            home,
+            store: TaskStore::new(home),
+            tmux: Tmux::from_env(),
+            config: None,
+        }
+    }
+
+    pub fn with_tmux(mut self, tmux: Tmux) -> Self {
+        self.tmux = tmux;
+        self
+    }
+
+    fn config(&mut self) -> Result<&Config> {
+        if self.config.is_none() {
+            self.config = Some(Config::load(self.home)?);
+        }
+        Ok(self.config.as_ref().unwrap())
+    }
+
+    /// Find a task by id (any project, or the given one).
+    pub fn get(&self, id: &str, project: Option<&str>) -> Result<Task> {
+        self.store.find(id, project)
+    }
+
+    /// The task meant when no id is given: `$ORANGE_TASK_ID`, else the task bound to the
+    /// workspace that contains `cwd`.
+    pub fn infer(&self, cwd: &Path) -> Result<Task> {
+        if let Some(id) = task::id_from_env() {
+            return self.get(&id, None);
+        }
+        let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+        for w in pool::list(self.home, None)? {
+            let wp = w.path.canonicalize().unwrap_or(w.path.clone());
+            if cwd.starts_with(&wp) {
+                if let Some(label) = &w.task {
+                    return self.get(label, Some(&w.project));
+                }
+            }
+        }
+        Err(OrangeError::invalid(
+            "no task id given, ORANGE_TASK_ID is not set and the current directory is in no bound workspace",
+        ))
+    }
+
+    pub fn view(&self, task: Task, panes: &[PaneInfo]) -> TaskView {
+        let session = SessionView::of(&task, panes);
+        TaskView { task, session }
+    }
+
+    /// One tmux call for every task's session state (empty when no server runs).
+    pub fn panes(&self) -> Vec<PaneInfo> {
+        if !self.tmux.is_available() {
+            return vec![];
+        }
+        self.tmux.snapshot().unwrap_or_default()
+    }
+
+    pub fn list(&self, project: Option<&str>, status: Option<Status>) -> Result<Vec<TaskView>> {
+        let panes = self.panes();
+        Ok(self
+            .store
+            .list(project)?
+            .into_iter()
+            .filter(|t| status.is_none_or(|s| t.status == s))
+            .map(|t| self.view(t, &panes))
+            .collect())
+    }
+
+    fn check_branch_free(&self, project: &str, branch: &str, except: Option<&str>) -> Result<()> {
+        for t in self.store.list(Some(project))? {
+            if t.branch == branch && !t.status.is_final() && Some(t.id.as_str()) != except {
+                return Err(OrangeError::invalid(format!(
+                    "branch {branch:?} already belongs to task {} ({}) in project {project}",
+                    t.id, t.status
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn create(&mut self, project: &Project, req: CreateRequest) -> Result<Created> {
+        if let Some(b) = &req.branch {
+            validate_branch(b)?;
+        }
+        if req
+            .summary
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t')
+        {
+            return Err(OrangeError::invalid("summary contains control characters"));
+        }
+        let harness = Harness::resolve(req.harness.as_deref(), self.config()?)?;
+        let task = {
+            let _lock = self.store.lock(&project.name)?;
+            let id = task::new_id(|id| self.store.dir(&project.name, id).exists());
+            let branch = req
+                .branch
+                .clone()
+                .unwrap_or_else(|| format!("orange-tasks/{id}"));
+            self.check_branch_free(&project.name, &branch, None)?;
+            let now = store::now_precise();
+            let task = Task {
+                id,
+                project: project.name.clone(),
+                branch,
+                harness: harness.name.clone(),
+                status: Status::Pending,
+                workspace: None,
+                tmux_session: None,
+                tmux_session_id: None,
+                summary: req.summary.clone(),
+                created_at: now.clone(),
+                updated_at: now,
+                crash_count: 0,
+                agent_session_id: None,
+                pr: None,
+            };
+            let dir = self.store.dir(&project.name, &task.id);
+            store::ensure_dir(&dir)?;
+            let md = self.store.task_md(&project.name, &task.id);
+            std::fs::write(&md, task::task_md(&req.summary, req.context.as_deref()))
+                .map_err(|e| OrangeError::io(format!("writing {}", md.display()), e))?;
+            self.store.save(&task)?;
+            self.store.append_history(
+                &task,
+                "task.created",
+                json!({"branch": task.branch, "harness": task.harness}),
+            )?;
+            task
+        };
+        if !req.spawn {
+            return Ok(Created {
+                task,
+                outcome: "pending",
+                note: None,
+            });
+        }
+        match self.spawn(&task.id, Some(&project.name)) {
+            Ok(task) => Ok(Created {
+                task,
+                outcome: "spawned",
+                note: None,
+            }),
+            Err(OrangeError::PoolExhausted { bound, size, .. }) => {
+                let task = self.store.load(&project.name, &task.id)?;
+                Ok(Created {
+                    task,
+                    outcome: "queued",
+                    note: Some(format!("the pool is full ({bound}/{size}); the task starts when a workspace is released")),
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Start the agent of a pending task: workspace, branch, TASK.md, harness setup, session.
+    pub fn spawn(&mut self, id: &str, project: Option<&str>) -> Result<Task> {
+        let task = self.get(id, project)?;
+        let _lock = self.store.lock(&task.project)?;
+        self.spawn_locked(&task.project, id)
+    }
+
+    fn spawn_locked(&mut self, project_name: &str, id: &str) -> Result<Task> {
+        let mut task = self.store.load(project_name, id)?;
+        if task.status != Status::Pending {
+            return Err(OrangeError::InvalidTransition(format!(
+                "task {} is {}, only a pending task can be spawned (use `orange task respawn` for a dead session)",
+                task.id, task.status
+            )));
+        }
+        let project = project::get(self.home, project_name)?;
+        let harness = Harness::named(&task.harness, self.config()?)?;
+        self.preflight(&harness)?;
+        let ws = pool::acquire(self.home, &project, &task.id, None, &self.store)?;
+        let started = self.start_in_workspace(
+            &project,
+            &mut task,
+            &harness,
+            &ws.name,
+            &ws.path,
+            Launch::First,
+        );
+        if let Err(e) = started {
+            // Give the workspace back; the task stays pending.
+            let _ = pool::release(self.home, &project, &ws.name, true);
+            return Err(e);
+        }
+        let from = task.status;
+        task.status = Status::Working;
+        task.updated_at = store::now_rfc3339();
+        self.store.save(&task)?;
+        self.store.append_history(
+            &task,
+            "agent.spawned",
+            json!({"workspace": ws.name, "tmux_session": task.tmux_session, "harness": task.harness}),
+        )?;
+        self.store.append_history(
+            &task,
+            "status.changed",
+            json!({"from": from, "to": task.status}),
+        )?;
+        Ok(task)
+    }
+
+    fn preflight(&self, harness: &Harness) -> Result<()> {
+        self.tmux.preflight()?;
+        if let Some(program) = harness.program() {
+            if !crate::shell::on_path(program) {
+                return Err(OrangeError::BackendNotFound(format!(
+                    "harness {program:?} is not installed (not on PATH); install it or pass --harness"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Check out the branch, link TASK.md, set up the harness, start the session.
+    fn start_in_workspace(
+        &mut self,
+        project: &Project,
+        task: &mut Task,
+        harness: &Harness,
+        ws_name: &str,
+        ws_path: &Path,
+        launch: Launch,
+    ) -> Result<()> {
+        if launch == Launch::First {
+            if let Some(at) = git::branch_checked_out_at(&project.path, &task.branch)? {
+                let at_c = at.canonicalize().unwrap_or(at.clone());
+                if at_c != ws_path.canonicalize().unwrap_or(ws_path.to_path_buf()) {
+                    return Err(OrangeError::invalid(format!(
+                        "branch {:?} is checked out in {}; a branch can be checked out in one worktree only (switch that worktree to another branch first)",
+                        task.branch,
+                        at.display()
+                    )));
+                }
+            }
+            git::checkout_task_branch(&project.path, ws_path, &task.branch)?;
+        }
+        let link = ws_path.join("TASK.md");
+        if link.symlink_metadata().is_err() {
+            std::os::unix::fs::symlink(self.store.task_md(&task.project, &task.id), &link)
+                .map_err(|e| OrangeError::io(format!("linking {}", link.display()), e))?;
+        }
+        harness.setup_workspace(&project.path, ws_path)?;
+
+        let conversation = match (harness.name.as_str(), launch) {
+            ("claude", Launch::First) => {
+                let id = uuid_v4();
+                task.agent_session_id = Some(id.clone());
+                Some(id)
+            }
+            ("claude", Launch::Respawn) => task.agent_session_id.clone(),
+            _ => None,
+        };
+        let prompt = match launch {
+            Launch::First => first_prompt(task),
+            Launch::Respawn => Some(respawn_prompt(task)),
+        };
+        let argv = harness.argv(prompt.as_deref(), launch, conversation.as_deref());
+        let mut name = tmux::session_name(&task.project, &task.branch);
+        if self.tmux.has_session(&name)? {
+            name = format!("{name}-{}", task.id);
+        }
+        let info = self.tmux.new_session(&NewSession {
+            name,
+            cwd: ws_path.to_path_buf(),
+            env: session_env(self.home, task, ws_name, ws_path),
+            command: argv,
+            width: None,
+            height: None,
+        })?;
+        task.workspace = Some(ws_name.to_string());
+        task.tmux_session = Some(info.name);
+        task.tmux_session_id = Some(info.id);
+        Ok(())
+    }
+
+    /// Restart the agent of an active task whose session is gone or whose agent exited,
+    /// in the same workspace and branch.
+    pub fn respawn(&mut self, id: &str, project: Option<&str>) -> Result<Task> {
+        let task = self.get(id, project)?;
+        let _lock = self.store.lock(&task.project)?;
+        let mut task = self.store.load(&task.project, &task.id)?;
+        if !task.status.is_active() {
+            return Err(OrangeError::InvalidTransition(format!(
+                "task {} is {}: only an active task can be respawned{}",
+                task.id,
+                task.status,
+                if task.status == Status::Pending {
+                    " (use `orange task spawn`)"
+                } else {
+                    ""
+                }
+            )));
+        }
+        let view = SessionView::of(&task, &self.panes());
+        if view.state == "live" {
+            return Err(OrangeError::InvalidTransition(format!(
+                "task {}'s agent is still running in {}; attach to it or cancel the task",
+                task.id,
+                task.tmux_session.as_deref().unwrap_or("?")
+            )));
+        }
+        let project = project::get(self.home, &task.project)?;
+        let harness = Harness::named(&task.harness, self.config()?)?;
+        self.preflight(&harness)?;
+        if let Some(old) = task.tmux_session_id.clone() {
+            self.tmux.kill_session(&old)?;
+        }
+        let (ws_name, ws_path) = match &task.workspace {
+            Some(w) => {
+                let ws = pool::find(self.home, w)?;
+                (ws.name, ws.path)
+            }
+            None => {
+                return Err(OrangeError::invalid(format!(
+                    "task {} has no workspace to respawn in",
+                    task.id
+                )))
+            }
+        };
+        if !git::is_worktree_of(&project.path, &ws_path) {
+            return Err(OrangeError::WorkspaceNotFound(format!(
+                "{ws_name}: its directory is gone; cancel the task (its branch {} is kept) and create it again",
+                task.branch
+            )));
+        }
+        self.start_in_workspace(
+            &project,
+            &mut task,
+            &harness,
+            &ws_name,
+            &ws_path,
+            Launch::Respawn,
+        )?;
+        task.updated_at = store::now_rfc3339();
+        self.store.save(&task)?;
+        self.store.append_history(
+            &task,
+            "agent.respawned",
+            json!({"workspace": ws_name, "tmux_session": task.tmux_session}),
+        )?;
+        Ok(task)
+    }
+
+    /// Change status (on the map; done/cancelled only through merge/cancel).
+    pub fn set_status(&mut self, task: &Task, to: Status, via: &str) -> Result<Task> {
+        if to.is_final() {
+            return Err(OrangeError::InvalidTransition(format!(
+                "a task becomes {to} only through `orange task {}`",
+                if to == Status::Done {
+                    "merge"
+                } else {
+                    "cancel"
+                }
+            )));
+        }
+        let _lock = self.store.lock(&task.project)?;
+        let mut task = self.store.load(&task.project, &task.id)?;
+        if task.status == to {
+            return Ok(task);
+        }
+        if !task.status.can_become(to) {
+            return Err(OrangeError::InvalidTransition(format!(
+                "task {} cannot go from {} to {to}",
+                task.id, task.status
+            )));
+        }
+        let from = task.status;
+        task.status = to;
+        task.crash_count = 0;
+        task.updated_at = store::now_rfc3339();
+        self.store.save(&task)?;
+        self.store.append_history(
+            &task,
+            "status.changed",
+            json!({"from": from, "to": to, "via": via}),
+        )?;
+        if matches!(to, Status::Reviewing | Status::Stuck) {
+            self.write_outcome(&task, to.as_str());
+        }
+        Ok(task)
+    }
+
+    /// `.orange-outcome` in the workspace: the agent reported a result (the monitor's
+    /// "required outcome").
+    fn write_outcome(&self, task: &Task, outcome: &str) {
+        if let Some(w) = &task.workspace {
+            if let Ok(ws) = pool::find(self.home, w) {
+                let _ = std::fs::write(ws.path.join(".orange-outcome"), format!("{outcome}\n"));
+            }
+        }
+    }
+
+    pub fn set_summary(&mut self, task: &Task, summary: &str) -> Result<Task> {
+        if summary
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t')
+        {
+            return Err(OrangeError::invalid("summary contains control characters"));
+        }
+        let _lock = self.store.lock(&task.project)?;
+        let mut task = self.store.load(&task.project, &task.id)?;
+        task.summary = summary.to_string();
+        task.updated_at = store::now_rfc3339();
+        self.store.save(&task)?;
+        self.store
+            .append_history(&task, "summary.changed", json!({}))?;
+        Ok(task)
+    }
+
+    /// Rename the task's branch (`Some`), or record the branch the agent switched to (`None`).
+    pub fn set_branch(&mut self, task: &Task, new: Option<&str>) -> Result<Task> {
+        let _lock = self.store.lock(&task.project)?;
+        let mut task = self.store.load(&task.project, &task.id)?;
+        let ws_path = match &task.workspace {
+            Some(w) => Some(pool::find(self.home, w)?.path),
+            None => None,
+        };
+        let new = match (new, &ws_path) {
+            (Some(b), _) => {
+                validate_branch(b)?;
+                b.to_string()
+            }
+            (None, Some(p)) => git::current_branch(p)?.ok_or_else(|| {
+                OrangeError::invalid("the workspace is on a detached HEAD; pass --branch NAME")
+            })?,
+            (None, None) => {
+                return Err(OrangeError::invalid(
+                    "the task has no workspace yet; pass --branch NAME",
+                ))
+            }
+        };
+        if new == task.branch {
+            return Ok(task);
+        }
+        self.check_branch_free(&task.project, &new, Some(&task.id))?;
+        if let Some(p) = &ws_path {
+            if git::current_branch(p)?.as_deref() == Some(task.branch.as_str()) {
+                git::rename_branch(p, &task.branch, &new)?;
+            }
+        }
+        let old = std::mem::replace(&mut task.branch, new);
+        task.updated_at = store::now_rfc3339();
+        self.store.save(&task)?;
+        self.store.append_history(
+            &task,
+            "branch.changed",
+            json!({"from": old, "to": task.branch}),
+        )?;
+        Ok(task)
+    }
+
+    /// Merge the task's branch (or skip when its PR is merged), then return its workspace,
+    /// kill its session, mark it done and start the next queued task.
+    pub fn merge(
+        &mut self,
+        id: &str,
+        project: Option<&str>,
+        ff_only: bool,
+        local: bool,
+    ) -> Result<(Task, serde_json::Value, NextSpawn)> {
+        let task = self.get(id, project)?;
+        let project = project::get(self.home, &task.project)?;
+        let (task, info) = {
+            let _lock = self.store.lock(&task.project)?;
+            let mut task = self.store.load(&task.project, &task.id)?;
+            if !task.status.can_become(Status::Done) {
+                return Err(OrangeError::InvalidTransition(format!(
+                    "task {} is {}; only a working, reviewing or stuck task can be merged",
+                    task.id, task.status
+                )));
+            }
+            let ws = match &task.workspace {
+                Some(w) => Some(pool::find(self.home, w)?),
+                None => None,
+            };
+            if let Some(ws) = &ws {
+                if git::is_worktree_of(&project.path, &ws.path) {
+                    let keep = pool::load(self.home)?
+                        .workspaces
+                        .get(&ws.name)
+                        .map(|s| s.keep.clone())
+                        .unwrap_or_default();
+                    if let Some(detail) = git::unsaved_work(&ws.path, "HEAD", &keep)? {
+                        return Err(OrangeError::WorktreeDirty {
+                            path: ws.path.clone(),
+                            detail,
+                        });
+                    }
+                }
+            }
+            let pr = if local {
+                gh::Pr::Unknown {
+                    reason: "--local: PR not checked".into(),
+                }
+            } else {
+                gh::pr_for_branch(&project.path, &task.branch)
+            };
+            let via;
+            let commit;
+            if pr.is_merged() {
+                via = "pr";
+                commit = None;
+            } else if git::is_merged(&project.path, &task.branch, &project.default_branch)? {
+                via = "already-merged";
+                commit = None;
+            } else {
+                via = if ff_only { "ff" } else { "merge" };
+                commit = Some(
+                    git::merge_into(
+                        &project.path,
+                        &project.default_branch,
+                        &task.branch,
+                        ff_only,
+                    )
+                    .map_err(|e| match e {
+                        OrangeError::BackendCommandFailed(m) if ff_only => {
+                            OrangeError::BackendCommandFailed(format!(
+                                "{m}; rebase the task branch on {} or use --strategy merge",
+                                project.default_branch
+                            ))
+                        }
+                        other => other,
+                    })?,
+                );
+            }
+            self.finish(&mut task, &project)?;
+            let from = task.status;
+            task.status = Status::Done;
+            task.updated_at = store::now_rfc3339();
+            if let gh::Pr::Found { .. } = &pr {
+                task.pr = serde_json::to_value(&pr).ok();
+            }
+            self.store.save(&task)?;
+            let info = json!({"via": via, "commit": commit, "pr": pr});
+            self.store
+                .append_history(&task, "task.merged", info.clone())?;
+            self.store.append_history(
+                &task,
+                "status.changed",
+                json!({"from": from, "to": task.status}),
+            )?;
+            (task, info)
+        };
+        let next = self.spawn_next(&project.name);
+        Ok((task, info, next))
+    }
+
+    /// Kill the session and return the workspace (kept bound, with a note, when it holds
+    /// uncommitted work: nothing is lost).
+    fn finish(&mut self, task: &mut Task, project: &Project) -> Result<Option<String>> {
+        if let Some(s) = task.tmux_session_id.clone().or(task.tmux_session.clone()) {
+            self.tmux.kill_session(&s)?;
+        }
+        let mut kept = None;
+        if let Some(w) = task.workspace.clone() {
+            match pool::release(self.home, project, &w, false) {
+                Ok(_) => task.workspace = None,
+                Err(OrangeError::WorkspaceNotFound(_)) => task.workspace = None,
+                Err(OrangeError::WorktreeDirty { detail, .. }) => {
+                    kept = Some(format!(
+                        "workspace {w} kept bound: it has uncommitted work ({detail}); release it with `orange workspace release {w} --force` when you are done with it"
+                    ));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(kept)
+    }
+
+    pub fn cancel(
+        &mut self,
+        id: &str,
+        project: Option<&str>,
+    ) -> Result<(Task, Option<String>, NextSpawn)> {
+        let task = self.get(id, project)?;
+        let project = project::get(self.home, &task.project)?;
+        let (task, note) = {
+            let _lock = self.store.lock(&task.project)?;
+            let mut task = self.store.load(&task.project, &task.id)?;
+            if !task.status.can_become(Status::Cancelled) {
+                return Err(OrangeError::InvalidTransition(format!(
+                    "task {} is already {}",
+                    task.id, task.status
+                )));
+            }
+            let note = self.finish(&mut task, &project)?;
+            let from = task.status;
+            task.status = Status::Cancelled;
+            task.updated_at = store::now_rfc3339();
+            self.store.save(&task)?;
+            self.store.append_history(
+                &task,
+                "task.cancelled",
+                json!({"workspace_kept": note.is_some()}),
+            )?;
+            self.store.append_history(
+                &task,
+                "status.changed",
+                json!({"from": from, "to": task.status}),
+            )?;
+            (task, note)
+        };
+        let next = self.spawn_next(&project.name);
+        Ok((task, note, next))
+    }
+
+    pub fn delete(&mut self, id: &str, project: Option<&str>) -> Result<Task> {
+        let task = self.get(id, project)?;
+        let _lock = self.store.lock(&task.project)?;
+        let task = self.store.load(&task.project, &task.id)?;
+        if !task.status.is_final() {
+            return Err(OrangeError::InvalidTransition(format!(
+                "task {} is {}; only done or cancelled tasks can be deleted (cancel it first)",
+                task.id, task.status
+            )));
+        }
+        self.store.remove(&task)?;
+        Ok(task)
+    }
+
+    /// Start the project's oldest pending task, if a workspace is free (FIFO). Never
+    /// fails the command that called it: a spawn error is reported and kept in history.
+    pub fn spawn_next(&mut self, project: &str) -> NextSpawn {
+        let result = (|| -> Result<Option<String>> {
+            let _lock = self.store.lock(project)?;
+            let Some(next) = self
+                .store
+                .list(Some(project))?
+                .into_iter()
+                .find(|t| t.status == Status::Pending)
+            else {
+                return Ok(None);
+            };
+            match self.spawn_locked(project, &next.id) {
+                Ok(t) => {
+                    self.store.append_history(
+                        &t,
+                        "auto.spawned",
+                        json!({"reason": "a workspace was released"}),
+                    )?;
+                    Ok(Some(t.id))
+                }
+                Err(OrangeError::PoolExhausted { .. }) => Ok(None),
+                Err(e) => {
+                    let _ = self.store.append_history(
+                        &next,
+                        "agent.spawn_failed",
+                        json!({"error": e.to_string(), "code": e.code()}),
+                    );
+                    Err(e)
+                }
+            }
+        })();
+        match result {
+            Ok(spawned) => NextSpawn {
+                spawned,
+                error: None,
+            },
+            Err(e) => NextSpawn {
+                spawned: None,
+                error: Some(e.to_string()),
+            },
+        }
+    }
+
+    /// The session target of a task with a session.
+    pub fn session_target(&self, task: &Task) -> Result<String> {
+        task.tmux_session_id
+            .clone()
+            .or(task.tmux_session.clone())
+            .ok_or_else(|| {
+                OrangeError::invalid(format!(
+                    "task {} has no session (status {})",
+                    task.id, task.status
+                ))
+            })
+    }
+
+    pub fn workspace_path(&self, task: &Task) -> Option<PathBuf> {
+        task.workspace
+            .as_ref()
+            .and_then(|w| pool::find(self.home, w).ok())
+            .map(|w| w.path)
+    }
+
+    pub fn is_live_label(&self, project: &str, label: &str) -> bool {
+        self.store.is_live(project, label)
+    }
+}
+
+/// Branch names: what git accepts as a branch, and never a leading `-`.
+pub fn validate_branch(b: &str) -> Result<()> {
+    if !git::valid_branch_name(b) {
+        return Err(OrangeError::invalid(format!(
+            "invalid branch name {b:?}: git refuses it (no spaces, '..', ':', '~', '^', '?', '*', '[', '\\', leading '-' or '.', trailing '/' or '.lock')"
+        )));
+    }
+    Ok(())
+}
+
+fn session_env(home: &Home, task: &Task, ws_name: &str, ws_path: &Path) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("ORANGE_TASK_ID".to_string(), task.id.clone()),
+        ("ORANGE_PROJECT".to_string(), task.project.clone()),
+        ("ORANGE_BRANCH".to_string(), task.branch.clone()),
+        (
+            "ORANGE_WORKSPACE".to_string(),
+            ws_path.display().to_string(),
+        ),
+        ("ORANGE_WORKSPACE_NAME".to_string(), ws_name.to_string()),
+        ("ORANGE_HOME".to_string(), home.root.display().to_string()),
+    ];
+    if let Ok(sock) = std::env::var("ORANGE_TMUX_SOCKET") {
+        env.push(("ORANGE_TMUX_SOCKET".to_string(), sock));
+    }
+    // The agent and its hooks call `orange`: make this very binary the one they find.
+    if let Ok(exe) = std::env::current_exe() {
+        env.push(("ORANGE_BIN".to_string(), exe.display().to_string()));
+        if let Some(dir) = exe.parent() {
+            let path = std::env::var("PATH").unwrap_or_default();
+            env.push(("PATH".to_string(), format!("{}:{path}", dir.display())));
+        }
+    }
+    env
+}
+
+/// The first prompt: the summary verbatim, then how to report back.
+pub fn first_prompt(task: &Task) -> Option<String> {
+    if task.summary.trim().is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{}\n\n(orange task {}, project {}, branch {}. The full task is in TASK.md. Commit your work on this branch and do not push. When you are done run `orange task complete`; if you cannot go on, run `orange task stuck`.)",
+        task.summary, task.id, task.project, task.branch
+    ))
+}
+
+pub fn respawn_prompt(task: &Task) -> String {
+    format!(
+        "Resuming: {}\n\n(orange task {}, project {}, branch {}, status {}. Your previous session ended. Read TASK.md and `git log` of this branch for the progress so far, then continue. When you are done run `orange task complete`; if you cannot go on, run `orange task stuck`.)",
+        task.summary, task.id, task.project, task.branch, task.status
+    )
+}
+
+/// A random (version 4) UUID for Claude's `--session-id`.
+fn uuid_v4() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut bytes = [0u8; 16];
+    for (i, chunk) in bytes.chunks_mut(8).enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_usize(i);
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos(),
+        );
+        chunk.copy_from_slice(&h.finish().to_le_bytes());
+    }
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuids_have_the_v4_shape() {
+        let u = uuid_v4();
+        assert_eq!(u.len(), 36);
+        assert_eq!(&u[14..15], "4");
+        assert!(matches!(&u[19..20], "8" | "9" | "a" | "b"));
+        assert_ne!(uuid_v4(), uuid_v4());
+    }
+
+    #[test]
+    fn hostile_branch_names_are_refused() {
+        for bad in [
+            "a b", "a..b", "a:b", "-x", "--force", "a~1", "x^", "a?b", "a*", "a[b", "a\\b",
+            ".hidden", "a/", "x.lock", "",
+        ] {
+            assert!(validate_branch(bad).is_err(), "{bad:?}");
+        }
+        for good in ["feature/x", "fix-1", "orange-tasks/abc123", "v1.2"] {
+            assert!(validate_branch(good).is_ok(), "{good:?}");
+        }
+    }
+}

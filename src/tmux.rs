@@ -1,0 +1,1185 @@
+//! The tmux adapter: every tmux process orange starts is started by `Tmux::exec`, the one
+//! private function below (the only other is [`Tmux::attach`], which replaces orange with
+//! `tmux attach-session`). Commands are built with `tmux_interface` builders where they fit;
+//! where a builder cannot express what we need (`--` before a literal argument, several
+//! shell-command arguments) we push the extra argv elements onto the built command, and it
+//! still runs through `exec`. Every exit status is checked: `tmux_interface`'s own `output()`
+//! reports success even when tmux failed, so it is not used.
+//!
+//! Targets. Every method taking a `target` accepts:
+//! - a session id (`$3`), a window id (`@4`) or a pane id (`%5`): exact by construction;
+//! - anything else is an exact session name, sent as `=name` (session commands) or `=name:`
+//!   (window and pane commands: the session's current window and its active pane, whatever
+//!   `base-index`/`pane-base-index` say). tmux never prefix-matches such a target, so
+//!   `p/feat` can never hit `p/feature-x`.
+//!
+//! tmux 3.3a facts this module designs around:
+//! - an argv element ending in `;` ends a command; `exec` escapes it (`x;` → `x\;`, which
+//!   tmux turns back into `x;`), so text, option values and commands may end in `;`;
+//! - a session's command given as several argv elements is `execvp`ed by tmux, one element
+//!   goes through the user's `default-shell -c` (fish, zsh…). Agent commands are run as
+//!   `/bin/sh -c 'exec <argv quoted for sh>'`: never the user's shell, argv arrives intact,
+//!   and a missing program is a visible `exit 127`;
+//! - `set-option -t`/`show-options -t` take a *pane* target: `=name` alone is refused there,
+//!   `=name:` works; `show-options -q` also hides a missing target;
+//! - `display-message -p -t <missing>` succeeds with empty fields, so it is never used to
+//!   resolve a target (a send to the empty pane id would go to whatever pane tmux picks):
+//!   `list-panes -t` is, as it fails on a missing target;
+//! - Debian's tmux (built with libutempter) sometimes never collects the exit status of a
+//!   program that exits at once: see `Tmux::nudge_reaper`.
+
+use std::borrow::Cow;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde::Serialize;
+use tmux_interface as ti;
+use tmux_interface::{TmuxCommand, TmuxCommands};
+
+use crate::error::{OrangeError, Result};
+
+/// Field separator in format output: cannot occur in session names (see [`session_name`]) and
+/// tmux 3.3a passes it through unescaped.
+const FS: char = '\x1f';
+/// Record terminator in format output, so a path containing a newline cannot split a row.
+const RS: char = '\x1e';
+
+/// How often a read retries a dead pane without exit status, and how long it waits after
+/// each nudge (see `Tmux::nudge_reaper`).
+const REAP_RETRIES: u32 = 3;
+const REAP_WAIT: Duration = Duration::from_millis(15);
+
+/// Pause after `Escape` so the program does not read it together with the text as Alt+key.
+const ESCAPE_SETTLE: Duration = Duration::from_millis(100);
+
+/// Which tmux server orange talks to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Server {
+    /// tmux's default server (no `-L`/`-S`).
+    Default,
+    /// `-L name`: a socket named `name` in tmux's socket directory.
+    Name(String),
+    /// `-S path`: a socket at an explicit path.
+    Path(PathBuf),
+}
+
+/// A handle on one tmux server. Cheap to clone; holds no connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tmux {
+    server: Server,
+    /// Passed as `-f` so a server this handle starts reads this config file.
+    config: Option<PathBuf>,
+    /// The tmux executable: a name looked up on `PATH`, or a path.
+    binary: OsString,
+}
+
+/// What [`Tmux::new_session`] creates.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NewSession {
+    /// Exact session name; see [`session_name`]. Only `[A-Za-z0-9_/-]`, so tmux never rewrites it.
+    pub name: String,
+    /// Start directory of the session's first pane.
+    pub cwd: PathBuf,
+    /// Environment of the session (`new-session -e`), visible to the command.
+    pub env: Vec<(String, String)>,
+    /// The program and its arguments, passed unchanged (no shell parsing). Empty: the user's
+    /// default shell.
+    pub command: Vec<String>,
+    pub width: Option<u16>,
+    pub height: Option<u16>,
+}
+
+/// A session as tmux created or reports it. Prefer `id` (`$3`) for later calls: it stays
+/// exact even if the session is renamed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionInfo {
+    pub id: String,
+    pub name: String,
+    pub window_id: String,
+    pub pane_id: String,
+    pub pane_pid: u32,
+}
+
+/// One row of [`Tmux::list_sessions`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionRow {
+    pub id: String,
+    pub name: String,
+    pub attached: bool,
+    /// Unix time of the session's last activity.
+    pub activity: u64,
+    pub windows: u32,
+}
+
+/// One pane of [`Tmux::snapshot`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PaneInfo {
+    pub session_id: String,
+    pub session_name: String,
+    /// At least one client is attached to the session.
+    pub session_attached: bool,
+    pub window_id: String,
+    pub window_index: u32,
+    /// Unix time of the window's last activity.
+    pub window_activity: u64,
+    pub pane_id: String,
+    pub pane_index: u32,
+    pub pane_active: bool,
+    pub pane_pid: u32,
+    /// The pane's terminal is closed: its program has exited (the pane is kept by
+    /// `remain-on-exit`), or, rarely, it closed its terminal and runs on.
+    pub pane_dead: bool,
+    /// Exit status of a dead pane whose program exited normally.
+    pub pane_dead_status: Option<i32>,
+    /// Signal that killed a dead pane's program.
+    pub pane_dead_signal: Option<i32>,
+    pub pane_current_command: String,
+    pub pane_current_path: String,
+    pub pane_width: u32,
+    pub pane_height: u32,
+}
+
+impl PaneInfo {
+    /// How the pane's program ended; `None` while it runs (or while tmux has not collected
+    /// the exit status of a dead pane: [`Tmux::snapshot`] already retried that).
+    pub fn exit(&self) -> Option<PaneExit> {
+        pane_exit_from(self.pane_dead, self.pane_dead_status, self.pane_dead_signal)
+    }
+}
+
+/// How a pane's program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PaneExit {
+    /// Exited with this status (0 = success).
+    Status(i32),
+    /// Killed by this signal.
+    Signal(i32),
+}
+
+impl PaneExit {
+    pub fn success(&self) -> bool {
+        matches!(self, PaneExit::Status(0))
+    }
+}
+
+/// Where an option lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptionScope<'a> {
+    /// Global session options (`-g`): what `#{@name}` falls back to everywhere.
+    Global,
+    /// One session's options.
+    Session(&'a str),
+    /// The window options of the target's window.
+    Window(&'a str),
+    /// The pane options of the target pane.
+    Pane(&'a str),
+}
+
+/// The session name for a task or lane: `<project>/<branch>`, every character outside
+/// `[A-Za-z0-9_/-]` replaced by `_` (tmux itself would rewrite `.` and `:`).
+pub fn session_name(project: &str, branch: &str) -> String {
+    format!("{project}/{branch}")
+        .chars()
+        .map(|c| if session_char_ok(c) { c } else { '_' })
+        .collect()
+}
+
+fn session_char_ok(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '/' | '-')
+}
+
+pub use crate::shell::quote as shell_quote;
+
+/// Quote an argv for POSIX `sh`, words separated by spaces.
+pub fn shell_join<S: AsRef<str>>(argv: &[S]) -> String {
+    argv.iter()
+        .map(|a| shell_quote(a.as_ref()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// How long [`Tmux::send_text`] waits between the text and `Enter`: programs that read a
+/// burst of input as a paste swallow an `Enter` arriving inside it.
+pub fn submit_pause(text_len: usize) -> Duration {
+    Duration::from_millis((60 + text_len as u64 / 4).min(2000))
+}
+
+/// `=name` for session commands; ids and already-exact targets pass through.
+fn session_target(target: &str) -> String {
+    if target.starts_with(['$', '=', '@', '%']) {
+        target.to_string()
+    } else {
+        format!("={target}")
+    }
+}
+
+/// `=name:` for window and pane commands (the session's current window, its active pane).
+fn pane_target(target: &str) -> String {
+    if target.starts_with(['%', '@']) {
+        target.to_string()
+    } else if target.starts_with(['$', '=']) {
+        if target.contains(':') {
+            target.to_string()
+        } else {
+            format!("{target}:")
+        }
+    } else {
+        format!("={target}:")
+    }
+}
+
+fn pane_exit_from(dead: bool, status: Option<i32>, signal: Option<i32>) -> Option<PaneExit> {
+    if !dead {
+        return None;
+    }
+    match (status, signal) {
+        (_, Some(sig)) => Some(PaneExit::Signal(sig)),
+        (Some(code), None) => Some(PaneExit::Status(code)),
+        // The pty is closed but tmux has not reaped the process yet: not known yet.
+        (None, None) => None,
+    }
+}
+
+/// A tmux format listing `fields`, separated by [`FS`] and terminated by [`RS`].
+fn format_of(fields: &[&str]) -> String {
+    let mut f = fields
+        .iter()
+        .map(|name| format!("#{{{name}}}"))
+        .collect::<Vec<_>>()
+        .join(&FS.to_string());
+    f.push(RS);
+    f
+}
+
+/// Rows of `format_of` output, each split into `n` fields.
+fn records(out: &str, n: usize) -> Result<Vec<Vec<&str>>> {
+    let mut rows = Vec::new();
+    for rec in out.split(RS) {
+        let rec = rec.strip_prefix('\n').unwrap_or(rec);
+        if rec.is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = rec.split(FS).collect();
+        if fields.len() != n {
+            return Err(OrangeError::BackendCommandFailed(format!(
+                "unexpected tmux output: {} fields instead of {n} in {rec:?}",
+                fields.len()
+            )));
+        }
+        rows.push(fields);
+    }
+    Ok(rows)
+}
+
+fn num<T: std::str::FromStr>(field: &str, what: &str) -> Result<T> {
+    field.parse().map_err(|_| {
+        OrangeError::BackendCommandFailed(format!("unexpected tmux output: {what} = {field:?}"))
+    })
+}
+
+fn opt_num(field: &str, what: &str) -> Result<Option<i32>> {
+    if field.is_empty() {
+        Ok(None)
+    } else {
+        num(field, what).map(Some)
+    }
+}
+
+const SESSION_FIELDS: &[&str] = &[
+    "session_id",
+    "session_name",
+    "window_id",
+    "pane_id",
+    "pane_pid",
+];
+
+fn parse_session_info(out: &str) -> Result<SessionInfo> {
+    let rows = records(out, SESSION_FIELDS.len())?;
+    let r = rows.first().ok_or_else(|| {
+        OrangeError::BackendCommandFailed(format!("unexpected tmux output: {out:?}"))
+    })?;
+    Ok(SessionInfo {
+        id: r[0].to_string(),
+        name: r[1].to_string(),
+        window_id: r[2].to_string(),
+        pane_id: r[3].to_string(),
+        pane_pid: num(r[4], "pane_pid")?,
+    })
+}
+
+const PANE_FIELDS: &[&str] = &[
+    "session_id",
+    "session_name",
+    "session_attached",
+    "window_id",
+    "window_index",
+    "window_activity",
+    "pane_id",
+    "pane_index",
+    "pane_active",
+    "pane_pid",
+    "pane_dead",
+    "pane_dead_status",
+    "pane_dead_signal",
+    "pane_current_command",
+    "pane_current_path",
+    "pane_width",
+    "pane_height",
+    // The server's pid, last and not part of PaneInfo: see `nudge_reaper`.
+    "pid",
+];
+
+fn parse_pane(r: &[&str]) -> Result<PaneInfo> {
+    let attached: u32 = num(r[2], "session_attached")?;
+    Ok(PaneInfo {
+        session_id: r[0].to_string(),
+        session_name: r[1].to_string(),
+        session_attached: attached > 0,
+        window_id: r[3].to_string(),
+        window_index: num(r[4], "window_index")?,
+        window_activity: num(r[5], "window_activity")?,
+        pane_id: r[6].to_string(),
+        pane_index: num(r[7], "pane_index")?,
+        pane_active: r[8] == "1",
+        pane_pid: num(r[9], "pane_pid")?,
+        pane_dead: r[10] == "1",
+        pane_dead_status: opt_num(r[11], "pane_dead_status")?,
+        pane_dead_signal: opt_num(r[12], "pane_dead_signal")?,
+        pane_current_command: r[13].to_string(),
+        pane_current_path: r[14].to_string(),
+        pane_width: num(r[15], "pane_width")?,
+        pane_height: num(r[16], "pane_height")?,
+    })
+}
+
+/// A command of our own, for what the builders cannot express.
+fn raw(name: &'static str) -> TmuxCommand<'static> {
+    TmuxCommand::new_full(name)
+}
+
+/// What one tmux invocation did.
+struct Ran {
+    success: bool,
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    shown: String,
+}
+
+impl Ran {
+    /// The target (or the whole server) does not exist.
+    fn missing(&self) -> bool {
+        !self.success && (self.no_server() || is_missing_target(&self.stderr))
+    }
+
+    fn no_server(&self) -> bool {
+        !self.success
+            && (self.stderr.contains("no server running")
+                || self.stderr.contains("error connecting to")
+                || self.stderr.contains("server exited unexpectedly"))
+    }
+
+    fn error(&self) -> OrangeError {
+        let why = match self.stderr.trim() {
+            "" => match self.code {
+                Some(c) => format!("exit status {c}"),
+                None => "killed by a signal".to_string(),
+            },
+            s => s.to_string(),
+        };
+        OrangeError::BackendCommandFailed(format!("tmux {} failed: {why}", self.shown))
+    }
+
+    fn ok(self) -> Result<String> {
+        if self.success {
+            Ok(self.stdout)
+        } else {
+            Err(self.error())
+        }
+    }
+}
+
+fn is_missing_target(stderr: &str) -> bool {
+    [
+        "can't find session",
+        "can't find window",
+        "can't find pane",
+        "no such session",
+        "no such window",
+        "no such pane",
+        "session not found",
+        "window not found",
+        "pane not found",
+    ]
+    .iter()
+    .any(|p| stderr.contains(p))
+}
+
+/// An argv for error messages: long elements shortened, odd ones debug-quoted.
+fn show_args(args: &[Cow<'_, str>]) -> String {
+    args.iter()
+        .map(|a| {
+            let short: String = if a.chars().count() > 60 {
+                a.chars().take(57).chain("…".chars()).collect()
+            } else {
+                a.to_string()
+            };
+            if short.is_empty() || short.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                format!("{short:?}")
+            } else {
+                short
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// tmux takes an argv element ending in `;` as a command separator: escape it as `\;`, which
+/// tmux turns back into `;` (and `a\;` into `a\\;` → `a\;`).
+fn escape_trailing_semicolon(arg: &mut Cow<'_, str>) {
+    if arg.ends_with(';') {
+        let mut s = arg.to_string();
+        s.insert(s.len() - 1, '\\');
+        *arg = Cow::Owned(s);
+    }
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+static BUFFER_SEQ: AtomicU64 = AtomicU64::new(0);
+
+impl Default for Tmux {
+    fn default() -> Self {
+        Tmux::new(Server::Default)
+    }
+}
+
+impl Tmux {
+    pub fn new(server: Server) -> Self {
+        Tmux {
+            server,
+            config: None,
+            binary: OsString::from("tmux"),
+        }
+    }
+
+    /// The server named by the environment: `ORANGE_TMUX_SOCKET` (a name → `-L`, an absolute
+    /// path → `-S`); unset or empty, the server of `$TMUX`; else tmux's default server.
+    pub fn from_env() -> Self {
+        let orange = std::env::var("ORANGE_TMUX_SOCKET").ok();
+        let tmux = std::env::var("TMUX").ok();
+        Tmux::new(Self::server_from(orange.as_deref(), tmux.as_deref()))
+    }
+
+    /// [`Tmux::from_env`]'s rule, given the two variables' values.
+    pub fn server_from(orange_tmux_socket: Option<&str>, tmux: Option<&str>) -> Server {
+        match orange_tmux_socket.map(str::trim) {
+            Some(s) if s.starts_with('/') => return Server::Path(PathBuf::from(s)),
+            Some(s) if !s.is_empty() => return Server::Name(s.to_string()),
+            _ => {}
+        }
+        match tmux.and_then(|t| t.split(',').next()) {
+            Some(path) if !path.is_empty() => Server::Path(PathBuf::from(path)),
+            _ => Server::Default,
+        }
+    }
+
+    /// A private server `-L name` (tests, sandboxes).
+    pub fn with_socket_name(name: impl Into<String>) -> Self {
+        Tmux::new(Server::Name(name.into()))
+    }
+
+    /// A server this handle starts reads `path` (`-f`) instead of the user's config.
+    pub fn with_config(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config = Some(path.into());
+        self
+    }
+
+    /// Use another tmux executable (a name on `PATH` or a path).
+    pub fn with_binary(mut self, binary: impl Into<OsString>) -> Self {
+        self.binary = binary.into();
+        self
+    }
+
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// The server flags of a tmux command line (`-L name`, `-S path` or nothing).
+    pub fn server_args(&self) -> Vec<String> {
+        match &self.server {
+            Server::Default => vec![],
+            Server::Name(n) => vec!["-L".into(), n.clone()],
+            Server::Path(p) => vec!["-S".into(), p.to_string_lossy().into_owned()],
+        }
+    }
+
+    /// Is the tmux executable there (on `PATH`, or at the configured path)?
+    pub fn is_available(&self) -> bool {
+        let bin = Path::new(&self.binary);
+        if bin.components().count() > 1 {
+            return is_executable(bin);
+        }
+        std::env::var_os("PATH")
+            .map(|paths| std::env::split_paths(&paths).any(|dir| is_executable(&dir.join(bin))))
+            .unwrap_or(false)
+    }
+
+    /// `backend_not_found` unless tmux is installed: call before any mutation.
+    pub fn preflight(&self) -> Result<()> {
+        if self.is_available() {
+            Ok(())
+        } else {
+            Err(self.not_found())
+        }
+    }
+
+    fn not_found(&self) -> OrangeError {
+        OrangeError::BackendNotFound(format!(
+            "tmux ({}) is not installed or not on PATH",
+            self.binary.to_string_lossy()
+        ))
+    }
+
+    /// THE place where orange runs a tmux command (besides `attach`, which execs tmux in
+    /// place of orange). Runs `cmds` as one command sequence in one invocation (tmux stops at
+    /// the first failing command). Only a failure to start tmux is an `Err` here; callers
+    /// decide what a non-zero exit means ([`Ran::ok`] unless a missing target is fine).
+    fn exec(&self, cmds: Vec<TmuxCommand<'_>>) -> Result<Ran> {
+        let mut list = TmuxCommands::new();
+        for mut cmd in cmds {
+            if let Some(args) = cmd.args.as_mut() {
+                args.iter_mut().for_each(escape_trailing_semicolon);
+            }
+            list.push(cmd);
+        }
+        let mut tmux = ti::Tmux::new();
+        match &self.server {
+            Server::Default => {}
+            Server::Name(n) => tmux = tmux.socket_name(n.as_str()),
+            Server::Path(p) => tmux = tmux.socket_path(p.to_string_lossy()),
+        }
+        if let Some(conf) = &self.config {
+            tmux = tmux.file(conf.to_string_lossy());
+        }
+        let built = tmux.commands(list).build();
+        // Global flags, then the commands joined by ";" elements (tmux_interface keeps them
+        // apart from `args`); the program name is ours.
+        let mut args = built.args.clone().unwrap_or_default();
+        if let Some(cmds) = &built.subcommands {
+            args.extend(cmds.to_vec());
+        }
+        let shown = show_args(&args);
+        let mut command = std::process::Command::new(&self.binary);
+        command
+            .args(args.iter().map(|a| a.as_ref()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let out = command.output().map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                self.not_found()
+            } else {
+                OrangeError::io(format!("running tmux {shown}"), e)
+            }
+        })?;
+        Ok(Ran {
+            success: out.status.success(),
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            shown,
+        })
+    }
+
+    /// Run and require success; the error carries tmux's stderr.
+    fn run(&self, cmds: Vec<TmuxCommand<'_>>) -> Result<String> {
+        self.exec(cmds)?.ok()
+    }
+
+    /// Create a detached session running `spec.command` (argv, never parsed by a shell) with
+    /// `remain-on-exit on` on its window, so the pane stays readable and its exit status
+    /// observable after the program ends.
+    pub fn new_session(&self, spec: &NewSession) -> Result<SessionInfo> {
+        validate_session_name(&spec.name)?;
+        for (k, _) in &spec.env {
+            validate_word("environment variable name", k)?;
+        }
+        if spec.command.first().is_some_and(|p| p.starts_with('-')) {
+            return Err(OrangeError::invalid(format!(
+                "program name {:?} starts with '-'",
+                spec.command[0]
+            )));
+        }
+        let cwd = spec.cwd.to_str().ok_or_else(|| {
+            OrangeError::invalid(format!("{} is not valid UTF-8", spec.cwd.display()))
+        })?;
+        let mut b = ti::NewSession::new()
+            .detached()
+            .print()
+            .format(format_of(SESSION_FIELDS))
+            .session_name(spec.name.as_str());
+        if !cwd.is_empty() {
+            b = b.start_directory(cwd);
+        }
+        for (k, v) in &spec.env {
+            b = b.environment(k.as_str(), v.as_str());
+        }
+        if let Some(w) = spec.width {
+            b = b.width(usize::from(w));
+        }
+        if let Some(h) = spec.height {
+            b = b.height(usize::from(h));
+        }
+        if !spec.command.is_empty() {
+            b = b.shell_command("/bin/sh");
+        }
+        let mut new = b.build();
+        if !spec.command.is_empty() {
+            // Three argv elements: tmux execvp's them; /bin/sh parses only our quoting.
+            new.push_param("-c");
+            new.push_param(format!("exec {}", shell_join(&spec.command)));
+        }
+        // Same command sequence: applied before the server can notice the program's exit.
+        let remain = ti::SetOption::new()
+            .window()
+            .target_pane(pane_target(&spec.name))
+            .option("remain-on-exit")
+            .value("on")
+            .build();
+        let out = self.run(vec![new, remain])?;
+        let info = parse_session_info(&out)?;
+        if info.name != spec.name {
+            return Err(OrangeError::BackendCommandFailed(format!(
+                "tmux named the session {:?} instead of {:?}",
+                info.name, spec.name
+            )));
+        }
+        Ok(info)
+    }
+
+    /// Kill a session (exact name or id). `Ok(false)` when there was no such session.
+    pub fn kill_session(&self, target: &str) -> Result<bool> {
+        let ran = self.exec(vec![ti::KillSession::new()
+            .target_session(session_target(target))
+            .build()])?;
+        if ran.success {
+            Ok(true)
+        } else if ran.missing() {
+            Ok(false)
+        } else {
+            Err(ran.error())
+        }
+    }
+
+    /// Does this exact session (name or id) exist? `false` also when no server runs.
+    pub fn has_session(&self, target: &str) -> Result<bool> {
+        let ran = self.exec(vec![ti::HasSession::new()
+            .target_session(session_target(target))
+            .build()])?;
+        if ran.success {
+            Ok(true)
+        } else if ran.missing() {
+            Ok(false)
+        } else {
+            Err(ran.error())
+        }
+    }
+
+    /// Ids of a session and of its active pane (or of the session holding a pane/window
+    /// target); `None` when it does not exist.
+    pub fn session_info(&self, target: &str) -> Result<Option<SessionInfo>> {
+        let Some(r) = self.pane_fields(target, SESSION_FIELDS)? else {
+            return Ok(None);
+        };
+        Ok(Some(SessionInfo {
+            id: r[0].clone(),
+            name: r[1].clone(),
+            window_id: r[2].clone(),
+            pane_id: r[3].clone(),
+            pane_pid: num(&r[4], "pane_pid")?,
+        }))
+    }
+
+    /// `fields` of the target pane (a pane id, or the active pane of the target's current
+    /// window); `None` when there is no such pane. Read with `list-panes`, which fails on a
+    /// missing target: `display-message -p -t` would succeed with empty fields instead, and
+    /// a send to that empty pane id would type into whatever pane tmux picks.
+    fn pane_fields(&self, target: &str, fields: &[&str]) -> Result<Option<Vec<String>>> {
+        let mut all = vec!["pane_id", "pane_active"];
+        all.extend_from_slice(fields);
+        let ran = self.exec(vec![ti::ListPanes::new()
+            .target(pane_target(target))
+            .format(format_of(&all))
+            .build()])?;
+        if ran.missing() {
+            return Ok(None);
+        }
+        let out = ran.ok()?;
+        let row = records(&out, all.len())?.into_iter().find(|r| {
+            if target.starts_with('%') {
+                r[0] == target
+            } else {
+                r[1] == "1"
+            }
+        });
+        Ok(row.map(|r| r[2..].iter().map(|f| f.to_string()).collect()))
+    }
+
+    fn require_pane_fields(&self, target: &str, fields: &[&str]) -> Result<Vec<String>> {
+        self.pane_fields(target, fields)?.ok_or_else(|| {
+            OrangeError::BackendCommandFailed(format!(
+                "tmux: no pane for target {:?} (session, window or pane not found)",
+                target
+            ))
+        })
+    }
+
+    /// The pane's text (`capture-pane -p -J`) with `scrollback_lines` of history above the
+    /// visible screen. Trailing spaces of each line and trailing blank lines are removed.
+    pub fn capture_pane(&self, target: &str, scrollback_lines: usize) -> Result<String> {
+        let mut b = ti::CapturePane::new()
+            .stdout()
+            .join()
+            .target_pane(pane_target(target));
+        if scrollback_lines > 0 {
+            b = b.start_line(format!("-{scrollback_lines}"));
+        }
+        let out = self.run(vec![b.build()])?;
+        let lines: Vec<&str> = out.lines().map(str::trim_end).collect();
+        Ok(lines.join("\n").trim_end_matches('\n').to_string())
+    }
+
+    /// Type `text` into a pane and submit it, as reliably as tmux allows (an error for a
+    /// missing or dead pane, never a fallback to another one): leave copy mode if
+    /// the pane is in it, `Escape` first when `escape_first` (clears a half-typed prompt in
+    /// agent TUIs; do not use with a plain shell), the text literally (`send-keys -l`; text
+    /// with a newline is pasted as one bracketed paste so it arrives whole), a pause growing
+    /// with the text's length ([`submit_pause`]), then `Enter` as a separate key.
+    pub fn send_text(&self, target: &str, text: &str, escape_first: bool) -> Result<()> {
+        // Resolve once: every later step goes to this pane id, never to a name again.
+        let row = self.require_pane_fields(target, &["pane_id", "pane_in_mode", "pane_dead"])?;
+        let pane = row[0].clone();
+        if row[2] == "1" {
+            // tmux would accept the keys and drop them.
+            return Err(OrangeError::BackendCommandFailed(format!(
+                "tmux pane {pane} ({target}) is dead: its program has exited"
+            )));
+        }
+        if row[1] == "1" {
+            let mut cancel = ti::SendKeys::new().target_pane(pane.as_str()).build();
+            cancel.push_flag("-X");
+            cancel.push_param("cancel");
+            self.run(vec![cancel])?;
+        }
+        if escape_first {
+            self.run(vec![ti::SendKeys::new()
+                .target_pane(pane.as_str())
+                .key("Escape")
+                .build()])?;
+            std::thread::sleep(ESCAPE_SETTLE);
+        }
+        let text = text.replace("\r\n", "\n");
+        if text.contains(['\n', '\r']) {
+            self.paste(&pane, &text)?;
+        } else if !text.is_empty() {
+            let mut keys = ti::SendKeys::new()
+                .disable_lookup()
+                .target_pane(pane.as_str())
+                .build();
+            keys.push_param("--");
+            keys.push_param(text.as_str());
+            self.run(vec![keys])?;
+        }
+        if !text.is_empty() {
+            std::thread::sleep(submit_pause(text.len()));
+        }
+        self.run(vec![ti::SendKeys::new()
+            .target_pane(pane.as_str())
+            .key("Enter")
+            .build()])?;
+        Ok(())
+    }
+
+    /// Paste `text` into `pane` through a private buffer: bracketed (`-p`) when the program
+    /// asked for bracketed paste, newlines kept as they are (`-r`), buffer deleted (`-d`).
+    fn paste(&self, pane: &str, text: &str) -> Result<()> {
+        let buffer = format!(
+            "orange-send-{}-{}",
+            std::process::id(),
+            BUFFER_SEQ.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut set = ti::SetBuffer::new().buffer_name(buffer.as_str()).build();
+        set.push_param("--");
+        set.push_param(text);
+        let paste = ti::PasteBuffer::new()
+            .delete()
+            .bracket_codes()
+            .no_replacement()
+            .buffer_name(buffer.as_str())
+            .target_pane(pane)
+            .build();
+        let ran = self.exec(vec![set, paste])?;
+        if !ran.success {
+            // The paste failed after the buffer was set: do not leave the text behind. Its
+            // own failure (buffer never created) changes nothing, so its status is moot.
+            let _ = self.exec(vec![ti::DeleteBuffer::new()
+                .buffer_name(buffer.as_str())
+                .build()]);
+            return Err(ran.error());
+        }
+        Ok(())
+    }
+
+    /// Every pane of every session, in ONE tmux call (repeated only when tmux has not
+    /// collected a dead pane's exit status yet: see `nudge_reaper`). Empty when no server
+    /// runs.
+    pub fn snapshot(&self) -> Result<Vec<PaneInfo>> {
+        let mut attempt = 0;
+        loop {
+            let ran = self.exec(vec![ti::ListPanes::new()
+                .all()
+                .format(format_of(PANE_FIELDS))
+                .build()])?;
+            if ran.no_server() {
+                return Ok(Vec::new());
+            }
+            let out = ran.ok()?;
+            let rows = records(&out, PANE_FIELDS.len())?;
+            let panes = rows
+                .iter()
+                .map(|r| parse_pane(r))
+                .collect::<Result<Vec<_>>>()?;
+            let unreaped = panes.iter().any(|p| {
+                p.pane_dead && p.pane_dead_status.is_none() && p.pane_dead_signal.is_none()
+            });
+            if !unreaped || attempt == REAP_RETRIES {
+                return Ok(panes);
+            }
+            let server_pid = rows.first().map(|r| r[PANE_FIELDS.len() - 1]).unwrap_or("");
+            self.nudge_reaper(server_pid);
+            attempt += 1;
+        }
+    }
+
+    /// Every session, in one tmux call. Empty when no server runs.
+    pub fn list_sessions(&self) -> Result<Vec<SessionRow>> {
+        let fields = [
+            "session_id",
+            "session_name",
+            "session_attached",
+            "session_activity",
+            "session_windows",
+        ];
+        let ran = self.exec(vec![ti::ListSessions::new()
+            .format(format_of(&fields))
+            .build()])?;
+        if ran.no_server() {
+            return Ok(Vec::new());
+        }
+        let out = ran.ok()?;
+        records(&out, fields.len())?
+            .iter()
+            .map(|r| {
+                Ok(SessionRow {
+                    id: r[0].to_string(),
+                    name: r[1].to_string(),
+                    attached: num::<u32>(r[2], "session_attached")? > 0,
+                    activity: num(r[3], "session_activity")?,
+                    windows: num(r[4], "session_windows")?,
+                })
+            })
+            .collect()
+    }
+
+    /// How the target pane's program ended: `None` while it runs. With `remain-on-exit` (set
+    /// by [`Tmux::new_session`]) the dead pane stays until the session is killed.
+    pub fn pane_exit(&self, target: &str) -> Result<Option<PaneExit>> {
+        let mut attempt = 0;
+        loop {
+            let r = self.require_pane_fields(
+                target,
+                &["pane_dead", "pane_dead_status", "pane_dead_signal", "pid"],
+            )?;
+            let dead = r[0] == "1";
+            let exit = pane_exit_from(
+                dead,
+                opt_num(&r[1], "pane_dead_status")?,
+                opt_num(&r[2], "pane_dead_signal")?,
+            );
+            if !dead || exit.is_some() || attempt == REAP_RETRIES {
+                return Ok(exit);
+            }
+            self.nudge_reaper(&r[3]);
+            attempt += 1;
+        }
+    }
+
+    /// A pane whose pty closed but whose exit status tmux never collected: tmux built with
+    /// libutempter (Debian's 3.3a is) misses the SIGCHLD of a program that exits while a
+    /// pane is being set up, and the program stays a zombie with `pane_dead=1` and no
+    /// status, forever (tmux/tmux#311, #2679). A SIGCHLD sent to the server makes it reap
+    /// every exited child. Then wait a little for the server to handle it. (A program that
+    /// closed its terminal but still runs also looks like this; it stays "running".)
+    fn nudge_reaper(&self, server_pid: &str) {
+        if let Ok(pid) = server_pid.parse::<u32>() {
+            // Best effort by design: if the signal cannot be sent, the next read retries.
+            let _ = std::process::Command::new("kill")
+                .args(["-s", "CHLD", &pid.to_string()])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+        std::thread::sleep(REAP_WAIT);
+    }
+
+    /// `set-option` and `show-options` builders aimed at `scope`.
+    fn option_cmds(scope: OptionScope<'_>) -> (ti::SetOption<'static>, ti::ShowOptions<'static>) {
+        let (mut s, mut g) = (ti::SetOption::new(), ti::ShowOptions::new());
+        match scope {
+            OptionScope::Global => {
+                s = s.global();
+                g = g.global();
+            }
+            OptionScope::Session(t) => {
+                s = s.target_pane(pane_target(t));
+                g = g.target_pane(pane_target(t));
+            }
+            OptionScope::Window(t) => {
+                s = s.window().target_pane(pane_target(t));
+                g = g.window().target_pane(pane_target(t));
+            }
+            OptionScope::Pane(t) => {
+                s = s.pane().target_pane(pane_target(t));
+                g = g.pane().target_pane(pane_target(t));
+            }
+        }
+        (s, g)
+    }
+
+    /// `set-option` in `scope`. The value reaches tmux verbatim (a trailing `;` included).
+    pub fn set_option(&self, scope: OptionScope<'_>, name: &str, value: &str) -> Result<()> {
+        validate_word("option name", name)?;
+        let (s, _) = Self::option_cmds(scope);
+        self.run(vec![s
+            .option(name.to_string())
+            .value(value.to_string())
+            .build()])?;
+        Ok(())
+    }
+
+    /// The option's own value in `scope` (no inheritance from global); `None` when unset or
+    /// when no server runs. A missing session is an error.
+    pub fn get_option(&self, scope: OptionScope<'_>, name: &str) -> Result<Option<String>> {
+        let (_, g) = Self::option_cmds(scope);
+        let mut cmds = Vec::new();
+        // `show-options -q` also hides a missing target: check it in the same sequence.
+        if let OptionScope::Session(t) | OptionScope::Window(t) | OptionScope::Pane(t) = scope {
+            cmds.push(ti::HasSession::new().target_session(pane_target(t)).build());
+        }
+        cmds.push(g.quiet().value().option(name.to_string()).build());
+        let ran = self.exec(cmds)?;
+        if ran.no_server() {
+            return Ok(None);
+        }
+        let out = ran.ok()?;
+        // `-qv` prints nothing for an unset option and "value\n" for a set one, even empty.
+        if out.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(out.strip_suffix('\n').unwrap_or(&out).to_string()))
+    }
+
+    /// Unset the option in `scope`. Idempotent: fine when it is not set, or when the
+    /// session or the server is gone.
+    pub fn unset_option(&self, scope: OptionScope<'_>, name: &str) -> Result<()> {
+        let (s, _) = Self::option_cmds(scope);
+        let ran = self.exec(vec![s.unset().option(name.to_string()).build()])?;
+        if ran.success || ran.missing() {
+            Ok(())
+        } else {
+            Err(ran.error())
+        }
+    }
+
+    /// Set a variable in a session's environment (seen by panes started later).
+    pub fn set_environment(&self, session: &str, key: &str, value: &str) -> Result<()> {
+        validate_word("environment variable name", key)?;
+        self.run(vec![ti::SetEnvironment::new()
+            .target_session(session_target(session))
+            .name(key.to_string())
+            .value(value.to_string())
+            .build()])?;
+        Ok(())
+    }
+
+    /// Switch the current client (orange runs inside tmux) to the session.
+    pub fn switch_client(&self, target: &str) -> Result<()> {
+        self.run(vec![ti::SwitchClient::new()
+            .target_session(session_target(target))
+            .build()])?;
+        Ok(())
+    }
+
+    /// The argv to exec outside tmux to attach to the session.
+    pub fn attach_command(&self, target: &str) -> Vec<String> {
+        let mut argv = vec![self.binary.to_string_lossy().into_owned()];
+        argv.extend(self.server_args());
+        argv.extend([
+            "attach-session".to_string(),
+            "-t".to_string(),
+            session_target(target),
+        ]);
+        argv
+    }
+
+    /// Replace this process with `tmux attach-session` (outside tmux). Returns only when the
+    /// exec failed, with the reason.
+    pub fn attach(&self, target: &str) -> OrangeError {
+        use std::os::unix::process::CommandExt;
+        let argv = self.attach_command(target);
+        let err = std::process::Command::new(&self.binary)
+            .args(&argv[1..])
+            .exec();
+        if err.kind() == std::io::ErrorKind::NotFound {
+            self.not_found()
+        } else {
+            OrangeError::io(format!("running {}", argv.join(" ")), err)
+        }
+    }
+
+    /// Show `msg` on the current client's status line, literally (`#` is not a format).
+    pub fn display_message(&self, msg: &str) -> Result<()> {
+        let mut cmd = raw("display-message");
+        cmd.push_param("--");
+        cmd.push_param(msg.replace('#', "##"));
+        self.run(vec![cmd])?;
+        Ok(())
+    }
+
+    /// Kill the whole server. Fine when none runs.
+    pub fn kill_server(&self) -> Result<()> {
+        let ran = self.exec(vec![ti::KillServer::new().build()])?;
+        if ran.success || ran.no_server() {
+            Ok(())
+        } else {
+            Err(ran.error())
+        }
+    }
+}
+
+/// A name tmux takes as one plain word: not empty, no `=`, no leading `-` (a flag).
+fn validate_word(what: &str, word: &str) -> Result<()> {
+    if word.is_empty() || word.starts_with('-') || word.contains(['=', '\0']) {
+        return Err(OrangeError::invalid(format!("invalid {what} {word:?}")));
+    }
+    Ok(())
+}
+
+fn validate_session_name(name: &str) -> Result<()> {
+    if name.is_empty() || !name.chars().all(session_char_ok) {
+        return Err(OrangeError::invalid(format!(
+            "invalid tmux session name {name:?}: only [A-Za-z0-9_/-] (see tmux::session_name)"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_names_are_sanitized() {
+        assert_eq!(session_name("my.app", "fix:1"), "my_app/fix_1");
+        assert_eq!(session_name("p", "feat/x-1_2"), "p/feat/x-1_2");
+        assert_eq!(session_name("p", "a b;c$é"), "p/a_b_c__");
+    }
+
+    #[test]
+    fn targets_are_exact() {
+        assert_eq!(session_target("p/feat"), "=p/feat");
+        assert_eq!(session_target("$3"), "$3");
+        assert_eq!(pane_target("p/feat"), "=p/feat:");
+        assert_eq!(pane_target("$3"), "$3:");
+        assert_eq!(pane_target("%7"), "%7");
+        assert_eq!(pane_target("@2"), "@2");
+    }
+
+    #[test]
+    fn trailing_semicolons_are_escaped() {
+        for (input, want) in [
+            ("a;", "a\\;"),
+            ("a\\;", "a\\\\;"),
+            (";", "\\;"),
+            ("a;b", "a;b"),
+        ] {
+            let mut c = Cow::Borrowed(input);
+            escape_trailing_semicolon(&mut c);
+            assert_eq!(c, want);
+        }
+    }
+
+    #[test]
+    fn shell_quoting() {
+        assert_eq!(shell_quote("plain-word_1.txt"), "plain-word_1.txt");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote("a;"), "'a;'");
+        assert_eq!(shell_join(&["a b", "c"]), "'a b' c");
+    }
+
+    #[test]
+    fn server_from_env_values() {
+        assert_eq!(
+            Tmux::server_from(Some("orange"), Some("/tmp/x,1,0")),
+            Server::Name("orange".into())
+        );
+        assert_eq!(
+            Tmux::server_from(Some("/run/orange.sock"), None),
+            Server::Path("/run/orange.sock".into())
+        );
+        assert_eq!(
+            Tmux::server_from(None, Some("/tmp/tmux-0/default,123,0")),
+            Server::Path("/tmp/tmux-0/default".into())
+        );
+        assert_eq!(
+            Tmux::server_from(Some(""), Some("/tmp/tmux-0/default,123,0")),
+            Server::Path("/tmp/tmux-0/default".into())
+        );
+        assert_eq!(Tmux::server_from(None, None), Server::Default);
+        assert_eq!(Tmux::server_from(None, Some("")), Server::Default);
+    }
+
+    #[test]
+    fn dead_without_status_is_not_an_exit_yet() {
+        assert_eq!(pane_exit_from(false, None, None), None);
+        assert_eq!(pane_exit_from(true, None, None), None);
+        assert_eq!(
+            pane_exit_from(true, Some(3), None),
+            Some(PaneExit::Status(3))
+        );
+        assert_eq!(
+            pane_exit_from(true, None, Some(9)),
+            Some(PaneExit::Signal(9))
+        );
+    }
+
+    #[test]
+    fn records_split_on_separators() {
+        let out = format!("a{FS}b{RS}\nc{FS}d\ne{RS}\n");
+        let rows = records(&out, 2).unwrap();
+        assert_eq!(rows, vec![vec!["a", "b"], vec!["c", "d\ne"]]);
+        assert!(records(&format!("a{RS}\n"), 2).is_err());
+    }
+}
