@@ -9,7 +9,7 @@ unset TMUX TMUX_PANE ORANGE_TMUX_SOCKET ORANGE_HOME GIT_DIR GIT_WORK_TREE
 
 cargo test --locked --all-targets "$@"
 
-shell_files=(scripts/*.sh .ci/run)
+shell_files=(scripts/*.sh .ci/run tests/fixtures/*.sh tests/fixtures/bin/*)
 [ -f orange.tmux ] && shell_files+=(orange.tmux)
 for f in tmux/*.sh; do [ -e "$f" ] && shell_files+=("$f"); done
 for f in "${shell_files[@]}"; do bash -n "$f"; done

@@ -560,3 +560,6 @@ pub fn is_merged(repo_path: &Path, branch: &str, target: &str) -> Result<bool> {
     };
     Ok(merged)
 }
+
+// ---- Reads for the sidebar (diff against the default branch, commit counts). ----
+// @@ sidebar-additions @@

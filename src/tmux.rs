@@ -1183,3 +1183,13 @@ mod tests {
         assert!(records(&format!("a{RS}\n"), 2).is_err());
     }
 }
+
+// Operations for the tmux plugin (keys, hooks, panes, menus). Add new ones inside this block.
+impl Tmux {
+    // @@ plugin-additions @@
+}
+
+// Operations for the status widgets and hooks. Add new ones inside this block.
+impl Tmux {
+    // @@ status-additions @@
+}

@@ -1,0 +1,1 @@
+//! The tmux plugin side: sidebar panes, key tables, hooks and menus, driven through the tmux adapter.

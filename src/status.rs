@@ -1,0 +1,1 @@
+//! The status-line widgets: counts of tasks by state, and publishing them as tmux options.
