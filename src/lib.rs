@@ -17,3 +17,4 @@ pub mod status;
 pub mod store;
 pub mod task;
 pub mod tmux;
+pub mod zellij;

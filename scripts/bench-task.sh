@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# bench-task.sh — time from `orange task create` to the agent process running in its tmux
+# session (warm pool), next to doing the same by hand: `git worktree add -b` of a fresh
+# worktree plus `tmux new-session -d` running the agent.
+#
+# The "agent" is a harness that creates a marker file as its first act; the clock stops
+# when the marker exists (polled without forking). Repository: BENCH_FILES (default 5000)
+# files. Between iterations the task is cancelled (orange) or the session killed and the
+# worktree removed (baseline); that clean-up is not timed.
+#
+# Usage: scripts/bench-task.sh [--json]
+# Environment: ORANGE_BIN, BENCH_ITERS (default 10), BENCH_WARMUP (default 2),
+#   BENCH_FILES (5000), BENCH_DIRS (50), BENCH_KEEP=1
+set -euo pipefail
+
+script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$script_dir/.." && pwd)
+# shellcheck source=scripts/lib-bench.sh
+. "$script_dir/lib-bench.sh"
+
+json=0
+for arg in "$@"; do
+    case $arg in
+    --json) json=1 ;;
+    -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) bench_die "unknown argument: $arg" ;;
+    esac
+done
+iters=${BENCH_ITERS:-10}
+warmup=${BENCH_WARMUP:-2}
+nfiles=${BENCH_FILES:-5000}
+ndirs=${BENCH_DIRS:-50}
+bench_start=${SECONDS}
+
+bench_build_orange "$root"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/orange-bench-task.XXXXXX")
+sock="orange-bench-task-$$"
+cleanup() {
+    local rc=$?
+    tmux -L "$sock" kill-server 2>/dev/null || true
+    cd / || true
+    if [[ "${BENCH_KEEP:-0}" == 1 ]]; then bench_log "kept $tmp"; else rm -rf -- "$tmp"; fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+bench_git_env "$tmp/git"
+export ORANGE_HOME="$tmp/orange-home"
+export ORANGE_TMUX_SOCKET="$sock"
+unset TMUX TMUX_PANE
+BENCH_STDOUT="$tmp/cmd.out"
+BENCH_STDERR="$tmp/cmd.err"
+bench_init_samples "$tmp/samples"
+markers="$tmp/markers"
+mkdir -p "$markers" "$tmp/wt"
+
+bench_log "creating a repository of $nfiles files"
+repo=$(bench_make_repo "$tmp" "$nfiles" "$ndirs")
+tmux -L "$sock" -f /dev/null new-session -d -s keepalive
+mkdir -p "$ORANGE_HOME"
+# The agent: marks that it runs, then idles. `:` swallows the prompt orange passes.
+cat >"$ORANGE_HOME/config.toml" <<TOML
+[harness.bench]
+command = ": {prompt}; touch '$markers'/\"\$ORANGE_TASK_ID\"; exec sleep 600"
+TOML
+cd "$repo"
+"$ORANGE" project add "$repo" --name bench --pool-size 2 >&2
+"$ORANGE" workspace init >&2
+
+# wait_marker FILE: spin until FILE exists (no fork per check), at most 30 s.
+wait_marker() {
+    local f=$1 t0=$SECONDS
+    until [[ -e "$f" ]]; do
+        ((SECONDS - t0 < 30)) || bench_die "the agent never started ($f)"
+    done
+}
+
+orange_iteration() {
+    local mode=$1 i=$2 t0 t1 id
+    bench_now t0
+    "$ORANGE" task create "bench/o$i" "benchmark task $i" --harness bench --json >"$BENCH_STDOUT" ||
+        bench_die "orange task create failed: $(cat "$BENCH_STDOUT")"
+    id=$(sed -n 's/.*"id":"\([0-9a-z]*\)".*/\1/p' "$BENCH_STDOUT")
+    [[ -n "$id" ]] || bench_die "no task id in: $(cat "$BENCH_STDOUT")"
+    wait_marker "$markers/$id"
+    bench_now t1
+    [[ $mode == record ]] && bench_record spawn.orange "$((t1 - t0))"
+    "$ORANGE" task cancel "$id" --yes >/dev/null || bench_die "cancel failed"
+}
+
+baseline_iteration() {
+    local mode=$1 i=$2 t0 t1
+    local wt="$tmp/wt/b$i-$mode" name="bench/b$i-$mode"
+    bench_now t0
+    git -C "$repo" worktree add --quiet -b "$name" "$wt" origin/main
+    tmux -L "$sock" new-session -d -s "$name" -c "$wt" -e ORANGE_TASK_ID="b$i-$mode" \
+        "touch '$markers'/\"\$ORANGE_TASK_ID\"; exec sleep 600"
+    wait_marker "$markers/b$i-$mode"
+    bench_now t1
+    [[ $mode == record ]] && bench_record spawn.baseline "$((t1 - t0))"
+    tmux -L "$sock" kill-session -t "=$name"
+    git -C "$repo" worktree remove --force "$wt"
+    git -C "$repo" branch -q -D "$name"
+}
+
+run() {
+    local mode=$1 n=$2 i
+    for ((i = 1; i <= n; i++)); do
+        if ((i % 2)); then orange_iteration "$mode" "$i"; baseline_iteration "$mode" "$i"
+        else baseline_iteration "$mode" "$i"; orange_iteration "$mode" "$i"; fi
+    done
+}
+bench_log "warm-up: $warmup"
+run warmup "$warmup"
+bench_log "measuring: $iters"
+run record "$iters"
+
+BENCH_LABEL[spawn]="task create → agent running (warm pool) vs worktree add -b + tmux new-session"
+if ((json)); then
+    bench_machine_line "$tmp" >&2
+    bench_compare_json orange baseline spawn
+else
+    printf 'orange task create vs by hand — %s files, %s iterations (+%s warm-up)\n' "$nfiles" "$iters" "$warmup"
+    bench_machine_line "$tmp"
+    echo
+    bench_compare_table orange baseline spawn
+    echo
+    echo "(total run time $((SECONDS - bench_start))s, including build and fixture)"
+fi

@@ -1,0 +1,118 @@
+//! The zellij adapter against a real zellij, when one is on PATH (`cargo install --locked
+//! zellij`); otherwise each test says why it did not run.
+
+use std::time::{Duration, Instant};
+
+use orange::tmux::NewSession;
+use orange::zellij::Zellij;
+
+fn zellij_or_skip(test: &str) -> Option<Zellij> {
+    let z = Zellij::default();
+    if z.is_available() {
+        Some(z)
+    } else {
+        // Straight to fd 2 (not eprintln!, which the test harness captures): the reason
+        // must show in CI output.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED {test}: zellij is not on PATH (install with `cargo install --locked zellij`)"
+        );
+        None
+    }
+}
+
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn unique(prefix: &str) -> String {
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos()
+    )
+}
+
+struct Kill<'a>(&'a Zellij, String);
+impl Drop for Kill<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.kill(&self.1);
+    }
+}
+
+#[test]
+fn preflight_reports_backend_not_found_without_zellij() {
+    let z = Zellij::with_binary("/nonexistent/zellij");
+    let e = z.preflight().unwrap_err();
+    assert_eq!(e.code(), "backend_not_found");
+    assert!(e.to_string().contains("zellij"));
+}
+
+#[test]
+fn create_exists_send_text_exit_status_and_kill() {
+    let Some(z) = zellij_or_skip("create_exists_send_text_exit_status_and_kill") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let name = unique("orange-zj");
+    let _guard = Kill(&z, name.clone());
+    let exit_file = dir.path().join("exit");
+    let out = dir.path().join("typed.txt");
+    let hostile = "it's \"q\" $(touch pwned) `id`;";
+    // The program: record its argv, then copy one typed line to a file and exit 3.
+    let script = format!(
+        "printf '%s\\n' \"$@\" > argv.txt; IFS= read -r line; printf '%s' \"$line\" > {}; exit 3",
+        out.display()
+    );
+    z.create(
+        &NewSession {
+            name: name.clone(),
+            cwd: dir.path().to_path_buf(),
+            env: vec![("ORANGE_LANE_ID".into(), "l1".into())],
+            command: vec![
+                "sh".into(),
+                "-c".into(),
+                script,
+                "sh".into(),
+                hostile.into(),
+                "two words".into(),
+            ],
+            width: None,
+            height: None,
+        },
+        &exit_file,
+    )
+    .unwrap();
+    assert!(z.exists(&name).unwrap());
+    assert!(!z.exists(&format!("{name}-x")).unwrap());
+    wait_for("argv.txt", || dir.path().join("argv.txt").exists());
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("argv.txt")).unwrap(),
+        format!("{hostile}\ntwo words\n")
+    );
+    assert!(!dir.path().join("pwned").exists());
+    z.send_text(&name, "typed; with 'quotes'").unwrap();
+    wait_for("the exit status file", || {
+        exit_file.exists() && !std::fs::read_to_string(&exit_file).unwrap().is_empty()
+    });
+    assert_eq!(std::fs::read_to_string(&exit_file).unwrap().trim(), "3");
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "typed; with 'quotes'"
+    );
+    assert!(z.kill(&name).unwrap());
+    assert!(!z.exists(&name).unwrap());
+    assert!(!z.kill(&name).unwrap(), "killing twice is harmless");
+}
