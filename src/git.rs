@@ -561,5 +561,22 @@ pub fn is_merged(repo_path: &Path, branch: &str, target: &str) -> Result<bool> {
     Ok(merged)
 }
 
+/// `git worktree add -b <branch> <path> <base>`: a dedicated worktree on a new branch.
+pub fn worktree_add_branch(repo_path: &Path, path: &Path, branch: &str, base: &str) -> Result<()> {
+    run_ok(
+        repo_path,
+        [
+            OsStr::new("worktree"),
+            OsStr::new("add"),
+            OsStr::new("--quiet"),
+            OsStr::new("-b"),
+            OsStr::new(branch),
+            path.as_os_str(),
+            OsStr::new(base),
+        ],
+    )
+    .map(|_| ())
+}
+
 // ---- Reads for the sidebar (diff against the default branch, commit counts). ----
 // @@ sidebar-additions @@

@@ -366,7 +366,7 @@ impl<'a> Tasks<'a> {
 
         let conversation = match (harness.name.as_str(), launch) {
             ("claude", Launch::First) => {
-                let id = uuid_v4();
+                let id = new_uuid();
                 task.agent_session_id = Some(id.clone());
                 Some(id)
             }
@@ -866,7 +866,7 @@ pub fn respawn_prompt(task: &Task) -> String {
 }
 
 /// A random (version 4) UUID for Claude's `--session-id`.
-fn uuid_v4() -> String {
+pub fn new_uuid() -> String {
     use std::hash::{BuildHasher, Hasher};
     let mut bytes = [0u8; 16];
     for (i, chunk) in bytes.chunks_mut(8).enumerate() {
@@ -899,11 +899,11 @@ mod tests {
 
     #[test]
     fn uuids_have_the_v4_shape() {
-        let u = uuid_v4();
+        let u = new_uuid();
         assert_eq!(u.len(), 36);
         assert_eq!(&u[14..15], "4");
         assert!(matches!(&u[19..20], "8" | "9" | "a" | "b"));
-        assert_ne!(uuid_v4(), uuid_v4());
+        assert_ne!(new_uuid(), new_uuid());
     }
 
     #[test]
