@@ -129,10 +129,20 @@ fn exit_file(home: &Home, lane_id: &str) -> PathBuf {
 fn slug(task_id: &str) -> String {
     let s: String = task_id
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .collect();
     let s = s.trim_matches('-').chars().take(40).collect::<String>();
-    if s.is_empty() { "lane".to_string() } else { s }
+    if s.is_empty() {
+        "lane".to_string()
+    } else {
+        s
+    }
 }
 
 impl<'a> Lanes<'a> {
@@ -152,7 +162,10 @@ impl<'a> Lanes<'a> {
     fn update(&self, id: &str, f: impl FnOnce(&mut LaneRecord)) -> Result<LaneRecord> {
         let _l = lock(self.home)?;
         let mut reg = self.load()?;
-        let rec = reg.lanes.get_mut(id).ok_or_else(|| OrangeError::LaneNotFound(id.to_string()))?;
+        let rec = reg
+            .lanes
+            .get_mut(id)
+            .ok_or_else(|| OrangeError::LaneNotFound(id.to_string()))?;
         f(rec);
         rec.updated_at = store::now_rfc3339();
         let out = rec.clone();
@@ -174,7 +187,9 @@ impl<'a> Lanes<'a> {
         let harness = Harness::resolve(req.harness.as_deref(), &config)?;
         if let Some(p) = harness.program() {
             if !crate::shell::on_path(p) {
-                return Err(OrangeError::BackendNotFound(format!("harness {p:?} is not installed (not on PATH)")));
+                return Err(OrangeError::BackendNotFound(format!(
+                    "harness {p:?} is not installed (not on PATH)"
+                )));
             }
         }
         let base_ref = match &req.base_ref {
@@ -185,8 +200,15 @@ impl<'a> Lanes<'a> {
             None => git::base_ref(&project.path, &project.default_branch)?,
         };
         if let Some(p) = &req.worktree_path {
-            if p.exists() && std::fs::read_dir(p).map(|mut d| d.next().is_some()).unwrap_or(true) {
-                return Err(OrangeError::invalid(format!("worktree path {} exists and is not empty", p.display())));
+            if p.exists()
+                && std::fs::read_dir(p)
+                    .map(|mut d| d.next().is_some())
+                    .unwrap_or(true)
+            {
+                return Err(OrangeError::invalid(format!(
+                    "worktree path {} exists and is not empty",
+                    p.display()
+                )));
             }
         }
 
@@ -201,8 +223,15 @@ impl<'a> Lanes<'a> {
             };
             let worktree_path = match &req.worktree_path {
                 Some(p) if p.is_absolute() => p.clone(),
-                Some(p) => std::env::current_dir().map(|d| d.join(p)).unwrap_or(p.clone()),
-                None => self.home.root.join("lanes").join(format!("{}-{}", slug(&req.task_id), lane_id)),
+                Some(p) => std::env::current_dir()
+                    .map(|d| d.join(p))
+                    .unwrap_or(p.clone()),
+                None => {
+                    self.home
+                        .root
+                        .join("lanes")
+                        .join(format!("{}-{}", slug(&req.task_id), lane_id))
+                }
             };
             let branch_name = format!("lane/{lane_id}");
             let rec = LaneRecord {
@@ -229,7 +258,14 @@ impl<'a> Lanes<'a> {
             self.save(&reg)?;
             (rec, exit_file(self.home, &lane_id))
         };
-        let result = self.start(project, &rec, &mux, &harness, req.seed_context.as_deref(), &exit);
+        let result = self.start(
+            project,
+            &rec,
+            &mux,
+            &harness,
+            req.seed_context.as_deref(),
+            &exit,
+        );
         let rec = match result {
             Ok(started) => self.update(&rec.lane_id, |r| {
                 r.state = LaneState::Running;
@@ -249,7 +285,10 @@ impl<'a> Lanes<'a> {
             attach: mux.attach_hint(&rec.mux_target),
             status: format!("orange lane status {}", rec.lane_id),
             close: format!("orange lane close {}", rec.lane_id),
-            worktree: format!("cd {}", crate::shell::quote(&rec.worktree_path.to_string_lossy())),
+            worktree: format!(
+                "cd {}",
+                crate::shell::quote(&rec.worktree_path.to_string_lossy())
+            ),
         };
         Ok(Created { lane: rec, hints })
     }
@@ -269,15 +308,26 @@ impl<'a> Lanes<'a> {
         if let Some(parent) = exit.parent() {
             store::ensure_dir(parent)?;
         }
-        git::worktree_add_branch(&project.path, &rec.worktree_path, &rec.branch_name, &rec.base_ref)?;
+        git::worktree_add_branch(
+            &project.path,
+            &rec.worktree_path,
+            &rec.branch_name,
+            &rec.base_ref,
+        )?;
         harness.setup_workspace(&project.path, &rec.worktree_path)?;
         let conversation = (harness.name == "claude").then_some(rec.session_id.as_str());
         let argv = harness.argv(seed, Launch::First, conversation);
         let mut env = vec![
             ("ORANGE_LANE_ID".to_string(), rec.lane_id.clone()),
             ("ORANGE_PROJECT".to_string(), rec.project.clone()),
-            ("ORANGE_WORKSPACE".to_string(), rec.worktree_path.display().to_string()),
-            ("ORANGE_HOME".to_string(), self.home.root.display().to_string()),
+            (
+                "ORANGE_WORKSPACE".to_string(),
+                rec.worktree_path.display().to_string(),
+            ),
+            (
+                "ORANGE_HOME".to_string(),
+                self.home.root.display().to_string(),
+            ),
         ];
         if let Ok(exe) = std::env::current_exe() {
             env.push(("ORANGE_BIN".to_string(), exe.display().to_string()));
@@ -299,7 +349,8 @@ impl<'a> Lanes<'a> {
 
     /// Ask the backend about a lane.
     pub fn liveness(&self, rec: &LaneRecord) -> Result<Liveness> {
-        Mux::named(&rec.mux_backend)?.liveness(&Self::target(rec), &exit_file(self.home, &rec.lane_id))
+        Mux::named(&rec.mux_backend)?
+            .liveness(&Self::target(rec), &exit_file(self.home, &rec.lane_id))
     }
 
     /// Move a running lane to finished/error when its agent has exited (or its session is
@@ -314,24 +365,37 @@ impl<'a> Lanes<'a> {
             Err(OrangeError::BackendNotFound(_)) => return Ok((rec, None)),
             Err(e) => return Err(e),
         };
-        let activity = live.last_activity.and_then(|t| chrono::DateTime::from_timestamp(t as i64, 0)).map(|d| {
-            d.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-        });
+        let activity = live
+            .last_activity
+            .and_then(|t| chrono::DateTime::from_timestamp(t as i64, 0))
+            .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
         let (state, error, code) = if live.agent_running {
             (LaneState::Running, None, None)
         } else if let Some(c) = live.exit_status {
             if c == 0 {
                 (LaneState::Finished, None, Some(c))
             } else {
-                (LaneState::Error, Some(format!("agent exited with status {c}")), Some(c))
+                (
+                    LaneState::Error,
+                    Some(format!("agent exited with status {c}")),
+                    Some(c),
+                )
             }
         } else if let Some(s) = live.exit_signal {
-            (LaneState::Error, Some(format!("agent was killed by signal {s}")), None)
+            (
+                LaneState::Error,
+                Some(format!("agent was killed by signal {s}")),
+                None,
+            )
         } else if live.session_exists {
             // tmux has not collected the status yet: look again next time.
             (LaneState::Running, None, None)
         } else {
-            (LaneState::Error, Some("the session disappeared before the agent's exit was observed".to_string()), None)
+            (
+                LaneState::Error,
+                Some("the session disappeared before the agent's exit was observed".to_string()),
+                None,
+            )
         };
         let changed_activity = activity.as_ref().is_some_and(|a| a > &rec.last_activity_at);
         if state == rec.state && !changed_activity {
@@ -357,7 +421,10 @@ impl<'a> Lanes<'a> {
     }
 
     pub fn get(&self, id: &str) -> Result<LaneRecord> {
-        self.load()?.lanes.remove(id).ok_or_else(|| OrangeError::LaneNotFound(id.to_string()))
+        self.load()?
+            .lanes
+            .remove(id)
+            .ok_or_else(|| OrangeError::LaneNotFound(id.to_string()))
     }
 
     pub fn list(&self, include_closed: bool) -> Result<Vec<LaneRecord>> {
@@ -368,7 +435,11 @@ impl<'a> Lanes<'a> {
                 out.push(rec);
             }
         }
-        out.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.lane_id.cmp(&b.lane_id)));
+        out.sort_by(|a, b| {
+            a.created_at
+                .cmp(&b.created_at)
+                .then(a.lane_id.cmp(&b.lane_id))
+        });
         Ok(out)
     }
 
@@ -377,7 +448,9 @@ impl<'a> Lanes<'a> {
         let (rec, live) = self.refresh(rec)?;
         let backend = match live {
             Some(l) => serde_json::to_value(l).unwrap(),
-            None if rec.state == LaneState::Closed => json!({"session_exists": false, "agent_running": false}),
+            None if rec.state == LaneState::Closed => {
+                json!({"session_exists": false, "agent_running": false})
+            }
             None => match self.liveness(&rec) {
                 Ok(l) => serde_json::to_value(l).unwrap(),
                 Err(e) => json!({"error": e.to_string(), "code": e.code()}),
@@ -401,7 +474,10 @@ impl<'a> Lanes<'a> {
         let wt_exists = rec.worktree_path.exists();
         if remove_worktree && wt_exists && !force {
             if let Some(detail) = git::unsaved_work(&rec.worktree_path, "HEAD", &[])? {
-                return Err(OrangeError::WorktreeDirty { path: rec.worktree_path.clone(), detail });
+                return Err(OrangeError::WorktreeDirty {
+                    path: rec.worktree_path.clone(),
+                    detail,
+                });
             }
         }
         let mux = Mux::named(&rec.mux_backend)?;
@@ -412,7 +488,10 @@ impl<'a> Lanes<'a> {
         let mut removed = false;
         if remove_worktree && wt_exists {
             let repo = project.as_ref().map(|p| p.path.clone()).ok_or_else(|| {
-                OrangeError::ProjectNotFound(format!("{} (needed to remove the lane's worktree)", rec.project))
+                OrangeError::ProjectNotFound(format!(
+                    "{} (needed to remove the lane's worktree)",
+                    rec.project
+                ))
             })?;
             git::worktree_remove(&repo, &rec.worktree_path)?;
             removed = true;
@@ -437,24 +516,32 @@ impl<'a> Lanes<'a> {
             let rec = match self.refresh(rec.clone()) {
                 Ok((r, _)) => r,
                 Err(e) => {
-                    report.errors.push(json!({"lane_id": rec.lane_id, "code": e.code(), "message": e.to_string()}));
+                    report.errors.push(
+                        json!({"lane_id": rec.lane_id, "code": e.code(), "message": e.to_string()}),
+                    );
                     continue;
                 }
             };
             if !matches!(rec.state, LaneState::Finished | LaneState::Error) {
-                report.skipped.push(json!({"lane_id": rec.lane_id, "reason": rec.state.as_str()}));
+                report
+                    .skipped
+                    .push(json!({"lane_id": rec.lane_id, "reason": rec.state.as_str()}));
                 continue;
             }
             let idle = chrono::DateTime::parse_from_rfc3339(&rec.last_activity_at)
                 .map(|t| now.signed_duration_since(t).to_std().unwrap_or_default())
                 .unwrap_or_default();
             if idle < ttl {
-                report.skipped.push(json!({"lane_id": rec.lane_id, "reason": "fresh"}));
+                report
+                    .skipped
+                    .push(json!({"lane_id": rec.lane_id, "reason": "fresh"}));
                 continue;
             }
             match self.close(&rec.lane_id, remove_worktree, force) {
                 Ok(_) => report.closed.push(rec.lane_id.clone()),
-                Err(e) => report.errors.push(json!({"lane_id": rec.lane_id, "code": e.code(), "message": e.to_string()})),
+                Err(e) => report.errors.push(
+                    json!({"lane_id": rec.lane_id, "code": e.code(), "message": e.to_string()}),
+                ),
             }
         }
         Ok(report)

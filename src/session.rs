@@ -42,7 +42,9 @@ impl Mux {
         match backend {
             "tmux" => Ok(Mux::Tmux(Tmux::from_env())),
             "zellij" => Ok(Mux::Zellij(Zellij::default())),
-            other => Err(OrangeError::invalid(format!("unknown multiplexer {other:?}: tmux or zellij"))),
+            other => Err(OrangeError::invalid(format!(
+                "unknown multiplexer {other:?}: tmux or zellij"
+            ))),
         }
     }
 
@@ -65,24 +67,34 @@ impl Mux {
         match self {
             Mux::Tmux(t) => {
                 let info = t.new_session(spec)?;
-                Ok(Started { target: info.name, id: Some(info.id) })
+                Ok(Started {
+                    target: info.name,
+                    id: Some(info.id),
+                })
             }
             Mux::Zellij(z) => {
                 let _ = std::fs::remove_file(exit_file);
                 z.create(spec, exit_file)?;
-                Ok(Started { target: spec.name.clone(), id: None })
+                Ok(Started {
+                    target: spec.name.clone(),
+                    id: None,
+                })
             }
         }
     }
 
     pub fn liveness(&self, target: &str, exit_file: &Path) -> Result<Liveness> {
         let from_file = || {
-            std::fs::read_to_string(exit_file).ok().and_then(|s| s.trim().parse::<i32>().ok())
+            std::fs::read_to_string(exit_file)
+                .ok()
+                .and_then(|s| s.trim().parse::<i32>().ok())
         };
         match self {
             Mux::Tmux(t) => {
                 let panes = t.snapshot()?;
-                let pane = panes.iter().find(|p| p.session_id == target || p.session_name == target);
+                let pane = panes
+                    .iter()
+                    .find(|p| p.session_id == target || p.session_name == target);
                 Ok(match pane {
                     None => Liveness {
                         session_exists: false,

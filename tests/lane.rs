@@ -32,7 +32,8 @@ fn backdate(env: &TaskEnv, id: &str, hours: i64) {
     let file = env.home.join("lanes/registry.json");
     let mut reg: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     let t = chrono::Utc::now() - chrono::Duration::hours(hours);
-    reg["lanes"][id]["last_activity_at"] = Value::String(t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+    reg["lanes"][id]["last_activity_at"] =
+        Value::String(t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
     std::fs::write(&file, serde_json::to_string_pretty(&reg).unwrap()).unwrap();
 }
 
@@ -47,17 +48,42 @@ fn lanes_run_concurrently_in_separate_worktrees_with_hints() {
         assert_eq!(v["lane"]["mux_backend"], "tmux");
         let id = lane_id(v);
         assert_eq!(v["lane"]["branch_name"], format!("lane/{id}"));
-        assert_eq!(v["lane"]["session_id"].as_str().unwrap().len(), 36, "a fresh session id");
+        assert_eq!(
+            v["lane"]["session_id"].as_str().unwrap().len(),
+            36,
+            "a fresh session id"
+        );
         let wt = std::path::PathBuf::from(v["lane"]["worktree_path"].as_str().unwrap());
         assert!(wt.join("README.md").exists());
-        assert_eq!(git(&wt, &["rev-parse", "--abbrev-ref", "HEAD"]), format!("lane/{id}"));
-        assert!(v["hints"]["attach"].as_str().unwrap().contains("attach-session"), "{v}");
-        assert!(v["hints"]["attach"].as_str().unwrap().contains(&env.tmux.socket), "the hint names our server: {v}");
+        assert_eq!(
+            git(&wt, &["rev-parse", "--abbrev-ref", "HEAD"]),
+            format!("lane/{id}")
+        );
+        assert!(
+            v["hints"]["attach"]
+                .as_str()
+                .unwrap()
+                .contains("attach-session"),
+            "{v}"
+        );
+        assert!(
+            v["hints"]["attach"]
+                .as_str()
+                .unwrap()
+                .contains(&env.tmux.socket),
+            "the hint names our server: {v}"
+        );
         assert_eq!(v["hints"]["status"], format!("orange lane status {id}"));
         assert_eq!(v["hints"]["close"], format!("orange lane close {id}"));
         assert!(v["hints"]["worktree"].as_str().unwrap().starts_with("cd "));
     }
-    assert!(a["lane"]["worktree_path"].as_str().unwrap().contains("task-1-fix-login-"), "{a}");
+    assert!(
+        a["lane"]["worktree_path"]
+            .as_str()
+            .unwrap()
+            .contains("task-1-fix-login-"),
+        "{a}"
+    );
     assert_ne!(a["lane"]["worktree_path"], b["lane"]["worktree_path"]);
     let list = env.ok(&["lane", "list"]);
     assert_eq!(list.as_array().unwrap().len(), 2);
@@ -70,10 +96,21 @@ fn lanes_run_concurrently_in_separate_worktrees_with_hints() {
     // The hint really attaches: run it from a terminal of an outer server.
     let outer = common::TmuxServer::start(&env.root(), &[]);
     let hint = a["hints"]["attach"].as_str().unwrap().to_string();
-    outer.ok(&["new-session", "-d", "-s", "term", "sh", "-c", &format!("unset TMUX; {hint}")]);
+    outer.ok(&[
+        "new-session",
+        "-d",
+        "-s",
+        "term",
+        "sh",
+        "-c",
+        &format!("unset TMUX; {hint}"),
+    ]);
     let target = a["lane"]["mux_target"].as_str().unwrap().to_string();
     wait_for("a client on the lane's session", 10, || {
-        env.tmux.ok(&["list-clients", "-F", "#{client_session}"]).lines().any(|l| l == target)
+        env.tmux
+            .ok(&["list-clients", "-F", "#{client_session}"])
+            .lines()
+            .any(|l| l == target)
     });
 }
 
@@ -88,15 +125,28 @@ fn state_follows_the_agent_exit() {
     assert!(fin.get("last_error").is_none(), "{fin}");
     let err = wait_state(&env, &lane_id(&bad), "error");
     assert_eq!(err["last_error"], "agent exited with status 3");
-    assert_eq!(err["backend"]["session_exists"], true, "the pane stays for reading");
+    assert_eq!(
+        err["backend"]["session_exists"], true,
+        "the pane stays for reading"
+    );
     // A killed agent is an error too.
     let k = create(&env, "killed", "fake-wait", &[]);
     let target = k["lane"]["mux_target"].as_str().unwrap().to_string();
-    wait_for("the agent to start", 10, || env.ok(&["lane", "status", &lane_id(&k)])["backend"]["agent_running"] == true);
-    let pid = env.tmux.ok(&["display", "-p", "-t", &format!("={target}:"), "#{pane_pid}"]);
-    std::process::Command::new("kill").args(["-9", &pid]).status().unwrap();
+    wait_for("the agent to start", 10, || {
+        env.ok(&["lane", "status", &lane_id(&k)])["backend"]["agent_running"] == true
+    });
+    let pid = env
+        .tmux
+        .ok(&["display", "-p", "-t", &format!("={target}:"), "#{pane_pid}"]);
+    std::process::Command::new("kill")
+        .args(["-9", &pid])
+        .status()
+        .unwrap();
     let e = wait_state(&env, &lane_id(&k), "error");
-    assert!(e["last_error"].as_str().unwrap().contains("signal 9"), "{e}");
+    assert!(
+        e["last_error"].as_str().unwrap().contains("signal 9"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -121,11 +171,31 @@ fn a_missing_backend_is_reported_before_anything_is_created() {
     let bin = env.root().join("bare-bin");
     std::fs::create_dir_all(&bin).unwrap();
     for tool in ["git", "sh"] {
-        let real = String::from_utf8(std::process::Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().unwrap().stdout).unwrap();
+        let real = String::from_utf8(
+            std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {tool}")])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap();
         std::os::unix::fs::symlink(real.trim(), bin.join(tool)).unwrap();
     }
     for mux in ["tmux", "zellij"] {
-        let mut c = env.cmd_in(&env.repo, &["lane", "create", "--task-id", "t", "--mux", mux, "--harness", "fake-wait", "--json"]);
+        let mut c = env.cmd_in(
+            &env.repo,
+            &[
+                "lane",
+                "create",
+                "--task-id",
+                "t",
+                "--mux",
+                mux,
+                "--harness",
+                "fake-wait",
+                "--json",
+            ],
+        );
         c.env("PATH", &bin);
         let out = c.output().unwrap();
         let (ok, v) = common::parse_json_output(&["lane create"], &out);
@@ -133,14 +203,39 @@ fn a_missing_backend_is_reported_before_anything_is_created() {
         assert_eq!(v["error"]["code"], "backend_not_found", "{mux}: {v}");
         assert!(v["error"]["message"].as_str().unwrap().contains(mux), "{v}");
     }
-    assert!(!env.home.join("lanes/registry.json").exists(), "no registry record");
-    assert_eq!(git(&env.repo, &["branch", "--list", "lane/*"]), "", "no branch");
-    assert_eq!(git(&env.repo, &["worktree", "list", "--porcelain"]).matches("worktree ").count(), 1, "no worktree");
+    assert!(
+        !env.home.join("lanes/registry.json").exists(),
+        "no registry record"
+    );
+    assert_eq!(
+        git(&env.repo, &["branch", "--list", "lane/*"]),
+        "",
+        "no branch"
+    );
+    assert_eq!(
+        git(&env.repo, &["worktree", "list", "--porcelain"])
+            .matches("worktree ")
+            .count(),
+        1,
+        "no worktree"
+    );
     // A blank task id: nothing either.
-    env.err(&["lane", "create", "--task-id", "  ", "--harness", "fake-wait"], "invalid_argument");
+    env.err(
+        &[
+            "lane",
+            "create",
+            "--task-id",
+            "  ",
+            "--harness",
+            "fake-wait",
+        ],
+        "invalid_argument",
+    );
     assert!(!env.home.join("lanes/registry.json").exists());
     let ops: Vec<Value> = env.audit_ops();
-    assert!(ops.iter().all(|l| l["op"] != "lane.create" || l["ok"] == false));
+    assert!(ops
+        .iter()
+        .all(|l| l["op"] != "lane.create" || l["ok"] == false));
 }
 
 #[test]
@@ -153,7 +248,12 @@ fn close_guards_running_lanes_and_dirty_worktrees_and_is_idempotent() {
     env.err(&["lane", "close", &id], "lane_running");
     assert_eq!(env.ok(&["lane", "status", &id])["state"], "running");
     std::fs::write(wt.join("wip.txt"), "unsaved").unwrap();
-    env.tmux.ok(&["send-keys", "-t", &format!("={}:", v["lane"]["mux_target"].as_str().unwrap()), "C-d"]);
+    env.tmux.ok(&[
+        "send-keys",
+        "-t",
+        &format!("={}:", v["lane"]["mux_target"].as_str().unwrap()),
+        "C-d",
+    ]);
     wait_state(&env, &id, "finished");
     let m = env.err(&["lane", "close", &id], "worktree_dirty");
     assert!(m.contains("wip.txt"), "{m}");
@@ -161,12 +261,20 @@ fn close_guards_running_lanes_and_dirty_worktrees_and_is_idempotent() {
     let closed = env.ok(&["lane", "close", &id, "--keep-worktree"]);
     assert_eq!(closed["state"], "closed");
     assert!(wt.join("wip.txt").exists(), "--keep-worktree keeps it");
-    assert!(!env.tmux.has_session(v["lane"]["mux_target"].as_str().unwrap()));
+    assert!(!env
+        .tmux
+        .has_session(v["lane"]["mux_target"].as_str().unwrap()));
     // Closing a closed lane returns it unchanged.
     let again = env.ok(&["lane", "close", &id]);
     assert_eq!(again, closed);
     assert_eq!(env.ok(&["lane", "list"]).as_array().unwrap().len(), 0);
-    assert_eq!(env.ok(&["lane", "list", "--include-closed"]).as_array().unwrap().len(), 1);
+    assert_eq!(
+        env.ok(&["lane", "list", "--include-closed"])
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     // A running lane with --force: session killed, clean worktree removed, branch kept.
     let f = create(&env, "forced", "fake-wait", &[]);
     let fid = lane_id(&f);
@@ -175,11 +283,23 @@ fn close_guards_running_lanes_and_dirty_worktrees_and_is_idempotent() {
     assert_eq!(r["state"], "closed");
     assert_eq!(r["worktree_removed"], true);
     assert!(!fwt.exists());
-    assert_eq!(git(&env.repo, &["branch", "--list", &format!("lane/{fid}")]).trim_start_matches("* ").trim(), format!("lane/{fid}"));
+    assert_eq!(
+        git(&env.repo, &["branch", "--list", &format!("lane/{fid}")])
+            .trim_start_matches("* ")
+            .trim(),
+        format!("lane/{fid}")
+    );
     env.err(&["lane", "close", "nope"], "lane_not_found");
     env.err(&["lane", "status", "nope"], "lane_not_found");
-    let ops: Vec<String> = env.audit_ops().iter().map(|l| l["op"].as_str().unwrap().to_string()).collect();
-    assert!(ops.iter().filter(|o| *o == "lane.close").count() >= 4, "{ops:?}");
+    let ops: Vec<String> = env
+        .audit_ops()
+        .iter()
+        .map(|l| l["op"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        ops.iter().filter(|o| *o == "lane.close").count() >= 4,
+        "{ops:?}"
+    );
 }
 
 #[test]
@@ -201,7 +321,12 @@ fn gc_closes_exactly_the_stale_finished_and_error_lanes() {
     backdate(&env, &running, 5); // idle for long, but running: never touched
     let r = env.ok(&["lane", "gc", "--idle-ttl", "1h"]);
     assert_eq!(r["checked"], 4, "{r}");
-    let mut closed_ids: Vec<String> = r["closed"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+    let mut closed_ids: Vec<String> = r["closed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
     closed_ids.sort();
     let mut want = vec![stale_fin.clone(), stale_err.clone()];
     want.sort();
@@ -235,13 +360,27 @@ fn gc_with_remove_worktree_reports_a_dirty_lane_and_still_processes_the_others()
     assert_eq!(r["closed"], serde_json::json!([c]));
     assert_eq!(r["errors"][0]["lane_id"], d.as_str());
     assert_eq!(r["errors"][0]["code"], "worktree_dirty");
-    assert_eq!(std::fs::read_to_string(dwt.join("unsaved.txt")).unwrap(), "keep me");
+    assert_eq!(
+        std::fs::read_to_string(dwt.join("unsaved.txt")).unwrap(),
+        "keep me"
+    );
     assert!(!cwt.exists(), "the clean one's worktree was removed");
     // Forced: the dirty one goes too.
-    let r = env.ok(&["lane", "gc", "--idle-ttl", "2h", "--remove-worktree", "--force"]);
+    let r = env.ok(&[
+        "lane",
+        "gc",
+        "--idle-ttl",
+        "2h",
+        "--remove-worktree",
+        "--force",
+    ]);
     assert_eq!(r["closed"], serde_json::json!([d]));
     assert!(!dwt.exists());
-    let gcs = env.audit_ops().iter().filter(|l| l["op"] == "lane.gc").count();
+    let gcs = env
+        .audit_ops()
+        .iter()
+        .filter(|l| l["op"] == "lane.gc")
+        .count();
     assert_eq!(gcs, 2);
 }
 
@@ -254,7 +393,14 @@ fn concurrent_creates_keep_every_record() {
             let env = env.clone();
             std::thread::spawn(move || {
                 let task = format!("par-{i}");
-                let (ok, v) = env.json(&["lane", "create", "--task-id", &task, "--harness", "fake-exit0"]);
+                let (ok, v) = env.json(&[
+                    "lane",
+                    "create",
+                    "--task-id",
+                    &task,
+                    "--harness",
+                    "fake-exit0",
+                ]);
                 assert!(ok, "{v}");
                 lane_id(&v)
             })
@@ -264,7 +410,10 @@ fn concurrent_creates_keep_every_record() {
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), 6);
-    let reg: Value = serde_json::from_str(&std::fs::read_to_string(env.home.join("lanes/registry.json")).unwrap()).unwrap();
+    let reg: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.home.join("lanes/registry.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(reg["lanes"].as_object().unwrap().len(), 6);
 }
 
@@ -277,7 +426,17 @@ fn a_corrupt_registry_is_reported_and_kept() {
     std::fs::write(&file, "{\"lanes\": [").unwrap();
     let m = env.err(&["lane", "list"], "state_corrupt");
     assert!(m.contains(file.to_str().unwrap()), "{m}");
-    env.err(&["lane", "create", "--task-id", "y", "--harness", "fake-exit0"], "state_corrupt");
+    env.err(
+        &[
+            "lane",
+            "create",
+            "--task-id",
+            "y",
+            "--harness",
+            "fake-exit0",
+        ],
+        "state_corrupt",
+    );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "{\"lanes\": [");
 }
 
@@ -285,19 +444,35 @@ fn a_corrupt_registry_is_reported_and_kept() {
 fn a_zellij_lane_runs_reports_its_exit_and_closes() {
     if !orange::zellij::Zellij::default().is_available() {
         use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "SKIPPED a_zellij_lane_runs_reports_its_exit_and_closes: zellij is not on PATH");
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED a_zellij_lane_runs_reports_its_exit_and_closes: zellij is not on PATH"
+        );
         return;
     }
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let v = create(&env, "zj", "fake-fail", &["--mux", "zellij", "--seed-context", "seed \"q\""]);
+    let v = create(
+        &env,
+        "zj",
+        "fake-fail",
+        &["--mux", "zellij", "--seed-context", "seed \"q\""],
+    );
     let id = lane_id(&v);
     assert_eq!(v["lane"]["mux_backend"], "zellij");
-    assert!(v["hints"]["attach"].as_str().unwrap().contains("zellij attach"), "{v}");
+    assert!(
+        v["hints"]["attach"]
+            .as_str()
+            .unwrap()
+            .contains("zellij attach"),
+        "{v}"
+    );
     assert_eq!(env.agent_log(&id, "prompt"), "seed \"q\"");
     let e = wait_state(&env, &id, "error");
     assert_eq!(e["last_error"], "agent exited with status 3");
     let c = env.ok(&["lane", "close", &id, "--force"]);
     assert_eq!(c["state"], "closed");
-    assert!(!orange::zellij::Zellij::default().exists(v["lane"]["mux_target"].as_str().unwrap()).unwrap());
+    assert!(!orange::zellij::Zellij::default()
+        .exists(v["lane"]["mux_target"].as_str().unwrap())
+        .unwrap());
 }

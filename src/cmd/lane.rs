@@ -121,28 +121,64 @@ pub fn run(ctx: &Ctx, cmd: LaneCmd) -> Result<Out> {
             let (rec, backend) = lanes.status(&lane_id)?;
             let text = format!(
                 "lane {} [{}] task {:?} {} {}\n  worktree {}\n  backend: {}\n{}",
-                rec.lane_id, rec.state.as_str(), rec.task_id, rec.mux_backend, rec.mux_target,
-                rec.worktree_path.display(), backend,
-                rec.last_error.as_ref().map(|e| format!("  last error: {e}\n")).unwrap_or_default()
+                rec.lane_id,
+                rec.state.as_str(),
+                rec.task_id,
+                rec.mux_backend,
+                rec.mux_target,
+                rec.worktree_path.display(),
+                backend,
+                rec.last_error
+                    .as_ref()
+                    .map(|e| format!("  last error: {e}\n"))
+                    .unwrap_or_default()
             );
             let mut v = serde_json::to_value(&rec).unwrap();
             v["backend"] = backend;
             Ok(Out { json: v, text })
         }
-        LaneCmd::Close { lane_id, keep_worktree, force } => {
-            let inputs = json!({"lane_id": lane_id, "keep_worktree": keep_worktree, "force": force});
-            let rec = audited(ctx, "lane.close", inputs, || lanes.close(&lane_id, !keep_worktree, force))?;
-            let text = format!("lane {} closed{}\n", rec.lane_id, if rec.worktree_removed { " (worktree removed; branch kept)" } else { "" });
+        LaneCmd::Close {
+            lane_id,
+            keep_worktree,
+            force,
+        } => {
+            let inputs =
+                json!({"lane_id": lane_id, "keep_worktree": keep_worktree, "force": force});
+            let rec = audited(ctx, "lane.close", inputs, || {
+                lanes.close(&lane_id, !keep_worktree, force)
+            })?;
+            let text = format!(
+                "lane {} closed{}\n",
+                rec.lane_id,
+                if rec.worktree_removed {
+                    " (worktree removed; branch kept)"
+                } else {
+                    ""
+                }
+            );
             Ok(Out::new(rec, text))
         }
-        LaneCmd::Gc { idle_ttl, remove_worktree, force } => {
-            let ttl = humantime::parse_duration(&idle_ttl)
-                .map_err(|e| OrangeError::invalid(format!("invalid --idle-ttl {idle_ttl:?}: {e} (examples: 30m, 2h, 1d)")))?;
-            let inputs = json!({"idle_ttl": idle_ttl, "remove_worktree": remove_worktree, "force": force});
-            let r = audited(ctx, "lane.gc", inputs, || lanes.gc(ttl, remove_worktree, force))?;
+        LaneCmd::Gc {
+            idle_ttl,
+            remove_worktree,
+            force,
+        } => {
+            let ttl = humantime::parse_duration(&idle_ttl).map_err(|e| {
+                OrangeError::invalid(format!(
+                    "invalid --idle-ttl {idle_ttl:?}: {e} (examples: 30m, 2h, 1d)"
+                ))
+            })?;
+            let inputs =
+                json!({"idle_ttl": idle_ttl, "remove_worktree": remove_worktree, "force": force});
+            let r = audited(ctx, "lane.gc", inputs, || {
+                lanes.gc(ttl, remove_worktree, force)
+            })?;
             let text = format!(
                 "checked {}, closed {}, skipped {}, errors {}\n",
-                r.checked, r.closed.len(), r.skipped.len(), r.errors.len()
+                r.checked,
+                r.closed.len(),
+                r.skipped.len(),
+                r.errors.len()
             );
             Ok(Out::new(r, text))
         }
