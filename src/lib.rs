@@ -1,5 +1,6 @@
 //! orange: a tmux-native orchestrator for parallel coding agents.
 
+pub mod agent;
 pub mod cmd;
 pub mod config;
 pub mod error;
