@@ -14,16 +14,114 @@ pub struct Config {
     pub default_harness: Option<String>,
     #[serde(default)]
     pub harness: BTreeMap<String, HarnessConfig>,
+    /// Monitor policies for every agent (seed 003).
+    #[serde(default)]
+    pub policy: Policy,
+    /// Per-task settings, keyed by task id: `[task.<id>.policy]`.
+    #[serde(default)]
+    pub task: BTreeMap<String, TaskConfig>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct TaskConfig {
+    #[serde(default)]
+    pub policy: Policy,
+}
+
+/// What the monitor does when an agent idles, exits or errs. Every field is optional:
+/// a task's policy falls back to its harness's, then to the global one, then to the
+/// defaults (nudge once after 60 s idle; escalate on exit without an outcome; escalate on
+/// error).
+#[derive(Debug, Default, Clone, Deserialize, PartialEq)]
+pub struct Policy {
+    /// How long an agent must be waiting before on_idle fires (e.g. "60s").
+    #[serde(default)]
+    pub idle_grace: Option<String>,
+    #[serde(default)]
+    pub on_idle: Option<Action>,
+    #[serde(default)]
+    pub on_exit: Option<Action>,
+    /// One action for every error kind, or a table per kind (unauthorized, out_of_credits,
+    /// rate_limited, no_network, other, and `default` as the catch-all).
+    #[serde(default)]
+    pub on_error: Option<ErrorPolicy>,
+}
+
+/// `"escalate"`, or `{ action = "nudge", message = "…" }`, or
+/// `{ action = "recover", message = "…", mode = "prompt" | "append" }`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum Action {
+    Name(String),
+    Full {
+        action: String,
+        #[serde(default)]
+        message: Option<String>,
+        #[serde(default)]
+        mode: Option<String>,
+    },
+}
+
+impl Action {
+    pub fn name(&self) -> &str {
+        match self {
+            Action::Name(n) => n,
+            Action::Full { action, .. } => action,
+        }
+    }
+    pub fn message(&self) -> Option<&str> {
+        match self {
+            Action::Name(_) => None,
+            Action::Full { message, .. } => message.as_deref(),
+        }
+    }
+    pub fn mode(&self) -> Option<&str> {
+        match self {
+            Action::Name(_) => None,
+            Action::Full { mode, .. } => mode.as_deref(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum ErrorPolicy {
+    All(Action),
+    PerKind(BTreeMap<String, Action>),
+}
+
+impl ErrorPolicy {
+    pub fn for_kind(&self, kind: &str) -> Option<&Action> {
+        match self {
+            ErrorPolicy::All(a) => Some(a),
+            ErrorPolicy::PerKind(m) => m.get(kind).or_else(|| m.get("default")),
+        }
+    }
+}
+
+impl Policy {
+    /// Field-wise: `self` where set, else `other`.
+    pub fn or(&self, other: &Policy) -> Policy {
+        Policy {
+            idle_grace: self.idle_grace.clone().or(other.idle_grace.clone()),
+            on_idle: self.on_idle.clone().or(other.on_idle.clone()),
+            on_exit: self.on_exit.clone().or(other.on_exit.clone()),
+            on_error: self.on_error.clone().or(other.on_error.clone()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct HarnessConfig {
     /// Shell command line; `{prompt}` is replaced by the shell-quoted prompt
-    /// (appended when absent).
-    pub command: String,
+    /// (appended when absent). Absent for a built-in harness given only a policy.
+    #[serde(default)]
+    pub command: Option<String>,
     /// Command used by `orange task respawn` (default: `command`).
     #[serde(default)]
     pub respawn_command: Option<String>,
+    #[serde(default)]
+    pub policy: Policy,
 }
 
 impl Config {
@@ -41,11 +139,37 @@ impl Config {
     pub fn parse(text: &str) -> Result<Config, String> {
         let cfg: Config = toml::from_str(text).map_err(|e| e.to_string())?;
         for (name, h) in &cfg.harness {
-            if h.command.trim().is_empty() {
+            if h.command.as_ref().is_some_and(|c| c.trim().is_empty()) {
                 return Err(format!("harness.{name}.command is empty"));
+            }
+            if h.command.is_none() && !crate::harness::BUILTIN.contains(&name.as_str()) {
+                return Err(format!("harness.{name} needs a command"));
+            }
+        }
+        for p in std::iter::once(&cfg.policy)
+            .chain(cfg.harness.values().map(|h| &h.policy))
+            .chain(cfg.task.values().map(|t| &t.policy))
+        {
+            if let Some(g) = &p.idle_grace {
+                humantime::parse_duration(g).map_err(|e| format!("idle_grace {g:?}: {e}"))?;
             }
         }
         Ok(cfg)
+    }
+
+    /// The policy for a task: task, then harness, then global settings.
+    pub fn policy_for(&self, task_id: &str, harness: &str) -> Policy {
+        let task = self
+            .task
+            .get(task_id)
+            .map(|t| t.policy.clone())
+            .unwrap_or_default();
+        let harness = self
+            .harness
+            .get(harness)
+            .map(|h| h.policy.clone())
+            .unwrap_or_default();
+        task.or(&harness).or(&self.policy)
     }
 }
 
@@ -60,9 +184,42 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.default_harness.as_deref(), Some("mine"));
-        assert_eq!(c.harness["mine"].command, "mine --yes {prompt}");
+        assert_eq!(
+            c.harness["mine"].command.as_deref(),
+            Some("mine --yes {prompt}")
+        );
         assert!(Config::parse("[harness.x]\ncommand = \"  \"\n").is_err());
         assert!(Config::parse("[harness.x\n").is_err());
         assert!(Config::parse("").unwrap().harness.is_empty());
+        assert!(Config::parse("[harness.nocmd]\n").is_err());
+    }
+
+    #[test]
+    fn policies_layer_task_over_harness_over_global() {
+        let c = Config::parse(
+            r#"
+[policy]
+idle_grace = "30s"
+on_exit = "escalate"
+on_error = { unauthorized = "escalate", default = { action = "recover", message = "retry" } }
+[harness.claude.policy]
+on_idle = { action = "nudge", message = "go on" }
+[task.abc123.policy]
+on_exit = { action = "recover", message = "try again", mode = "append" }
+"#,
+        )
+        .unwrap();
+        let p = c.policy_for("abc123", "claude");
+        assert_eq!(p.idle_grace.as_deref(), Some("30s"));
+        assert_eq!(p.on_idle.as_ref().unwrap().message(), Some("go on"));
+        assert_eq!(p.on_exit.as_ref().unwrap().name(), "recover");
+        assert_eq!(p.on_exit.as_ref().unwrap().mode(), Some("append"));
+        let e = p.on_error.unwrap();
+        assert_eq!(e.for_kind("unauthorized").unwrap().name(), "escalate");
+        assert_eq!(e.for_kind("rate_limited").unwrap().message(), Some("retry"));
+        let other = c.policy_for("zzz", "pi");
+        assert_eq!(other.on_exit.unwrap().name(), "escalate");
+        assert!(other.on_idle.is_none());
+        assert!(Config::parse("[policy]\nidle_grace = \"soon\"\n").is_err());
     }
 }

@@ -51,10 +51,10 @@ impl Harness {
     }
 
     pub fn named(name: &str, config: &Config) -> Result<Harness> {
-        if let Some(h) = config.harness.get(name) {
+        if let Some(h) = config.harness.get(name).filter(|h| h.command.is_some()) {
             return Ok(Harness {
                 name: name.to_string(),
-                command: Some(h.command.clone()),
+                command: h.command.clone(),
                 respawn_command: h.respawn_command.clone(),
             });
         }
@@ -163,14 +163,25 @@ impl Harness {
     /// settings sync: `<project>/.claude/settings.json` → `<ws>/.claude/settings.local.json`.
     pub fn setup_workspace(&self, project_path: &Path, workspace: &Path) -> Result<()> {
         if self.name == "claude" {
+            // Seed 003's settings sync, plus orange's hooks (UserPromptSubmit, Stop, …)
+            // so the monitor hears about turns as they happen.
             let src = project_path.join(".claude/settings.json");
-            if src.is_file() {
-                let dir = workspace.join(".claude");
-                std::fs::create_dir_all(&dir)
-                    .map_err(|e| OrangeError::io(format!("creating {}", dir.display()), e))?;
-                std::fs::copy(&src, dir.join("settings.local.json"))
-                    .map_err(|e| OrangeError::io(format!("copying {}", src.display()), e))?;
-            }
+            let existing = std::fs::read(&src)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok());
+            let bin = std::env::current_exe()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| "orange".into());
+            let settings = crate::agent::claude_settings_with_hooks(existing, &bin);
+            let dir = workspace.join(".claude");
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| OrangeError::io(format!("creating {}", dir.display()), e))?;
+            let dst = dir.join("settings.local.json");
+            std::fs::write(
+                &dst,
+                serde_json::to_vec_pretty(&settings).expect("settings serialize"),
+            )
+            .map_err(|e| OrangeError::io(format!("writing {}", dst.display()), e))?;
         }
         Ok(())
     }
@@ -186,15 +197,17 @@ mod tests {
         c.harness.insert(
             "mine".into(),
             HarnessConfig {
-                command: "mine --yes {prompt} --end".into(),
+                command: Some("mine --yes {prompt} --end".into()),
                 respawn_command: None,
+                policy: Default::default(),
             },
         );
         c.harness.insert(
             "tail".into(),
             HarnessConfig {
-                command: "tail-agent".into(),
+                command: Some("tail-agent".into()),
                 respawn_command: Some("tail-agent --again".into()),
+                policy: Default::default(),
             },
         );
         c

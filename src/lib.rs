@@ -9,6 +9,7 @@ pub mod git;
 pub mod harness;
 pub mod lane;
 pub mod lifecycle;
+pub mod monitor;
 pub mod output;
 pub mod plugin;
 pub mod pool;

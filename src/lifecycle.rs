@@ -78,6 +78,8 @@ pub struct TaskView {
     #[serde(flatten)]
     pub task: Task,
     pub session: SessionView,
+    /// What the agent is doing (`agent.json`, kept by the monitor and agent hooks).
+    pub agent: crate::agent::AgentInfo,
 }
 
 pub struct Tasks<'a> {
@@ -85,6 +87,14 @@ pub struct Tasks<'a> {
     pub store: TaskStore,
     pub tmux: Tmux,
     config: Option<Config>,
+    recovery: Option<Recovery>,
+}
+
+/// A policy's message for a respawned agent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Recovery {
+    Prompt(String),
+    Append(String),
 }
 
 pub struct CreateRequest {
@@ -122,6 +132,7 @@ impl<'a> Tasks<'a> {
             store: TaskStore::new(home),
             tmux: Tmux::from_env(),
             config: None,
+            recovery: None,
         }
     }
 
@@ -164,7 +175,19 @@ impl<'a> Tasks<'a> {
 
     pub fn view(&self, task: Task, panes: &[PaneInfo]) -> TaskView {
         let session = SessionView::of(&task, panes);
-        TaskView { task, session }
+        let mut agent = crate::agent::load(&self.store.dir(&task.project, &task.id));
+        // The pane is the ground truth for life and death, whatever was last recorded.
+        if session.state == "dead" || (session.state == "none" && task.status.is_active()) {
+            agent.state = Some(crate::agent::State::Dead);
+            agent.exit_status = session.exit_status;
+        } else if session.state == "none" {
+            agent.state = None;
+        }
+        TaskView {
+            task,
+            session,
+            agent,
+        }
     }
 
     /// One tmux call for every task's session state (empty when no server runs).
@@ -362,6 +385,8 @@ impl<'a> Tasks<'a> {
             std::os::unix::fs::symlink(self.store.task_md(&task.project, &task.id), &link)
                 .map_err(|e| OrangeError::io(format!("linking {}", link.display()), e))?;
         }
+        // Projects registered by an older orange may lack the newer exclude entries.
+        git::ensure_excluded(&project.path, pool::EXCLUDED_FILES)?;
         harness.setup_workspace(&project.path, ws_path)?;
 
         let conversation = match (harness.name.as_str(), launch) {
@@ -373,9 +398,13 @@ impl<'a> Tasks<'a> {
             ("claude", Launch::Respawn) => task.agent_session_id.clone(),
             _ => None,
         };
-        let prompt = match launch {
-            Launch::First => first_prompt(task),
-            Launch::Respawn => Some(respawn_prompt(task)),
+        let prompt = match (launch, &self.recovery) {
+            (Launch::First, _) => first_prompt(task),
+            (Launch::Respawn, None) => Some(respawn_prompt(task)),
+            (Launch::Respawn, Some(Recovery::Prompt(m))) => Some(m.clone()),
+            (Launch::Respawn, Some(Recovery::Append(m))) => {
+                Some(format!("{}\n\n{m}", respawn_prompt(task)))
+            }
         };
         let argv = harness.argv(prompt.as_deref(), launch, conversation.as_deref());
         let mut name = tmux::session_name(&task.project, &task.branch);
@@ -399,6 +428,17 @@ impl<'a> Tasks<'a> {
     /// Restart the agent of an active task whose session is gone or whose agent exited,
     /// in the same workspace and branch.
     pub fn respawn(&mut self, id: &str, project: Option<&str>) -> Result<Task> {
+        self.respawn_with(id, project, None)
+    }
+
+    /// Respawn with a policy message: `Recovery::Prompt` replaces the resume prompt,
+    /// `Recovery::Append` adds to it.
+    pub fn respawn_with(
+        &mut self,
+        id: &str,
+        project: Option<&str>,
+        message: Option<Recovery>,
+    ) -> Result<Task> {
         let task = self.get(id, project)?;
         let _lock = self.store.lock(&task.project)?;
         let mut task = self.store.load(&task.project, &task.id)?;
@@ -446,14 +486,17 @@ impl<'a> Tasks<'a> {
                 task.branch
             )));
         }
-        self.start_in_workspace(
+        self.recovery = message;
+        let started = self.start_in_workspace(
             &project,
             &mut task,
             &harness,
             &ws_name,
             &ws_path,
             Launch::Respawn,
-        )?;
+        );
+        self.recovery = None;
+        started?;
         task.updated_at = store::now_rfc3339();
         self.store.save(&task)?;
         self.store.append_history(
@@ -489,7 +532,10 @@ impl<'a> Tasks<'a> {
         }
         let from = task.status;
         task.status = to;
-        task.crash_count = 0;
+        // Progress resets the crash count; becoming stuck keeps it (it says why).
+        if to != Status::Stuck {
+            task.crash_count = 0;
+        }
         task.updated_at = store::now_rfc3339();
         self.store.save(&task)?;
         self.store.append_history(
@@ -501,6 +547,36 @@ impl<'a> Tasks<'a> {
             self.write_outcome(&task, to.as_str());
         }
         Ok(task)
+    }
+
+    /// Count a crash (the agent exited without reporting an outcome); returns the count.
+    pub fn record_crash(&mut self, task: &Task, reason: &str) -> Result<u32> {
+        let _lock = self.store.lock(&task.project)?;
+        let mut task = self.store.load(&task.project, &task.id)?;
+        task.crash_count += 1;
+        task.updated_at = store::now_rfc3339();
+        self.store.save(&task)?;
+        self.store.append_history(
+            &task,
+            "agent.crashed",
+            json!({"crash_count": task.crash_count, "reason": reason}),
+        )?;
+        Ok(task.crash_count)
+    }
+
+    /// Active tasks whose session is gone (after a reboot or a tmux server restart).
+    pub fn orphaned(&self) -> Result<Vec<Task>> {
+        let panes = self.panes();
+        Ok(self
+            .store
+            .list(None)?
+            .into_iter()
+            .filter(|t| {
+                t.status.is_active()
+                    && t.workspace.is_some()
+                    && SessionView::of(t, &panes).state == "none"
+            })
+            .collect())
     }
 
     /// `.orange-outcome` in the workspace: the agent reported a result (the monitor's

@@ -16,7 +16,7 @@ use crate::store::{self, Home, LockGuard};
 use crate::{git, shell};
 
 /// Files orange puts in a workspace that git must ignore and release must remove.
-pub const EXCLUDED_FILES: &[&str] = &["TASK.md", ".orange-outcome"];
+pub const EXCLUDED_FILES: &[&str] = &["TASK.md", ".orange-outcome", ".claude/settings.local.json"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

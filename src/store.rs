@@ -220,3 +220,19 @@ pub fn now_rfc3339() -> String {
 pub fn now_precise() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
+
+/// Append one structured line to `orange.log` (best effort: logging never fails a command).
+pub fn log(home: &Home, event: &str, data: &serde_json::Value) {
+    let line = serde_json::json!({"ts": now_precise(), "pid": std::process::id(), "event": event, "data": data});
+    let path = home.root.join("orange.log");
+    // Rotate at 5 MiB: keep one previous file.
+    if std::fs::metadata(&path)
+        .map(|m| m.len() > 5 * 1024 * 1024)
+        .unwrap_or(false)
+    {
+        let _ = std::fs::rename(&path, home.root.join("orange.log.1"));
+    }
+    if let Ok(mut f) = OpenOptions::new().create(true).append(true).open(&path) {
+        let _ = f.write_all(format!("{line}\n").as_bytes());
+    }
+}

@@ -1193,3 +1193,25 @@ impl Tmux {
 impl Tmux {
     // @@ status-additions @@
 }
+
+// Operations for the agent monitor. Add new ones inside this block.
+impl Tmux {
+    /// Ring the bell in a pane's window: a BEL written to the pane's terminal, as if its
+    /// program had printed it (tmux flags the window and alerts per the user's settings).
+    pub fn ring_bell(&self, target: &str) -> Result<()> {
+        let out = self.run(vec![ti::DisplayMessage::new()
+            .print()
+            .target_pane(pane_target(target))
+            .message("#{pane_tty}")
+            .build()])?;
+        let tty = out.trim();
+        if tty.is_empty() {
+            return Err(OrangeError::BackendCommandFailed(format!("no terminal for pane {target}")));
+        }
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(tty)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"\x07"))
+            .map_err(|e| OrangeError::io(format!("ringing the bell on {tty}"), e))
+    }
+}

@@ -63,6 +63,8 @@ pub enum Command {
     Status(status::StatusArgs),
     /// Watch sessions and agents and apply idle/exit/error policies
     Monitor(monitor::MonitorArgs),
+    /// After a reboot or tmux restart: list (or, with --yes, recreate) tasks whose session is gone
+    Restore(monitor::RestoreArgs),
     /// Entry point for tmux hooks and agent hooks
     Hook(hook::HookArgs),
     /// A sandbox repository, tasks and the plugin, for a first look
@@ -101,6 +103,7 @@ pub fn dispatch(ctx: &Ctx, cmd: Command) -> Result<Out> {
         Command::Sidebar(a) => sidebar::run(ctx, a),
         Command::Status(a) => status::run(ctx, a),
         Command::Monitor(a) => monitor::run(ctx, a),
+        Command::Restore(a) => monitor::restore(ctx, a),
         Command::Hook(a) => hook::run(ctx, a),
         Command::Demo(a) => demo::run(ctx, a),
     }

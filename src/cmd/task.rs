@@ -27,6 +27,8 @@ pub enum TaskCmd {
     },
     /// Show one task: fields, session, TASK.md and history
     Show { id: String },
+    /// Which signal decided the agent's current state, and when
+    Explain { id: String },
     /// Print the last lines of the task's agent pane
     Peek {
         id: String,
@@ -266,6 +268,48 @@ pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
             v["task_md"] = json!(md);
             v["task_md_path"] = json!(md_path);
             Ok(Out { json: v, text })
+        }
+        TaskCmd::Explain { id } => {
+            let t = tasks.get(&id, project_filter.as_deref())?;
+            let view = tasks.view(t, &tasks.panes());
+            let a = &view.agent;
+            let state = a.state.map(|s| s.as_str()).unwrap_or("unknown");
+            let mut text = format!("task {}: agent {state}", view.task.id);
+            match a.signal {
+                Some(sig) if !a.at.is_empty() => text.push_str(&format!(
+                    ", decided by {} at {} (in this state since {})",
+                    match sig {
+                        crate::agent::Signal::Hook => "an agent hook",
+                        crate::agent::Signal::Log => "the Claude session log",
+                        crate::agent::Signal::Pane => "the tmux pane (process exit)",
+                        crate::agent::Signal::Screen => "screen activity",
+                        crate::agent::Signal::None => "nothing",
+                    },
+                    a.at,
+                    a.since
+                )),
+                _ => text.push_str(" (the monitor has not looked at it yet)"),
+            }
+            text.push('\n');
+            if let (Some(e), Some(at)) = (&a.hook_event, &a.hook_at) {
+                text.push_str(&format!("last agent hook: {e} at {at}\n"));
+            }
+            if let Some(d) = &a.detail {
+                text.push_str(&format!("detail: {d}\n"));
+            }
+            if a.nudges > 0 {
+                text.push_str(&format!("nudged {} time(s)\n", a.nudges));
+            }
+            if view.task.crash_count > 0 {
+                text.push_str(&format!("crashes: {}\n", view.task.crash_count));
+            }
+            if let Some(e) = &a.escalated {
+                text.push_str(&format!("ESCALATED at {}: {}\n", e.at, e.reason));
+            }
+            Ok(Out::new(
+                json!({"id": view.task.id, "agent": view.agent, "session": view.session, "crash_count": view.task.crash_count}),
+                text,
+            ))
         }
         TaskCmd::Peek { id, lines } => {
             let t = tasks.get(&id, project_filter.as_deref())?;

@@ -1,0 +1,377 @@
+//! The agent monitor: real tmux, fake agents, Claude log fixtures, policies.
+
+mod common;
+
+use std::io::Write;
+use std::time::Duration;
+
+use common::{wait_for, TaskEnv};
+use serde_json::Value;
+
+fn create(env: &TaskEnv, branch: &str, harness: &str) -> String {
+    let v = env.ok(&[
+        "task",
+        "create",
+        branch,
+        "do the thing",
+        "--harness",
+        harness,
+    ]);
+    v["id"].as_str().unwrap().to_string()
+}
+
+fn append_config(env: &TaskEnv, text: &str) {
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(env.home.join("config.toml"))
+        .unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+}
+
+fn pass(env: &TaskEnv) -> Value {
+    env.ok(&["monitor", "--once"])
+}
+
+fn history_events(env: &TaskEnv, id: &str, event: &str) -> Vec<Value> {
+    env.task(id)["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == event)
+        .cloned()
+        .collect()
+}
+
+fn input_lines(env: &TaskEnv, id: &str) -> Vec<String> {
+    std::fs::read_to_string(env.home.join("agent-log").join(id).join("input"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn an_idle_agent_is_nudged_exactly_once_per_idle_period_and_the_nudge_is_submitted() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    append_config(&env, "[policy]\nidle_grace = \"3s\"\n");
+    let id = create(&env, "idle/x", "fake-wait");
+    env.agent_log(&id, "cwd");
+    // Right after it started: not idle for the grace yet.
+    let r = pass(&env);
+    assert!(r["actions"].as_array().unwrap().is_empty(), "{r}");
+    std::thread::sleep(Duration::from_millis(4200));
+    let r = pass(&env);
+    assert_eq!(r["actions"][0]["action"], "nudge", "{r}");
+    // Delivered AND submitted: the agent read it as one line.
+    wait_for("the nudge to arrive", 10, || {
+        input_lines(&env, &id).len() == 1
+    });
+    // Delivery starts with Escape (it clears a TUI's half-typed input); a plain line
+    // reader sees it as a leading ESC byte.
+    assert_eq!(
+        input_lines(&env, &id)[0].trim_start_matches('\u{1b}'),
+        "Please continue with the task."
+    );
+    // More passes in the same idle period: no second nudge.
+    for _ in 0..3 {
+        let r = pass(&env);
+        assert!(
+            r["actions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|a| a["action"] != "nudge"),
+            "{r}"
+        );
+    }
+    assert_eq!(history_events(&env, &id, "agent.nudged").len(), 1);
+    assert_eq!(input_lines(&env, &id).len(), 1);
+    let explain = env.ok(&["task", "explain", &id]);
+    assert_eq!(explain["agent"]["nudges"], 1);
+    assert_eq!(explain["agent"]["signal"], "screen");
+}
+
+#[test]
+fn exits_without_an_outcome_are_crashes_and_two_make_the_task_stuck() {
+    let env = TaskEnv::new();
+    env.add_project(&["--pool-size", "3"]);
+    let id = create(&env, "crash/x", "fake-exit0");
+    env.wait_session(&id, "dead");
+    let r = pass(&env);
+    assert_eq!(r["actions"][0]["action"], "escalate", "{r}");
+    let t = env.task(&id);
+    assert_eq!(t["crash_count"], 1);
+    assert_eq!(t["status"], "working");
+    assert!(
+        t["agent"]["escalated"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("crash 1"),
+        "{t}"
+    );
+    assert_eq!(history_events(&env, &id, "agent.crashed").len(), 1);
+    // The same death is not counted twice.
+    pass(&env);
+    assert_eq!(env.task(&id)["crash_count"], 1);
+    // Second life, second crash: stuck.
+    env.ok(&["task", "respawn", &id]);
+    wait_for("the second exit", 20, || {
+        env.task(&id)["session"]["state"] == "dead"
+    });
+    pass(&env);
+    let t = env.task(&id);
+    assert_eq!(t["crash_count"], 2);
+    assert_eq!(t["status"], "stuck");
+    assert!(t["agent"]["escalated"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("stuck"));
+
+    // An agent that reported its outcome before exiting is not a crash.
+    let ok = create(&env, "crash/ok", "fake-complete");
+    env.wait_status(&ok, "reviewing");
+    env.wait_session(&ok, "dead");
+    pass(&env);
+    assert_eq!(env.task(&ok)["crash_count"], 0);
+    assert_eq!(history_events(&env, &ok, "agent.exited").len(), 1);
+
+    // Killed by a signal: a crash too.
+    let k = create(&env, "crash/killed", "fake-wait");
+    env.wait_session(&k, "live");
+    let pid = env
+        .tmux
+        .ok(&["display", "-p", "-t", "=app/crash/killed:", "#{pane_pid}"]);
+    std::process::Command::new("kill")
+        .args(["-9", &pid])
+        .status()
+        .unwrap();
+    env.wait_session(&k, "dead");
+    pass(&env);
+    let t = env.task(&k);
+    assert_eq!(t["crash_count"], 1);
+    assert!(history_events(&env, &k, "agent.crashed")[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("signal 9"));
+}
+
+#[test]
+fn on_exit_recover_respawns_with_the_policy_message() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    append_config(&env, "[harness.fake-exit0.policy]\non_exit = { action = \"recover\", message = \"Try again, carefully.\", mode = \"prompt\" }\n");
+    let id = create(&env, "rec/x", "fake-exit0");
+    env.wait_session(&id, "dead");
+    let first_session = env.task(&id)["tmux_session_id"].clone();
+    let r = pass(&env);
+    assert_eq!(r["actions"][0]["action"], "recover", "{r}");
+    wait_for("the recovered agent's prompt", 10, || {
+        env.agent_log(&id, "prompt") == "Try again, carefully."
+    });
+    assert_ne!(env.task(&id)["tmux_session_id"], first_session);
+    assert!(history_events(&env, &id, "agent.respawned").len() == 1);
+}
+
+#[test]
+fn claude_log_errors_are_classified_and_escalated() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let id = create(&env, "cl/x", "claude");
+    let t = env.task(&id);
+    let conv = t["agent_session_id"].as_str().unwrap().to_string();
+    let ws = env.ws_path(t["workspace"].as_str().unwrap());
+    let cfg = env.root().join("claude-config");
+    let dir_name: String = ws
+        .canonicalize()
+        .unwrap()
+        .to_string_lossy()
+        .chars()
+        .map(|c| if c == '/' || c == '.' { '-' } else { c })
+        .collect();
+    let log_dir = cfg.join("projects").join(dir_name);
+    std::fs::create_dir_all(&log_dir).unwrap();
+    let fixture = common::fixtures().join("claude/error.unauthorized.jsonl");
+    std::fs::copy(&fixture, log_dir.join(format!("{conv}.jsonl"))).unwrap();
+    let mut c = env.cmd_in(&env.repo, &["monitor", "--once", "--json"]);
+    c.env("CLAUDE_CONFIG_DIR", &cfg);
+    let (ok, r) = common::parse_json_output(&["monitor"], &c.output().unwrap());
+    assert!(ok, "{r}");
+    assert_eq!(r["actions"][0]["action"], "escalate", "{r}");
+    let t = env.task(&id);
+    assert_eq!(t["agent"]["state"], "error");
+    assert_eq!(t["agent"]["error_kind"], "unauthorized");
+    assert_eq!(t["agent"]["signal"], "log");
+    assert_eq!(
+        history_events(&env, &id, "agent.error")[0]["kind"],
+        "unauthorized"
+    );
+    // The log moves on to a working line: the state follows, the escalation clears.
+    std::fs::copy(
+        common::fixtures().join("claude/working.null_stop_reason_thinking.jsonl"),
+        log_dir.join(format!("{conv}.jsonl")),
+    )
+    .unwrap();
+    let mut c = env.cmd_in(&env.repo, &["monitor", "--once", "--json"]);
+    c.env("CLAUDE_CONFIG_DIR", &cfg);
+    c.output().unwrap();
+    let t = env.task(&id);
+    assert_eq!(t["agent"]["state"], "working");
+    assert!(t["agent"].get("escalated").is_none(), "{t}");
+    // Claude's hooks are installed in the workspace settings.
+    let settings: Value = serde_json::from_str(
+        &std::fs::read_to_string(ws.join(".claude/settings.local.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(settings["hooks"]["Stop"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .ends_with("hook agent Stop"));
+}
+
+#[test]
+fn a_sub_agents_hook_does_not_flip_its_parent() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let id = create(&env, "hook/x", "claude");
+    let t = env.task(&id);
+    let conv = t["agent_session_id"].as_str().unwrap().to_string();
+    let home = orange::store::Home {
+        root: env.home.clone(),
+    };
+    let ws = env.ws_path(t["workspace"].as_str().unwrap());
+    std::env::set_var("ORANGE_HOME", &env.home);
+    let r = orange::monitor::agent_hook(
+        &home,
+        "Stop",
+        &format!("{{\"session_id\":\"nested-{conv}\"}}"),
+        &ws,
+    )
+    .unwrap();
+    assert!(r["ignored"].as_str().unwrap().contains("nested"), "{r}");
+    assert!(
+        orange::agent::load(&env.home.join(format!("tasks/app/{id}")))
+            .hook_state
+            .is_none()
+    );
+    let r = orange::monitor::agent_hook(&home, "SubagentStop", "{}", &ws).unwrap();
+    assert!(r["ignored"].is_string());
+    let r = orange::monitor::agent_hook(
+        &home,
+        "Stop",
+        &format!("{{\"session_id\":\"{conv}\"}}"),
+        &ws,
+    )
+    .unwrap();
+    assert_eq!(r["state"], "waiting");
+    pass(&env);
+    let e = env.ok(&["task", "explain", &id]);
+    assert_eq!(e["agent"]["state"], "waiting");
+    assert_eq!(e["agent"]["signal"], "hook");
+    assert_eq!(e["agent"]["hook_event"], "Stop");
+    let r = orange::monitor::agent_hook(
+        &home,
+        "UserPromptSubmit",
+        &format!("{{\"session_id\":\"{conv}\"}}"),
+        &ws,
+    )
+    .unwrap();
+    assert_eq!(r["state"], "working");
+}
+
+#[test]
+fn the_monitor_started_twice_runs_once() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let mut first = env
+        .cmd_in(&env.repo, &["monitor", "--interval", "200ms"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pidfile = std::fs::read_dir(env.home.join("run")).ok();
+    wait_for("the first monitor to take its lock", 10, || {
+        std::fs::read_dir(env.home.join("run"))
+            .map(|d| {
+                d.flatten()
+                    .any(|e| e.file_name().to_string_lossy().ends_with(".pid"))
+            })
+            .unwrap_or(false)
+    });
+    let _ = pidfile;
+    let second = env.ok(&["monitor"]);
+    assert_eq!(second["running"], false);
+    assert!(
+        second["reason"].as_str().unwrap().contains("already"),
+        "{second}"
+    );
+    assert!(
+        first.try_wait().unwrap().is_none(),
+        "the first one still runs"
+    );
+    // It stops by itself when its tmux server goes away.
+    env.tmux.ok(&["kill-server"]);
+    wait_for("the monitor to exit with its server", 15, || {
+        first.try_wait().unwrap().is_some()
+    });
+}
+
+#[test]
+fn restore_recreates_sessions_after_the_tmux_server_dies_and_resumes_claude() {
+    let env = TaskEnv::new();
+    env.add_project(&["--pool-size", "3"]);
+    let plain = create(&env, "rs/plain", "fake-wait");
+    let claude = create(&env, "rs/claude", "claude");
+    let conv = env.task(&claude)["agent_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    env.wait_session(&plain, "live");
+    env.tmux.ok(&["kill-server"]);
+    // A new server (the reboot), same socket, once the old one is really gone.
+    wait_for("the old server to exit", 10, || {
+        !env.tmux.tmux(&["list-sessions"]).status.success()
+    });
+    let mut started = false;
+    for _ in 0..20 {
+        let out = std::process::Command::new("tmux")
+            .args([
+                "-L",
+                &env.tmux.socket,
+                "-f",
+                env.tmux.conf.to_str().unwrap(),
+                "new-session",
+                "-d",
+                "-s",
+                "keepalive",
+            ])
+            .env("PATH", &env.path)
+            .envs(common::GIT_ENV.iter().copied())
+            .env_remove("TMUX")
+            .output()
+            .unwrap();
+        if out.status.success() {
+            started = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(started, "a new tmux server did not start");
+    let listed = env.ok(&["restore"]);
+    assert_eq!(
+        listed["restorable"].as_array().unwrap().len(),
+        2,
+        "{listed}"
+    );
+    let r = env.ok(&["restore", "--yes"]);
+    assert_eq!(r["restored"].as_array().unwrap().len(), 2, "{r}");
+    env.wait_session(&plain, "live");
+    env.wait_session(&claude, "live");
+    wait_for("claude to be resumed", 10, || {
+        let argv = env.agent_log(&claude, "argv");
+        argv.contains("--resume") && argv.contains(&conv)
+    });
+    assert_eq!(
+        env.ok(&["restore"])["restorable"].as_array().unwrap().len(),
+        0
+    );
+}
