@@ -17,9 +17,25 @@ pub struct Config {
     /// Monitor policies for every agent (seed 003).
     #[serde(default)]
     pub policy: Policy,
+    /// Per-project settings, `[project.<name>]`: used where `orange project update`
+    /// left a field empty.
+    #[serde(default)]
+    pub project: BTreeMap<String, ProjectConfig>,
     /// Per-task settings, keyed by task id: `[task.<id>.policy]`.
     #[serde(default)]
     pub task: BTreeMap<String, TaskConfig>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct ProjectConfig {
+    #[serde(default)]
+    pub copy: Vec<String>,
+    #[serde(default)]
+    pub symlink: Vec<String>,
+    #[serde(default)]
+    pub setup_cmd: Option<String>,
+    #[serde(default)]
+    pub port_base: Option<u16>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]

@@ -569,6 +569,10 @@ pub fn worktree_add_branch(repo_path: &Path, path: &Path, branch: &str, base: &s
             OsStr::new("worktree"),
             OsStr::new("add"),
             OsStr::new("--quiet"),
+            // No upstream: writing branch.<name>.merge to .git/config races with other
+            // lanes being created at the same time (config.lock), and a lane branch is
+            // not meant to track the default branch anyway.
+            OsStr::new("--no-track"),
             OsStr::new("-b"),
             OsStr::new(branch),
             path.as_os_str(),
@@ -576,6 +580,29 @@ pub fn worktree_add_branch(repo_path: &Path, path: &Path, branch: &str, base: &s
         ],
     )
     .map(|_| ())
+}
+
+/// Commits on HEAD that no remote-tracking ref holds: `None` when the repository has no
+/// remote (nothing could have been pushed), else the count (at most 1000 are counted).
+pub fn unpushed_commits(path: &Path) -> Result<Option<usize>> {
+    let repo = open(path)?;
+    let remotes = repo.remotes().map(|r| r.len()).unwrap_or(0);
+    if remotes == 0 {
+        return Ok(None);
+    }
+    let Some(head) = repo.head().ok().and_then(|h| h.target()) else {
+        return Ok(Some(0));
+    };
+    let mut walk = repo.revwalk().map_err(|e| OrangeError::BackendCommandFailed(e.message().to_string()))?;
+    walk.push(head).map_err(|e| OrangeError::BackendCommandFailed(e.message().to_string()))?;
+    if let Ok(refs) = repo.references_glob("refs/remotes/*") {
+        for r in refs.flatten() {
+            if let Some(oid) = r.resolve().ok().and_then(|r| r.target()) {
+                let _ = walk.hide(oid);
+            }
+        }
+    }
+    Ok(Some(walk.take(1000).count()))
 }
 
 // ---- Reads for the sidebar (diff against the default branch, commit counts). ----

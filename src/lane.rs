@@ -239,7 +239,13 @@ impl<'a> Lanes<'a> {
                 task_id: req.task_id.clone(),
                 state: LaneState::Creating,
                 mux_backend: mux.name().to_string(),
-                mux_target: tmux::session_name(&project.name, &branch_name),
+                // zellij refuses '/' in session names.
+                mux_target: match mux {
+                    Mux::Zellij(_) => {
+                        tmux::session_name(&project.name, &branch_name).replace('/', "-")
+                    }
+                    Mux::Tmux(_) => tmux::session_name(&project.name, &branch_name),
+                },
                 worktree_path,
                 branch_name,
                 session_id: crate::lifecycle::new_uuid(),
@@ -497,6 +503,7 @@ impl<'a> Lanes<'a> {
             removed = true;
         }
         let _ = std::fs::remove_file(exit_file(self.home, &rec.lane_id));
+        let _ = std::fs::remove_file(exit_file(self.home, &rec.lane_id).with_extension("kdl"));
         self.update(&rec.lane_id, |r| {
             r.state = LaneState::Closed;
             r.worktree_removed = r.worktree_removed || removed;
@@ -505,7 +512,13 @@ impl<'a> Lanes<'a> {
 
     /// Close finished/error lanes idle longer than `ttl`; never running ones. Per-lane
     /// errors are collected and the others still processed.
-    pub fn gc(&self, ttl: Duration, remove_worktree: bool, force: bool) -> Result<GcReport> {
+    pub fn gc(
+        &self,
+        ttl: Duration,
+        remove_worktree: bool,
+        force: bool,
+        dry_run: bool,
+    ) -> Result<GcReport> {
         let mut report = GcReport::default();
         let now = chrono::Utc::now();
         for rec in self.load()?.lanes.into_values() {
@@ -535,6 +548,22 @@ impl<'a> Lanes<'a> {
                 report
                     .skipped
                     .push(json!({"lane_id": rec.lane_id, "reason": "fresh"}));
+                continue;
+            }
+            if remove_worktree && !force {
+                let blocked = match crate::pool::in_use_or_unpushed(&rec.worktree_path) {
+                    Ok(b) => b,
+                    Err(e) => Some(e.to_string()),
+                };
+                if let Some(reason) = blocked {
+                    report
+                        .skipped
+                        .push(json!({"lane_id": rec.lane_id, "reason": reason}));
+                    continue;
+                }
+            }
+            if dry_run {
+                report.closed.push(rec.lane_id.clone());
                 continue;
             }
             match self.close(&rec.lane_id, remove_worktree, force) {

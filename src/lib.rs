@@ -14,6 +14,7 @@ pub mod output;
 pub mod plugin;
 pub mod pool;
 pub mod project;
+pub mod provision;
 pub mod session;
 pub mod shell;
 pub mod sidebar;

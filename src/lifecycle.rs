@@ -414,7 +414,7 @@ impl<'a> Tasks<'a> {
         let info = self.tmux.new_session(&NewSession {
             name,
             cwd: ws_path.to_path_buf(),
-            env: session_env(self.home, task, ws_name, ws_path),
+            env: session_env(self.home, project, task, ws_name, ws_path),
             command: argv,
             width: None,
             height: None,
@@ -897,8 +897,21 @@ pub fn validate_branch(b: &str) -> Result<()> {
     Ok(())
 }
 
-fn session_env(home: &Home, task: &Task, ws_name: &str, ws_path: &Path) -> Vec<(String, String)> {
-    let mut env = vec![
+fn session_env(
+    home: &Home,
+    project: &Project,
+    task: &Task,
+    ws_name: &str,
+    ws_path: &Path,
+) -> Vec<(String, String)> {
+    let mut env = vec![];
+    if let Some((_, index)) = pool::parse_name(ws_name) {
+        env.push(("ORANGE_WORKSPACE_INDEX".to_string(), index.to_string()));
+        if let Some(port) = project::port_for(project, index) {
+            env.push(("ORANGE_PORT".to_string(), port.to_string()));
+        }
+    }
+    env.extend([
         ("ORANGE_TASK_ID".to_string(), task.id.clone()),
         ("ORANGE_PROJECT".to_string(), task.project.clone()),
         ("ORANGE_BRANCH".to_string(), task.branch.clone()),
@@ -908,7 +921,7 @@ fn session_env(home: &Home, task: &Task, ws_name: &str, ws_path: &Path) -> Vec<(
         ),
         ("ORANGE_WORKSPACE_NAME".to_string(), ws_name.to_string()),
         ("ORANGE_HOME".to_string(), home.root.display().to_string()),
-    ];
+    ]);
     if let Ok(sock) = std::env::var("ORANGE_TMUX_SOCKET") {
         env.push(("ORANGE_TMUX_SOCKET".to_string(), sock));
     }

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{OrangeError, Result};
 use crate::project::Project;
 use crate::store::{self, Home, LockGuard};
-use crate::{git, shell};
+use crate::{git, provision, shell};
 
 /// Files orange puts in a workspace that git must ignore and release must remove.
 pub const EXCLUDED_FILES: &[&str] = &["TASK.md", ".orange-outcome", ".claude/settings.local.json"];
@@ -251,6 +251,13 @@ impl<'a> Locked<'a> {
     /// Returns the untracked paths the setup command left behind.
     fn populate(&self, name: &str, path: &Path, base: &str) -> Result<Vec<String>> {
         git::worktree_add_detached(&self.project.path, path, base)?;
+        // Gitignored files from the main repository first, then the setup command.
+        provision::provision(
+            &self.project.path,
+            path,
+            &self.project.copy,
+            &self.project.symlink,
+        )?;
         let Some(cmd) = &self.project.setup_cmd else {
             return Ok(vec![]);
         };
@@ -322,6 +329,15 @@ impl<'a> Locked<'a> {
             }
             if !self.is_intact(&name) {
                 self.recycle(&name)?;
+            } else if !self.project.copy.is_empty() || !self.project.symlink.is_empty() {
+                // A warm slot gets what the project added since (never overwriting).
+                let path = self.path(&name);
+                provision::provision(
+                    &self.project.path,
+                    &path,
+                    &self.project.copy,
+                    &self.project.symlink,
+                )?;
             }
             chosen = Some(name);
             break;
@@ -627,6 +643,12 @@ pub fn gc(
             report.kept.push(name);
             continue;
         }
+        if !force {
+            if let Some(reason) = in_use_or_unpushed(&l.path(&name))? {
+                report.skipped.push(serde_json::json!({"name": name, "task": label, "code": "in_use", "reason": reason}));
+                continue;
+            }
+        }
         if dry_run {
             report.released.push(name);
             continue;
@@ -639,6 +661,27 @@ pub fn gc(
         }
     }
     Ok(report)
+}
+
+/// Why cleanup must not touch a worktree (without --force): a process works in it, or
+/// its HEAD holds commits no remote has.
+pub fn in_use_or_unpushed(path: &Path) -> Result<Option<String>> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let pids = provision::processes_in(path);
+    if !pids.is_empty() {
+        let shown: Vec<String> = pids.iter().take(5).map(|p| p.to_string()).collect();
+        return Ok(Some(format!(
+            "a running process works in it (pid {})",
+            shown.join(", ")
+        )));
+    }
+    if let Some(n) = git::unpushed_commits(path)?.filter(|n| *n > 0) {
+        let branch = git::current_branch(path)?.unwrap_or_else(|| "a detached HEAD".into());
+        return Ok(Some(format!("{n} commit(s) on {branch} are not pushed")));
+    }
+    Ok(None)
 }
 
 #[derive(Debug, Default, Serialize)]

@@ -146,6 +146,9 @@ pub fn add(home: &Home, opts: AddOptions) -> Result<Project> {
         }
         None => git::default_branch(&top)?,
     };
+    for p in opts.copy.iter().chain(&opts.symlink) {
+        crate::provision::validate_pattern(p)?;
+    }
     git::ensure_excluded(&top, pool::EXCLUDED_FILES)?;
     update(home, |reg| {
         if reg.projects.contains_key(&name) {
@@ -187,6 +190,14 @@ pub struct UpdateOptions {
 
 pub fn update_project(home: &Home, name: &str, opts: UpdateOptions) -> Result<Project> {
     let pool_size = opts.pool_size.map(validate_pool_size).transpose()?;
+    for p in opts
+        .copy
+        .iter()
+        .flatten()
+        .chain(opts.symlink.iter().flatten())
+    {
+        crate::provision::validate_pattern(p)?;
+    }
     if let Some(b) = &opts.default_branch {
         if !git::valid_branch_name(b) {
             return Err(OrangeError::invalid(format!("invalid branch name {b:?}")));
@@ -243,10 +254,40 @@ pub fn remove(home: &Home, name: &str) -> Result<Project> {
 }
 
 pub fn get(home: &Home, name: &str) -> Result<Project> {
-    load(home)?
+    let p = load(home)?
         .projects
         .remove(name)
-        .ok_or_else(|| OrangeError::ProjectNotFound(name.to_string()))
+        .ok_or_else(|| OrangeError::ProjectNotFound(name.to_string()))?;
+    with_config(home, p)
+}
+
+/// Fill what the registry leaves empty from `[project.<name>]` in config.toml.
+fn with_config(home: &Home, mut p: Project) -> Result<Project> {
+    let config = crate::config::Config::load(home)?;
+    if let Some(c) = config.project.get(&p.name) {
+        if p.copy.is_empty() {
+            p.copy = c.copy.clone();
+        }
+        if p.symlink.is_empty() {
+            p.symlink = c.symlink.clone();
+        }
+        if p.setup_cmd.is_none() {
+            p.setup_cmd = c.setup_cmd.clone().filter(|s| !s.trim().is_empty());
+        }
+        if p.port_base.is_none() {
+            p.port_base = c.port_base;
+        }
+    }
+    Ok(p)
+}
+
+/// The first port of a project's range: `ORANGE_PORT` = base + slot number.
+pub const DEFAULT_PORT_BASE: u16 = 3100;
+
+pub fn port_for(p: &Project, slot: u32) -> Option<u16> {
+    p.port_base
+        .unwrap_or(DEFAULT_PORT_BASE)
+        .checked_add(u16::try_from(slot).ok()?)
 }
 
 /// The project named by `--project`, else the one whose repository or pooled workspace
@@ -280,11 +321,13 @@ pub fn resolve(home: &Home, explicit: Option<&str>, cwd: &Path) -> Result<Projec
         }
     }
     match best {
-        Some((_, name)) => reg
-            .projects
-            .get(&name)
-            .cloned()
-            .ok_or(OrangeError::ProjectNotFound(name)),
+        Some((_, name)) => with_config(
+            home,
+            reg.projects
+                .get(&name)
+                .cloned()
+                .ok_or(OrangeError::ProjectNotFound(name))?,
+        ),
         None => Err(OrangeError::ProjectNotFound(format!(
             "no registered project contains {}; pass --project NAME or run `orange project add`",
             cwd.display()

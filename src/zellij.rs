@@ -112,7 +112,9 @@ impl Zellij {
         }
         let layout = layout_file(spec, exit_file)?;
         let layout_s = layout.to_string_lossy().into_owned();
-        let result = self.run(
+        // The server reads the layout after `attach` returns: the file stays (next to the
+        // exit file) until the session is gone.
+        self.run(
             &[
                 "--layout",
                 &layout_s,
@@ -122,9 +124,7 @@ impl Zellij {
             ],
             &spec.env,
             Some(&spec.cwd),
-        );
-        let _ = std::fs::remove_file(&layout);
-        result?;
+        )?;
         // The server starts asynchronously: wait until it lists the session.
         let start = Instant::now();
         while !self.exists(&spec.name)? {
@@ -149,20 +149,57 @@ impl Zellij {
         Ok(existed)
     }
 
-    /// Type `text` into the session's focused pane and submit it with Enter.
+    /// The session's first terminal pane (`terminal_N`): actions name it explicitly, since
+    /// the focused pane may be a plugin (zellij's "about" popup, for one).
+    fn terminal_pane(&self, name: &str) -> Result<String> {
+        let out = self.run(&["--session", name, "action", "list-panes"], &[], None)?;
+        out.lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .find(|id| id.starts_with("terminal_"))
+            .map(str::to_string)
+            .ok_or_else(|| {
+                OrangeError::BackendCommandFailed(format!(
+                    "zellij session {name:?} has no terminal pane"
+                ))
+            })
+    }
+
+    /// Type `text` into the session's terminal pane and submit it with Enter.
     pub fn send_text(&self, name: &str, text: &str) -> Result<()> {
         if !self.exists(name)? {
             return Err(OrangeError::BackendCommandFailed(format!(
                 "no zellij session {name:?}"
             )));
         }
+        let pane = self.terminal_pane(name)?;
         self.run(
-            &["--session", name, "action", "write-chars", text],
+            &[
+                "--session",
+                name,
+                "action",
+                "write-chars",
+                "--pane-id",
+                &pane,
+                "--",
+                text,
+            ],
             &[],
             None,
         )?;
         std::thread::sleep(crate::tmux::submit_pause(text.len()));
-        self.run(&["--session", name, "action", "write", "13"], &[], None)?;
+        self.run(
+            &[
+                "--session",
+                name,
+                "action",
+                "write",
+                "--pane-id",
+                &pane,
+                "13",
+            ],
+            &[],
+            None,
+        )?;
         Ok(())
     }
 
@@ -191,11 +228,11 @@ fn layout_file(spec: &NewSession, exit_file: &Path) -> Result<PathBuf> {
         kdl_string(&spec.cwd.to_string_lossy()),
         kdl_string(&script)
     );
-    let file = std::env::temp_dir().join(format!(
-        "orange-zellij-{}-{}.kdl",
-        std::process::id(),
-        spec.name.replace('/', "_")
-    ));
+    let file = exit_file.with_extension("kdl");
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| OrangeError::io(format!("creating {}", dir.display()), e))?;
+    }
     std::fs::write(&file, kdl)
         .map_err(|e| OrangeError::io(format!("writing {}", file.display()), e))?;
     Ok(file)

@@ -347,10 +347,10 @@ fn gc_with_remove_worktree_reports_a_dirty_lane_and_still_processes_the_others()
     let env = TaskEnv::new();
     env.add_project(&[]);
     let dirty = create(&env, "dirty", "fake-exit0", &[]);
-    let clean = create(&env, "clean", "fake-fail", &[]);
+    let clean = create(&env, "clean", "fake-exit0", &[]);
     let (d, c) = (lane_id(&dirty), lane_id(&clean));
     wait_state(&env, &d, "finished");
-    wait_state(&env, &c, "error");
+    wait_state(&env, &c, "finished");
     let dwt = std::path::PathBuf::from(dirty["lane"]["worktree_path"].as_str().unwrap());
     let cwt = std::path::PathBuf::from(clean["lane"]["worktree_path"].as_str().unwrap());
     std::fs::write(dwt.join("unsaved.txt"), "keep me").unwrap();
@@ -475,4 +475,73 @@ fn a_zellij_lane_runs_reports_its_exit_and_closes() {
     assert!(!orange::zellij::Zellij::default()
         .exists(v["lane"]["mux_target"].as_str().unwrap())
         .unwrap());
+}
+
+#[test]
+fn gc_never_removes_a_worktree_with_unpushed_commits_or_a_process_in_it_unless_forced() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let committed = create(&env, "committed", "fake-fail", &[]); // commits, never pushes
+    let busy = create(&env, "busy", "fake-exit0", &[]);
+    let (c, b) = (lane_id(&committed), lane_id(&busy));
+    wait_state(&env, &c, "error");
+    wait_state(&env, &b, "finished");
+    let bwt = std::path::PathBuf::from(busy["lane"]["worktree_path"].as_str().unwrap());
+    let cwt = std::path::PathBuf::from(committed["lane"]["worktree_path"].as_str().unwrap());
+    // A user's shell (any process) working in the lane's worktree.
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("60")
+        .current_dir(&bwt)
+        .spawn()
+        .unwrap();
+    backdate(&env, &c, 3);
+    backdate(&env, &b, 3);
+    let dry = env.ok(&[
+        "lane",
+        "gc",
+        "--idle-ttl",
+        "1h",
+        "--remove-worktree",
+        "--dry-run",
+    ]);
+    assert_eq!(dry["closed"].as_array().unwrap().len(), 0, "{dry}");
+    let r = env.ok(&["lane", "gc", "--idle-ttl", "1h", "--remove-worktree"]);
+    assert_eq!(r["closed"].as_array().unwrap().len(), 0, "{r}");
+    let reasons: Vec<String> = r["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["reason"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        reasons.iter().any(|r| r.contains("not pushed")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains(&format!("pid {}", sleeper.id()))),
+        "{reasons:?}"
+    );
+    assert!(bwt.exists() && cwt.exists());
+    // Without --remove-worktree the lanes close and the worktrees stay: nothing at risk.
+    let dry = env.ok(&["lane", "gc", "--idle-ttl", "1h", "--dry-run"]);
+    assert_eq!(dry["closed"].as_array().unwrap().len(), 2, "{dry}");
+    assert_eq!(
+        env.ok(&["lane", "status", &c])["state"],
+        "error",
+        "a dry run changes nothing"
+    );
+    let forced = env.ok(&[
+        "lane",
+        "gc",
+        "--idle-ttl",
+        "1h",
+        "--remove-worktree",
+        "--force",
+    ]);
+    assert_eq!(forced["closed"].as_array().unwrap().len(), 2, "{forced}");
+    assert!(!cwt.exists());
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
 }

@@ -713,3 +713,121 @@ fn a_half_done_rebase_is_unsaved_work_and_a_forced_release_clears_it() {
         git(&env.repo, &["rev-parse", "origin/main"])
     );
 }
+
+#[test]
+fn gc_skips_a_workspace_a_process_works_in_or_with_unpushed_commits_unless_forced() {
+    let env = Env::new();
+    env.add_project(&["--pool-size", "2"]);
+    acquire(&env, "gone-1");
+    acquire(&env, "gone-2");
+    let (busy, ahead) = (env.ws_path("app--1"), env.ws_path("app--2"));
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("60")
+        .current_dir(&busy)
+        .spawn()
+        .unwrap();
+    git(&ahead, &["checkout", "-qb", "local-work"]);
+    std::fs::write(ahead.join("w.txt"), "w").unwrap();
+    git(&ahead, &["add", "w.txt"]);
+    git(&ahead, &["commit", "-qm", "not pushed"]);
+    let r = env.ok(&["workspace", "gc"]);
+    assert_eq!(r["released"], serde_json::json!([]), "{r}");
+    let reasons = r["skipped"].to_string();
+    assert!(
+        reasons.contains(&format!("pid {}", sleeper.id())) && reasons.contains("not pushed"),
+        "{reasons}"
+    );
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let r = env.ok(&["workspace", "gc", "--force"]);
+    assert_eq!(
+        r["released"],
+        serde_json::json!(["app--1", "app--2"]),
+        "{r}"
+    );
+    assert_eq!(
+        git(&env.repo, &["log", "-1", "--format=%s", "local-work"]),
+        "not pushed",
+        "the branch keeps the commit"
+    );
+}
+
+#[test]
+fn gitignored_files_are_copied_or_linked_into_workspaces_without_overwriting() {
+    let env = Env::new();
+    std::fs::write(
+        env.repo.join(".gitignore"),
+        "cache/\n.env*\nnode_modules/\n",
+    )
+    .unwrap();
+    git(&env.repo, &["commit", "-qam", "ignore env"]);
+    git(&env.repo, &["push", "-q"]);
+    std::fs::write(env.repo.join(".env"), "SECRET=1\n").unwrap();
+    std::fs::write(env.repo.join(".env.local"), "LOCAL=1\n").unwrap();
+    std::fs::create_dir_all(env.repo.join("node_modules/dep")).unwrap();
+    std::fs::write(
+        env.repo.join("node_modules/dep/index.js"),
+        "module.exports = 1\n",
+    )
+    .unwrap();
+    env.add_project(&[
+        "--copy",
+        ".env*",
+        "--symlink",
+        "node_modules",
+        "--setup-cmd",
+        "cat .env > setup-saw-env.txt",
+    ]);
+    let ws = env.ws_path("app--1");
+    acquire(&env, "t");
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".env")).unwrap(),
+        "SECRET=1\n"
+    );
+    assert_eq!(
+        std::fs::read_link(ws.join("node_modules")).unwrap(),
+        env.repo.join("node_modules")
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("setup-saw-env.txt")).unwrap(),
+        "SECRET=1\n",
+        "setup runs after the copy"
+    );
+    // The task edits its copy; a new file appears in the repo; release + acquire again.
+    std::fs::write(ws.join(".env.local"), "TASK-EDIT\n").unwrap();
+    std::fs::write(env.repo.join(".env.test"), "TEST=1\n").unwrap();
+    env.ok(&["workspace", "release", "app--1"]);
+    acquire(&env, "t2");
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".env.local")).unwrap(),
+        "TASK-EDIT\n",
+        "never overwritten"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".env.test")).unwrap(),
+        "TEST=1\n",
+        "new files arrive at acquire"
+    );
+    // The same lists from config.toml for a project that set none.
+    let (other, _) = make_repo(&env.root(), "web");
+    std::fs::write(other.join(".gitignore"), ".env\n").unwrap();
+    std::fs::write(other.join(".env"), "WEB=1\n").unwrap();
+    std::fs::write(
+        env.home.join("config.toml"),
+        "[project.web]\ncopy = [\".env\"]\nport_base = 5000\n",
+    )
+    .unwrap();
+    let (ok, v) = env.json(&["project", "add", other.to_str().unwrap()]);
+    assert!(ok, "{v}");
+    let (ok, v) = env.json_in(&other, &["workspace", "acquire", "--task", "w"]);
+    assert!(ok, "{v}");
+    assert_eq!(
+        std::fs::read_to_string(env.ws_path("web--1").join(".env")).unwrap(),
+        "WEB=1\n"
+    );
+    let m = env.err(
+        &["project", "update", "--copy", "../outside"],
+        "invalid_argument",
+    );
+    assert!(m.contains("without '..'"), "{m}");
+}

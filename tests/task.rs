@@ -480,6 +480,8 @@ fn the_session_gets_orange_environment_and_the_agent_can_report_without_an_id() 
         format!("ORANGE_WORKSPACE={}", ws.display()),
         format!("ORANGE_HOME={}", env.home.display()),
         "ORANGE_WORKSPACE_NAME=app--1".to_string(),
+        "ORANGE_WORKSPACE_INDEX=1".to_string(),
+        "ORANGE_PORT=3101".to_string(),
     ] {
         assert!(
             envs.lines().any(|l| l == want),
@@ -587,10 +589,18 @@ fn builtin_claude_gets_its_flags_a_session_id_and_the_settings_sync() {
     assert!(lines[3].starts_with("hello claude"));
     assert_eq!(env.task(&id(&t))["agent_session_id"], lines[2]);
     let ws = ws_of(&env, &t);
-    assert_eq!(
-        std::fs::read_to_string(ws.join(".claude/settings.local.json")).unwrap(),
-        "{\"model\":\"x\"}"
-    );
+    // Seed 003's settings sync: the project's settings, plus orange's hooks.
+    let local: Value = serde_json::from_str(
+        &std::fs::read_to_string(ws.join(".claude/settings.local.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(local["model"], "x");
+    assert!(local["hooks"]["Stop"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .ends_with("hook agent Stop"));
+    // It is excluded from git: the workspace stays clean.
+    assert_eq!(git(&ws, &["status", "--porcelain"]), "");
     // Not installed → backend_not_found before anything is touched.
     let m = env.err(
         &["task", "create", "cx", "x", "--harness", "codex"],
@@ -797,4 +807,25 @@ fn a_workspace_freed_by_gc_starts_the_oldest_queued_task() {
     );
     assert_eq!(env.task(&id(&b))["status"], "working");
     assert_eq!(env.task(&id(&c))["status"], "pending");
+}
+
+#[test]
+fn each_workspace_gets_a_stable_port_from_its_slot_and_the_project_base() {
+    let env = TaskEnv::new();
+    env.add_project(&["--pool-size", "3", "--port-base", "8000"]);
+    let a = create(&env, &["p/a", "a", "--harness", "fake-wait"]);
+    let b = create(&env, &["p/b", "b", "--harness", "fake-wait"]);
+    let port = |v: &Value| {
+        env.agent_log(&id(v), "env")
+            .lines()
+            .find_map(|l| l.strip_prefix("ORANGE_PORT=").map(str::to_string))
+            .unwrap()
+    };
+    assert_eq!(port(&a), "8001");
+    assert_eq!(port(&b), "8002");
+    // The same slot gives the same port to the next task.
+    env.ok(&["task", "cancel", &id(&a), "--yes"]);
+    let c = create(&env, &["p/c", "c", "--harness", "fake-wait"]);
+    assert_eq!(c["workspace"], "app--1");
+    assert_eq!(port(&c), "8001");
 }

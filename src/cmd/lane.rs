@@ -34,11 +34,15 @@ pub enum LaneCmd {
         /// e.g. 30m, 2h, 1d
         #[arg(long, value_name = "DURATION")]
         idle_ttl: String,
-        /// Also remove their worktrees (dirty ones are refused unless --force)
+        /// Also remove their worktrees (never one with uncommitted changes, unpushed
+        /// commits or a process working in it, unless --force)
         #[arg(long)]
         remove_worktree: bool,
         #[arg(long)]
         force: bool,
+        /// Show what would be closed, change nothing
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 
@@ -162,16 +166,17 @@ pub fn run(ctx: &Ctx, cmd: LaneCmd) -> Result<Out> {
             idle_ttl,
             remove_worktree,
             force,
+            dry_run,
         } => {
             let ttl = humantime::parse_duration(&idle_ttl).map_err(|e| {
                 OrangeError::invalid(format!(
                     "invalid --idle-ttl {idle_ttl:?}: {e} (examples: 30m, 2h, 1d)"
                 ))
             })?;
-            let inputs =
-                json!({"idle_ttl": idle_ttl, "remove_worktree": remove_worktree, "force": force});
+            let inputs = json!({"idle_ttl": idle_ttl, "remove_worktree": remove_worktree,
+                "force": force, "dry_run": dry_run});
             let r = audited(ctx, "lane.gc", inputs, || {
-                lanes.gc(ttl, remove_worktree, force)
+                lanes.gc(ttl, remove_worktree, force, dry_run)
             })?;
             let text = format!(
                 "checked {}, closed {}, skipped {}, errors {}\n",
