@@ -322,6 +322,15 @@ impl<'a> Locked<'a> {
     /// Bind the first usable available slot, creating one lazily under the size limit.
     fn acquire(&mut self, label: &str, tasks: &dyn TaskLookup) -> Result<String> {
         self.heal_creating()?;
+        // Idempotent per label: a retry after a crash between acquire and the caller's own
+        // bookkeeping gets the same workspace instead of leaking it.
+        if let Some(name) = self
+            .names(Some(SlotStatus::Bound))
+            .into_iter()
+            .find(|n| self.pool.workspaces[n].task.as_deref() == Some(label))
+        {
+            return Ok(name);
+        }
         let mut chosen = None;
         for name in self.names(Some(SlotStatus::Available)) {
             if tasks.holder_of(&self.project.name, &name).is_some() {

@@ -411,8 +411,10 @@ impl TaskStore {
     }
 }
 
+/// Done, cancelled and pending tasks hold no workspace (a pending one bound to a slot is
+/// the leftover of a spawn killed half-way).
 fn head_is_final(h: &TaskHead) -> bool {
-    Status::parse(&h.status).is_ok_and(|s| s.is_final())
+    Status::parse(&h.status).is_ok_and(|s| s.is_final() || s == Status::Pending)
 }
 
 impl TaskLookup for TaskStore {

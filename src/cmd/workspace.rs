@@ -179,9 +179,13 @@ pub fn run(ctx: &Ctx, cmd: WorkspaceCmd) -> Result<Out> {
         WorkspaceCmd::Gc { force, dry_run } => {
             let p = ctx.project()?;
             let inputs = json!({"project": p.name, "force": force, "dry_run": dry_run});
-            let r = audited(ctx, "workspace.gc", inputs, || {
-                pool::gc(&ctx.home, &p, &tasks, force, dry_run)
-            })?;
+            // The task lock: no spawn is between acquiring a slot and recording it.
+            let r = {
+                let _tasks_lock = tasks.lock(&p.name)?;
+                audited(ctx, "workspace.gc", inputs, || {
+                    pool::gc(&ctx.home, &p, &tasks, force, dry_run)
+                })?
+            };
             let next = if !dry_run && !r.released.is_empty() {
                 Some(Tasks::new(&ctx.home).spawn_next(&p.name))
             } else {
