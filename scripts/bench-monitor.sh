@@ -26,26 +26,8 @@ iters=${BENCH_ITERS:-15}
 command -v strace >/dev/null || bench_die "strace is needed to count processes (apt-get install strace)"
 
 bench_build_orange "$root"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/orange-bench-monitor.XXXXXX")
 sock="orange-bench-monitor-$$"
-cleanup() {
-    local rc=$?
-    tmux -L "$sock" kill-server 2>/dev/null || true
-    cd / || true
-    if [[ "${BENCH_KEEP:-0}" == 1 ]]; then bench_log "kept $tmp"; else rm -rf -- "$tmp"; fi
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-bench_git_env "$tmp/git"
-export ORANGE_HOME="$tmp/orange-home"
-export ORANGE_TMUX_SOCKET="$sock"
-unset TMUX TMUX_PANE
-BENCH_STDOUT="$tmp/cmd.out"
-BENCH_STDERR="$tmp/cmd.err"
-bench_init_samples "$tmp/samples"
+bench_workspace bench-monitor "$sock"
 
 repo=$(bench_make_repo "$tmp" 200 10)
 tmux -L "$sock" -f /dev/null new-session -d -s keepalive

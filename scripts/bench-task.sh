@@ -33,26 +33,8 @@ ndirs=${BENCH_DIRS:-50}
 bench_start=${SECONDS}
 
 bench_build_orange "$root"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/orange-bench-task.XXXXXX")
 sock="orange-bench-task-$$"
-cleanup() {
-    local rc=$?
-    tmux -L "$sock" kill-server 2>/dev/null || true
-    cd / || true
-    if [[ "${BENCH_KEEP:-0}" == 1 ]]; then bench_log "kept $tmp"; else rm -rf -- "$tmp"; fi
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-bench_git_env "$tmp/git"
-export ORANGE_HOME="$tmp/orange-home"
-export ORANGE_TMUX_SOCKET="$sock"
-unset TMUX TMUX_PANE
-BENCH_STDOUT="$tmp/cmd.out"
-BENCH_STDERR="$tmp/cmd.err"
-bench_init_samples "$tmp/samples"
+bench_workspace bench-task "$sock"
 markers="$tmp/markers"
 mkdir -p "$markers" "$tmp/wt"
 

@@ -342,3 +342,38 @@ bench_machine_line() {
     printf 'machine: nproc=%s cpu="%s" git=%s kernel=%s%s\n' \
         "$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)" "$cpu" "$gitv" "$kernel" "$fs"
 }
+
+# ---------------------------------------------------------------------------------------
+# A run's private directory
+# ---------------------------------------------------------------------------------------
+
+# bench_workspace NAME [TMUX_SOCKET]: tmp := a fresh temp dir, removed at exit with the
+# tmux server on TMUX_SOCKET (BENCH_KEEP=1 keeps the dir); git ignores the user's config,
+# ORANGE_HOME (and ORANGE_TMUX_SOCKET) point inside it, samples and command output too.
+bench_workspace() {
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/orange-$1.XXXXXX")
+    BENCH_SOCK=${2:-}
+    trap _bench_cleanup EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    bench_git_env "$tmp/git"
+    export ORANGE_HOME="$tmp/orange-home"
+    mkdir -p "$ORANGE_HOME"
+    if [[ -n $BENCH_SOCK ]]; then export ORANGE_TMUX_SOCKET=$BENCH_SOCK; fi
+    unset TMUX TMUX_PANE
+    BENCH_STDOUT="$tmp/cmd.out"
+    BENCH_STDERR="$tmp/cmd.err"
+    bench_init_samples "$tmp/samples"
+}
+
+_bench_cleanup() {
+    local rc=$?
+    if [[ -n ${BENCH_SOCK:-} ]]; then tmux -L "$BENCH_SOCK" kill-server 2>/dev/null || true; fi
+    cd / || true
+    if [[ "${BENCH_KEEP:-0}${SOAK_KEEP:-0}" != 00 ]]; then
+        bench_log "kept $tmp"
+    elif [[ -n "${tmp:-}" && -d "$tmp" ]]; then
+        rm -rf -- "$tmp"
+    fi
+    exit "$rc"
+}

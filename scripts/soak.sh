@@ -23,24 +23,10 @@ seconds=${SOAK_SECONDS:-60}
 RANDOM=${SOAK_SEED:-$$}
 command -v python3 >/dev/null || bench_die "python3 is needed for the invariant checks"
 bench_build_orange "$root"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/orange-soak.XXXXXX")
 sock="orange-soak-$$"
-cleanup() {
-    local rc=$?
-    tmux -L "$sock" kill-server 2>/dev/null || true
-    cd / || true
-    if [[ "${SOAK_KEEP:-0}" == 1 ]]; then echo "kept $tmp"; else rm -rf -- "$tmp"; fi
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-bench_git_env "$tmp/git"
+bench_workspace soak "$sock"
 export ORANGE_HOME="$tmp/home"
-export ORANGE_TMUX_SOCKET="$sock"
 export ORANGE_LOCK_TIMEOUT=60s
-unset TMUX TMUX_PANE
 mkdir -p "$ORANGE_HOME" "$tmp/planted"
 agent="$root/tests/fixtures/fake-agent.sh"
 {
