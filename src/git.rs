@@ -187,7 +187,16 @@ pub fn rev_parse(repo_path: &Path, rev: &str) -> Result<String> {
     Ok(obj.id().to_string())
 }
 
+/// Worktree changes of one repository, one at a time: `git worktree add` reads every other
+/// worktree's metadata and fails on one being written at the same moment. The lock file
+/// lives in the repository's git dir (`orange-worktrees.lock`).
+fn worktree_lock(repo_path: &Path) -> Result<crate::store::LockGuard> {
+    let common = open(repo_path)?.commondir().to_path_buf();
+    crate::store::LockGuard::acquire(&common.join("orange-worktrees.lock"))
+}
+
 pub fn worktree_add_detached(repo_path: &Path, path: &Path, base: &str) -> Result<()> {
+    let _lock = worktree_lock(repo_path)?;
     run_ok(
         repo_path,
         [
@@ -204,6 +213,7 @@ pub fn worktree_add_detached(repo_path: &Path, path: &Path, base: &str) -> Resul
 
 /// `git worktree remove --force --force` (also removes a locked worktree).
 pub fn worktree_remove(repo_path: &Path, path: &Path) -> Result<()> {
+    let _lock = worktree_lock(repo_path)?;
     run_ok(
         repo_path,
         [
@@ -218,6 +228,7 @@ pub fn worktree_remove(repo_path: &Path, path: &Path) -> Result<()> {
 }
 
 pub fn worktree_prune(repo_path: &Path) -> Result<()> {
+    let _lock = worktree_lock(repo_path)?;
     run_ok(repo_path, ["worktree", "prune"]).map(|_| ())
 }
 
@@ -563,6 +574,7 @@ pub fn is_merged(repo_path: &Path, branch: &str, target: &str) -> Result<bool> {
 
 /// `git worktree add -b <branch> <path> <base>`: a dedicated worktree on a new branch.
 pub fn worktree_add_branch(repo_path: &Path, path: &Path, branch: &str, base: &str) -> Result<()> {
+    let _lock = worktree_lock(repo_path)?;
     run_ok(
         repo_path,
         [
@@ -593,8 +605,11 @@ pub fn unpushed_commits(path: &Path) -> Result<Option<usize>> {
     let Some(head) = repo.head().ok().and_then(|h| h.target()) else {
         return Ok(Some(0));
     };
-    let mut walk = repo.revwalk().map_err(|e| OrangeError::BackendCommandFailed(e.message().to_string()))?;
-    walk.push(head).map_err(|e| OrangeError::BackendCommandFailed(e.message().to_string()))?;
+    let mut walk = repo
+        .revwalk()
+        .map_err(|e| OrangeError::BackendCommandFailed(e.message().to_string()))?;
+    walk.push(head)
+        .map_err(|e| OrangeError::BackendCommandFailed(e.message().to_string()))?;
     if let Ok(refs) = repo.references_glob("refs/remotes/*") {
         for r in refs.flatten() {
             if let Some(oid) = r.resolve().ok().and_then(|r| r.target()) {
@@ -607,3 +622,461 @@ pub fn unpushed_commits(path: &Path) -> Result<Option<usize>> {
 
 // ---- Reads for the sidebar (diff against the default branch, commit counts). ----
 // @@ sidebar-additions @@
+
+/// One path that differs between a task's base (the merge base with the default branch)
+/// and its work: committed, staged, unstaged or untracked.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ChangedFile {
+    /// `M` modified, `A` added (untracked included), `D` deleted, `R` renamed,
+    /// `T` type changed (file ↔ symlink), `U` unmerged (a conflict in progress).
+    pub status: char,
+    /// The path now (the new path of a rename).
+    pub path: String,
+    /// The old path of a rename.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// Not in the index yet (`git status`' `??`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub untracked: bool,
+}
+
+/// What a task's branch changed against the default branch.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BranchDiff {
+    /// The ref diffed against (`origin/main`, …).
+    pub base: String,
+    /// The merge base of HEAD (or the branch) and `base`.
+    pub merge_base: String,
+    /// Commits on HEAD that `base` does not have.
+    pub commits: usize,
+    /// Changed paths, sorted by path.
+    pub files: Vec<ChangedFile>,
+    /// Lines added and removed over all of `files` (binary files count none).
+    pub added: usize,
+    pub removed: usize,
+}
+
+/// Added and removed line counts already computed, by (old blob, new blob): a frame that
+/// refreshes the same changes reads no file contents again. Only what the last diff used
+/// is kept, so it stays as small as the diff.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LineCache {
+    #[serde(default)]
+    pub counts: std::collections::HashMap<String, (usize, usize)>,
+    /// Changed since loaded (worth writing back).
+    #[serde(skip)]
+    pub dirty: bool,
+}
+
+/// Fewer (remaining deletions × additions) pairs than this: look for renames of edited
+/// files too. More (a mass change): exact renames only, like git's `diff.renameLimit`,
+/// since comparing every pair is what costs there.
+const INEXACT_RENAME_PAIRS: usize = 32 * 32;
+
+fn git2_err(what: impl std::fmt::Display) -> impl Fn(git2::Error) -> OrangeError {
+    move |e| OrangeError::BackendCommandFailed(format!("{what}: {}", e.message()))
+}
+
+fn peel_commit<'r>(repo: &'r git2::Repository, rev: &str) -> Result<git2::Commit<'r>> {
+    repo.revparse_single(rev)
+        .and_then(|o| o.peel_to_commit())
+        .map_err(|_| {
+            OrangeError::invalid(format!(
+                "{rev:?} is not a commit in {}",
+                repo.workdir().unwrap_or(repo.path()).display()
+            ))
+        })
+}
+
+/// Reads for display only: skip libgit2's re-hashing of every object it reads (the object
+/// database's own checksums still apply). Process-wide; call it in read-only processes.
+pub fn fast_reads() {
+    git2::opts::strict_hash_verification(false);
+}
+
+/// Everything the worktree at `worktree` changed against `base_ref`'s merge base with
+/// HEAD: commits, staged and unstaged changes and untracked files (what `git diff
+/// --name-status <merge-base>` and `git status --porcelain` show together), with renames
+/// and line counts, from one repository handle and one walk of the work tree.
+pub fn branch_diff(
+    worktree: &Path,
+    base_ref: &str,
+    cache: Option<&mut LineCache>,
+) -> Result<BranchDiff> {
+    let repo = open(worktree)?;
+    let head = repo
+        .head()
+        .and_then(|h| h.peel_to_commit())
+        .map_err(git2_err(format!("reading HEAD of {}", worktree.display())))?;
+    let base = peel_commit(&repo, base_ref)?;
+    let mut opts = git2::DiffOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_typechange(true);
+    diff_against_base(
+        &repo,
+        head.id(),
+        base.id(),
+        base_ref,
+        Some(worktree),
+        cache,
+        |repo, tree| repo.diff_tree_to_workdir_with_index(Some(tree), Some(&mut opts)),
+    )
+}
+
+/// [`branch_diff`] for a branch that is checked out nowhere (a task without a
+/// workspace): its committed changes only, read in the repository at `repo_path`.
+pub fn branch_diff_committed(
+    repo_path: &Path,
+    branch: &str,
+    base_ref: &str,
+    cache: Option<&mut LineCache>,
+) -> Result<BranchDiff> {
+    let repo = open(repo_path)?;
+    let tip = peel_commit(&repo, &format!("refs/heads/{branch}"))?;
+    let base = peel_commit(&repo, base_ref)?;
+    let tip_tree = tip
+        .tree()
+        .map_err(git2_err(format!("reading the tree of {branch}")))?;
+    let mut opts = git2::DiffOptions::new();
+    opts.include_typechange(true);
+    diff_against_base(
+        &repo,
+        tip.id(),
+        base.id(),
+        base_ref,
+        None,
+        cache,
+        |repo, tree| repo.diff_tree_to_tree(Some(tree), Some(&tip_tree), Some(&mut opts)),
+    )
+}
+
+fn diff_against_base<'r>(
+    repo: &'r git2::Repository,
+    head: git2::Oid,
+    base: git2::Oid,
+    base_ref: &str,
+    workdir: Option<&Path>,
+    cache: Option<&mut LineCache>,
+    diff: impl FnOnce(
+        &'r git2::Repository,
+        &git2::Tree<'r>,
+    ) -> std::result::Result<git2::Diff<'r>, git2::Error>,
+) -> Result<BranchDiff> {
+    // Unrelated histories have no merge base: then everything is compared with the base.
+    let merge_base = repo.merge_base(head, base).unwrap_or(base);
+    let (commits, _) = repo
+        .graph_ahead_behind(head, base)
+        .map_err(git2_err("counting commits"))?;
+    let tree = repo
+        .find_commit(merge_base)
+        .and_then(|c| c.tree())
+        .map_err(git2_err("reading the merge base's tree"))?;
+    let mut diff = diff(repo, &tree).map_err(git2_err("diffing against the merge base"))?;
+    find_renames(&mut diff)?;
+    let path_of = |f: git2::DiffFile<'_>| {
+        f.path()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let mut files = vec![];
+    let mut work = vec![];
+    for d in diff.deltas() {
+        use git2::Delta;
+        let (status, untracked) = match d.status() {
+            Delta::Modified => ('M', false),
+            Delta::Added | Delta::Copied => ('A', false),
+            Delta::Untracked => ('A', true),
+            Delta::Deleted => ('D', false),
+            Delta::Renamed => ('R', false),
+            Delta::Typechange => ('T', false),
+            Delta::Conflicted => ('U', false),
+            Delta::Unmodified | Delta::Ignored | Delta::Unreadable => continue,
+        };
+        let mut path = path_of(d.new_file());
+        if path.is_empty() {
+            path = path_of(d.old_file());
+        }
+        let from = (status == 'R').then(|| path_of(d.old_file()));
+        if let Some(w) = LineWork::of(&d, workdir, files.len()) {
+            work.push(w);
+        }
+        files.push(ChangedFile {
+            status,
+            path,
+            from,
+            untracked,
+        });
+    }
+    // Not `diff.stats()`: libgit2 looks up attributes and filters for every file there,
+    // which measured 5× the cost of the diff itself on 1,000 changed files.
+    let counted = count_lines(repo, &work, cache);
+    // A path changed in a commit and changed back in the work tree is no change at all.
+    let mut same = vec![false; files.len()];
+    for c in &counted {
+        same[c.file] = c.identical;
+    }
+    let mut files: Vec<ChangedFile> = files
+        .into_iter()
+        .zip(same)
+        .filter(|(f, same)| !same || f.status == 'R')
+        .map(|(f, _)| f)
+        .collect();
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(BranchDiff {
+        base: base_ref.to_string(),
+        merge_base: merge_base.to_string(),
+        commits,
+        files,
+        added: counted.iter().map(|c| c.added).sum(),
+        removed: counted.iter().map(|c| c.removed).sum(),
+    })
+}
+
+/// Renames: exact ones (same content) always, which is cheap; renamed-and-edited ones
+/// only while few deletions and additions are left to compare pairwise.
+fn find_renames(diff: &mut git2::Diff<'_>) -> Result<()> {
+    let mut exact = git2::DiffFindOptions::new();
+    exact
+        .renames(true)
+        .for_untracked(true)
+        .exact_match_only(true);
+    diff.find_similar(Some(&mut exact))
+        .map_err(git2_err("finding renames"))?;
+    let (mut gone, mut new) = (0, 0);
+    for d in diff.deltas() {
+        match d.status() {
+            git2::Delta::Deleted => gone += 1,
+            git2::Delta::Added | git2::Delta::Untracked => new += 1,
+            _ => {}
+        }
+    }
+    if gone > 0 && new > 0 && gone * new <= INEXACT_RENAME_PAIRS {
+        let mut similar = git2::DiffFindOptions::new();
+        similar.renames(true).for_untracked(true);
+        diff.find_similar(Some(&mut similar))
+            .map_err(git2_err("finding renames"))?;
+    }
+    Ok(())
+}
+
+/// Files larger than this count no lines (as binary files do): reading them on every
+/// refresh would cost more than the number is worth.
+const LINE_COUNT_MAX_BYTES: usize = 8 << 20;
+
+/// One file whose added and removed lines are to be counted.
+struct LineWork {
+    /// Index in the diff's file list.
+    file: usize,
+    old: Option<git2::Oid>,
+    new: NewSide,
+    /// The new side's blob id when git knows it.
+    new_id: Option<git2::Oid>,
+    /// `"old:new"` when both sides have a known blob id.
+    key: Option<String>,
+}
+
+enum NewSide {
+    None,
+    Blob(git2::Oid),
+    File(PathBuf),
+}
+
+struct Counted {
+    file: usize,
+    added: usize,
+    removed: usize,
+    identical: bool,
+}
+
+impl LineWork {
+    fn of(d: &git2::DiffDelta<'_>, workdir: Option<&Path>, file: usize) -> Option<LineWork> {
+        use git2::FileMode;
+        let blob_like = |m: FileMode| {
+            matches!(
+                m,
+                FileMode::Blob | FileMode::BlobExecutable | FileMode::BlobGroupWritable
+            )
+        };
+        let (of, nf) = (d.old_file(), d.new_file());
+        let old = (of.exists() && blob_like(of.mode()) && !of.id().is_zero()).then(|| of.id());
+        let new_id = (nf.exists() && nf.is_valid_id() && !nf.id().is_zero()).then(|| nf.id());
+        let new = if !nf.exists() || !blob_like(nf.mode()) {
+            NewSide::None
+        } else {
+            match (workdir, new_id) {
+                (Some(w), _) => NewSide::File(w.join(nf.path()?)),
+                (None, Some(id)) => NewSide::Blob(id),
+                (None, None) => NewSide::None,
+            }
+        };
+        if old.is_none() && matches!(new, NewSide::None) {
+            return None;
+        }
+        let zero = git2::Oid::zero();
+        let key = match (&new, new_id) {
+            (NewSide::None, _) => old.map(|o| format!("{o}:{zero}")),
+            (_, Some(n)) => Some(format!("{}:{n}", old.unwrap_or(zero))),
+            (_, None) => None,
+        };
+        Some(LineWork {
+            file,
+            old,
+            new,
+            new_id,
+            key,
+        })
+    }
+}
+
+/// Line counts of `work`: from the cache where both blobs are known, else by reading and
+/// diffing, spread over a few threads (each with its own repository handle).
+fn count_lines(
+    repo: &git2::Repository,
+    work: &[LineWork],
+    mut cache: Option<&mut LineCache>,
+) -> Vec<Counted> {
+    let mut out = Vec::with_capacity(work.len());
+    let mut todo: Vec<&LineWork> = vec![];
+    let mut used = std::collections::HashMap::new();
+    for w in work {
+        if let (Some(k), Some(c)) = (&w.key, cache.as_deref()) {
+            if let Some(&(added, removed)) = c.counts.get(k) {
+                used.insert(k.clone(), (added, removed));
+                out.push(Counted {
+                    file: w.file,
+                    added,
+                    removed,
+                    identical: false,
+                });
+                continue;
+            }
+        }
+        if let (Some(o), Some(n)) = (w.old, w.new_id) {
+            if o == n {
+                out.push(Counted {
+                    file: w.file,
+                    added: 0,
+                    removed: 0,
+                    identical: true,
+                });
+                continue;
+            }
+        }
+        todo.push(w);
+    }
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(4)
+        .min(todo.len() / 64)
+        .max(1);
+    let computed: Vec<Counted> = if threads == 1 {
+        count_lines_in(repo, &todo)
+    } else {
+        let chunk = todo.len().div_ceil(threads);
+        let path = repo.path().to_path_buf();
+        std::thread::scope(|s| {
+            let handles: Vec<_> = todo
+                .chunks(chunk)
+                .skip(1)
+                .map(|part| {
+                    let path = path.clone();
+                    s.spawn(move || match git2::Repository::open(&path) {
+                        Ok(r) => count_lines_in(&r, part),
+                        Err(_) => vec![],
+                    })
+                })
+                .collect();
+            let mut all = count_lines_in(repo, &todo[..chunk.min(todo.len())]);
+            for h in handles {
+                all.extend(h.join().unwrap_or_default());
+            }
+            all
+        })
+    };
+    let key_of: std::collections::HashMap<usize, &String> = todo
+        .iter()
+        .filter_map(|w| w.key.as_ref().map(|k| (w.file, k)))
+        .collect();
+    for c in &computed {
+        if let Some(k) = key_of.get(&c.file) {
+            used.insert((*k).clone(), (c.added, c.removed));
+        }
+    }
+    out.extend(computed);
+    if let Some(cache) = cache.as_deref_mut() {
+        if used != cache.counts {
+            cache.counts = used;
+            cache.dirty = true;
+        }
+    }
+    out
+}
+
+fn count_lines_in(repo: &git2::Repository, work: &[&LineWork]) -> Vec<Counted> {
+    let Ok(odb) = repo.odb() else {
+        return vec![];
+    };
+    // No `read_header` first: for a loose object it opens the file a second time.
+    let blob = |oid: git2::Oid| -> Option<Vec<u8>> {
+        let o = odb.read(oid).ok()?;
+        (o.len() <= LINE_COUNT_MAX_BYTES).then(|| o.data().to_vec())
+    };
+    let mut out = Vec::with_capacity(work.len());
+    for w in work {
+        let old = match w.old {
+            Some(oid) => match blob(oid) {
+                Some(b) => Some(b),
+                None => continue,
+            },
+            None => None,
+        };
+        let new = match &w.new {
+            NewSide::None => None,
+            NewSide::Blob(oid) => match blob(*oid) {
+                Some(b) => Some(b),
+                None => continue,
+            },
+            NewSide::File(p) => match std::fs::symlink_metadata(p) {
+                Ok(m) if m.is_file() && m.len() as usize <= LINE_COUNT_MAX_BYTES => {
+                    Some(std::fs::read(p).unwrap_or_default())
+                }
+                Ok(m) if m.is_file() => continue,
+                _ => None,
+            },
+        };
+        let (added, removed, identical) = match (&old, &new) {
+            (Some(o), Some(n)) if o == n => (0, 0, true),
+            // One side only: its line count, no diff needed.
+            (None, Some(n)) => (line_count(n), 0, false),
+            (Some(o), None) => (0, line_count(o), false),
+            (None, None) => (0, 0, false),
+            (Some(o), Some(n)) => {
+                let stats =
+                    git2::Patch::from_buffers(o, None, n, None, None).and_then(|p| p.line_stats());
+                match stats {
+                    Ok((_, a, r)) => (a, r, false),
+                    Err(_) => (0, 0, false),
+                }
+            }
+        };
+        out.push(Counted {
+            file: w.file,
+            added,
+            removed,
+            identical,
+        });
+    }
+    out
+}
+
+/// Lines of a whole file as a diff counts them (a last line without a newline counts);
+/// none for binary content (a NUL in the first 8000 bytes, git's test).
+fn line_count(data: &[u8]) -> usize {
+    if data[..data.len().min(8000)].contains(&0) {
+        return 0;
+    }
+    let newlines = data.iter().filter(|&&b| b == b'\n').count();
+    newlines + usize::from(!data.is_empty() && !data.ends_with(b"\n"))
+}

@@ -28,6 +28,26 @@ pub struct SessionView {
     pub exit_signal: Option<i32>,
 }
 
+/// The agent's pane of a task: by pane id when known (a sidebar may share its window),
+/// else the first pane of its session (by id, else by exact name).
+pub fn agent_pane<'p>(task: &Task, panes: &'p [PaneInfo]) -> Option<&'p PaneInfo> {
+    if let Some(pid) = task.tmux_pane_id.as_deref() {
+        // Known pane: that one or none (never a sidebar left in its session).
+        return panes.iter().find(|p| {
+            p.pane_id == pid
+                && task
+                    .tmux_session_id
+                    .as_deref()
+                    .is_none_or(|s| s == p.session_id)
+        });
+    }
+    panes.iter().find(|p| {
+        task.tmux_session_id.as_deref() == Some(p.session_id.as_str())
+            || (task.tmux_session_id.is_none()
+                && task.tmux_session.as_deref() == Some(p.session_name.as_str()))
+    })
+}
+
 impl SessionView {
     pub const NONE: SessionView = SessionView {
         state: "none",
@@ -36,11 +56,7 @@ impl SessionView {
     };
 
     pub fn of(task: &Task, panes: &[PaneInfo]) -> SessionView {
-        let pane = panes.iter().find(|p| {
-            task.tmux_session_id.as_deref() == Some(p.session_id.as_str())
-                || (task.tmux_session_id.is_none()
-                    && task.tmux_session.as_deref() == Some(p.session_name.as_str()))
-        });
+        let pane = agent_pane(task, panes);
         match pane {
             None => SessionView::NONE,
             Some(p) => match p.exit() {
@@ -148,6 +164,13 @@ impl<'a> Tasks<'a> {
         Ok(self.config.as_ref().unwrap())
     }
 
+    /// After a state change: republish the status widgets and poke sidebars. Never fails
+    /// the caller (no tmux server, a slow one: the next change or monitor pass catches up).
+    pub fn changed(&self) {
+        let _ = crate::status::publish(self.home, &self.tmux);
+        crate::status::poke(self.home);
+    }
+
     /// Find a task by id (any project, or the given one).
     pub fn get(&self, id: &str, project: Option<&str>) -> Result<Task> {
         self.store.find(id, project)
@@ -251,6 +274,7 @@ impl<'a> Tasks<'a> {
                 workspace: None,
                 tmux_session: None,
                 tmux_session_id: None,
+                tmux_pane_id: None,
                 summary: req.summary.clone(),
                 created_at: now.clone(),
                 updated_at: now,
@@ -422,6 +446,7 @@ impl<'a> Tasks<'a> {
         task.workspace = Some(ws_name.to_string());
         task.tmux_session = Some(info.name);
         task.tmux_session_id = Some(info.id);
+        task.tmux_pane_id = Some(info.pane_id);
         Ok(())
     }
 

@@ -144,7 +144,7 @@ impl<'a> Monitor<'a> {
         grace: Duration,
     ) -> Seen {
         let sid = task.tmux_session_id.as_deref().unwrap_or("");
-        let pane = panes.iter().find(|p| p.session_id == sid);
+        let pane = crate::lifecycle::agent_pane(task, panes);
         let Some(pane) = pane else {
             return Seen {
                 state: State::Dead,

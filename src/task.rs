@@ -122,6 +122,9 @@ pub struct Task {
     pub tmux_session: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tmux_session_id: Option<String>,
+    /// The agent's own pane (`%7`): a sidebar split into its window is another pane.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmux_pane_id: Option<String>,
     pub summary: String,
     pub created_at: String,
     pub updated_at: String,

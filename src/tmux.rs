@@ -1187,11 +1187,292 @@ mod tests {
 // Operations for the tmux plugin (keys, hooks, panes, menus). Add new ones inside this block.
 impl Tmux {
     // @@ plugin-additions @@
+
+    /// `fields` (format names such as `"window_width"` or `"@orange_sidebar"`, each read as
+    /// `#{field}`) of the target pane: a pane id, or the active pane of the target's current
+    /// window. `None` when there is no such pane (or no server).
+    pub fn pane_values(&self, target: &str, fields: &[&str]) -> Result<Option<Vec<String>>> {
+        self.pane_fields(target, fields)
+    }
+
+    /// `fields` of every pane in the window of `target` (a pane or window id, or a session's
+    /// current window), in one call. Empty when the target does not exist.
+    pub fn window_pane_values(&self, target: &str, fields: &[&str]) -> Result<Vec<Vec<String>>> {
+        let ran = self.exec(vec![ti::ListPanes::new()
+            .target(pane_target(target))
+            .format(format_of(fields))
+            .build()])?;
+        if ran.missing() {
+            return Ok(Vec::new());
+        }
+        let out = ran.ok()?;
+        Ok(records(&out, fields.len())?
+            .into_iter()
+            .map(|r| r.into_iter().map(str::to_string).collect())
+            .collect())
+    }
+
+    /// Split the target pane side by side (`split-window -h -d`: the target keeps the focus)
+    /// and run `command` (argv, through `/bin/sh -c 'exec …'` like [`Tmux::new_session`]) in
+    /// the new pane, `before` (left) or after (right) it, `size` wide (`30%` or columns), in
+    /// `cwd`, with `env` set for it. Returns the new pane's id.
+    pub fn split_pane(
+        &self,
+        target: &str,
+        before: bool,
+        size: &str,
+        cwd: Option<&Path>,
+        env: &[(String, String)],
+        command: &[String],
+    ) -> Result<String> {
+        for (k, _) in env {
+            validate_word("environment variable name", k)?;
+        }
+        if command.first().is_some_and(|p| p.starts_with('-')) {
+            return Err(OrangeError::invalid(format!(
+                "program name {:?} starts with '-'",
+                command[0]
+            )));
+        }
+        let mut split = raw("split-window");
+        split.push_flag("-h").push_flag("-d").push_flag("-P");
+        if before {
+            split.push_flag("-b");
+        }
+        split
+            .push_option("-F", "#{pane_id}")
+            .push_option("-l", size.to_string())
+            .push_option("-t", pane_target(target));
+        if let Some(dir) = cwd.and_then(Path::to_str).filter(|d| !d.is_empty()) {
+            split.push_option("-c", dir.to_string());
+        }
+        for (k, v) in env {
+            split.push_option("-e", format!("{k}={v}"));
+        }
+        if !command.is_empty() {
+            split
+                .push_param("/bin/sh")
+                .push_param("-c")
+                .push_param(format!("exec {}", shell_join(command)));
+        }
+        let out = self.run(vec![split])?;
+        let pane = out.trim().to_string();
+        if !pane.starts_with('%') {
+            return Err(OrangeError::BackendCommandFailed(format!(
+                "unexpected tmux output from split-window: {out:?}"
+            )));
+        }
+        Ok(pane)
+    }
+
+    /// Kill one pane (an id, or the active pane of a session's current window). `Ok(false)`
+    /// when it did not exist.
+    pub fn kill_pane(&self, target: &str) -> Result<bool> {
+        let ran = self.exec(vec![ti::KillPane::new()
+            .target_pane(pane_target(target))
+            .build()])?;
+        if ran.success {
+            Ok(true)
+        } else if ran.missing() {
+            Ok(false)
+        } else {
+            Err(ran.error())
+        }
+    }
+
+    /// Make the pane the active one of its window.
+    pub fn select_pane(&self, target: &str) -> Result<()> {
+        self.run(vec![ti::SelectPane::new()
+            .target_pane(pane_target(target))
+            .build()])?;
+        Ok(())
+    }
+
+    /// Show `msg` literally (`#` is not a format) on `client`'s status line (default: the
+    /// client tmux finds current); `target` gives the pane whose client is meant when no
+    /// client is named.
+    pub fn display_message_to(
+        &self,
+        client: Option<&str>,
+        target: Option<&str>,
+        msg: &str,
+    ) -> Result<()> {
+        let mut cmd = raw("display-message");
+        if let Some(c) = client.filter(|c| !c.is_empty()) {
+            cmd.push_option("-c", c.to_string());
+        }
+        if let Some(t) = target.filter(|t| !t.is_empty()) {
+            cmd.push_option("-t", pane_target(t));
+        }
+        cmd.push_param("--");
+        cmd.push_param(msg.replace('#', "##"));
+        self.run(vec![cmd])?;
+        Ok(())
+    }
+
+    /// Switch `client` (default: the current client) to the session (exact name or id).
+    pub fn switch_client_of(&self, client: Option<&str>, target: &str) -> Result<()> {
+        let mut b = ti::SwitchClient::new().target_session(session_target(target));
+        if let Some(c) = client.filter(|c| !c.is_empty()) {
+            b = b.target_client(c);
+        }
+        self.run(vec![b.build()])?;
+        Ok(())
+    }
+
+    /// Set a variable in the server's global environment (seen by sessions, hooks and
+    /// `run-shell` jobs started later).
+    pub fn set_global_environment(&self, key: &str, value: &str) -> Result<()> {
+        validate_word("environment variable name", key)?;
+        self.run(vec![ti::SetEnvironment::new()
+            .global()
+            .name(key.to_string())
+            .value(value.to_string())
+            .build()])?;
+        Ok(())
+    }
+
+    /// `run-shell` `command` (a shell command line, run by tmux's `default-shell`, formats
+    /// expanded) on the server and wait for it. Its output goes where tmux puts it (a pane's
+    /// view mode), not here: use it for commands that talk back through tmux.
+    pub fn run_shell(&self, command: &str) -> Result<()> {
+        let mut cmd = raw("run-shell");
+        cmd.push_param(command.to_string());
+        self.run(vec![cmd])?;
+        Ok(())
+    }
 }
 
 // Operations for the status widgets and hooks. Add new ones inside this block.
 impl Tmux {
     // @@ status-additions @@
+
+    /// The socket this handle talks to, as tmux would resolve it: the `-S` path, or
+    /// `realpath($TMUX_TMPDIR or /tmp)/tmux-<uid>/<name or default>`. `None` when it cannot
+    /// be told without asking tmux (no `/proc` to read our uid from). The file may be stale:
+    /// tmux 3.3a leaves it behind after `kill-server`.
+    pub fn socket_path(&self) -> Option<PathBuf> {
+        use std::os::unix::fs::MetadataExt;
+        let name = match &self.server {
+            Server::Path(p) => return Some(p.clone()),
+            Server::Name(n) => n.as_str(),
+            Server::Default => "default",
+        };
+        let uid = std::fs::metadata("/proc/self").ok()?.uid();
+        let dir = std::env::var_os("TMUX_TMPDIR")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/tmp"));
+        let dir = dir.canonicalize().unwrap_or(dir);
+        Some(dir.join(format!("tmux-{uid}")).join(name))
+    }
+
+    /// Every pane's liveness, plus `extra` format fields of each (`"@orange_status"`…, each
+    /// read as `#{field}`), in ONE tmux call (repeated only while a dead pane's exit status
+    /// is not collected, like [`Tmux::snapshot`]). Only what liveness needs is asked:
+    /// `session_id`, `session_name`, `pane_id`, `pane_pid`, `pane_active`, `pane_dead`,
+    /// `pane_dead_status`, `pane_dead_signal`; the other [`PaneInfo`] fields are left empty
+    /// or zero. That halves tmux's work (`pane_current_command` and `pane_current_path` make
+    /// the server read `/proc` for every pane): with 80 panes it costs about what a bare
+    /// `display -p` does. The server's pid comes first among the extras. Empty when no
+    /// server runs (a running server always has a pane).
+    pub fn liveness_snapshot(&self, extra: &[&str]) -> Result<Vec<(PaneInfo, Vec<String>)>> {
+        const LIVENESS_FIELDS: &[&str] = &[
+            "session_id",
+            "session_name",
+            "pane_id",
+            "pane_pid",
+            "pane_active",
+            "pane_dead",
+            "pane_dead_status",
+            "pane_dead_signal",
+            "pid",
+        ];
+        let mut fields: Vec<&str> = LIVENESS_FIELDS.to_vec();
+        fields.extend_from_slice(extra);
+        let base = LIVENESS_FIELDS.len() - 1;
+        let mut attempt = 0;
+        loop {
+            let ran = self.exec(vec![ti::ListPanes::new()
+                .all()
+                .format(format_of(&fields))
+                .build()])?;
+            if ran.no_server() {
+                return Ok(Vec::new());
+            }
+            let out = ran.ok()?;
+            let rows = records(&out, fields.len())?;
+            let panes = rows
+                .iter()
+                .map(|r| {
+                    Ok(PaneInfo {
+                        session_id: r[0].to_string(),
+                        session_name: r[1].to_string(),
+                        session_attached: false,
+                        window_id: String::new(),
+                        window_index: 0,
+                        window_activity: 0,
+                        pane_id: r[2].to_string(),
+                        pane_index: 0,
+                        pane_active: r[4] == "1",
+                        pane_pid: num(r[3], "pane_pid")?,
+                        pane_dead: r[5] == "1",
+                        pane_dead_status: opt_num(r[6], "pane_dead_status")?,
+                        pane_dead_signal: opt_num(r[7], "pane_dead_signal")?,
+                        pane_current_command: String::new(),
+                        pane_current_path: String::new(),
+                        pane_width: 0,
+                        pane_height: 0,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let unreaped = panes.iter().any(|p| {
+                p.pane_dead && p.pane_dead_status.is_none() && p.pane_dead_signal.is_none()
+            });
+            if !unreaped || attempt == REAP_RETRIES {
+                return Ok(panes
+                    .into_iter()
+                    .zip(&rows)
+                    .map(|(p, r)| (p, r[base..].iter().map(|f| f.to_string()).collect()))
+                    .collect());
+            }
+            let server_pid = rows.first().map(|r| r[base]).unwrap_or("");
+            self.nudge_reaper(server_pid);
+            attempt += 1;
+        }
+    }
+
+    /// Set (`Some(value)`) or unset (`None`) several options in ONE tmux call. tmux stops a
+    /// command sequence at the first failure (a session closed meanwhile), so after a
+    /// failure the changes are applied one by one, a missing session skipped. Nothing to do
+    /// when no server runs.
+    pub fn set_options(&self, changes: &[(OptionScope<'_>, &str, Option<&str>)]) -> Result<()> {
+        for (_, name, _) in changes {
+            validate_word("option name", name)?;
+        }
+        let build = |(scope, name, value): &(OptionScope<'_>, &str, Option<&str>)| {
+            let (s, _) = Self::option_cmds(*scope);
+            match value {
+                Some(v) => s.option(name.to_string()).value(v.to_string()).build(),
+                None => s.unset().option(name.to_string()).build(),
+            }
+        };
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let ran = self.exec(changes.iter().map(build).collect())?;
+        if ran.success || ran.no_server() {
+            return Ok(());
+        }
+        let mut first_error = None;
+        for change in changes {
+            let ran = self.exec(vec![build(change)])?;
+            if !ran.success && !ran.missing() && first_error.is_none() {
+                first_error = Some(ran.error());
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
 }
 
 // Operations for the agent monitor. Add new ones inside this block.

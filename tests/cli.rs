@@ -36,23 +36,6 @@ fn help_explains_every_family() {
 }
 
 #[test]
-fn commands_not_built_yet_say_so_and_fail() {
-    let env = Env::new();
-    for args in [&["sidebar", "--once"][..], &["status"], &["demo"]] {
-        let m = env.err(args, "not_implemented");
-        assert!(m.contains("not implemented yet"), "{args:?}: {m}");
-        let out = env.cmd(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(1));
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            stderr.starts_with("orange: ") && stderr.contains("not implemented"),
-            "{stderr}"
-        );
-        assert!(out.stdout.is_empty());
-    }
-}
-
-#[test]
 fn usage_errors_are_json_with_json_and_one_line_without() {
     let env = Env::new();
     let (ok, v) = env.json(&["workspace", "acquire"]);

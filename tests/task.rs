@@ -49,16 +49,17 @@ fn create_spawn_work_complete_merge_then_the_next_queued_task_starts() {
     assert!(q["note"].as_str().unwrap().contains("1/1"), "{q}");
 
     // The agent commits, reports complete and exits 0; its pane stays readable.
-    let done = env.wait_status(&id1, "reviewing");
-    assert_eq!(
-        done["history"]
+    env.wait_status(&id1, "reviewing");
+    // task.json is written before its history line: wait for the line too.
+    wait_for("two status changes in history", 10, || {
+        env.task(&id1)["history"]
             .as_array()
             .unwrap()
             .iter()
             .filter(|e| e["event"] == "status.changed")
-            .count(),
-        2
-    );
+            .count()
+            == 2
+    });
     let shown = env.wait_session(&id1, "dead");
     assert_eq!(shown["session"]["exit_status"], 0);
     let peek = env.ok(&["task", "peek", &id1]);

@@ -119,6 +119,7 @@ pub fn restore(ctx: &Ctx, a: RestoreArgs) -> Result<Out> {
             Err(e) => failed.push(json!({"id": t.id, "code": e.code(), "message": e.to_string()})),
         }
     }
+    tasks.changed();
     let text = format!(
         "restored {} task(s), {} failed\n",
         restored.len(),
@@ -130,5 +131,9 @@ pub fn restore(ctx: &Ctx, a: RestoreArgs) -> Result<Out> {
     ))
 }
 
-/// Publish the status widgets after a pass (wired to `status::publish` once it lands).
-fn publish(_home: &crate::store::Home, _tmux: &Tmux) {}
+/// Publish the status widgets after a pass, and tell sidebars to redraw. Errors are not
+/// the monitor's business: the next pass publishes again.
+fn publish(home: &crate::store::Home, tmux: &Tmux) {
+    let _ = crate::status::publish(home, tmux);
+    crate::status::poke(home);
+}

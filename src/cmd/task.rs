@@ -152,6 +152,22 @@ fn confirm(question: &str, yes: bool) -> Result<()> {
 }
 
 pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
+    let mutating = !matches!(
+        cmd,
+        TaskCmd::List { .. }
+            | TaskCmd::Show { .. }
+            | TaskCmd::Explain { .. }
+            | TaskCmd::Peek { .. }
+            | TaskCmd::Attach { .. }
+    );
+    let out = run_command(ctx, cmd)?;
+    if mutating {
+        Tasks::new(&ctx.home).changed();
+    }
+    Ok(out)
+}
+
+fn run_command(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
     let mut tasks = Tasks::new(&ctx.home);
     let project_filter = ctx.project.clone();
     match cmd {

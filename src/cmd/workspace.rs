@@ -95,6 +95,19 @@ fn rows(list: &[Workspace], with_project: bool) -> String {
 }
 
 pub fn run(ctx: &Ctx, cmd: WorkspaceCmd) -> Result<Out> {
+    let frees = matches!(
+        cmd,
+        WorkspaceCmd::Release { .. } | WorkspaceCmd::Gc { dry_run: false, .. }
+    );
+    let out = run_command(ctx, cmd)?;
+    if frees {
+        // A queued task may have started.
+        Tasks::new(&ctx.home).changed();
+    }
+    Ok(out)
+}
+
+fn run_command(ctx: &Ctx, cmd: WorkspaceCmd) -> Result<Out> {
     let tasks = TaskStore::new(&ctx.home);
     match cmd {
         WorkspaceCmd::Init => {
