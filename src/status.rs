@@ -528,14 +528,73 @@ fn load_agent(dir: &Path, buf: &mut Vec<u8>) -> AgentInfo {
     }
 }
 
-/// Lanes as items (issue 5). Lanes live in `lanes/registry.json`; when they are wired in,
-/// return one [`Item`] of kind `lane` per open lane (bucket by the same rules as
-/// [`classify`]: running with a live agent → working, running with a dead or missing
-/// session or `error` → dead, `finished` → review) and they are counted in
-/// [`Summary::lanes`], the totals and their project, and get `@orange_status` on their
-/// tmux session like tasks. Until then: none.
-pub fn lane_items(_home: &Home, _panes: &[PaneInfo]) -> Vec<Item> {
-    Vec::new()
+/// Lanes as items: one [`Item`] of kind `lane` per open lane, bucketed like tasks:
+/// running with a live agent → working; running with a dead or missing session, or
+/// `error` → dead; `finished` → review. Read straight from `lanes/registry.json` and the
+/// panes already listed: no extra process. An unreadable registry shows no lanes (the lane
+/// commands report it).
+pub fn lane_items(home: &Home, panes: &[PaneInfo]) -> Vec<Item> {
+    let Ok(reg) =
+        crate::store::read_json::<crate::lane::Registry>(&home.root.join("lanes/registry.json"))
+    else {
+        return Vec::new();
+    };
+    use crate::lane::LaneState;
+    reg.lanes
+        .into_values()
+        .filter(|l| !matches!(l.state, LaneState::Closed))
+        .map(|l| {
+            let target = l.mux_session_id.clone().unwrap_or(l.mux_target.clone());
+            let pane = panes
+                .iter()
+                .find(|p| p.session_id == target || p.session_name == target);
+            let (bucket, reason, exit_status, exit_signal) = match (l.state, pane) {
+                (LaneState::Finished, _) => {
+                    (Bucket::Review, "finished".to_string(), l.exit_status, None)
+                }
+                (LaneState::Error, _) => (
+                    Bucket::Dead,
+                    l.last_error.clone().unwrap_or_else(|| "error".into()),
+                    l.exit_status,
+                    None,
+                ),
+                (_, Some(p)) if !p.pane_dead => {
+                    (Bucket::Working, "working".to_string(), None, None)
+                }
+                (_, Some(p)) => match p.exit() {
+                    Some(crate::tmux::PaneExit::Status(c)) => {
+                        (Bucket::Dead, format!("exited {c}"), Some(c), None)
+                    }
+                    Some(crate::tmux::PaneExit::Signal(sig)) => (
+                        Bucket::Dead,
+                        format!("killed (signal {sig})"),
+                        None,
+                        Some(sig),
+                    ),
+                    None => (Bucket::Dead, "exited".to_string(), None, None),
+                },
+                // zellij lanes are not in tmux's pane list: trust the registry.
+                (_, None) if l.mux_backend == "zellij" => {
+                    (Bucket::Working, "working".to_string(), None, None)
+                }
+                (_, None) => (Bucket::Dead, "no session".to_string(), None, None),
+            };
+            Item {
+                kind: "lane".to_string(),
+                id: l.lane_id.clone(),
+                project: l.project.clone(),
+                branch: l.branch_name.clone(),
+                status: l.state.as_str().to_string(),
+                bucket,
+                reason,
+                session: Some(l.mux_target.clone()),
+                session_id: l.mux_session_id.clone(),
+                exit_status,
+                exit_signal,
+                created_at: l.created_at.clone(),
+            }
+        })
+        .collect()
 }
 
 fn task_item(home: &Home, task: &Task, panes: &[PaneInfo], buf: &mut Vec<u8>) -> Option<Item> {

@@ -545,3 +545,28 @@ fn gc_never_removes_a_worktree_with_unpushed_commits_or_a_process_in_it_unless_f
     let _ = sleeper.kill();
     let _ = sleeper.wait();
 }
+
+#[test]
+fn lanes_appear_in_the_status_counts() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let run = create(&env, "counted-running", "fake-wait", &[]);
+    let fin = create(&env, "counted-finished", "fake-exit0", &[]);
+    wait_state(&env, &lane_id(&fin), "finished");
+    wait_for("the running lane's agent", 10, || {
+        env.ok(&["lane", "status", &lane_id(&run)])["backend"]["agent_running"] == true
+    });
+    let s = env.ok(&["status", "--format", "json"]);
+    assert_eq!(s["lanes"]["working"], 1, "{s}");
+    assert_eq!(s["lanes"]["review"], 1, "{s}");
+    let items: Vec<&Value> = s["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["kind"] == "lane")
+        .collect();
+    assert_eq!(items.len(), 2, "{s}");
+    env.ok(&["lane", "close", &lane_id(&fin)]);
+    let s = env.ok(&["status", "--format", "json"]);
+    assert_eq!(s["lanes"]["review"], 0, "a closed lane is not counted: {s}");
+}
