@@ -14,7 +14,7 @@ use crate::pool::{self, TaskLookup};
 use crate::project::{self, Project};
 use crate::store::{self, Home};
 use crate::task::{self, Status, Task, TaskStore};
-use crate::tmux::{self, NewSession, PaneExit, PaneInfo, Tmux};
+use crate::tmux::{self, NewSession, OptionScope, PaneExit, PaneInfo, Tmux};
 use crate::{gh, git};
 
 /// Where a task's session stands, as tmux reports it.
@@ -445,6 +445,9 @@ impl<'a> Tasks<'a> {
         })?;
         task.workspace = Some(ws_name.to_string());
         task.tmux_session = Some(info.name);
+        // Marks an orange task session for the plugin (keys, picker, Ctrl+\\ and Ctrl+]).
+        self.tmux
+            .set_option(OptionScope::Session(&info.id), "@orange_task", &task.id)?;
         task.tmux_session_id = Some(info.id);
         task.tmux_pane_id = Some(info.pane_id);
         Ok(())

@@ -489,6 +489,12 @@ fn the_session_gets_orange_environment_and_the_agent_can_report_without_an_id() 
             "missing {want} in:\n{envs}"
         );
     }
+    // The session is marked as an orange task session (the plugin's keys rely on it).
+    let sess = t["tmux_session_id"].as_str().unwrap();
+    assert_eq!(
+        env.tmux.ok(&["show", "-t", sess, "-v", "@orange_task"]),
+        tid
+    );
     // fake-stuck ran `orange task stuck` with no id: ORANGE_TASK_ID routed it.
     env.wait_status(&tid, "stuck");
     assert_eq!(
