@@ -73,7 +73,7 @@ baseline_procs=$ntasks
 BENCH_LABEL[pass]="one monitor pass over $ntasks live sessions vs $ntasks capture-panes"
 if ((json)); then
     bench_machine_line "$tmp" >&2
-    bench_compare_json orange capture-pane pass | sed "s/}}\$/,\"orange_processes\":$procs,\"baseline_processes\":$baseline_procs}}/"
+    bench_compare_json orange baseline pass | sed "s/}}\$/,\"orange_processes\":$procs,\"baseline_processes\":$baseline_procs}}/"
 else
     printf 'orange monitor pass vs one capture-pane per session — %s live task sessions, %s iterations\n' "$ntasks" "$iters"
     bench_machine_line "$tmp"
