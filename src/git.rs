@@ -623,6 +623,8 @@ pub fn unpushed_commits(path: &Path) -> Result<Option<usize>> {
 // ---- Reads for the sidebar (diff against the default branch, commit counts). ----
 // @@ sidebar-additions @@
 
+use std::collections::{BTreeMap, HashMap};
+
 /// One path that differs between a task's base (the merge base with the default branch)
 /// and its work: committed, staged, unstaged or untracked.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -673,6 +675,13 @@ pub struct LineCache {
 /// since comparing every pair is what costs there.
 const INEXACT_RENAME_PAIRS: usize = 32 * 32;
 
+/// Renamed-and-edited files count as renames from this similarity (percent), as in git.
+const RENAME_SIMILARITY: usize = 50;
+
+/// Files larger than this count no lines (as binary files do) and are not compared for
+/// renames: reading them on every refresh would cost more than the number is worth.
+const LINE_COUNT_MAX_BYTES: usize = 8 << 20;
+
 fn git2_err(what: impl std::fmt::Display) -> impl Fn(git2::Error) -> OrangeError {
     move |e| OrangeError::BackendCommandFailed(format!("{what}: {}", e.message()))
 }
@@ -697,30 +706,58 @@ pub fn fast_reads() {
 /// Everything the worktree at `worktree` changed against `base_ref`'s merge base with
 /// HEAD: commits, staged and unstaged changes and untracked files (what `git diff
 /// --name-status <merge-base>` and `git status --porcelain` show together), with renames
-/// and line counts, from one repository handle and one walk of the work tree.
+/// and line counts.
+///
+/// One walk of the work tree: `git status` (its index preload runs in parallel, and it
+/// measured faster than libgit2's single-threaded walk), started first and read while
+/// libgit2 diffs the merge base's tree with HEAD's (trees only: no work-tree access).
+/// `--no-optional-locks`: polling never takes the index lock an agent's own git needs.
 pub fn branch_diff(
     worktree: &Path,
     base_ref: &str,
     cache: Option<&mut LineCache>,
 ) -> Result<BranchDiff> {
+    let mut status = git_cmd(worktree);
+    status
+        .args([
+            "--no-optional-locks",
+            "status",
+            "--porcelain=v2",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+            "--ignore-submodules=dirty",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let status = std::thread::spawn(move || status.output());
     let repo = open(worktree)?;
     let head = repo
         .head()
         .and_then(|h| h.peel_to_commit())
         .map_err(git2_err(format!("reading HEAD of {}", worktree.display())))?;
     let base = peel_commit(&repo, base_ref)?;
-    let mut opts = git2::DiffOptions::new();
-    opts.include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_typechange(true);
-    diff_against_base(
+    let (merge_base, commits, mut entries) = committed(&repo, &head, base.id())?;
+    let out = status
+        .join()
+        .map_err(|_| OrangeError::BackendCommandFailed("git status panicked".into()))?
+        .map_err(|e| OrangeError::io("running git status", e))?;
+    if !out.status.success() {
+        return Err(OrangeError::BackendCommandFailed(format!(
+            "git status failed in {}: {}",
+            worktree.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    apply_status(&mut entries, &out.stdout)?;
+    finish(
         &repo,
-        head.id(),
-        base.id(),
-        base_ref,
         Some(worktree),
+        base_ref,
+        merge_base,
+        commits,
+        entries,
         cache,
-        |repo, tree| repo.diff_tree_to_workdir_with_index(Some(tree), Some(&mut opts)),
     )
 }
 
@@ -735,92 +772,228 @@ pub fn branch_diff_committed(
     let repo = open(repo_path)?;
     let tip = peel_commit(&repo, &format!("refs/heads/{branch}"))?;
     let base = peel_commit(&repo, base_ref)?;
-    let tip_tree = tip
-        .tree()
-        .map_err(git2_err(format!("reading the tree of {branch}")))?;
-    let mut opts = git2::DiffOptions::new();
-    opts.include_typechange(true);
-    diff_against_base(
-        &repo,
-        tip.id(),
-        base.id(),
-        base_ref,
-        None,
-        cache,
-        |repo, tree| repo.diff_tree_to_tree(Some(tree), Some(&tip_tree), Some(&mut opts)),
-    )
+    let (merge_base, commits, entries) = committed(&repo, &tip, base.id())?;
+    finish(&repo, None, base_ref, merge_base, commits, entries, cache)
 }
 
-fn diff_against_base<'r>(
-    repo: &'r git2::Repository,
-    head: git2::Oid,
+/// A blob (or link, or gitlink) with its mode.
+type Obj = (git2::Oid, u32);
+
+/// What a path is now.
+#[derive(Debug, Clone, PartialEq)]
+enum Now {
+    Absent,
+    /// Content known by id (HEAD's or the index's).
+    Blob(git2::Oid, u32),
+    /// Content in the work tree (not hashed), with its mode.
+    File(u32),
+    /// A conflict in progress.
+    Conflict,
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    /// What the merge base had at this path.
+    base: Option<Obj>,
+    now: Now,
+    untracked: bool,
+}
+
+fn mode_kind(mode: u32) -> u32 {
+    mode & 0o170000
+}
+
+fn is_blob_mode(mode: u32) -> bool {
+    mode_kind(mode) == 0o100000
+}
+
+/// Merge base, commits ahead and the paths HEAD changed against the merge base (trees
+/// only, no rename detection yet: that is done once on the final picture).
+fn committed(
+    repo: &git2::Repository,
+    head: &git2::Commit<'_>,
     base: git2::Oid,
-    base_ref: &str,
-    workdir: Option<&Path>,
-    cache: Option<&mut LineCache>,
-    diff: impl FnOnce(
-        &'r git2::Repository,
-        &git2::Tree<'r>,
-    ) -> std::result::Result<git2::Diff<'r>, git2::Error>,
-) -> Result<BranchDiff> {
+) -> Result<(git2::Oid, usize, BTreeMap<String, Entry>)> {
     // Unrelated histories have no merge base: then everything is compared with the base.
-    let merge_base = repo.merge_base(head, base).unwrap_or(base);
+    let merge_base = repo.merge_base(head.id(), base).unwrap_or(base);
     let (commits, _) = repo
-        .graph_ahead_behind(head, base)
+        .graph_ahead_behind(head.id(), base)
         .map_err(git2_err("counting commits"))?;
-    let tree = repo
-        .find_commit(merge_base)
-        .and_then(|c| c.tree())
-        .map_err(git2_err("reading the merge base's tree"))?;
-    let mut diff = diff(repo, &tree).map_err(git2_err("diffing against the merge base"))?;
-    find_renames(&mut diff)?;
-    let path_of = |f: git2::DiffFile<'_>| {
-        f.path()
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
-    let mut files = vec![];
-    let mut work = vec![];
-    for d in diff.deltas() {
-        use git2::Delta;
-        let (status, untracked) = match d.status() {
-            Delta::Modified => ('M', false),
-            Delta::Added | Delta::Copied => ('A', false),
-            Delta::Untracked => ('A', true),
-            Delta::Deleted => ('D', false),
-            Delta::Renamed => ('R', false),
-            Delta::Typechange => ('T', false),
-            Delta::Conflicted => ('U', false),
-            Delta::Unmodified | Delta::Ignored | Delta::Unreadable => continue,
+    let mut entries = BTreeMap::new();
+    if merge_base != head.id() {
+        let old = repo
+            .find_commit(merge_base)
+            .and_then(|c| c.tree())
+            .map_err(git2_err("reading the merge base's tree"))?;
+        let new = head.tree().map_err(git2_err("reading HEAD's tree"))?;
+        let mut opts = git2::DiffOptions::new();
+        opts.include_typechange(true);
+        let diff = repo
+            .diff_tree_to_tree(Some(&old), Some(&new), Some(&mut opts))
+            .map_err(git2_err("diffing the merge base with HEAD"))?;
+        let side = |f: git2::DiffFile<'_>| f.exists().then(|| (f.id(), u32::from(f.mode())));
+        for d in diff.deltas() {
+            let Some(path) = d.new_file().path().or(d.old_file().path()) else {
+                continue;
+            };
+            let now = match side(d.new_file()) {
+                Some((id, mode)) => Now::Blob(id, mode),
+                None => Now::Absent,
+            };
+            entries.insert(
+                path.to_string_lossy().into_owned(),
+                Entry {
+                    base: side(d.old_file()),
+                    now,
+                    untracked: false,
+                },
+            );
+        }
+    }
+    Ok((merge_base, commits, entries))
+}
+
+/// Lay `git status --porcelain=v2 -z --no-renames` over the committed changes.
+fn apply_status(entries: &mut BTreeMap<String, Entry>, out: &[u8]) -> Result<()> {
+    let bad =
+        |r: &str| OrangeError::BackendCommandFailed(format!("unexpected git status record {r:?}"));
+    let oid = |s: &str| git2::Oid::from_str(s).ok().filter(|o| !o.is_zero());
+    let mode = |s: &str| u32::from_str_radix(s, 8).unwrap_or(0);
+    for rec in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+        let rec = String::from_utf8_lossy(rec);
+        let (kind, rest) = rec.split_once(' ').ok_or_else(|| bad(&rec))?;
+        match kind {
+            "1" => {
+                // XY sub mH mI mW hH hI path
+                let f: Vec<&str> = rest.splitn(8, ' ').collect();
+                if f.len() != 8 {
+                    return Err(bad(&rec));
+                }
+                let xy = f[0].as_bytes();
+                let (x, y) = (xy[0], xy.get(1).copied().unwrap_or(b'.'));
+                let head = oid(f[5]).map(|o| (o, mode(f[2])));
+                let now = if y == b'D' || (x == b'D' && y == b'.') {
+                    Now::Absent
+                } else if matches!(y, b'M' | b'T') {
+                    Now::File(mode(f[4]))
+                } else if matches!(x, b'A' | b'M' | b'T') {
+                    match oid(f[6]) {
+                        Some(o) => Now::Blob(o, mode(f[3])),
+                        None => Now::File(mode(f[4])),
+                    }
+                } else {
+                    match head {
+                        Some((o, m)) => Now::Blob(o, m),
+                        None => Now::Absent,
+                    }
+                };
+                let e = entries.entry(f[7].to_string()).or_insert(Entry {
+                    base: head,
+                    now: Now::Absent,
+                    untracked: false,
+                });
+                e.now = now;
+            }
+            "u" => {
+                // XY sub m1 m2 m3 mW h1 h2 h3 path
+                let f: Vec<&str> = rest.splitn(10, ' ').collect();
+                if f.len() != 10 {
+                    return Err(bad(&rec));
+                }
+                let e = entries.entry(f[9].to_string()).or_insert(Entry {
+                    base: oid(f[6]).map(|o| (o, mode(f[2]))),
+                    now: Now::Absent,
+                    untracked: false,
+                });
+                e.now = Now::Conflict;
+            }
+            "?" => {
+                let e = entries.entry(rest.to_string()).or_insert(Entry {
+                    base: None,
+                    now: Now::Absent,
+                    untracked: false,
+                });
+                e.now = Now::File(0o100644);
+                e.untracked = true;
+            }
+            // Ignored entries (not asked for) and anything newer: nothing to show.
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// One file of the final list, with what line counting needs.
+struct Change {
+    file: ChangedFile,
+    base: Option<Obj>,
+    now: Now,
+}
+
+/// Classify, find renames, count lines, drop what turned out unchanged.
+fn finish(
+    repo: &git2::Repository,
+    workdir: Option<&Path>,
+    base_ref: &str,
+    merge_base: git2::Oid,
+    commits: usize,
+    entries: BTreeMap<String, Entry>,
+    cache: Option<&mut LineCache>,
+) -> Result<BranchDiff> {
+    let mut changes: Vec<Change> = vec![];
+    for (path, e) in entries {
+        let status = match (&e.base, &e.now) {
+            (_, Now::Conflict) => 'U',
+            (None, Now::Absent) => continue,
+            (None, _) => 'A',
+            (Some(_), Now::Absent) => 'D',
+            (Some((o, m)), Now::Blob(n, nm)) if o == n && m == nm => continue,
+            (Some((_, m)), Now::Blob(_, nm) | Now::File(nm))
+                if *nm != 0 && mode_kind(*m) != mode_kind(*nm) =>
+            {
+                'T'
+            }
+            (Some(_), _) => 'M',
         };
-        let mut path = path_of(d.new_file());
-        if path.is_empty() {
-            path = path_of(d.old_file());
-        }
-        let from = (status == 'R').then(|| path_of(d.old_file()));
-        if let Some(w) = LineWork::of(&d, workdir, files.len()) {
-            work.push(w);
-        }
-        files.push(ChangedFile {
-            status,
-            path,
-            from,
-            untracked,
+        changes.push(Change {
+            file: ChangedFile {
+                status,
+                path,
+                from: None,
+                untracked: e.untracked,
+            },
+            base: e.base,
+            now: e.now,
         });
     }
+    let reader = Contents { repo, workdir };
+    find_renames(&reader, &mut changes);
+    let work: Vec<LineWork> = changes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| LineWork::of(c, workdir, i))
+        .collect();
     // Not `diff.stats()`: libgit2 looks up attributes and filters for every file there,
     // which measured 5× the cost of the diff itself on 1,000 changed files.
     let counted = count_lines(repo, &work, cache);
-    // A path changed in a commit and changed back in the work tree is no change at all.
-    let mut same = vec![false; files.len()];
+    // A path changed in a commit and changed back in the work tree is no change at all
+    // (unless its mode changed: git shows an executable bit too).
+    let mut same = vec![false; changes.len()];
     for c in &counted {
         same[c.file] = c.identical;
     }
-    let mut files: Vec<ChangedFile> = files
+    let mode_changed = |c: &Change| {
+        let now = match c.now {
+            Now::Blob(_, m) | Now::File(m) => m,
+            _ => return false,
+        };
+        c.base.is_some_and(|(_, m)| m != now) && !c.file.untracked
+    };
+    let mut files: Vec<ChangedFile> = changes
         .into_iter()
         .zip(same)
-        .filter(|(f, same)| !same || f.status == 'R')
-        .map(|(f, _)| f)
+        .filter(|(c, same)| !same || c.file.status == 'R' || mode_changed(c))
+        .map(|(c, _)| c.file)
         .collect();
     files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(BranchDiff {
@@ -833,44 +1006,163 @@ fn diff_against_base<'r>(
     })
 }
 
-/// Renames: exact ones (same content) always, which is cheap; renamed-and-edited ones
-/// only while few deletions and additions are left to compare pairwise.
-fn find_renames(diff: &mut git2::Diff<'_>) -> Result<()> {
-    let mut exact = git2::DiffFindOptions::new();
-    exact
-        .renames(true)
-        .for_untracked(true)
-        .exact_match_only(true);
-    diff.find_similar(Some(&mut exact))
-        .map_err(git2_err("finding renames"))?;
-    let (mut gone, mut new) = (0, 0);
-    for d in diff.deltas() {
-        match d.status() {
-            git2::Delta::Deleted => gone += 1,
-            git2::Delta::Added | git2::Delta::Untracked => new += 1,
-            _ => {}
-        }
-    }
-    if gone > 0 && new > 0 && gone * new <= INEXACT_RENAME_PAIRS {
-        let mut similar = git2::DiffFindOptions::new();
-        similar.renames(true).for_untracked(true);
-        diff.find_similar(Some(&mut similar))
-            .map_err(git2_err("finding renames"))?;
-    }
-    Ok(())
+/// Reads the two sides of a change.
+struct Contents<'a> {
+    repo: &'a git2::Repository,
+    workdir: Option<&'a Path>,
 }
 
-/// Files larger than this count no lines (as binary files do): reading them on every
-/// refresh would cost more than the number is worth.
-const LINE_COUNT_MAX_BYTES: usize = 8 << 20;
+impl Contents<'_> {
+    fn blob(&self, oid: git2::Oid) -> Option<Vec<u8>> {
+        let odb = self.repo.odb().ok()?;
+        let o = odb.read(oid).ok()?;
+        (o.len() <= LINE_COUNT_MAX_BYTES).then(|| o.data().to_vec())
+    }
+
+    fn file(&self, path: &str) -> Option<Vec<u8>> {
+        let p = self.workdir?.join(path);
+        let m = std::fs::symlink_metadata(&p).ok()?;
+        (m.is_file() && m.len() as usize <= LINE_COUNT_MAX_BYTES)
+            .then(|| std::fs::read(&p).ok())
+            .flatten()
+    }
+
+    fn now(&self, c: &Change) -> Option<Vec<u8>> {
+        match c.now {
+            Now::Blob(o, m) if is_blob_mode(m) => self.blob(o),
+            Now::File(m) if is_blob_mode(m) => self.file(&c.file.path),
+            _ => None,
+        }
+    }
+
+    /// The id the new side would have as a blob (hashing a work-tree file).
+    fn now_id(&self, c: &Change) -> Option<git2::Oid> {
+        match c.now {
+            Now::Blob(o, _) => Some(o),
+            Now::File(m) if is_blob_mode(m) => {
+                let bytes = self.file(&c.file.path)?;
+                git2::Oid::hash_object(git2::ObjectType::Blob, &bytes).ok()
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Pair deleted paths with added ones: same content first (cheap: blob ids); then, while
+/// few pairs are left, content at least [`RENAME_SIMILARITY`]% alike (by lines).
+fn find_renames(reader: &Contents<'_>, changes: &mut Vec<Change>) {
+    let gone: Vec<usize> = (0..changes.len())
+        .filter(|&i| changes[i].file.status == 'D')
+        .collect();
+    let new: Vec<usize> = (0..changes.len())
+        .filter(|&i| changes[i].file.status == 'A')
+        .collect();
+    if gone.is_empty() || new.is_empty() {
+        return;
+    }
+    let mut by_id: HashMap<git2::Oid, Vec<usize>> = HashMap::new();
+    for &d in gone.iter().rev() {
+        if let Some((o, _)) = changes[d].base {
+            by_id.entry(o).or_default().push(d);
+        }
+    }
+    let mut pairs: Vec<(usize, usize)> = vec![];
+    let mut paired_new = vec![];
+    for &a in &new {
+        let Some(id) = reader.now_id(&changes[a]) else {
+            continue;
+        };
+        if let Some(d) = by_id.get_mut(&id).and_then(|v| v.pop()) {
+            pairs.push((d, a));
+            paired_new.push(a);
+        }
+    }
+    let paired_gone: Vec<usize> = pairs.iter().map(|p| p.0).collect();
+    let gone: Vec<usize> = gone
+        .into_iter()
+        .filter(|d| !paired_gone.contains(d))
+        .collect();
+    let new: Vec<usize> = new
+        .into_iter()
+        .filter(|a| !paired_new.contains(a))
+        .collect();
+    if !gone.is_empty() && !new.is_empty() && gone.len() * new.len() <= INEXACT_RENAME_PAIRS {
+        let lines = |bytes: Option<Vec<u8>>| -> Option<HashMap<Vec<u8>, usize>> {
+            let b = bytes?;
+            if b[..b.len().min(8000)].contains(&0) {
+                return None;
+            }
+            let mut m: HashMap<Vec<u8>, usize> = HashMap::new();
+            for l in b.split_inclusive(|c| *c == b'\n') {
+                *m.entry(l.to_vec()).or_default() += 1;
+            }
+            Some(m)
+        };
+        let size = |m: &HashMap<Vec<u8>, usize>| m.iter().map(|(l, n)| l.len() * n).sum::<usize>();
+        let olds: Vec<_> = gone
+            .iter()
+            .map(|&d| {
+                lines(
+                    changes[d]
+                        .base
+                        .and_then(|(o, m)| is_blob_mode(m).then(|| reader.blob(o)).flatten()),
+                )
+            })
+            .collect();
+        let news: Vec<_> = new
+            .iter()
+            .map(|&a| lines(reader.now(&changes[a])))
+            .collect();
+        let mut scored: Vec<(usize, usize, usize)> = vec![];
+        for (i, o) in olds.iter().enumerate() {
+            for (j, n) in news.iter().enumerate() {
+                let (Some(o), Some(n)) = (o, n) else { continue };
+                let common: usize = o
+                    .iter()
+                    .map(|(l, k)| l.len() * (*k).min(n.get(l).copied().unwrap_or(0)))
+                    .sum();
+                let score = common * 100 / size(o).max(size(n)).max(1);
+                if score >= RENAME_SIMILARITY {
+                    scored.push((score, i, j));
+                }
+            }
+        }
+        // Best matches first; ties by path order.
+        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        let (mut used_o, mut used_n) = (vec![false; olds.len()], vec![false; news.len()]);
+        for (_, i, j) in scored {
+            if !used_o[i] && !used_n[j] {
+                used_o[i] = true;
+                used_n[j] = true;
+                pairs.push((gone[i], new[j]));
+            }
+        }
+    }
+    // The added entry becomes the rename (from the deleted one's base); the deleted goes.
+    let mut drop = vec![false; changes.len()];
+    for (d, a) in pairs {
+        let from = changes[d].file.path.clone();
+        let base = changes[d].base;
+        let c = &mut changes[a];
+        c.file.status = 'R';
+        c.file.from = Some(from);
+        c.base = base;
+        drop[d] = true;
+    }
+    let mut i = 0;
+    changes.retain(|_| {
+        i += 1;
+        !drop[i - 1]
+    });
+}
 
 /// One file whose added and removed lines are to be counted.
 struct LineWork {
-    /// Index in the diff's file list.
+    /// Index in the change list.
     file: usize,
     old: Option<git2::Oid>,
     new: NewSide,
-    /// The new side's blob id when git knows it.
+    /// The new side's blob id when known.
     new_id: Option<git2::Oid>,
     /// `"old:new"` when both sides have a known blob id.
     key: Option<String>,
@@ -890,25 +1182,15 @@ struct Counted {
 }
 
 impl LineWork {
-    fn of(d: &git2::DiffDelta<'_>, workdir: Option<&Path>, file: usize) -> Option<LineWork> {
-        use git2::FileMode;
-        let blob_like = |m: FileMode| {
-            matches!(
-                m,
-                FileMode::Blob | FileMode::BlobExecutable | FileMode::BlobGroupWritable
-            )
-        };
-        let (of, nf) = (d.old_file(), d.new_file());
-        let old = (of.exists() && blob_like(of.mode()) && !of.id().is_zero()).then(|| of.id());
-        let new_id = (nf.exists() && nf.is_valid_id() && !nf.id().is_zero()).then(|| nf.id());
-        let new = if !nf.exists() || !blob_like(nf.mode()) {
-            NewSide::None
-        } else {
-            match (workdir, new_id) {
-                (Some(w), _) => NewSide::File(w.join(nf.path()?)),
-                (None, Some(id)) => NewSide::Blob(id),
-                (None, None) => NewSide::None,
-            }
+    fn of(c: &Change, workdir: Option<&Path>, file: usize) -> Option<LineWork> {
+        let old = c.base.and_then(|(o, m)| is_blob_mode(m).then_some(o));
+        let (new, new_id) = match c.now {
+            Now::Blob(o, m) if is_blob_mode(m) => (NewSide::Blob(o), Some(o)),
+            Now::File(m) if is_blob_mode(m) => match workdir {
+                Some(w) => (NewSide::File(w.join(&c.file.path)), None),
+                None => (NewSide::None, None),
+            },
+            _ => (NewSide::None, None),
         };
         if old.is_none() && matches!(new, NewSide::None) {
             return None;
@@ -934,7 +1216,7 @@ impl LineWork {
 fn count_lines(
     repo: &git2::Repository,
     work: &[LineWork],
-    mut cache: Option<&mut LineCache>,
+    cache: Option<&mut LineCache>,
 ) -> Vec<Counted> {
     let mut out = Vec::with_capacity(work.len());
     let mut todo: Vec<&LineWork> = vec![];
@@ -1005,7 +1287,7 @@ fn count_lines(
         }
     }
     out.extend(computed);
-    if let Some(cache) = cache.as_deref_mut() {
+    if let Some(cache) = cache {
         if used != cache.counts {
             cache.counts = used;
             cache.dirty = true;

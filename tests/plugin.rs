@@ -1,0 +1,1061 @@
+//! The tmux plugin against real tmux: `orange.tmux` loaded into a private server with a
+//! hostile user config, then its keys pressed through a real client (a client of the test
+//! server running in a pane of a second, outer server: `send-keys` to the outer pane is
+//! typing on the inner client's terminal, so the keys go through the inner key tables).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{bin, wait_for, TaskEnv, TmuxServer};
+use serde_json::Value;
+
+fn plugin_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// `run-shell orange.tmux` with `@orange-bin` set to `orange_bin` (how a user loads it
+/// without TPM); returns how long it took.
+fn load_plugin_with(server: &TmuxServer, orange_bin: &Path) -> Duration {
+    server.ok(&["set", "-g", "@orange-bin", orange_bin.to_str().unwrap()]);
+    let script = plugin_dir().join("orange.tmux");
+    let start = Instant::now();
+    server.ok(&["run-shell", &sh_quote(script.to_str().unwrap())]);
+    start.elapsed()
+}
+
+fn load_plugin(server: &TmuxServer) -> Duration {
+    load_plugin_with(server, &bin())
+}
+
+/// The server's global environment gets the test's ORANGE_HOME, as a user's tmux has it
+/// from the shell that started it: the keys' `orange` must see the same state.
+fn tell_server_home(env: &TaskEnv) {
+    env.tmux.ok(&[
+        "set-environment",
+        "-g",
+        "ORANGE_HOME",
+        env.home.to_str().unwrap(),
+    ]);
+}
+
+/// Every binding, whitespace-normalised (list-keys pads its columns to the widest key).
+fn all_keys(server: &TmuxServer) -> BTreeSet<String> {
+    server
+        .ok(&["list-keys"])
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+fn hooks(server: &TmuxServer, name: &str) -> Vec<String> {
+    server
+        .ok(&["show-hooks", "-g", name])
+        .lines()
+        .filter(|l| l.contains('['))
+        .map(str::to_string)
+        .collect()
+}
+
+fn ours(lines: &[String], event: &str) -> usize {
+    lines
+        .iter()
+        .filter(|l| l.contains(&format!(" hook {event} --")))
+        .count()
+}
+
+fn create(env: &TaskEnv, args: &[&str]) -> Value {
+    let mut a = vec!["task", "create"];
+    a.extend_from_slice(args);
+    env.ok(&a)
+}
+
+fn id(v: &Value) -> String {
+    v["id"].as_str().unwrap().to_string()
+}
+
+/// The task's session id; lifecycle marks the session with `@orange_task` = the task id,
+/// which the plugin's session-scoped keys rely on.
+fn task_session(env: &TaskEnv, task: &Value) -> String {
+    let sid = task["tmux_session_id"].as_str().unwrap().to_string();
+    let marked = env.tmux.ok(&[
+        "show-options",
+        "-t",
+        &format!("{sid}:"),
+        "-qv",
+        "@orange_task",
+    ]);
+    assert_eq!(
+        marked,
+        id(task),
+        "session {sid} is not marked with its task"
+    );
+    sid
+}
+
+/// A real client on `inner`, running in a pane of a second (outer) server.
+struct Client {
+    outer: TmuxServer,
+    name: String,
+}
+
+impl Client {
+    /// Attach to `target` (`=name` or a session id).
+    fn attach(root: &Path, inner: &TmuxServer, target: &str) -> Client {
+        let outer = TmuxServer::start(root, &[]);
+        let cmd = format!(
+            "unset TMUX; exec tmux -L {} attach-session -t {}",
+            inner.socket,
+            sh_quote(target)
+        );
+        outer.ok(&[
+            "new-session",
+            "-d",
+            "-s",
+            "term",
+            "-x",
+            "160",
+            "-y",
+            "45",
+            "sh",
+            "-c",
+            &cmd,
+        ]);
+        let mut name = String::new();
+        wait_for("a client on the test server", 10, || {
+            name = inner.ok(&["list-clients", "-F", "#{client_name}"]);
+            !name.is_empty()
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        Client { outer, name }
+    }
+
+    /// Press keys one by one, as a person does (a key-table switch takes effect only after
+    /// the key that asked for it has been handled).
+    fn press(&self, keys: &[&str]) {
+        for k in keys {
+            self.outer.ok(&["send-keys", "-t", "=term:", k]);
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn type_text(&self, text: &str) {
+        // An argument ending in `;` would end the command: tmux reads `\;` as `;`.
+        let text = match text.strip_suffix(';') {
+            Some(t) => format!("{t}\\;"),
+            None => text.to_string(),
+        };
+        self.outer
+            .ok(&["send-keys", "-t", "=term:", "-l", "--", &text]);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    /// What the client's terminal shows.
+    fn screen(&self) -> String {
+        self.outer.ok(&["capture-pane", "-p", "-t", "=term:"])
+    }
+
+    fn wait_screen(&self, what: &str, f: impl Fn(&str) -> bool) -> String {
+        let mut last = String::new();
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            last = self.screen();
+            if f(&last) {
+                return last;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("timed out waiting for {what}; the client shows:\n{last}");
+    }
+
+    fn session(&self, inner: &TmuxServer) -> String {
+        inner.ok(&["display", "-p", "-c", &self.name, "#{session_name}"])
+    }
+
+    fn switch_to(&self, inner: &TmuxServer, target: &str) {
+        inner.ok(&["switch-client", "-c", &self.name, "-t", target]);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    /// The client's message log (what display-message showed it).
+    fn messages(&self, inner: &TmuxServer) -> String {
+        inner.ok(&["show-messages", "-t", &self.name])
+    }
+}
+
+/// `(pane_id, active, @orange_sidebar, pane_left, pane_width)` of the window's panes.
+fn window_panes(server: &TmuxServer, target: &str) -> Vec<(String, bool, bool, u32, u32)> {
+    server
+        .ok(&[
+            "list-panes",
+            "-t",
+            target,
+            "-F",
+            "#{pane_id} #{pane_active} #{?@orange_sidebar,1,0} #{pane_left} #{pane_width}",
+        ])
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (
+                f[0].to_string(),
+                f[1] == "1",
+                f[2] == "1",
+                f[3].parse().unwrap(),
+                f[4].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Is `orange sidebar toggle` wired to `plugin::toggle_sidebar` yet? (Outside tmux it
+/// answers invalid_argument "TMUX_PANE is not set"; unwired, not_implemented.)
+fn sidebar_toggle_wired(env: &TaskEnv) -> bool {
+    let (_, v) = env.json(&["sidebar", "toggle"]);
+    let wired = v["error"]["code"] != "not_implemented";
+    if !wired {
+        eprintln!(
+            "SKIP (TODO): `orange sidebar toggle` is not wired to plugin::toggle_sidebar yet ({v}); the key-driven toggle checks are skipped"
+        );
+    }
+    wired
+}
+
+/// Is `orange plugin …` wired into the CLI yet?
+fn plugin_cmd_wired() -> bool {
+    let ok = Command::new(bin())
+        .args(["plugin", "next", "--help"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!(
+            "SKIP (TODO): `orange plugin` is not wired into src/cmd/mod.rs yet; the prefix O w checks are skipped"
+        );
+    }
+    ok
+}
+
+#[test]
+fn plugin_binds_keys_installs_hooks_and_the_status_token_idempotently() {
+    let env = TaskEnv::new();
+    let t = &env.tmux;
+    // The user's own config, which orange must leave as it is.
+    let status_right = "#[fg=red]%H:%M #{orange_status} #{session_name} custom;";
+    // `\;`: an argument ending in `;` would end the command (tmux reads `\;` as `;`).
+    t.ok(&[
+        "set",
+        "-g",
+        "status-right",
+        &status_right.replace(';', "\\;"),
+    ]);
+    assert_eq!(t.ok(&["show", "-gv", "status-right"]), status_right);
+    t.ok(&[
+        "set",
+        "-g",
+        "status-left",
+        "[#{session_name}] #{@orange_summary}",
+    ]);
+    t.ok(&["set-hook", "-g", "pane-died", "display-message user-hook"]);
+    t.ok(&["set", "-g", "@orange-sidebar-width", "40%"]);
+    let before = all_keys(t);
+
+    let took = load_plugin(t);
+    eprintln!("orange.tmux took {took:?} (run-shell included)");
+    assert!(took < Duration::from_secs(2), "orange.tmux took {took:?}");
+
+    let table = t.ok(&["list-keys", "-T", "orange"]);
+    for key in ["s", "n", "l", "w", "m", "?"] {
+        let re = format!("-T orange {key} ");
+        assert!(
+            table.lines().any(|l| l
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .contains(&re)),
+            "no {key} in the orange table:\n{table}"
+        );
+    }
+    let after = all_keys(t);
+    let removed: Vec<_> = before.difference(&after).collect();
+    assert!(
+        removed.is_empty(),
+        "bindings removed or changed: {removed:#?}"
+    );
+    let added: Vec<_> = after
+        .difference(&before)
+        .filter(|l| !l.starts_with("bind-key -T orange "))
+        .collect();
+    assert_eq!(added.len(), 3, "unexpected new bindings: {added:#?}");
+    assert!(
+        added.contains(&&"bind-key -T prefix O switch-client -T orange".to_string()),
+        "{added:#?}"
+    );
+    assert!(
+        added
+            .iter()
+            .any(|l| l.starts_with("bind-key -T root C-\\\\ if-shell -F \"#{@orange_task}\"")),
+        "{added:#?}"
+    );
+    assert!(
+        added
+            .iter()
+            .any(|l| l.starts_with("bind-key -T root C-] if-shell -F \"#{@orange_task}\"")),
+        "{added:#?}"
+    );
+    // No tmux default binding is taken: the three keys were free before.
+    for key in ["-T prefix O ", "-T root C-\\\\ ", "-T root C-] "] {
+        assert!(
+            !before.iter().any(|l| l.contains(key)),
+            "{key} was bound before"
+        );
+    }
+
+    // Options: the user's untouched; orange's own published.
+    assert_eq!(t.ok(&["show", "-gv", "@orange-sidebar-width"]), "40%");
+    assert_eq!(
+        t.ok(&["show", "-gv", "@orange_bin"]),
+        bin().to_str().unwrap()
+    );
+    assert_eq!(
+        t.ok(&["show", "-gv", "@orange_dir"]),
+        plugin_dir().to_str().unwrap()
+    );
+    for opt in [
+        "@orange-key",
+        "@orange-sidebar-side",
+        "@orange-sidebar-auto",
+    ] {
+        assert_eq!(
+            t.ok(&["show", "-gqv", opt]),
+            "",
+            "orange set the user option {opt}"
+        );
+    }
+
+    // Hooks: the user's first and intact, then orange's, once per event.
+    let died = hooks(t, "pane-died");
+    assert_eq!(
+        died[0], "pane-died[0] display-message user-hook",
+        "{died:?}"
+    );
+    for event in [
+        "pane-died",
+        "pane-exited",
+        "session-closed",
+        "client-session-changed",
+    ] {
+        assert_eq!(
+            ours(&hooks(t, event), event),
+            1,
+            "{event}: {:?}",
+            hooks(t, event)
+        );
+    }
+    assert!(died[1].contains(&format!(
+        "'{}' hook pane-died --pane #{{q:pane_id}} --session #{{q:session_name}}",
+        bin().display()
+    )));
+
+    // The token is replaced, the rest of the string is byte-identical (the trailing `;`
+    // too); a string without the token is not touched.
+    let widget = format!("#('{}' status --format tmux)", bin().display());
+    assert_eq!(
+        t.ok(&["show", "-gv", "status-right"]),
+        status_right.replace("#{orange_status}", &widget)
+    );
+    assert_eq!(
+        t.ok(&["show", "-gv", "status-left"]),
+        "[#{session_name}] #{@orange_summary}"
+    );
+
+    // Again: nothing changes, nothing is duplicated.
+    let took = load_plugin(t);
+    eprintln!("orange.tmux again took {took:?}");
+    assert_eq!(all_keys(t), after);
+    assert_eq!(hooks(t, "pane-died")[0], died[0]);
+    for event in [
+        "pane-died",
+        "pane-exited",
+        "session-closed",
+        "client-session-changed",
+    ] {
+        assert_eq!(
+            ours(&hooks(t, event), event),
+            1,
+            "{event} after a second run"
+        );
+    }
+    assert_eq!(
+        t.ok(&["show", "-gv", "status-right"]),
+        status_right.replace("#{orange_status}", &widget)
+    );
+}
+
+#[test]
+fn plugin_leaves_a_users_keys_alone_and_follows_option_changes() {
+    let env = TaskEnv::new();
+    let t = &env.tmux;
+    t.ok(&["bind-key", "O", "display-message", "mine"]);
+    t.ok(&["bind-key", "-n", "C-\\", "display-message", "mine too"]);
+    t.ok(&["set-hook", "-g", "session-closed", "display-message bye"]);
+    load_plugin(t);
+    let keys = all_keys(t);
+    assert!(
+        keys.contains("bind-key -T prefix O display-message mine"),
+        "prefix O taken"
+    );
+    assert!(keys.contains("bind-key -T root C-\\\\ display-message \"mine too\""));
+    assert!(keys
+        .iter()
+        .any(|l| l.starts_with("bind-key -T root C-] if-shell")));
+    assert!(keys.iter().any(|l| l.starts_with("bind-key -T orange s ")));
+
+    // The user picks another key, and turns the hooks and the zoom key off.
+    t.ok(&["set", "-g", "@orange-key", "M-o"]);
+    t.ok(&["set", "-g", "@orange-zoom-key", "off"]);
+    t.ok(&["set", "-g", "@orange-hooks", "off"]);
+    load_plugin(t);
+    let keys = all_keys(t);
+    assert!(keys.contains("bind-key -T prefix M-o switch-client -T orange"));
+    assert!(keys.contains("bind-key -T prefix O display-message mine"));
+    assert!(
+        !keys.iter().any(|l| l.starts_with("bind-key -T root C-]")),
+        "the zoom key stays bound after @orange-zoom-key off"
+    );
+    for event in [
+        "pane-died",
+        "pane-exited",
+        "session-closed",
+        "client-session-changed",
+    ] {
+        assert_eq!(
+            ours(&hooks(t, event), event),
+            0,
+            "{event} with @orange-hooks off"
+        );
+    }
+    assert_eq!(
+        hooks(t, "session-closed"),
+        vec!["session-closed[0] display-message bye"]
+    );
+
+    // A wrong @orange-bin: orange falls back to its own build or PATH and says so.
+    t.ok(&["set", "-g", "@orange-key", "O"]);
+    t.ok(&["unbind-key", "O"]);
+    load_plugin_with(t, Path::new("/nonexistent/orange"));
+    let used = t.ok(&["show", "-gv", "@orange_bin"]);
+    assert_ne!(used, "/nonexistent/orange");
+    assert!(Path::new(&used).is_file(), "{used}");
+    let keys = all_keys(t);
+    assert!(keys.contains("bind-key -T prefix O switch-client -T orange"));
+    assert!(
+        !keys.iter().any(|l| l.starts_with("bind-key -T prefix M-o")),
+        "the old key M-o stays bound"
+    );
+}
+
+#[test]
+fn hooks_hand_hostile_session_names_to_orange_literally() {
+    let env = TaskEnv::new();
+    let root = env.root();
+    let log = root.join("hook.log");
+    let recorder = root.join("recorder.sh");
+    std::fs::write(
+        &recorder,
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> {}\necho --- >> {}\n",
+            sh_quote(log.to_str().unwrap()),
+            sh_quote(log.to_str().unwrap())
+        ),
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(&recorder)
+        .status()
+        .unwrap();
+    load_plugin_with(&env.tmux, &recorder);
+    let pwned = root.join("PWNED");
+    // (No `#`: new-session itself expands formats in the name it is given.)
+    let name = format!(
+        "x'; touch {p}; '$(touch {p}) `touch {p}` \"q\" ~ *",
+        p = pwned.display()
+    );
+    // Addressed by id from here on.
+    let ids = env.tmux.ok(&[
+        "new-session",
+        "-d",
+        "-P",
+        "-F",
+        "#{session_id} #{pane_id}",
+        "-s",
+        &name,
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "sleep",
+        "30",
+    ]);
+    let (sid, pane) = ids.split_once(' ').unwrap();
+    assert_eq!(
+        env.tmux
+            .ok(&["display", "-p", "-t", pane, "#{session_name}"]),
+        name
+    );
+    env.tmux.ok(&[
+        "set-option",
+        "-w",
+        "-t",
+        &format!("{sid}:"),
+        "remain-on-exit",
+        "on",
+    ]);
+    env.tmux.ok(&["respawn-pane", "-k", "-t", pane, "exit 3"]);
+    let want = format!("hook\npane-died\n--pane\n{pane}\n--session\n{name}\n---");
+    let read = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_for("the pane-died hook", 10, || read().contains(&want));
+    env.tmux.ok(&["kill-session", "-t", sid]);
+    let want = format!("hook\nsession-closed\n--session\n{name}\n---");
+    wait_for("the session-closed hook", 10, || read().contains(&want));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!pwned.exists(), "a session name was executed by a hook");
+}
+
+#[test]
+fn ctrl_keys_reach_plain_panes_and_act_in_task_sessions() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    tell_server_home(&env);
+    load_plugin(&env.tmux);
+    let t = create(&env, &["keys", "keys", "--harness", "fake-wait"]);
+    env.wait_session(&id(&t), "live");
+    let sid = task_session(&env, &t);
+    env.tmux.ok(&[
+        "new-session",
+        "-d",
+        "-s",
+        "plain",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "stty -isig -icanon -echo; exec cat -v",
+    ]);
+    let client = Client::attach(&env.root(), &env.tmux, "=plain");
+
+    // Outside task sessions the keys reach the application unchanged.
+    client.press(&["C-\\", "C-]"]);
+    client.type_text("x");
+    wait_for("^\\^]x in the plain pane", 10, || {
+        env.tmux
+            .ok(&["capture-pane", "-p", "-t", "=plain:"])
+            .contains("^\\^]x")
+    });
+
+    // In a task session: Ctrl+\ goes to the sidebar and back, Ctrl+] zooms the agent. A
+    // stand-in sidebar pane, so this does not depend on `orange sidebar`.
+    client.switch_to(&env.tmux, &sid);
+    let window = format!("{sid}:");
+    let agent = env.tmux.ok(&["display", "-p", "-t", &window, "#{pane_id}"]);
+    let fake = env.tmux.ok(&[
+        "split-window",
+        "-h",
+        "-b",
+        "-d",
+        "-l",
+        "30%",
+        "-t",
+        &agent,
+        "-P",
+        "-F",
+        "#{pane_id}",
+        "cat",
+    ]);
+    env.tmux
+        .ok(&["set", "-p", "-t", &fake, "@orange_sidebar", "1"]);
+    env.tmux
+        .ok(&["set", "-p", "-t", &fake, "@orange_sidebar_for", &agent]);
+    let active = || env.tmux.ok(&["display", "-p", "-t", &window, "#{pane_id}"]);
+    let zoomed = || {
+        env.tmux
+            .ok(&["display", "-p", "-t", &window, "#{window_zoomed_flag}"])
+            == "1"
+    };
+    client.press(&["C-\\"]);
+    wait_for("Ctrl+\\ to focus the sidebar", 10, || active() == fake);
+    client.press(&["C-\\"]);
+    wait_for("Ctrl+\\ to go back to the agent", 10, || active() == agent);
+    client.press(&["C-]"]);
+    wait_for("Ctrl+] to zoom the agent", 10, || {
+        zoomed() && active() == agent
+    });
+    client.press(&["C-]"]);
+    wait_for("Ctrl+] again to unzoom", 10, || !zoomed());
+    client.press(&["C-\\"]);
+    wait_for("the sidebar focused", 10, || active() == fake);
+    client.press(&["C-]"]);
+    wait_for("Ctrl+] from the sidebar zooms the agent", 10, || {
+        zoomed() && active() == agent
+    });
+    // The agent never got the keys: Ctrl+\ would have killed it (SIGQUIT).
+    assert_eq!(env.task(&id(&t))["session"]["state"], "live");
+
+    // Without a sidebar, Ctrl+\ opens the real one and focuses it.
+    client.press(&["C-]"]);
+    wait_for("unzoomed", 10, || !zoomed());
+    env.tmux.ok(&["kill-pane", "-t", &fake]);
+    if sidebar_toggle_wired(&env) {
+        client.press(&["C-\\"]);
+        wait_for("a sidebar opened by Ctrl+\\", 10, || {
+            window_panes(&env.tmux, &window).len() == 2
+        });
+        let panes = window_panes(&env.tmux, &window);
+        let side = panes.iter().find(|p| p.2).expect("a marked sidebar");
+        wait_for("the new sidebar focused", 10, || active() == side.0);
+        client.press(&["C-\\"]);
+        wait_for("back to the agent", 10, || active() == agent);
+    }
+}
+
+#[test]
+fn sidebar_toggles_beside_the_agent_and_refuses_a_small_window() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    tell_server_home(&env);
+    load_plugin(&env.tmux);
+    let t = create(&env, &["side/bar", "show me", "--harness", "fake-wait"]);
+    env.wait_session(&id(&t), "live");
+    let sid = t["tmux_session_id"].as_str().unwrap().to_string();
+    let window = format!("{sid}:");
+    let agent = env.tmux.ok(&["display", "-p", "-t", &window, "#{pane_id}"]);
+    if !sidebar_toggle_wired(&env) {
+        return;
+    }
+    let client = Client::attach(&env.root(), &env.tmux, &sid);
+    let width: u32 = env
+        .tmux
+        .ok(&["display", "-p", "-t", &window, "#{window_width}"])
+        .parse()
+        .unwrap();
+
+    client.press(&["C-b", "O", "s"]);
+    wait_for("the sidebar pane", 10, || {
+        window_panes(&env.tmux, &window).len() == 2
+    });
+    let panes = window_panes(&env.tmux, &window);
+    let side = panes
+        .iter()
+        .find(|p| p.2)
+        .expect("a pane marked @orange_sidebar");
+    let main = panes.iter().find(|p| !p.2).unwrap();
+    assert_eq!(main.0, agent, "the agent pane changed");
+    assert!(main.1, "the focus left the agent pane: {panes:?}");
+    assert_eq!(side.3, 0, "the sidebar is not on the left: {panes:?}");
+    let want = width * 30 / 100;
+    assert!(
+        side.4 + 2 >= want && side.4 <= want + 2,
+        "sidebar {} columns wide, want about {want} of {width}",
+        side.4
+    );
+    assert_eq!(
+        env.tmux
+            .ok(&["show", "-pqv", "-t", &side.0, "@orange_sidebar_for"]),
+        agent
+    );
+    // Its text, once `orange sidebar` renders.
+    let mut text = String::new();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(10) {
+        text = env.tmux.ok(&["capture-pane", "-p", "-t", &side.0]);
+        if text.contains("app/side/bar")
+            || text.contains("not_implemented")
+            || text.contains("not implemented")
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!("sidebar pane:\n{text}");
+    if text.contains("not_implemented") || text.contains("not implemented") {
+        eprintln!(
+            "TODO: `orange sidebar` is not implemented yet: its pane opened and shows the error"
+        );
+    } else {
+        assert!(
+            text.contains("app/side/bar"),
+            "no header in the sidebar:\n{text}"
+        );
+    }
+
+    client.press(&["C-b", "O", "s"]);
+    wait_for("the sidebar to close", 10, || {
+        window_panes(&env.tmux, &window).len() == 1
+    });
+    assert_eq!(window_panes(&env.tmux, &window)[0].0, agent);
+
+    // A window below 80×15: refused, with a message, nothing split.
+    client
+        .outer
+        .ok(&["resize-window", "-t", "=term:", "-x", "70", "-y", "20"]);
+    wait_for("the window to shrink", 10, || {
+        env.tmux
+            .ok(&["display", "-p", "-t", &window, "#{window_width}"])
+            == "70"
+    });
+    client.press(&["C-b", "O", "s"]);
+    wait_for("the too-small message", 10, || {
+        client.messages(&env.tmux).contains("too small")
+    });
+    assert_eq!(window_panes(&env.tmux, &window).len(), 1);
+}
+
+#[test]
+fn new_task_key_takes_quotes_and_substitutions_literally() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let cfg = env.home.join("config.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(&cfg, format!("default_harness = \"fake-wait\"\n{text}")).unwrap();
+    tell_server_home(&env);
+    load_plugin(&env.tmux);
+    env.tmux.ok(&[
+        "new-session",
+        "-d",
+        "-s",
+        "work",
+        "-c",
+        env.repo.to_str().unwrap(),
+    ]);
+    let client = Client::attach(&env.root(), &env.tmux, "=work");
+    let pwned = env.root().join("PWNED");
+    let p = pwned.display();
+    // Everything tmux, a format or a shell could take for syntax, and tmux 3.3a's
+    // command-prompt traps (%% re-substituted, a final ; dropped).
+    let summary = format!(
+        "it's \"quoted\"; $(touch {p}) `touch {p}` #{{session_name}} #(touch {p}) ~ \\ %1 %% %%% $HOME \" ; run-shell 'touch {p}' ; \" end;"
+    );
+    client.press(&["C-b", "O", "n"]);
+    client.wait_screen("the branch question", |s| {
+        s.contains("branch (empty: automatic):")
+    });
+    client.type_text("feat/quote");
+    client.press(&["Enter"]);
+    client.wait_screen("the task question", |s| s.contains("task:"));
+    client.type_text(&summary);
+    client.press(&["Enter"]);
+    let mut found = Value::Null;
+    wait_for("the task created from the popup", 20, || {
+        let (_, list) = env.json(&["task", "list"]);
+        found = list
+            .as_array()
+            .and_then(|l| l.iter().find(|t| t["branch"] == "feat/quote").cloned())
+            .unwrap_or(Value::Null);
+        !found.is_null()
+    });
+    assert_eq!(found["summary"], summary.as_str());
+    assert_eq!(found["harness"], "fake-wait");
+    wait_for("the confirmation", 10, || {
+        client.messages(&env.tmux).contains("created task")
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!pwned.exists(), "what the user typed was executed");
+    // The popup is gone; an empty task creates nothing.
+    client.wait_screen("the popup to close", |s| !s.contains("orange: new task"));
+    client.press(&["C-b", "O", "n"]);
+    client.wait_screen("the branch question", |s| {
+        s.contains("branch (empty: automatic):")
+    });
+    client.press(&["Enter", "Enter"]);
+    wait_for("the refusal", 10, || {
+        client.messages(&env.tmux).contains("the task was empty")
+    });
+    assert_eq!(env.ok(&["task", "list"]).as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn picker_help_and_actions_menus_show_orange_things() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    tell_server_home(&env);
+    load_plugin(&env.tmux);
+    let t = create(&env, &["pick/me", "pick", "--harness", "fake-wait"]);
+    env.wait_session(&id(&t), "live");
+    let sid = task_session(&env, &t);
+    env.tmux.ok(&["new-session", "-d", "-s", "work"]);
+    let client = Client::attach(&env.root(), &env.tmux, "=work");
+
+    client.press(&["C-b", "O", "?"]);
+    let s = client.wait_screen("the help menu", |s| s.contains("Toggle the sidebar"));
+    for item in [
+        "New task",
+        "Task picker",
+        "Next task waiting for you",
+        "focus the sidebar",
+    ] {
+        assert!(s.contains(item), "{item} missing from the help menu:\n{s}");
+    }
+    client.press(&["q"]);
+
+    client.press(&["C-b", "O", "m"]);
+    let s = client.wait_screen("the actions menu", |s| {
+        s.contains("not an orange task session")
+    });
+    assert!(!s.contains("Respawn"), "{s}");
+    client.press(&["q"]);
+
+    // The picker: only task sessions, with a live preview.
+    client.press(&["C-b", "O", "l"]);
+    let s = client.wait_screen("the task picker", |s| s.contains("app/pick/me"));
+    eprintln!("picker:\n{s}");
+    assert!(
+        !s.contains("keepalive"),
+        "a non-task session in the picker:\n{s}"
+    );
+    client.press(&["Enter"]);
+    wait_for("the picker to switch sessions", 10, || {
+        client.session(&env.tmux) == "app/pick/me"
+    });
+
+    client.press(&["C-b", "O", "m"]);
+    let s = client.wait_screen("the task's actions", |s| s.contains("Respawn the agent"));
+    for item in [
+        "Merge into the default branch",
+        "Cancel the task",
+        "Pull request",
+        "Show the task",
+    ] {
+        assert!(s.contains(item), "{item} missing:\n{s}");
+    }
+    assert!(s.contains(&format!("orange task {}", id(&t))), "{s}");
+    // "Show the task" opens a popup with `orange task show`.
+    client.press(&["i"]);
+    client.wait_screen("the task popup", |s| s.contains("summary: pick"));
+    client.press(&["q"]);
+    assert_eq!(client.session(&env.tmux), "app/pick/me");
+    let _ = sid;
+}
+
+#[test]
+fn next_key_goes_to_the_tasks_waiting_for_you_in_turn() {
+    let env = TaskEnv::new();
+    env.add_project(&["--pool-size", "3"]);
+    tell_server_home(&env);
+    load_plugin(&env.tmux);
+    if !plugin_cmd_wired() {
+        return;
+    }
+    let busy = create(&env, &["busy", "keep working", "--harness", "fake-wait"]);
+    let stuck = create(&env, &["stuck", "get stuck", "--harness", "fake-stuck"]);
+    let done = create(&env, &["done", "finish", "--harness", "fake-complete"]);
+    env.wait_status(&id(&stuck), "stuck");
+    env.wait_status(&id(&done), "reviewing");
+    env.wait_session(&id(&busy), "live");
+    env.tmux.ok(&["new-session", "-d", "-s", "work"]);
+    let client = Client::attach(&env.root(), &env.tmux, "=work");
+    client.press(&["C-b", "O", "w"]);
+    wait_for("the stuck task", 10, || {
+        client.session(&env.tmux) == "app/stuck"
+    });
+    client.press(&["C-b", "O", "w"]);
+    wait_for("the task ready for review", 10, || {
+        client.session(&env.tmux) == "app/done"
+    });
+    client.press(&["C-b", "O", "w"]);
+    wait_for("round again to the stuck task", 10, || {
+        client.session(&env.tmux) == "app/stuck"
+    });
+}
+
+/// Kills the demo's tmux server when the test ends, however it ends.
+struct DemoServer(String);
+
+impl Drop for DemoServer {
+    fn drop(&mut self) {
+        let tmux = |args: &[&str]| {
+            Command::new("tmux")
+                .args(["-L", &self.0])
+                .args(args)
+                .output()
+        };
+        let path = tmux(&["display", "-p", "#{socket_path}"])
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        let _ = tmux(&["kill-server"]);
+        if !path.is_empty() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+#[test]
+fn demo_starts_three_agents_with_the_plugin_and_a_sidebar() {
+    let tmp = tempfile::Builder::new()
+        .prefix("orange-demo-test-")
+        .tempdir()
+        .unwrap();
+    let socket = format!("orange-demo-t{}", std::process::id());
+    let _server = DemoServer(socket.clone());
+    let sandbox = tmp.path().join("demo");
+    let start = Instant::now();
+    let out = Command::new(bin())
+        .args([
+            "demo",
+            "--no-attach",
+            "--json",
+            "--dir",
+            sandbox.to_str().unwrap(),
+        ])
+        .env("ORANGE_TMUX_SOCKET", &socket)
+        .env("ORANGE_DEMO_PACE", "0.2")
+        .env_remove("TMUX")
+        .env_remove("TMUX_PANE")
+        .env_remove("ORANGE_HOME")
+        .output()
+        .unwrap();
+    let took = start.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "orange demo failed: {stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("orange demo took {took:?}");
+    let demo: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(demo["socket"], socket.as_str());
+    let tasks = demo["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 3, "{demo}");
+    let server = |args: &[&str]| -> String {
+        let o = Command::new("tmux")
+            .args(["-L", &socket])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).trim_end().to_string()
+    };
+    let sessions = server(&["list-sessions", "-F", "#{session_id} #{@orange_task}"]);
+    for t in tasks {
+        let line = format!(
+            "{} {}",
+            t["session_id"].as_str().unwrap(),
+            t["id"].as_str().unwrap()
+        );
+        assert!(
+            sessions.lines().any(|l| l == line),
+            "{line} not in {sessions}"
+        );
+    }
+    // The plugin is loaded on the demo server, the status token replaced.
+    assert!(server(&["list-keys", "-T", "orange"]).lines().count() >= 6);
+    assert!(server(&["show", "-gv", "status-right"]).contains("status --format tmux"));
+
+    // The sidebar is open beside the first task's agent, which keeps the focus.
+    assert_eq!(demo["sidebar"]["action"], "opened", "{demo}");
+    let window = format!("{}:", tasks[0]["session_id"].as_str().unwrap());
+    let panes = server(&[
+        "list-panes",
+        "-t",
+        &window,
+        "-F",
+        "#{pane_id} #{pane_active} #{?@orange_sidebar,1,0}",
+    ]);
+    let rows: Vec<Vec<&str>> = panes.lines().map(|l| l.split(' ').collect()).collect();
+    assert_eq!(rows.len(), 2, "{panes}");
+    let sidebar = rows.iter().find(|r| r[2] == "1").expect("a sidebar pane");
+    assert_eq!(sidebar[0], demo["sidebar"]["pane"].as_str().unwrap());
+    assert!(
+        rows.iter().any(|r| r[2] == "0" && r[1] == "1"),
+        "focus not on the agent: {panes}"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let text = server(&["capture-pane", "-p", "-t", sidebar[0]]);
+    eprintln!("demo sidebar pane:\n{text}");
+    if text.contains("not_implemented") || text.contains("not implemented") {
+        eprintln!("TODO: `orange sidebar` is not implemented yet: the demo's sidebar pane shows the error");
+    } else {
+        wait_for("the sidebar header", 10, || {
+            server(&["capture-pane", "-p", "-t", sidebar[0]]).contains("shop/demo/dark-mode")
+        });
+    }
+
+    // The demo agents work: one finishes, one asks a question, one keeps going.
+    let home = demo["home"].as_str().unwrap();
+    let task_list = || -> Value {
+        let o = Command::new(bin())
+            .args(["task", "list", "--all", "--json"])
+            .env("ORANGE_HOME", home)
+            .env("ORANGE_TMUX_SOCKET", &socket)
+            .env_remove("TMUX")
+            .output()
+            .unwrap();
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let status_of = |branch: &str| -> String {
+        task_list()
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["branch"] == branch)
+            .map(|t| t["status"].as_str().unwrap().to_string())
+            .unwrap_or_default()
+    };
+    wait_for("the dark-mode agent to finish", 30, || {
+        status_of("demo/dark-mode") == "reviewing"
+    });
+    wait_for("the lockout agent to ask", 30, || {
+        status_of("demo/login-lockout") == "clarification"
+    });
+    assert_eq!(status_of("demo/search"), "working");
+    let agent = server(&[
+        "capture-pane",
+        "-p",
+        "-t",
+        &format!("{}:", tasks[0]["session_id"].as_str().unwrap()),
+    ]);
+    eprintln!("demo agent pane:\n{agent}");
+    assert!(agent.contains("committed: Dark palette"), "{agent}");
+    let repo = demo["repo"].as_str().unwrap();
+    let log = Command::new("git")
+        .args(["-C", repo, "log", "--oneline", "demo/dark-mode"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&log.stdout).contains("Theme setting and toggle"));
+    assert!(demo["attach"].as_str().unwrap().contains(&socket));
+}
+
+#[test]
+fn demo_refuses_a_directory_that_is_not_empty() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("precious"), "x").unwrap();
+    let out = Command::new(bin())
+        .args([
+            "demo",
+            "--no-attach",
+            "--json",
+            "--dir",
+            tmp.path().to_str().unwrap(),
+        ])
+        .env(
+            "ORANGE_TMUX_SOCKET",
+            format!("orange-demo-never-{}", std::process::id()),
+        )
+        .env_remove("TMUX")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["error"]["code"], "invalid_argument", "{v}");
+    assert!(tmp.path().join("precious").exists());
+}

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# What orange's keys and menus run in a display-popup (tmux 3.3a does not expand formats in
+# a popup's command: the task comes from the session, the directory from `-d`).
+# usage: popup.sh BIN new|show|pr
+#   new   ask for a branch and a task, then `orange task create` in the project of the
+#         current directory. What the user types goes from the terminal to `read` to
+#         orange's argv: never through tmux's parser, a format or a shell line (tmux
+#         3.3a's command-prompt re-substitutes a typed %% unquoted and drops a final ;).
+#   show  `orange task show` for the task of this session.
+#   pr    push the task's branch and open (or show) its pull request with gh.
+bin=$1 action=$2
+pause() {
+  printf '\n\033[2m(press any key)\033[0m'
+  read -rsn1 _
+  exit 0
+}
+say() { tmux display-message -d 5000 "${1//#/##}"; }
+if [[ ! -x $bin ]]; then
+  printf 'orange: %s is not built yet (or @orange-bin is wrong)\n' "$bin"
+  pause
+fi
+task=$(tmux display-message -p '#{@orange_task}' 2>/dev/null)
+case $action in
+new)
+  printf '\033[1morange: new task\033[0m in %s\n\n' "$PWD"
+  IFS= read -r -e -p 'branch (empty: automatic): ' branch || exit 0
+  IFS= read -r -e -p 'task: ' summary || exit 0
+  if [[ -z ${summary//[[:space:]]/} ]]; then
+    say "orange: no task created (the task was empty)"
+    exit 0
+  fi
+  if out=$("$bin" task create -- "$branch" "$summary" 2>&1); then
+    say "orange: ${out%%$'\n'*}"
+    exit 0
+  fi
+  printf '\n%s\n' "$out"
+  pause
+  ;;
+show)
+  [[ -n $task ]] || { echo "orange: not an orange task session"; pause; }
+  "$bin" task show "$task"
+  pause
+  ;;
+pr)
+  [[ -n $task ]] || { echo "orange: not an orange task session"; pause; }
+  ws=$(tmux show-environment ORANGE_WORKSPACE 2>/dev/null)
+  ws=${ws#ORANGE_WORKSPACE=}
+  cd "${ws:-.}" || pause
+  branch=$(git symbolic-ref --quiet --short HEAD) || {
+    echo "orange: the workspace is on a detached HEAD: nothing to push"
+    pause
+  }
+  command -v gh >/dev/null 2>&1 || {
+    echo "orange: gh (the GitHub CLI) is not installed: https://cli.github.com"
+    pause
+  }
+  echo "\$ git push -u origin $branch"
+  git push -u origin "$branch" || pause
+  if gh pr view "$branch" >/dev/null 2>&1; then
+    gh pr view "$branch"
+  else
+    echo "\$ gh pr create --fill --head $branch"
+    gh pr create --fill --head "$branch"
+  fi
+  pause
+  ;;
+*)
+  echo "orange: unknown popup action ${action@Q}"
+  pause
+  ;;
+esac
