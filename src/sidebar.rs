@@ -144,7 +144,10 @@ pub fn git_part(home: &Home, task: &Task) -> GitPart {
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
-        let diff = if let Some(ws) = &task.workspace {
+        let diff = if let Some(path) = task.workspace.as_deref().filter(|w| w.starts_with('/')) {
+            // A lane: its dedicated worktree, by path (see `lane_task`).
+            git::branch_diff(Path::new(path), &base, Some(&mut cache))?
+        } else if let Some(ws) = &task.workspace {
             let ws = pool::find(home, ws)?;
             if !ws.path.join(".git").exists() {
                 return Err(crate::error::OrangeError::WorkspaceNotFound(format!(
@@ -273,6 +276,38 @@ fn port_of(home: &Home, task: &Task) -> Option<u16> {
 }
 
 /// Gather the model of `task`: its files, its session (one tmux call) and its diff.
+/// A lane seen as a task, so the sidebar shows lanes like tasks: its worktree (by absolute
+/// path) as the workspace, its state as the status (running → working, finished →
+/// reviewing, error → stuck, closed → done), its task key as the summary.
+pub fn lane_task(home: &Home, lane_id: &str) -> Result<Task> {
+    use crate::lane::{LaneState, Lanes};
+    let l = Lanes::new(home).get(lane_id)?;
+    let status = match l.state {
+        LaneState::Creating => crate::task::Status::Pending,
+        LaneState::Running => crate::task::Status::Working,
+        LaneState::Finished => crate::task::Status::Reviewing,
+        LaneState::Error => crate::task::Status::Stuck,
+        LaneState::Closed => crate::task::Status::Done,
+    };
+    Ok(Task {
+        id: l.lane_id.clone(),
+        project: l.project.clone(),
+        branch: l.branch_name.clone(),
+        harness: l.harness.clone(),
+        status,
+        workspace: (!l.worktree_removed).then(|| l.worktree_path.display().to_string()),
+        tmux_session: Some(l.mux_target.clone()),
+        tmux_session_id: l.mux_session_id.clone(),
+        tmux_pane_id: None,
+        summary: format!("lane for {}", l.task_id),
+        created_at: l.created_at.clone(),
+        updated_at: l.updated_at.clone(),
+        crash_count: 0,
+        agent_session_id: None,
+        pr: None,
+    })
+}
+
 pub fn model_for_task(home: &Home, task: &Task, now: DateTime<Utc>) -> Result<Model> {
     let tmux = Tmux::from_env();
     // The tmux call and the git diff do not depend on each other: run them side by side.

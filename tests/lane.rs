@@ -570,3 +570,38 @@ fn lanes_appear_in_the_status_counts() {
     let s = env.ok(&["status", "--format", "json"]);
     assert_eq!(s["lanes"]["review"], 0, "a closed lane is not counted: {s}");
 }
+
+#[test]
+fn a_lane_is_viewed_with_the_sidebar_like_a_task() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let v = create(&env, "viewed", "fake-fail", &[]); // commits work-<lane>.txt, exits 3
+    let id = lane_id(&v);
+    wait_state(&env, &id, "error");
+    let wt = std::path::PathBuf::from(v["lane"]["worktree_path"].as_str().unwrap());
+    std::fs::write(wt.join("uncommitted.txt"), "u").unwrap();
+    let out = env
+        .cmd_in(
+            &env.repo,
+            &["sidebar", "--lane", &id, "--once", "--width", "40"],
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let frame = String::from_utf8(out.stdout).unwrap();
+    assert!(frame.starts_with(&format!("app/lane/{id}")), "{frame}");
+    assert!(
+        frame.contains(&format!("work-{id}.txt")),
+        "the committed file: {frame}"
+    );
+    assert!(
+        frame.contains("uncommitted.txt"),
+        "the worktree's own changes: {frame}"
+    );
+    assert!(frame.contains("✗"), "the agent exited: {frame}");
+    env.err(&["sidebar", "--lane", "nope", "--once"], "lane_not_found");
+}

@@ -28,8 +28,11 @@ use crate::tmux::{PaneInfo, Tmux};
 pub struct SidebarArgs {
     /// Task to show (default: $ORANGE_TASK_ID, else the task of the tmux session this pane
     /// is in, else the task bound to the workspace containing the current directory)
-    #[arg(long)]
+    #[arg(long, conflicts_with = "lane")]
     pub task: Option<String>,
+    /// Show a lane instead of a task
+    #[arg(long)]
+    pub lane: Option<String>,
     /// Render one frame and exit (with --json: the model as JSON)
     #[arg(long)]
     pub once: bool,
@@ -69,7 +72,10 @@ pub fn run(ctx: &Ctx, args: SidebarArgs) -> Result<Out> {
             return Err(OrangeError::invalid(format!("{name} must be at least 1")));
         }
     }
-    let task = find_task(ctx, args.task.as_deref())?;
+    let task = match &args.lane {
+        Some(id) => sidebar::lane_task(&ctx.home, id)?,
+        None => find_task(ctx, args.task.as_deref())?,
+    };
     // This process only reads git.
     crate::git::fast_reads();
     if args.once {
@@ -91,7 +97,7 @@ pub fn run(ctx: &Ctx, args: SidebarArgs) -> Result<Out> {
             "--json needs --once (the sidebar loop draws a terminal)",
         ));
     }
-    run_loop(ctx, task, args.width, args.height)
+    run_loop(ctx, task, args.lane.is_some(), args.width, args.height)
 }
 
 fn toggle(ctx: &Ctx) -> Result<Out> {
@@ -325,6 +331,7 @@ struct Follow {
 fn run_loop(
     ctx: &Ctx,
     task: Task,
+    lane: bool,
     fixed_width: Option<usize>,
     fixed_height: Option<usize>,
 ) -> Result<Out> {
@@ -375,7 +382,12 @@ fn run_loop(
             last_health = None;
         }
         if reload {
-            match store.load(&project, &st.id) {
+            let loaded = if lane {
+                sidebar::lane_task(&ctx.home, &st.id)
+            } else {
+                store.load(&project, &st.id)
+            };
+            match loaded {
                 Ok(t) => {
                     let moved = st.task.as_ref().is_none_or(|old| {
                         old.workspace != t.workspace
@@ -385,7 +397,7 @@ fn run_loop(
                     force_git |= moved;
                     st.task = Some(t);
                 }
-                Err(OrangeError::TaskNotFound(_)) => {
+                Err(OrangeError::TaskNotFound(_) | OrangeError::LaneNotFound(_)) => {
                     // Its line counts are of no use to anyone now.
                     if let Some(old) = st.task.take() {
                         let _ = std::fs::remove_file(sidebar::line_cache_path(&ctx.home, &old));
