@@ -20,6 +20,8 @@
 #   @orange-status-format     what #{orange_status} in status-left/right shows: tmux | plain (tmux)
 #   @orange-hooks             on | off: tmux hooks tell orange at once about dead panes,
 #                             closed sessions and client switches (on)
+#   @orange-monitor           on | off: run `orange monitor` (agent states, nudges,
+#                             escalations) in the background, one per server (on)
 # Set by orange (read them, do not set them): @orange_bin, @orange_dir (global: the binary
 # and plugin in use), @orange_task (session: the task id of a task session), @orange_sidebar
 # (pane: 1 on a sidebar pane), @orange_status (session), @orange_summary (global).
@@ -46,8 +48,8 @@ tq() {
 
 # --- options: one call --------------------------------------------------------------------
 US=$'\x1f'
-IFS="$US" read -r o_bin o_key o_skey o_zkey o_hooks o_sfmt o_bound o_sleft o_sright <<<"$(tmux display-message -p \
-  "#{@orange-bin}$US#{@orange-key}$US#{@orange-sidebar-key}$US#{@orange-zoom-key}$US#{@orange-hooks}$US#{@orange-status-format}$US#{@orange_bound_keys}$US#{status-left}$US#{status-right}" 2>/dev/null)"
+IFS="$US" read -r o_bin o_key o_skey o_zkey o_hooks o_sfmt o_bound o_mon o_sleft o_sright <<<"$(tmux display-message -p \
+  "#{@orange-bin}$US#{@orange-key}$US#{@orange-sidebar-key}$US#{@orange-zoom-key}$US#{@orange-hooks}$US#{@orange-status-format}$US#{@orange_bound_keys}$US#{@orange-monitor}$US#{status-left}$US#{status-right}" 2>/dev/null)"
 key=${o_key:-O}
 skey=${o_skey:-C-\\}
 zkey=${o_zkey:-C-]}
@@ -269,7 +271,11 @@ token='#{orange_status}'
 [[ $o_sright == *"$token"* ]] && cmds+=(set-option -g status-right "${o_sright//"$token"/"#($B status --format $sfmt)"}" \;)
 
 # --- the agent monitor ----------------------------------------------------------------------
-# TODO(issue 6): start `orange monitor` in the background here, once per server.
+# One per tmux server (it takes a lock and exits at once if one runs; it stops with the
+# server), so re-running this file never starts a second one.
+if [[ ${o_mon:-on} != off ]]; then
+  cmds+=(run-shell -b "$B monitor >/dev/null 2>&1 || true" \;)
+fi
 
 unset 'cmds[${#cmds[@]}-1]'
 # An argument ending in ";" would end its command: tmux reads "\;" there as a ";".

@@ -1487,7 +1487,9 @@ impl Tmux {
             .build()])?;
         let tty = out.trim();
         if tty.is_empty() {
-            return Err(OrangeError::BackendCommandFailed(format!("no terminal for pane {target}")));
+            return Err(OrangeError::BackendCommandFailed(format!(
+                "no terminal for pane {target}"
+            )));
         }
         std::fs::OpenOptions::new()
             .write(true)

@@ -21,17 +21,53 @@ fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
+const EVENTS: [&str; 4] = [
+    "pane-died",
+    "pane-exited",
+    "session-closed",
+    "client-session-changed",
+];
+
+/// The plugin loaded on a test server. Dropped (before the server), it removes the hooks:
+/// killing the server fires them, and an `orange hook` started then would write into the
+/// test's state after its temp dir is gone.
+#[must_use]
+struct Loaded<'a> {
+    server: &'a TmuxServer,
+    took: Duration,
+}
+
+impl Drop for Loaded<'_> {
+    fn drop(&mut self) {
+        for e in EVENTS {
+            let _ = self.server.tmux(&["set-hook", "-gu", e]);
+        }
+    }
+}
+
 /// `run-shell orange.tmux` with `@orange-bin` set to `orange_bin` (how a user loads it
-/// without TPM); returns how long it took.
-fn load_plugin_with(server: &TmuxServer, orange_bin: &Path) -> Duration {
+/// without TPM).
+fn load_plugin_with<'a>(server: &'a TmuxServer, orange_bin: &Path) -> Loaded<'a> {
     server.ok(&["set", "-g", "@orange-bin", orange_bin.to_str().unwrap()]);
+    // No background monitor unless a test asks for one (it would outlive the test's
+    // temp dir by a few seconds): `monitor_starts_once_per_server` does.
+    if server
+        .tmux(&["show", "-gv", "@orange-monitor"])
+        .stdout
+        .is_empty()
+    {
+        server.ok(&["set", "-g", "@orange-monitor", "off"]);
+    }
     let script = plugin_dir().join("orange.tmux");
     let start = Instant::now();
     server.ok(&["run-shell", &sh_quote(script.to_str().unwrap())]);
-    start.elapsed()
+    Loaded {
+        server,
+        took: start.elapsed(),
+    }
 }
 
-fn load_plugin(server: &TmuxServer) -> Duration {
+fn load_plugin(server: &TmuxServer) -> Loaded<'_> {
     load_plugin_with(server, &bin())
 }
 
@@ -266,7 +302,8 @@ fn plugin_binds_keys_installs_hooks_and_the_status_token_idempotently() {
     t.ok(&["set", "-g", "@orange-sidebar-width", "40%"]);
     let before = all_keys(t);
 
-    let took = load_plugin(t);
+    let loaded = load_plugin(t);
+    let took = loaded.took;
     eprintln!("orange.tmux took {took:?} (run-shell included)");
     assert!(took < Duration::from_secs(2), "orange.tmux took {took:?}");
 
@@ -376,7 +413,8 @@ fn plugin_binds_keys_installs_hooks_and_the_status_token_idempotently() {
     );
 
     // Again: nothing changes, nothing is duplicated.
-    let took = load_plugin(t);
+    let again = load_plugin(t);
+    let took = again.took;
     eprintln!("orange.tmux again took {took:?}");
     assert_eq!(all_keys(t), after);
     assert_eq!(hooks(t, "pane-died")[0], died[0]);
@@ -405,7 +443,7 @@ fn plugin_leaves_a_users_keys_alone_and_follows_option_changes() {
     t.ok(&["bind-key", "O", "display-message", "mine"]);
     t.ok(&["bind-key", "-n", "C-\\", "display-message", "mine too"]);
     t.ok(&["set-hook", "-g", "session-closed", "display-message bye"]);
-    load_plugin(t);
+    let _plugin = load_plugin(t);
     let keys = all_keys(t);
     assert!(
         keys.contains("bind-key -T prefix O display-message mine"),
@@ -421,7 +459,7 @@ fn plugin_leaves_a_users_keys_alone_and_follows_option_changes() {
     t.ok(&["set", "-g", "@orange-key", "M-o"]);
     t.ok(&["set", "-g", "@orange-zoom-key", "off"]);
     t.ok(&["set", "-g", "@orange-hooks", "off"]);
-    load_plugin(t);
+    let _plugin = load_plugin(t);
     let keys = all_keys(t);
     assert!(keys.contains("bind-key -T prefix M-o switch-client -T orange"));
     assert!(keys.contains("bind-key -T prefix O display-message mine"));
@@ -449,7 +487,7 @@ fn plugin_leaves_a_users_keys_alone_and_follows_option_changes() {
     // A wrong @orange-bin: orange falls back to its own build or PATH and says so.
     t.ok(&["set", "-g", "@orange-key", "O"]);
     t.ok(&["unbind-key", "O"]);
-    load_plugin_with(t, Path::new("/nonexistent/orange"));
+    let _plugin = load_plugin_with(t, Path::new("/nonexistent/orange"));
     let used = t.ok(&["show", "-gv", "@orange_bin"]);
     assert_ne!(used, "/nonexistent/orange");
     assert!(Path::new(&used).is_file(), "{used}");
@@ -481,7 +519,7 @@ fn hooks_hand_hostile_session_names_to_orange_literally() {
         .arg(&recorder)
         .status()
         .unwrap();
-    load_plugin_with(&env.tmux, &recorder);
+    let _plugin = load_plugin_with(&env.tmux, &recorder);
     let pwned = root.join("PWNED");
     // (No `#`: new-session itself expands formats in the name it is given.)
     let name = format!(
@@ -521,7 +559,13 @@ fn hooks_hand_hostile_session_names_to_orange_literally() {
     env.tmux.ok(&["respawn-pane", "-k", "-t", pane, "exit 3"]);
     let want = format!("hook\npane-died\n--pane\n{pane}\n--session\n{name}\n---");
     let read = || std::fs::read_to_string(&log).unwrap_or_default();
-    wait_for("the pane-died hook", 10, || read().contains(&want));
+    // Debian's tmux 3.3a sometimes never reaps a program that exits at once (so no
+    // pane-died): a SIGCHLD makes it look, as orange's adapter does.
+    let server_pid = env.tmux.ok(&["display", "-p", "#{pid}"]);
+    wait_for("the pane-died hook", 10, || {
+        let _ = Command::new("kill").args(["-CHLD", &server_pid]).status();
+        read().contains(&want)
+    });
     env.tmux.ok(&["kill-session", "-t", sid]);
     let want = format!("hook\nsession-closed\n--session\n{name}\n---");
     wait_for("the session-closed hook", 10, || read().contains(&want));
@@ -534,7 +578,7 @@ fn ctrl_keys_reach_plain_panes_and_act_in_task_sessions() {
     let env = TaskEnv::new();
     env.add_project(&[]);
     tell_server_home(&env);
-    load_plugin(&env.tmux);
+    let _plugin = load_plugin(&env.tmux);
     let t = create(&env, &["keys", "keys", "--harness", "fake-wait"]);
     env.wait_session(&id(&t), "live");
     let sid = task_session(&env, &t);
@@ -630,7 +674,7 @@ fn sidebar_toggles_beside_the_agent_and_refuses_a_small_window() {
     let env = TaskEnv::new();
     env.add_project(&[]);
     tell_server_home(&env);
-    load_plugin(&env.tmux);
+    let _plugin = load_plugin(&env.tmux);
     let t = create(&env, &["side/bar", "show me", "--harness", "fake-wait"]);
     env.wait_session(&id(&t), "live");
     let sid = t["tmux_session_id"].as_str().unwrap().to_string();
@@ -725,7 +769,7 @@ fn new_task_key_takes_quotes_and_substitutions_literally() {
     let text = std::fs::read_to_string(&cfg).unwrap();
     std::fs::write(&cfg, format!("default_harness = \"fake-wait\"\n{text}")).unwrap();
     tell_server_home(&env);
-    load_plugin(&env.tmux);
+    let _plugin = load_plugin(&env.tmux);
     env.tmux.ok(&[
         "new-session",
         "-d",
@@ -785,7 +829,7 @@ fn picker_help_and_actions_menus_show_orange_things() {
     let env = TaskEnv::new();
     env.add_project(&[]);
     tell_server_home(&env);
-    load_plugin(&env.tmux);
+    let _plugin = load_plugin(&env.tmux);
     let t = create(&env, &["pick/me", "pick", "--harness", "fake-wait"]);
     env.wait_session(&id(&t), "live");
     let sid = task_session(&env, &t);
@@ -848,7 +892,7 @@ fn next_key_goes_to_the_tasks_waiting_for_you_in_turn() {
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "3"]);
     tell_server_home(&env);
-    load_plugin(&env.tmux);
+    let _plugin = load_plugin(&env.tmux);
     if !plugin_cmd_wired() {
         return;
     }
@@ -888,6 +932,9 @@ impl Drop for DemoServer {
         let path = tmux(&["display", "-p", "#{socket_path}"])
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
             .unwrap_or_default();
+        for e in EVENTS {
+            let _ = tmux(&["set-hook", "-gu", e]);
+        }
         let _ = tmux(&["kill-server"]);
         if !path.is_empty() {
             let _ = std::fs::remove_file(path);
@@ -1058,4 +1105,76 @@ fn demo_refuses_a_directory_that_is_not_empty() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["error"]["code"], "invalid_argument", "{v}");
     assert!(tmp.path().join("precious").exists());
+}
+
+#[test]
+fn the_monitor_starts_once_per_server_and_new_sessions_can_open_with_the_sidebar() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    tell_server_home(&env);
+    env.tmux.ok(&["set", "-g", "@orange-monitor", "on"]);
+    env.tmux.ok(&["set", "-g", "@orange-sidebar-auto", "on"]);
+    let _loaded = load_plugin(&env.tmux);
+    let _again = load_plugin(&env.tmux);
+    let run = env.home.join("run");
+    common::wait_for("the monitor's pid file", 10, || {
+        std::fs::read_dir(&run)
+            .map(|d| {
+                d.flatten().any(|e| {
+                    e.file_name().to_string_lossy().starts_with("monitor-")
+                        && e.file_name().to_string_lossy().ends_with(".pid")
+                })
+            })
+            .unwrap_or(false)
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let monitors = String::from_utf8(
+        std::process::Command::new("pgrep")
+            .args(["-f", &format!("{} monitor", bin().display())])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let pids: Vec<&str> = monitors.lines().collect();
+    let mine: Vec<&&str> = pids
+        .iter()
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/environ"))
+                .map(|e| String::from_utf8_lossy(&e).contains(env.home.to_str().unwrap()))
+                .unwrap_or(false)
+        })
+        .collect();
+    assert_eq!(mine.len(), 1, "one monitor for this server: {pids:?}");
+    // @orange-sidebar-auto: a new task session opens with the sidebar beside the agent.
+    let t = create(
+        &env,
+        &["auto/sb", "with a sidebar", "--harness", "fake-wait"],
+    );
+    let sess = t["tmux_session_id"].as_str().unwrap();
+    let panes = env.tmux.ok(&[
+        "list-panes",
+        "-t",
+        sess,
+        "-F",
+        "#{pane_id} #{@orange_sidebar} #{pane_active}",
+    ]);
+    assert_eq!(panes.lines().count(), 2, "{panes}");
+    assert!(
+        panes
+            .lines()
+            .any(|l| l.split_whitespace().nth(1) == Some("1")),
+        "{panes}"
+    );
+    let agent = t["tmux_pane_id"].as_str().unwrap();
+    assert!(
+        panes
+            .lines()
+            .any(|l| l.starts_with(agent) && l.ends_with(" 1")),
+        "focus stays on the agent: {panes}"
+    );
+    // Stop the monitor before the temp dir goes.
+    for p in mine {
+        let _ = std::process::Command::new("kill").arg(p).status();
+    }
 }

@@ -69,6 +69,9 @@ pub enum Command {
     Hook(hook::HookArgs),
     /// A sandbox repository, tasks and the plugin, for a first look
     Demo(demo::DemoArgs),
+    /// What the tmux plugin's keys run
+    #[command(subcommand, hide = true)]
+    Plugin(crate::plugin::PluginCmd),
 }
 
 /// What every command gets: where state lives, the project override, the cwd.
@@ -106,6 +109,7 @@ pub fn dispatch(ctx: &Ctx, cmd: Command) -> Result<Out> {
         Command::Restore(a) => monitor::restore(ctx, a),
         Command::Hook(a) => hook::run(ctx, a),
         Command::Demo(a) => demo::run(ctx, a),
+        Command::Plugin(c) => crate::plugin::run(&ctx.home, c),
     }
 }
 

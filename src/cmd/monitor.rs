@@ -57,6 +57,13 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
     };
     let mut idle_servers = 0;
     loop {
+        // Its data root is gone (a removed sandbox): nothing to watch, nothing to write.
+        if !ctx.home.root.exists() {
+            return Ok(Out::new(
+                json!({"running": false, "reason": "ORANGE_HOME is gone"}),
+                "",
+            ));
+        }
         let mut m = Monitor::new(&ctx.home, tmux.clone())?;
         if let Err(e) = m.pass() {
             crate::store::log(

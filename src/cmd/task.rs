@@ -152,6 +152,10 @@ fn confirm(question: &str, yes: bool) -> Result<()> {
 }
 
 pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
+    let starts = matches!(
+        cmd,
+        TaskCmd::Create(_) | TaskCmd::Spawn { .. } | TaskCmd::Respawn { .. }
+    );
     let mutating = !matches!(
         cmd,
         TaskCmd::List { .. }
@@ -162,9 +166,29 @@ pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
     );
     let out = run_command(ctx, cmd)?;
     if mutating {
-        Tasks::new(&ctx.home).changed();
+        let tasks = Tasks::new(&ctx.home);
+        tasks.changed();
+        auto_sidebar(&tasks, &out.json, starts);
     }
     Ok(out)
+}
+
+/// `@orange-sidebar-auto on`: a session that just started (this task's, or the queued
+/// task a merge or cancel started) opens with the sidebar. Best effort: the plugin side
+/// must never fail a task command.
+fn auto_sidebar(tasks: &Tasks, out: &serde_json::Value, starts: bool) {
+    let mut sessions: Vec<String> = vec![];
+    if starts {
+        sessions.extend(out["tmux_session_id"].as_str().map(str::to_string));
+    }
+    if let Some(id) = out["next"]["spawned"].as_str() {
+        if let Ok(t) = tasks.get(id, None) {
+            sessions.extend(t.tmux_session_id);
+        }
+    }
+    for s in sessions {
+        let _ = crate::plugin::auto_sidebar(tasks.home, &tasks.tmux, &s);
+    }
 }
 
 fn run_command(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
