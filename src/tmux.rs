@@ -1095,95 +1095,6 @@ fn validate_session_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn session_names_are_sanitized() {
-        assert_eq!(session_name("my.app", "fix:1"), "my_app/fix_1");
-        assert_eq!(session_name("p", "feat/x-1_2"), "p/feat/x-1_2");
-        assert_eq!(session_name("p", "a b;c$é"), "p/a_b_c__");
-    }
-
-    #[test]
-    fn targets_are_exact() {
-        assert_eq!(session_target("p/feat"), "=p/feat");
-        assert_eq!(session_target("$3"), "$3");
-        assert_eq!(pane_target("p/feat"), "=p/feat:");
-        assert_eq!(pane_target("$3"), "$3:");
-        assert_eq!(pane_target("%7"), "%7");
-        assert_eq!(pane_target("@2"), "@2");
-    }
-
-    #[test]
-    fn trailing_semicolons_are_escaped() {
-        for (input, want) in [
-            ("a;", "a\\;"),
-            ("a\\;", "a\\\\;"),
-            (";", "\\;"),
-            ("a;b", "a;b"),
-        ] {
-            let mut c = Cow::Borrowed(input);
-            escape_trailing_semicolon(&mut c);
-            assert_eq!(c, want);
-        }
-    }
-
-    #[test]
-    fn shell_quoting() {
-        assert_eq!(shell_quote("plain-word_1.txt"), "plain-word_1.txt");
-        assert_eq!(shell_quote(""), "''");
-        assert_eq!(shell_quote("it's"), "'it'\\''s'");
-        assert_eq!(shell_quote("a;"), "'a;'");
-        assert_eq!(shell_join(&["a b", "c"]), "'a b' c");
-    }
-
-    #[test]
-    fn server_from_env_values() {
-        assert_eq!(
-            Tmux::server_from(Some("orange"), Some("/tmp/x,1,0")),
-            Server::Name("orange".into())
-        );
-        assert_eq!(
-            Tmux::server_from(Some("/run/orange.sock"), None),
-            Server::Path("/run/orange.sock".into())
-        );
-        assert_eq!(
-            Tmux::server_from(None, Some("/tmp/tmux-0/default,123,0")),
-            Server::Path("/tmp/tmux-0/default".into())
-        );
-        assert_eq!(
-            Tmux::server_from(Some(""), Some("/tmp/tmux-0/default,123,0")),
-            Server::Path("/tmp/tmux-0/default".into())
-        );
-        assert_eq!(Tmux::server_from(None, None), Server::Default);
-        assert_eq!(Tmux::server_from(None, Some("")), Server::Default);
-    }
-
-    #[test]
-    fn dead_without_status_is_not_an_exit_yet() {
-        assert_eq!(pane_exit_from(false, None, None), None);
-        assert_eq!(pane_exit_from(true, None, None), None);
-        assert_eq!(
-            pane_exit_from(true, Some(3), None),
-            Some(PaneExit::Status(3))
-        );
-        assert_eq!(
-            pane_exit_from(true, None, Some(9)),
-            Some(PaneExit::Signal(9))
-        );
-    }
-
-    #[test]
-    fn records_split_on_separators() {
-        let out = format!("a{FS}b{RS}\nc{FS}d\ne{RS}\n");
-        let rows = records(&out, 2).unwrap();
-        assert_eq!(rows, vec![vec!["a", "b"], vec!["c", "d\ne"]]);
-        assert!(records(&format!("a{RS}\n"), 2).is_err());
-    }
-}
-
 // Operations for the tmux plugin (keys, hooks, panes, menus). Add new ones inside this block.
 impl Tmux {
     // @@ plugin-additions @@
@@ -1496,5 +1407,94 @@ impl Tmux {
             .open(tty)
             .and_then(|mut f| std::io::Write::write_all(&mut f, b"\x07"))
             .map_err(|e| OrangeError::io(format!("ringing the bell on {tty}"), e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_names_are_sanitized() {
+        assert_eq!(session_name("my.app", "fix:1"), "my_app/fix_1");
+        assert_eq!(session_name("p", "feat/x-1_2"), "p/feat/x-1_2");
+        assert_eq!(session_name("p", "a b;c$é"), "p/a_b_c__");
+    }
+
+    #[test]
+    fn targets_are_exact() {
+        assert_eq!(session_target("p/feat"), "=p/feat");
+        assert_eq!(session_target("$3"), "$3");
+        assert_eq!(pane_target("p/feat"), "=p/feat:");
+        assert_eq!(pane_target("$3"), "$3:");
+        assert_eq!(pane_target("%7"), "%7");
+        assert_eq!(pane_target("@2"), "@2");
+    }
+
+    #[test]
+    fn trailing_semicolons_are_escaped() {
+        for (input, want) in [
+            ("a;", "a\\;"),
+            ("a\\;", "a\\\\;"),
+            (";", "\\;"),
+            ("a;b", "a;b"),
+        ] {
+            let mut c = Cow::Borrowed(input);
+            escape_trailing_semicolon(&mut c);
+            assert_eq!(c, want);
+        }
+    }
+
+    #[test]
+    fn shell_quoting() {
+        assert_eq!(shell_quote("plain-word_1.txt"), "plain-word_1.txt");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote("a;"), "'a;'");
+        assert_eq!(shell_join(&["a b", "c"]), "'a b' c");
+    }
+
+    #[test]
+    fn server_from_env_values() {
+        assert_eq!(
+            Tmux::server_from(Some("orange"), Some("/tmp/x,1,0")),
+            Server::Name("orange".into())
+        );
+        assert_eq!(
+            Tmux::server_from(Some("/run/orange.sock"), None),
+            Server::Path("/run/orange.sock".into())
+        );
+        assert_eq!(
+            Tmux::server_from(None, Some("/tmp/tmux-0/default,123,0")),
+            Server::Path("/tmp/tmux-0/default".into())
+        );
+        assert_eq!(
+            Tmux::server_from(Some(""), Some("/tmp/tmux-0/default,123,0")),
+            Server::Path("/tmp/tmux-0/default".into())
+        );
+        assert_eq!(Tmux::server_from(None, None), Server::Default);
+        assert_eq!(Tmux::server_from(None, Some("")), Server::Default);
+    }
+
+    #[test]
+    fn dead_without_status_is_not_an_exit_yet() {
+        assert_eq!(pane_exit_from(false, None, None), None);
+        assert_eq!(pane_exit_from(true, None, None), None);
+        assert_eq!(
+            pane_exit_from(true, Some(3), None),
+            Some(PaneExit::Status(3))
+        );
+        assert_eq!(
+            pane_exit_from(true, None, Some(9)),
+            Some(PaneExit::Signal(9))
+        );
+    }
+
+    #[test]
+    fn records_split_on_separators() {
+        let out = format!("a{FS}b{RS}\nc{FS}d\ne{RS}\n");
+        let rows = records(&out, 2).unwrap();
+        assert_eq!(rows, vec![vec!["a", "b"], vec!["c", "d\ne"]]);
+        assert!(records(&format!("a{RS}\n"), 2).is_err());
     }
 }

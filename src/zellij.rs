@@ -40,9 +40,10 @@ impl Zellij {
         if self.is_available() {
             Ok(())
         } else {
-            Err(OrangeError::BackendNotFound(format!(
+            Err(OrangeError::BackendNotFound(
                 "zellij is not installed (not on PATH); install it (e.g. `cargo install --locked zellij`) or use --mux tmux"
-            )))
+                    .to_string(),
+            ))
         }
     }
 

@@ -84,15 +84,14 @@ proptest! {
         for (i, content) in [bytes, text.into_bytes()].into_iter().enumerate() {
             let p = dir.path().join(format!("state-{i}.json"));
             std::fs::write(&p, &content).unwrap();
-            for r in [
+            let errors = [
                 store::read_json::<pool::PoolFile>(&p).err(),
                 store::read_json::<lane::Registry>(&p).err(),
                 store::read_json::<orange::project::Registry>(&p).err(),
-            ] {
-                if let Some(e) = r {
-                    prop_assert_eq!(e.code(), "state_corrupt");
-                    prop_assert!(e.to_string().contains(p.to_str().unwrap()));
-                }
+            ];
+            for e in errors.into_iter().flatten() {
+                prop_assert_eq!(e.code(), "state_corrupt");
+                prop_assert!(e.to_string().contains(p.to_str().unwrap()));
             }
         }
     }
