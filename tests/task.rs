@@ -836,3 +836,57 @@ fn each_workspace_gets_a_stable_port_from_its_slot_and_the_project_base() {
     assert_eq!(c["workspace"], "app--1");
     assert_eq!(port(&c), "8001");
 }
+
+#[test]
+fn list_all_groups_tasks_by_project() {
+    let env = TaskEnv::new();
+    let (web, _) = common::make_repo(&env.root(), "web");
+    env.add_project(&[]);
+    env.ok(&["project", "add", web.to_str().unwrap()]);
+    let a1 = create(
+        &env,
+        &["a/1", "one", "--harness", "fake-wait", "--no-spawn"],
+    );
+    let (ok, w1) = env.json_in(
+        &web,
+        &[
+            "task",
+            "create",
+            "w/1",
+            "web one",
+            "--harness",
+            "fake-wait",
+            "--no-spawn",
+        ],
+    );
+    assert!(ok, "{w1}");
+    let a2 = create(
+        &env,
+        &["a/2", "two", "--harness", "fake-wait", "--no-spawn"],
+    );
+    let all = env.ok(&["task", "list", "--all"]);
+    let order: Vec<(&str, &str)> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["project"].as_str().unwrap(), t["id"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("app", a1["id"].as_str().unwrap()),
+            ("app", a2["id"].as_str().unwrap()),
+            ("web", w1["id"].as_str().unwrap())
+        ]
+    );
+    let out = env
+        .cmd_in(&env.repo, &["task", "list", "--all"])
+        .env("ORANGE_TMUX_SOCKET", &env.tmux.socket)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines().next().unwrap().starts_with("PROJECT"),
+        "{text}"
+    );
+}

@@ -243,7 +243,16 @@ fn run_command(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
         TaskCmd::List { status, all } => {
             let status = status.as_deref().map(Status::parse).transpose()?;
             let project = if all { None } else { Some(ctx.project()?.name) };
-            let list = tasks.list(project.as_deref(), status)?;
+            let mut list = tasks.list(project.as_deref(), status)?;
+            if all {
+                // Many projects in one view: grouped by project, oldest first in each.
+                list.sort_by(|a, b| {
+                    a.task
+                        .project
+                        .cmp(&b.task.project)
+                        .then(a.task.created_at.cmp(&b.task.created_at))
+                });
+            }
             let text = if list.is_empty() {
                 "no tasks\n".to_string()
             } else {
