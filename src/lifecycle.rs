@@ -751,25 +751,33 @@ impl<'a> Tasks<'a> {
                 );
             }
             self.finish(&mut task, &project)?;
-            let from = task.status;
-            task.status = Status::Done;
-            task.updated_at = store::now_rfc3339();
             if let gh::Pr::Found { .. } = &pr {
                 task.pr = serde_json::to_value(&pr).ok();
             }
-            self.store.save(&task)?;
             let info = json!({"via": via, "commit": commit, "pr": pr});
-            self.store
-                .append_history(&task, "task.merged", info.clone())?;
-            self.store.append_history(
-                &task,
-                "status.changed",
-                json!({"from": from, "to": task.status}),
-            )?;
+            self.end(&mut task, Status::Done, "task.merged", info.clone())?;
             (task, info)
         };
         let next = self.spawn_next(&project.name);
         Ok((task, info, next))
+    }
+
+    /// The last status change of a task (done or cancelled): saved, with its event and
+    /// the status change in history.
+    fn end(
+        &mut self,
+        task: &mut Task,
+        to: Status,
+        event: &str,
+        info: serde_json::Value,
+    ) -> Result<()> {
+        let from = task.status;
+        task.status = to;
+        task.updated_at = store::now_rfc3339();
+        self.store.save(task)?;
+        self.store.append_history(task, event, info)?;
+        self.store
+            .append_history(task, "status.changed", json!({"from": from, "to": to}))
     }
 
     /// Kill the session and return the workspace (kept bound, with a note, when it holds
@@ -811,20 +819,8 @@ impl<'a> Tasks<'a> {
                 )));
             }
             let note = self.finish(&mut task, &project)?;
-            let from = task.status;
-            task.status = Status::Cancelled;
-            task.updated_at = store::now_rfc3339();
-            self.store.save(&task)?;
-            self.store.append_history(
-                &task,
-                "task.cancelled",
-                json!({"workspace_kept": note.is_some()}),
-            )?;
-            self.store.append_history(
-                &task,
-                "status.changed",
-                json!({"from": from, "to": task.status}),
-            )?;
+            let info = json!({"workspace_kept": note.is_some()});
+            self.end(&mut task, Status::Cancelled, "task.cancelled", info)?;
             (task, note)
         };
         let next = self.spawn_next(&project.name);
