@@ -49,7 +49,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -1106,38 +1106,10 @@ pub fn poke(home: &Home) {
     }
 }
 
-/// Past this size `orange.log` is moved to `orange.log.1` (one generation kept).
-const LOG_ROTATE_BYTES: u64 = 1 << 20;
-
 /// Append one JSON line to `$ORANGE_HOME/orange.log`: `ts`, `level`, `pid`, `msg`, and the
 /// fields of `extra` (an object). Never fails: logging is best effort.
 pub fn log(home: &Home, level: &str, msg: &str, extra: serde_json::Value) {
-    let mut line = serde_json::json!({
-        "ts": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        "level": level,
-        "pid": std::process::id(),
-        "msg": msg,
-    });
-    if let (Some(obj), serde_json::Value::Object(more)) = (line.as_object_mut(), extra) {
-        for (k, v) in more {
-            obj.entry(k).or_insert(v);
-        }
-    }
-    let mut text = line.to_string();
-    text.push('\n');
-    let path = home.root.join("orange.log");
-    if std::fs::metadata(&path).is_ok_and(|m| m.len() > LOG_ROTATE_BYTES) {
-        let _ = std::fs::rename(&path, home.root.join("orange.log.1"));
-    }
-    let _ = std::fs::create_dir_all(&home.root);
-    if let Ok(mut f) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-    {
-        // One write of a whole line in append mode: concurrent writers never interleave.
-        let _ = f.write_all(text.as_bytes());
-    }
+    crate::store::log(home, level, msg, extra)
 }
 
 #[cfg(test)]

@@ -221,18 +221,22 @@ pub fn now_precise() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
-/// Append one structured line to `orange.log` (best effort: logging never fails a command).
-pub fn log(home: &Home, event: &str, data: &serde_json::Value) {
-    let line = serde_json::json!({"ts": now_precise(), "pid": std::process::id(), "event": event, "data": data});
+/// Append one structured line to `orange.log` (JSON lines, rotated at 5 MiB, one previous
+/// file kept). Best effort: logging never fails a command.
+pub fn log(home: &Home, level: &str, msg: &str, extra: serde_json::Value) {
+    let mut line = serde_json::json!({"ts": now_precise(), "level": level, "pid": std::process::id(), "msg": msg});
+    if let (Some(obj), serde_json::Value::Object(more)) = (line.as_object_mut(), extra) {
+        for (k, v) in more {
+            obj.entry(k).or_insert(v);
+        }
+    }
     let path = home.root.join("orange.log");
-    // Rotate at 5 MiB: keep one previous file.
-    if std::fs::metadata(&path)
-        .map(|m| m.len() > 5 * 1024 * 1024)
-        .unwrap_or(false)
-    {
+    if std::fs::metadata(&path).is_ok_and(|m| m.len() > 5 * 1024 * 1024) {
         let _ = std::fs::rename(&path, home.root.join("orange.log.1"));
     }
+    let _ = std::fs::create_dir_all(&home.root);
     if let Ok(mut f) = OpenOptions::new().create(true).append(true).open(&path) {
+        // One write of a whole line in append mode: concurrent writers never interleave.
         let _ = f.write_all(format!("{line}\n").as_bytes());
     }
 }

@@ -68,8 +68,9 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
         if let Err(e) = m.pass() {
             crate::store::log(
                 &ctx.home,
-                "monitor.pass",
-                &json!({"error": e.to_string(), "code": e.code()}),
+                "error",
+                "monitor pass failed",
+                json!({"error": e.to_string(), "code": e.code()}),
             );
         }
         publish(&ctx.home, &tmux);
