@@ -111,6 +111,19 @@ fn exits_without_an_outcome_are_crashes_and_two_make_the_task_stuck() {
         "{t}"
     );
     assert_eq!(history_events(&env, &id, "agent.crashed").len(), 1);
+    // People see it in the task list.
+    let out = env
+        .cmd_in(&env.repo, &["task", "list"])
+        .env("ORANGE_TMUX_SOCKET", &env.tmux.socket)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().next().unwrap().contains("AGENT"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with(&id) && l.contains("needs you")),
+        "{text}"
+    );
     // The same death is not counted twice.
     pass(&env);
     assert_eq!(env.task(&id)["crash_count"], 1);

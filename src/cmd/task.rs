@@ -263,6 +263,13 @@ fn run_command(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
                             v.task.id.clone(),
                             status_word(v.task.status.as_str()),
                             format!("{} {}", v.session.icon(), v.session.state),
+                            match (v.agent.state, &v.agent.escalated) {
+                                (_, Some(_)) => "needs you".to_string(),
+                                (Some(st), _) if v.task.status.is_active() => {
+                                    st.as_str().to_string()
+                                }
+                                _ => "-".to_string(),
+                            },
                             v.task.branch.clone(),
                             v.task.harness.clone(),
                             first_line(&v.task.summary, 48),
@@ -276,13 +283,16 @@ fn run_command(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
                 if all {
                     table(
                         &[
-                            "PROJECT", "ID", "STATUS", "SESSION", "BRANCH", "HARNESS", "SUMMARY",
+                            "PROJECT", "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS",
+                            "SUMMARY",
                         ],
                         &rows,
                     )
                 } else {
                     table(
-                        &["ID", "STATUS", "SESSION", "BRANCH", "HARNESS", "SUMMARY"],
+                        &[
+                            "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "SUMMARY",
+                        ],
                         &rows,
                     )
                 }
