@@ -49,7 +49,7 @@ task_ids() { o task list --all --json | python3 -c 'import json,sys; print("\n".
 
 declare -i ops=0 kills_agent=0 kills_orange=0 creates=0 merges=0 cancels=0 planted=0 passes=0
 end=$((SECONDS + seconds))
-n=0
+declare -i n=0
 while ((SECONDS < end)); do
     n+=1
     p=$(pick "${projects[@]}")
