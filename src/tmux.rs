@@ -601,6 +601,19 @@ impl Tmux {
         })
     }
 
+    /// Run a command about one target: `Ok(true)` when it worked, `Ok(false)` when the
+    /// target (or the server) does not exist, an error otherwise.
+    fn exec_found(&self, cmds: Vec<TmuxCommand<'_>>) -> Result<bool> {
+        let ran = self.exec(cmds)?;
+        if ran.success {
+            Ok(true)
+        } else if ran.missing() {
+            Ok(false)
+        } else {
+            Err(ran.error())
+        }
+    }
+
     /// Run and require success; the error carries tmux's stderr.
     fn run(&self, cmds: Vec<TmuxCommand<'_>>) -> Result<String> {
         self.exec(cmds)?.ok()
@@ -669,30 +682,16 @@ impl Tmux {
 
     /// Kill a session (exact name or id). `Ok(false)` when there was no such session.
     pub fn kill_session(&self, target: &str) -> Result<bool> {
-        let ran = self.exec(vec![ti::KillSession::new()
+        self.exec_found(vec![ti::KillSession::new()
             .target_session(session_target(target))
-            .build()])?;
-        if ran.success {
-            Ok(true)
-        } else if ran.missing() {
-            Ok(false)
-        } else {
-            Err(ran.error())
-        }
+            .build()])
     }
 
     /// Does this exact session (name or id) exist? `false` also when no server runs.
     pub fn has_session(&self, target: &str) -> Result<bool> {
-        let ran = self.exec(vec![ti::HasSession::new()
+        self.exec_found(vec![ti::HasSession::new()
             .target_session(session_target(target))
-            .build()])?;
-        if ran.success {
-            Ok(true)
-        } else if ran.missing() {
-            Ok(false)
-        } else {
-            Err(ran.error())
-        }
+            .build()])
     }
 
     /// Ids of a session and of its active pane (or of the session holding a pane/window
@@ -1179,16 +1178,9 @@ impl Tmux {
     /// Kill one pane (an id, or the active pane of a session's current window). `Ok(false)`
     /// when it did not exist.
     pub fn kill_pane(&self, target: &str) -> Result<bool> {
-        let ran = self.exec(vec![ti::KillPane::new()
+        self.exec_found(vec![ti::KillPane::new()
             .target_pane(pane_target(target))
-            .build()])?;
-        if ran.success {
-            Ok(true)
-        } else if ran.missing() {
-            Ok(false)
-        } else {
-            Err(ran.error())
-        }
+            .build()])
     }
 
     /// Make the pane the active one of its window.
