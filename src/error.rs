@@ -36,8 +36,6 @@ pub enum OrangeError {
     StateCorrupt { path: PathBuf, detail: String },
     #[error("timed out after {waited} waiting for lock {}", path.display())]
     LockTimeout { path: PathBuf, waited: String },
-    #[error("`orange {0}` is not implemented yet")]
-    NotImplemented(String),
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -63,7 +61,6 @@ impl OrangeError {
             OrangeError::BackendCommandFailed(_) => "backend_command_failed",
             OrangeError::StateCorrupt { .. } => "state_corrupt",
             OrangeError::LockTimeout { .. } => "lock_timeout",
-            OrangeError::NotImplemented(_) => "not_implemented",
             OrangeError::Io { .. } => "io_error",
         }
     }
