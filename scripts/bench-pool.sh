@@ -61,28 +61,9 @@ bench_start=${SECONDS}
 
 bench_build_orange "$root"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/orange-bench-pool.XXXXXX")
-cleanup() {
-    local rc=$?
-    cd / || true
-    if [[ "${BENCH_KEEP:-0}" == 1 ]]; then
-        bench_log "kept $tmp"
-    elif [[ -n "${tmp:-}" && -d "$tmp" ]]; then
-        rm -rf -- "$tmp"
-    fi
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-bench_git_env "$tmp/git"
-export ORANGE_HOME="$tmp/orange-home"
-# Keep orange away from any tmux server of the user (the pool does not need one).
-export ORANGE_TMUX_SOCKET="$tmp/tmux.sock"
-BENCH_STDOUT="$tmp/cmd.out"
-BENCH_STDERR="$tmp/cmd.err"
-bench_init_samples "$tmp/samples"
+# A private tmux socket that no server ever uses: orange stays away from the user's tmux
+# (the pool does not need one).
+bench_workspace bench-pool private
 
 bench_log "creating a repository of $nfiles files in $ndirs directories"
 repo=$(bench_make_repo "$tmp" "$nfiles" "$ndirs")

@@ -74,31 +74,9 @@ bench_start=${SECONDS}
 
 bench_build_orange "$root"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/orange-bench-sidebar.XXXXXX")
-export ORANGE_TMUX_SOCKET="$tmp/tmux.sock"
-cleanup() {
-    local rc=$?
-    cd / || true
-    tmux -S "$ORANGE_TMUX_SOCKET" kill-server 2>/dev/null || true
-    rm -f -- "$ORANGE_TMUX_SOCKET"
-    if [[ "${BENCH_KEEP:-0}" == 1 ]]; then
-        bench_log "kept $tmp"
-    elif [[ -n "${tmp:-}" && -d "$tmp" ]]; then
-        rm -rf -- "$tmp"
-    fi
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-bench_git_env "$tmp/git"
-export ORANGE_HOME="$tmp/orange-home"
+bench_workspace bench-sidebar private
 # orange must not find the user's tmux server or the pane the script runs in.
-unset TMUX TMUX_PANE ORANGE_TASK_ID COLUMNS
-BENCH_STDOUT="$tmp/cmd.out"
-BENCH_STDERR="$tmp/cmd.err"
-bench_init_samples "$tmp/samples"
+unset ORANGE_TASK_ID COLUMNS
 
 bench_log "creating a repository of $nfiles files in $ndirs directories"
 repo=$(bench_make_repo "$tmp" "$nfiles" "$ndirs")

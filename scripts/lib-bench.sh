@@ -348,11 +348,13 @@ bench_machine_line() {
 # ---------------------------------------------------------------------------------------
 
 # bench_workspace NAME [TMUX_SOCKET]: tmp := a fresh temp dir, removed at exit with the
-# tmux server on TMUX_SOCKET (BENCH_KEEP=1 keeps the dir); git ignores the user's config,
-# ORANGE_HOME (and ORANGE_TMUX_SOCKET) point inside it, samples and command output too.
+# tmux server on TMUX_SOCKET (a -L name, or `private` for a -S socket inside the dir;
+# BENCH_KEEP=1 keeps the dir); git ignores the user's config, ORANGE_HOME (and
+# ORANGE_TMUX_SOCKET) point inside it, samples and command output too.
 bench_workspace() {
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/orange-$1.XXXXXX")
     BENCH_SOCK=${2:-}
+    [[ $BENCH_SOCK == private ]] && BENCH_SOCK="$tmp/tmux.sock"
     trap _bench_cleanup EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
@@ -368,7 +370,11 @@ bench_workspace() {
 
 _bench_cleanup() {
     local rc=$?
-    if [[ -n ${BENCH_SOCK:-} ]]; then tmux -L "$BENCH_SOCK" kill-server 2>/dev/null || true; fi
+    case ${BENCH_SOCK:-} in
+    "") ;;
+    /*) tmux -S "$BENCH_SOCK" kill-server 2>/dev/null || true; rm -f -- "$BENCH_SOCK" ;;
+    *) tmux -L "$BENCH_SOCK" kill-server 2>/dev/null || true ;;
+    esac
     cd / || true
     if [[ "${BENCH_KEEP:-0}${SOAK_KEEP:-0}" != 00 ]]; then
         bench_log "kept $tmp"
