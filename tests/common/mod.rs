@@ -155,13 +155,7 @@ impl Env {
 
     /// Run with `--json`, require failure with `code`, return the message.
     pub fn err(&self, args: &[&str], code: &str) -> String {
-        let (ok, v) = self.json(args);
-        assert!(
-            !ok,
-            "orange {args:?} succeeded but {code} was expected: {v}"
-        );
-        assert_eq!(v["error"]["code"], code, "orange {args:?}: {v}");
-        v["error"]["message"].as_str().unwrap().to_string()
+        expect_error(args, self.json(args), code)
     }
 
     pub fn add_project(&self, extra: &[&str]) -> Value {
@@ -186,6 +180,16 @@ impl Env {
             .map(|l| serde_json::from_str(l).expect("audit line is JSON"))
             .collect()
     }
+}
+
+/// Require a failed command with `code`; its message.
+pub fn expect_error(args: &[&str], (ok, v): (bool, Value), code: &str) -> String {
+    assert!(
+        !ok,
+        "orange {args:?} succeeded but {code} was expected: {v}"
+    );
+    assert_eq!(v["error"]["code"], code, "orange {args:?}: {v}");
+    v["error"]["message"].as_str().unwrap().to_string()
 }
 
 pub fn parse_json_output(args: &[&str], out: &Output) -> (bool, Value) {
@@ -396,13 +400,7 @@ impl TaskEnv {
     }
 
     pub fn err(&self, args: &[&str], code: &str) -> String {
-        let (ok, v) = self.json(args);
-        assert!(
-            !ok,
-            "orange {args:?} succeeded but {code} was expected: {v}"
-        );
-        assert_eq!(v["error"]["code"], code, "orange {args:?}: {v}");
-        v["error"]["message"].as_str().unwrap().to_string()
+        expect_error(args, self.json(args), code)
     }
 
     pub fn task(&self, id: &str) -> Value {
