@@ -838,6 +838,7 @@ impl<'a> Tasks<'a> {
             )));
         }
         self.store.remove(&task)?;
+        let _ = std::fs::remove_file(self.home.sidebar_cache(&task.project, &task.id));
         Ok(task)
     }
 

@@ -178,10 +178,7 @@ pub fn git_part(home: &Home, task: &Task) -> GitPart {
 
 /// Where a task's line counts are kept between frames (a cache: losing it costs time only).
 pub fn line_cache_path(home: &Home, task: &Task) -> PathBuf {
-    home.root
-        .join("run")
-        .join("sidebar")
-        .join(format!("{}--{}.json", task.project, task.id))
+    home.sidebar_cache(&task.project, &task.id)
 }
 
 /// Best effort and without fsync: a temp file renamed over the old one, so a reader never

@@ -61,6 +61,13 @@ impl Home {
     pub fn config_file(&self) -> PathBuf {
         self.root.join("config.toml")
     }
+    /// The sidebar's line-count cache of one task (derived data: safe to delete).
+    pub fn sidebar_cache(&self, project: &str, id: &str) -> PathBuf {
+        self.root
+            .join("run")
+            .join("sidebar")
+            .join(format!("{project}--{id}.json"))
+    }
 }
 
 pub fn ensure_dir(dir: &Path) -> Result<()> {

@@ -335,8 +335,13 @@ fn cancel_kills_the_session_and_returns_the_workspace_but_keeps_uncommitted_work
         &["c/z", "alive", "--harness", "fake-wait", "--no-spawn"],
     );
     env.err(&["task", "delete", &id(&t3), "--yes"], "invalid_transition");
+    // Deleting a task also drops the sidebar's derived line-count cache.
+    let cache = env.home.join(format!("run/sidebar/app--{tid}.json"));
+    std::fs::create_dir_all(cache.parent().unwrap()).unwrap();
+    std::fs::write(&cache, "{}").unwrap();
     env.ok(&["task", "delete", &tid, "--yes"]);
     env.err(&["task", "show", &tid], "task_not_found");
+    assert!(!cache.exists());
 }
 
 #[test]
