@@ -129,6 +129,22 @@ fn describe(v: &TaskView) -> String {
     )
 }
 
+/// The task `id`, once the user said yes to `<verb> task …?` (or passed --yes).
+fn confirmed(
+    tasks: &Tasks,
+    id: &str,
+    project: Option<&str>,
+    verb: &str,
+    yes: bool,
+) -> Result<crate::task::Task> {
+    let t = tasks.get(id, project)?;
+    confirm(
+        &format!("{verb} task {} ({}/{})?", t.id, t.project, t.branch),
+        yes,
+    )?;
+    Ok(t)
+}
+
 fn confirm(question: &str, yes: bool) -> Result<()> {
     if yes {
         return Ok(());
@@ -504,11 +520,7 @@ fn run_command(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
             Ok(Out { json: v, text })
         }
         TaskCmd::Cancel { id, yes } => {
-            let t = tasks.get(&id, project_filter.as_deref())?;
-            confirm(
-                &format!("Cancel task {} ({}/{})?", t.id, t.project, t.branch),
-                yes,
-            )?;
+            let t = confirmed(&tasks, &id, project_filter.as_deref(), "Cancel", yes)?;
             let (t, note, next) = audited(ctx, "task.cancel", json!({"id": id}), || {
                 tasks.cancel(&t.id, Some(&t.project))
             })?;
@@ -526,11 +538,7 @@ fn run_command(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
             Ok(Out { json: v, text })
         }
         TaskCmd::Delete { id, yes } => {
-            let t = tasks.get(&id, project_filter.as_deref())?;
-            confirm(
-                &format!("Delete task {} ({}/{})?", t.id, t.project, t.branch),
-                yes,
-            )?;
+            let t = confirmed(&tasks, &id, project_filter.as_deref(), "Delete", yes)?;
             let t = audited(ctx, "task.delete", json!({"id": id}), || {
                 tasks.delete(&t.id, Some(&t.project))
             })?;
