@@ -13,14 +13,7 @@ root=$(cd "$script_dir/.." && pwd)
 # shellcheck source=scripts/lib-bench.sh
 . "$script_dir/lib-bench.sh"
 
-json=0
-for arg in "$@"; do
-    case $arg in
-    --json) json=1 ;;
-    -h | --help) sed -n '2,9p' "$0"; exit 0 ;;
-    *) bench_die "unknown argument: $arg" ;;
-    esac
-done
+bench_args "$@"
 ntasks=${BENCH_TASKS:-50}
 iters=${BENCH_ITERS:-15}
 command -v strace >/dev/null || bench_die "strace is needed to count processes (apt-get install strace)"

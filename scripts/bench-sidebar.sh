@@ -41,19 +41,7 @@ root=$(cd "$script_dir/.." && pwd)
 # shellcheck source=scripts/lib-bench.sh
 . "$script_dir/lib-bench.sh"
 
-json=0
-breakdown=0
-for arg in "$@"; do
-    case $arg in
-    --json) json=1 ;;
-    --breakdown) breakdown=1 ;;
-    -h | --help)
-        sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
-        exit 0
-        ;;
-    *) bench_die "unknown argument: $arg (try --help)" ;;
-    esac
-done
+bench_args "$@"
 
 iters=${BENCH_ITERS:-20}
 warmup=${BENCH_WARMUP:-3}

@@ -21,17 +21,7 @@ root=$(cd "$script_dir/.." && pwd)
 # shellcheck source=scripts/lib-bench.sh
 . "$script_dir/lib-bench.sh"
 
-json=0
-for arg in "$@"; do
-    case $arg in
-    --json) json=1 ;;
-    -h | --help)
-        sed -n '2,17p' "$0"
-        exit 0
-        ;;
-    *) bench_die "unknown argument: $arg" ;;
-    esac
-done
+bench_args "$@"
 iters=${BENCH_ITERS:-200}
 warmup=${BENCH_WARMUP:-10}
 bench_start=${SECONDS}

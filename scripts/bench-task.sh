@@ -18,14 +18,7 @@ root=$(cd "$script_dir/.." && pwd)
 # shellcheck source=scripts/lib-bench.sh
 . "$script_dir/lib-bench.sh"
 
-json=0
-for arg in "$@"; do
-    case $arg in
-    --json) json=1 ;;
-    -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
-    *) bench_die "unknown argument: $arg" ;;
-    esac
-done
+bench_args "$@"
 iters=${BENCH_ITERS:-10}
 warmup=${BENCH_WARMUP:-2}
 nfiles=${BENCH_FILES:-5000}

@@ -383,3 +383,27 @@ _bench_cleanup() {
     fi
     exit "$rc"
 }
+
+# ---------------------------------------------------------------------------------------
+# Arguments
+# ---------------------------------------------------------------------------------------
+
+# bench_args "$@": json := 1 with --json, breakdown := 1 with --breakdown (for scripts that
+# have it); --help prints the script's header comment (up to `set -euo`).
+# shellcheck disable=SC2034 # json and breakdown are the caller's
+bench_args() {
+    json=0
+    breakdown=0
+    local arg
+    for arg in "$@"; do
+        case $arg in
+        --json) json=1 ;;
+        --breakdown) breakdown=1 ;;
+        -h | --help)
+            sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+            exit 0
+            ;;
+        *) bench_die "unknown argument: $arg (try --help)" ;;
+        esac
+    done
+}
