@@ -56,7 +56,7 @@ pub fn quote(s: &str) -> String {
 /// Is `name` an executable on PATH?
 pub fn on_path(name: &str) -> bool {
     if name.contains('/') {
-        return std::path::Path::new(name).is_file();
+        return is_executable(Path::new(name));
     }
     std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).any(|d| is_executable(&d.join(name))))

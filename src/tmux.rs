@@ -448,13 +448,6 @@ fn escape_trailing_semicolon(arg: &mut Cow<'_, str>) {
     }
 }
 
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    p.metadata()
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
-
 static BUFFER_SEQ: AtomicU64 = AtomicU64::new(0);
 
 impl Default for Tmux {
@@ -525,13 +518,7 @@ impl Tmux {
 
     /// Is the tmux executable there (on `PATH`, or at the configured path)?
     pub fn is_available(&self) -> bool {
-        let bin = Path::new(&self.binary);
-        if bin.components().count() > 1 {
-            return is_executable(bin);
-        }
-        std::env::var_os("PATH")
-            .map(|paths| std::env::split_paths(&paths).any(|dir| is_executable(&dir.join(bin))))
-            .unwrap_or(false)
+        crate::shell::on_path(&self.binary.to_string_lossy())
     }
 
     /// `backend_not_found` unless tmux is installed: call before any mutation.
