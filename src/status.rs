@@ -984,17 +984,14 @@ fn option_changes(summary: &Summary, snap: &Snapshot) -> Vec<Change> {
 // Liveness: history events for agents that exited and sessions that closed
 // ---------------------------------------------------------------------------------------
 
-/// The pane [`SessionView::of`] looks at for a task (the first pane of its session).
+/// The task's agent pane, by the one rule [`SessionView::of`] uses (the stored pane id, so
+/// a sidebar split into the window never stands in for the agent).
 fn agent_pane<'a>(task: &Task, panes: &'a [PaneInfo]) -> Option<&'a PaneInfo> {
-    pane_of(
-        task.tmux_session_id.as_deref(),
-        task.tmux_session.as_deref(),
-        panes,
-    )
+    crate::lifecycle::agent_pane(task, panes)
 }
 
-/// The first pane of the session with this id (or, without an id, this name): the rule of
-/// [`SessionView::of`].
+/// The first pane of the session with this id (or, without an id, this name): where a
+/// session's option goes.
 fn pane_of<'a>(
     id: Option<&str>,
     name: Option<&str>,

@@ -615,3 +615,43 @@ fn the_socket_path_is_the_one_tmux_uses() {
     let theirs = env.tmux.ok(&["display-message", "-p", "#{socket_path}"]);
     assert_eq!(ours, PathBuf::from(theirs));
 }
+
+#[test]
+fn a_pane_split_in_front_of_the_agent_never_stands_in_for_it() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let t = create(&env, &["split/x", "split", "--harness", "fake-wait"]);
+    let tid = id(&t);
+    env.wait_session(&tid, "live");
+    let agent = t["tmux_pane_id"].as_str().unwrap();
+    // A pane split before the agent (as a left sidebar is): now the session's first pane.
+    env.tmux.ok(&[
+        "split-window",
+        "-d",
+        "-b",
+        "-h",
+        "-t",
+        agent,
+        "sleep",
+        "600",
+    ]);
+    let first = env.tmux.ok(&[
+        "list-panes",
+        "-t",
+        t["tmux_session_id"].as_str().unwrap(),
+        "-F",
+        "#{pane_id}",
+    ]);
+    assert_ne!(first.lines().next().unwrap(), agent, "{first}");
+    let pid = env.tmux.ok(&["display", "-p", "-t", agent, "#{pane_pid}"]);
+    std::process::Command::new("kill")
+        .args(["-9", &pid])
+        .status()
+        .unwrap();
+    wait_for("the agent to be seen dead", 10, || {
+        hook(&env, &["refresh"]);
+        item(&status_json(&env), &tid)["bucket"] == "dead"
+    });
+    assert_eq!(env.task(&tid)["session"]["state"], "dead");
+    assert_eq!(events(&history(&env, &tid), "agent.exited").len(), 1);
+}
