@@ -184,16 +184,8 @@ pub fn line_cache_path(home: &Home, task: &Task) -> PathBuf {
 /// Best effort and without fsync: a temp file renamed over the old one, so a reader never
 /// sees half a file.
 fn save_line_cache(path: &Path, cache: &LineCache) {
-    let Some(dir) = path.parent() else { return };
-    if std::fs::create_dir_all(dir).is_err() {
-        return;
-    }
-    let Ok(mut tmp) = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir) else {
-        return;
-    };
-    use std::io::Write;
-    if serde_json::to_writer(&mut tmp, cache).is_ok() && tmp.flush().is_ok() {
-        let _ = tmp.persist(path);
+    if let Ok(data) = serde_json::to_vec(cache) {
+        let _ = crate::store::write_cache(path, &data);
     }
 }
 

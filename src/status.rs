@@ -806,26 +806,10 @@ fn write_cache(home: &Home, tmux: &Tmux, snap: &Snapshot) {
             .collect(),
     };
     // A cache: no fsync, and any failure only means the next call asks tmux.
-    let _ = write_atomic(
+    let _ = crate::store::write_cache(
         &cache_path(home),
         &serde_json::to_vec(&cache).unwrap_or_default(),
     );
-}
-
-/// Temp file in the same directory, then rename (readers never see half a file).
-fn write_atomic(path: &Path, data: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("tmp"),
-        std::process::id()
-    ));
-    let result = std::fs::write(&tmp, data).and_then(|_| std::fs::rename(&tmp, path));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 fn read_cache(home: &Home) -> Option<Cache> {

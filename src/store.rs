@@ -109,6 +109,16 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     Ok(())
 }
 
+/// Replace a derived cache file (temp file in the same directory, rename; no fsync: a lost
+/// cache is only recomputed). Readers never see half a file. Best effort.
+pub fn write_cache(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+    tmp.write_all(data)?;
+    tmp.persist(path).map(|_| ()).map_err(|e| e.error)
+}
+
 /// How long a command waits for a state lock (`ORANGE_LOCK_TIMEOUT`, default 30s).
 pub fn lock_timeout() -> Duration {
     std::env::var("ORANGE_LOCK_TIMEOUT")
