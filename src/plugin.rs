@@ -110,7 +110,7 @@ pub fn mark_task_session(tmux: &Tmux, session: &str, task_id: &str) -> Result<()
 
 /// The task whose session is `session_id` (or, for records without an id, `session_name`):
 /// the [`SESSION_TASK`] option when it names a task, else a scan of the task store.
-fn task_of_session(
+pub fn task_of_session(
     home: &Home,
     tmux: &Tmux,
     session_id: &str,

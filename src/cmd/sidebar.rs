@@ -159,7 +159,7 @@ fn find_task(ctx: &Ctx, explicit: Option<&str>) -> Result<Task> {
         .map(|p| vec![Some(p), std::env::var(crate::plugin::ENV_AGENT_PANE).ok()])
         .unwrap_or_default();
     for pane in panes.into_iter().flatten() {
-        if let Some(t) = task_of_pane(&tasks.store, &pane_tmux(), &pane) {
+        if let Some(t) = task_of_pane(&ctx.home, &pane_tmux(), &pane) {
             return Ok(t);
         }
     }
@@ -170,23 +170,11 @@ fn find_task(ctx: &Ctx, explicit: Option<&str>) -> Result<Task> {
     })
 }
 
-fn task_of_pane(store: &TaskStore, tmux: &Tmux, pane: &str) -> Option<Task> {
+fn task_of_pane(home: &crate::store::Home, tmux: &Tmux, pane: &str) -> Option<Task> {
     let v = tmux
         .pane_values(pane, &["session_id", "session_name"])
         .ok()??;
-    let (sid, name) = (&v[0], &v[1]);
-    let mut found: Vec<Task> = store
-        .list(None)
-        .ok()?
-        .into_iter()
-        .filter(|t| {
-            t.tmux_session_id.as_deref() == Some(sid.as_str())
-                || (t.tmux_session_id.is_none() && t.tmux_session.as_deref() == Some(name))
-        })
-        .collect();
-    // An active task wins over a finished one that once had the same session id.
-    found.sort_by_key(|t| t.status.is_final());
-    found.into_iter().next()
+    crate::plugin::task_of_session(home, tmux, &v[0], &v[1]).ok()?
 }
 
 // ---------------------------------------------------------------------------------------
