@@ -447,7 +447,7 @@ impl<'a> Tasks<'a> {
         task.tmux_session = Some(info.name);
         // Marks an orange task session for the plugin (keys, picker, Ctrl+\\ and Ctrl+]).
         self.tmux
-            .set_option(OptionScope::Session(&info.id), "@orange_task", &task.id)?;
+            .set_option(OptionScope::Session(&info.id), task::SESSION_MARK, &task.id)?;
         task.tmux_session_id = Some(info.id);
         task.tmux_pane_id = Some(info.pane_id);
         Ok(())

@@ -23,7 +23,7 @@ use crate::tmux::{OptionScope, Tmux};
 
 /// Session option naming the task of an orange task session (its id). Set at spawn and
 /// respawn; `orange.tmux`'s root keys (Ctrl+\, Ctrl+]) act only where it is set.
-pub const SESSION_TASK: &str = "@orange_task";
+pub const SESSION_TASK: &str = crate::task::SESSION_MARK;
 /// Pane option set to `1` on a sidebar pane, so a toggle finds it again.
 pub const PANE_SIDEBAR: &str = "@orange_sidebar";
 /// Pane option of a sidebar pane: the id of the agent pane it sits beside.

@@ -11,6 +11,9 @@ use crate::error::{IoContext, OrangeError, Result};
 use crate::pool::TaskLookup;
 use crate::store::{self, Home, LockGuard};
 
+/// The tmux session option that marks a task's session (its value: the task id).
+pub const SESSION_MARK: &str = "@orange_task";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
