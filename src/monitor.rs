@@ -97,6 +97,8 @@ pub struct Monitor<'a> {
     tasks: Tasks<'a>,
     config: Config,
     tmux: Tmux,
+    /// Workspace name → path, read once per pass (not once per task).
+    workspaces: std::collections::HashMap<String, std::path::PathBuf>,
 }
 
 impl<'a> Monitor<'a> {
@@ -106,6 +108,7 @@ impl<'a> Monitor<'a> {
             tasks: Tasks::new(home).with_tmux(tmux.clone()),
             config: Config::load(home)?,
             tmux,
+            workspaces: Default::default(),
         })
     }
 
@@ -123,6 +126,10 @@ impl<'a> Monitor<'a> {
         };
         let mut report = PassReport::default();
         let now = chrono::Utc::now();
+        self.workspaces = crate::pool::list(self.home, None)?
+            .into_iter()
+            .map(|w| (w.name, w.path))
+            .collect();
         for task in self.tasks.store.list(None)? {
             if !task.status.is_active() || task.tmux_session_id.is_none() {
                 continue;
@@ -170,7 +177,7 @@ impl<'a> Monitor<'a> {
         // Claude's log, when we know its name.
         let mut log_len = None;
         let mut from_log = None;
-        if let (Some(conv), Some(ws)) = (&task.agent_session_id, self.tasks.workspace_path(task)) {
+        if let (Some(conv), Some(ws)) = (&task.agent_session_id, self.workspace_path(task)) {
             if let Some((tail, len)) = agent::read_log_tail(&agent::claude_log_path(&ws, conv)) {
                 log_len = Some(len);
                 from_log = agent::state_of_log(&tail);
@@ -244,6 +251,13 @@ impl<'a> Monitor<'a> {
                 }
             }
         }
+    }
+
+    fn workspace_path(&self, task: &Task) -> Option<std::path::PathBuf> {
+        task.workspace
+            .as_ref()
+            .and_then(|w| self.workspaces.get(w))
+            .cloned()
     }
 
     fn check(
@@ -357,7 +371,6 @@ impl<'a> Monitor<'a> {
     ) -> Result<()> {
         let current = self.tasks.store.load(&task.project, &task.id)?;
         let outcome = self
-            .tasks
             .workspace_path(&current)
             .map(|w| w.join(".orange-outcome"))
             .and_then(|p| std::fs::read_to_string(p).ok())
