@@ -111,6 +111,8 @@ pub struct GcReport {
 
 pub struct Lanes<'a> {
     home: &'a Home,
+    /// tmux's pane list, taken once per command however many lanes it looks at.
+    panes: std::cell::RefCell<Option<Vec<crate::tmux::PaneInfo>>>,
 }
 
 fn registry_file(home: &Home) -> PathBuf {
@@ -147,7 +149,10 @@ fn slug(task_id: &str) -> String {
 
 impl<'a> Lanes<'a> {
     pub fn new(home: &'a Home) -> Lanes<'a> {
-        Lanes { home }
+        Lanes {
+            home,
+            panes: Default::default(),
+        }
     }
 
     pub fn load(&self) -> Result<Registry> {
@@ -355,8 +360,18 @@ impl<'a> Lanes<'a> {
 
     /// Ask the backend about a lane.
     pub fn liveness(&self, rec: &LaneRecord) -> Result<Liveness> {
-        Mux::named(&rec.mux_backend)?
-            .liveness(&Self::target(rec), &exit_file(self.home, &rec.lane_id))
+        let mux = Mux::named(&rec.mux_backend)?;
+        let exit = exit_file(self.home, &rec.lane_id);
+        match &mux {
+            Mux::Tmux(t) => {
+                let mut cached = self.panes.borrow_mut();
+                if cached.is_none() {
+                    *cached = Some(t.snapshot()?);
+                }
+                mux.liveness(&Self::target(rec), &exit, cached.as_deref())
+            }
+            Mux::Zellij(_) => mux.liveness(&Self::target(rec), &exit, None),
+        }
     }
 
     /// Move a running lane to finished/error when its agent has exited (or its session is

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::error::{OrangeError, Result};
-use crate::tmux::{NewSession, PaneExit, Tmux};
+use crate::tmux::{NewSession, PaneExit, PaneInfo, Tmux};
 use crate::zellij::Zellij;
 
 #[derive(Debug, Clone)]
@@ -83,7 +83,14 @@ impl Mux {
         }
     }
 
-    pub fn liveness(&self, target: &str, exit_file: &Path) -> Result<Liveness> {
+    /// `panes`: tmux's pane list when the caller already has one (one query for many
+    /// lanes); `None` asks tmux.
+    pub fn liveness(
+        &self,
+        target: &str,
+        exit_file: &Path,
+        panes: Option<&[PaneInfo]>,
+    ) -> Result<Liveness> {
         let from_file = || {
             std::fs::read_to_string(exit_file)
                 .ok()
@@ -91,7 +98,14 @@ impl Mux {
         };
         match self {
             Mux::Tmux(t) => {
-                let panes = t.snapshot()?;
+                let owned;
+                let panes = match panes {
+                    Some(p) => p,
+                    None => {
+                        owned = t.snapshot()?;
+                        &owned[..]
+                    }
+                };
                 let pane = panes
                     .iter()
                     .find(|p| p.session_id == target || p.session_name == target);
