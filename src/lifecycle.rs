@@ -182,13 +182,9 @@ impl<'a> Tasks<'a> {
         if let Some(id) = task::id_from_env() {
             return self.get(&id, None);
         }
-        let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
-        for w in pool::list(self.home, None)? {
-            let wp = w.path.canonicalize().unwrap_or(w.path.clone());
-            if cwd.starts_with(&wp) {
-                if let Some(label) = &w.task {
-                    return self.get(label, Some(&w.project));
-                }
+        if let Some(w) = pool::containing(self.home, cwd)? {
+            if let Some(label) = &w.task {
+                return self.get(label, Some(&w.project));
             }
         }
         Err(OrangeError::invalid(

@@ -589,6 +589,18 @@ pub fn validate_label(label: &str) -> Result<()> {
     Ok(())
 }
 
+/// The workspace that contains `dir` (any directory inside it), read without the lock.
+pub fn containing(home: &Home, dir: &Path) -> Result<Option<Workspace>> {
+    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let dir = canon(dir);
+    if !dir.starts_with(canon(&home.workspaces_dir())) {
+        return Ok(None);
+    }
+    Ok(list(home, None)?
+        .into_iter()
+        .find(|w| dir.starts_with(canon(&w.path))))
+}
+
 /// The workspace record `name` belongs to, read without the lock.
 pub fn find(home: &Home, name: &str) -> Result<Workspace> {
     let pool = load(home)?;

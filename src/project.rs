@@ -311,14 +311,8 @@ pub fn resolve(home: &Home, explicit: Option<&str>, cwd: &Path) -> Result<Projec
     for p in reg.projects.values() {
         consider(&p.path, &p.name);
     }
-    if cwd.starts_with(
-        home.workspaces_dir()
-            .canonicalize()
-            .unwrap_or_else(|_| home.workspaces_dir()),
-    ) {
-        for (name, ws) in pool::load(home)?.workspaces {
-            consider(&ws.path_in(home, &name), &ws.project);
-        }
+    if let Some(w) = pool::containing(home, &cwd)? {
+        consider(&w.path, &w.project);
     }
     match best {
         Some((_, name)) => with_config(
