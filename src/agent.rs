@@ -15,6 +15,11 @@ pub enum State {
     Working,
     /// Waiting for the user (its turn ended, or it asked something).
     Waiting,
+    /// A dialog or a tool-approval prompt is on screen ([`Blocker`] says which): it needs
+    /// the person, never a keystroke from orange.
+    Blocked,
+    /// An API error the agent is retrying by itself (`Retrying … attempt k/N`).
+    Retrying,
     /// The agent process exited (see `exit_status`).
     Dead,
     Error,
@@ -26,6 +31,8 @@ impl State {
         match self {
             State::Working => "working",
             State::Waiting => "waiting",
+            State::Blocked => "blocked",
+            State::Retrying => "retrying",
             State::Dead => "dead",
             State::Error => "error",
             State::Unknown => "unknown",
@@ -39,6 +46,10 @@ pub enum ErrorKind {
     Unauthorized,
     OutOfCredits,
     RateLimited,
+    /// HTTP 529: the API is overloaded.
+    Overloaded,
+    /// HTTP 5xx other than 529.
+    Server,
     NoNetwork,
     Other,
 }
@@ -49,6 +60,8 @@ impl ErrorKind {
             ErrorKind::Unauthorized => "unauthorized",
             ErrorKind::OutOfCredits => "out_of_credits",
             ErrorKind::RateLimited => "rate_limited",
+            ErrorKind::Overloaded => "overloaded",
+            ErrorKind::Server => "server",
             ErrorKind::NoNetwork => "no_network",
             ErrorKind::Other => "other",
         }
@@ -64,6 +77,80 @@ pub enum Signal {
     Pane,
     Screen,
     None,
+}
+
+/// What holds a blocked agent: a first-run screen, a dialog, or a tool-approval prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Blocker {
+    /// Claude Code's first-run setup (theme, welcome).
+    Onboarding,
+    /// It asks the person to log in.
+    Login,
+    /// "Do you trust the files in this folder?"
+    FolderTrust,
+    /// "Do you want to use this API key?"
+    ApiKey,
+    /// The Bypass Permissions warning (default "No, exit").
+    BypassWarning,
+    /// A tool-approval prompt ("Do you want to proceed?").
+    Approval,
+    /// claude refuses `--dangerously-skip-permissions` as root (it exits).
+    RootRefusal,
+}
+
+impl Blocker {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Blocker::Onboarding => "onboarding",
+            Blocker::Login => "login",
+            Blocker::FolderTrust => "folder_trust",
+            Blocker::ApiKey => "api_key",
+            Blocker::BypassWarning => "bypass_warning",
+            Blocker::Approval => "approval",
+            Blocker::RootRefusal => "root_refusal",
+        }
+    }
+
+    /// A short label for the status line: `blocked: folder trust`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Blocker::Onboarding => "first-run setup",
+            Blocker::Login => "login",
+            Blocker::FolderTrust => "folder trust",
+            Blocker::ApiKey => "API key",
+            Blocker::BypassWarning => "bypass warning",
+            Blocker::Approval => "approval",
+            Blocker::RootRefusal => "root refused",
+        }
+    }
+
+    /// Exactly what the person must do (shown by `task explain`, the sidebar, the detail).
+    pub fn advice(self, task: &str) -> String {
+        match self {
+            Blocker::Onboarding => format!(
+                "Claude Code's first-run setup is on screen: attach (`orange task attach {task}`) and finish it once; `orange doctor` tells when it is done"
+            ),
+            Blocker::Login => format!(
+                "Claude Code asks you to log in: attach (`orange task attach {task}`) and log in, or give it ANTHROPIC_API_KEY"
+            ),
+            Blocker::FolderTrust => format!(
+                "Claude Code asks whether to trust this folder: run `orange doctor --trust` in the repository (records the trust once for every worktree), or attach (`orange task attach {task}`) and answer"
+            ),
+            Blocker::ApiKey => format!(
+                "Claude Code asks whether to use ANTHROPIC_API_KEY (default No): attach (`orange task attach {task}`) and choose Yes; it asks once per key"
+            ),
+            Blocker::BypassWarning => format!(
+                "Claude Code shows its Bypass Permissions warning (default \"No, exit\"): attach (`orange task attach {task}`) and accept it; orange writes skipDangerousModePermissionPrompt into the workspace settings so this should not come back"
+            ),
+            Blocker::Approval => format!(
+                "the agent waits for you to approve a tool call: attach (`orange task attach {task}`) and answer"
+            ),
+            Blocker::RootRefusal => format!(
+                "claude refuses --dangerously-skip-permissions when run as root: run orange as a normal user, or, inside a sandbox, set IS_SANDBOX=1 in the tmux environment (`tmux set-environment -g IS_SANDBOX 1`), then `orange task respawn {task}`"
+            ),
+        }
+    }
 }
 
 /// `agent.json`: the last observation and what the monitor did about it.
@@ -90,6 +177,27 @@ pub struct AgentInfo {
     pub hook_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hook_event: Option<String>,
+    /// What the last hook said beyond its state: a dialog, an error kind, a message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook_blocker: Option<Blocker>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook_error: Option<ErrorKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook_detail: Option<String>,
+    /// What holds a blocked agent (with `state: blocked`, and for a root refusal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocker: Option<Blocker>,
+    /// The last lines of a dead agent's pane (scrollback included): why it ended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub last_lines: Vec<String>,
+    /// The last question the agent asked (its turn ended on one): never nudged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked: Option<String>,
+    /// When the agent last did work (a tool call), and the nudges sent since then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress_at: Option<String>,
+    #[serde(default)]
+    pub idle_nudges: u32,
     /// The idle period (its `since`) that was already nudged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nudged_for: Option<String>,
@@ -133,27 +241,66 @@ pub fn save(task_dir: &Path, info: &AgentInfo) -> Result<()> {
 /// What one log line says.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LogState {
-    Working,
-    Waiting,
+    /// A turn in progress; `tool`: the agent called a tool (progress, not just a prompt).
+    Working {
+        tool: bool,
+    },
+    /// Its turn ended; `question`: the text it ended on asks the person something.
+    Waiting {
+        question: Option<String>,
+    },
     Error(ErrorKind, String),
 }
 
-/// Classify an API error message.
-pub fn classify_error(msg: &str) -> ErrorKind {
+/// The HTTP status an error message names (`API Error: 529 …`, `status 401`), if any.
+fn status_in(text: &str) -> Option<u16> {
+    let m = text.to_ascii_lowercase();
+    for key in [
+        "api error: ",
+        "api error ",
+        "status code ",
+        "status: ",
+        "status ",
+    ] {
+        if let Some(i) = m.find(key) {
+            let digits: String = m[i + key.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit())
+                .collect();
+            if digits.len() == 3 {
+                return digits.parse().ok();
+            }
+        }
+    }
+    None
+}
+
+/// Classify an API error by its HTTP status (when known: the transcript's
+/// `apiErrorStatus`, or a status named in the text) and its message.
+pub fn classify_api_error(status: Option<u16>, msg: &str) -> ErrorKind {
     let m = msg.to_ascii_lowercase();
     let has = |words: &[&str]| words.iter().any(|w| m.contains(w));
+    // A credit problem comes with 400 or 402 and is named only in the text.
     if has(&[
-        "credit",
+        "credit balance",
+        "credits",
         "quota",
         "billing",
         "insufficient_quota",
         "payment",
         "usage limit",
     ]) {
-        ErrorKind::OutOfCredits
-    } else if has(&[
-        "401",
-        "403",
+        return ErrorKind::OutOfCredits;
+    }
+    match status.or_else(|| status_in(msg)) {
+        Some(401 | 403) => return ErrorKind::Unauthorized,
+        Some(402) => return ErrorKind::OutOfCredits,
+        Some(429) => return ErrorKind::RateLimited,
+        Some(529) => return ErrorKind::Overloaded,
+        Some(500..=599) => return ErrorKind::Server,
+        _ => {}
+    }
+    if has(&[
         "unauthorized",
         "authentication",
         "invalid api key",
@@ -163,15 +310,18 @@ pub fn classify_error(msg: &str) -> ErrorKind {
         "permission_error",
     ]) {
         ErrorKind::Unauthorized
-    } else if has(&[
-        "429",
-        "rate limit",
-        "rate_limit",
-        "too many requests",
-        "overloaded",
-        "529",
-    ]) {
+    } else if has(&["overloaded"]) {
+        ErrorKind::Overloaded
+    } else if has(&["rate limit", "rate_limit", "too many requests"]) {
         ErrorKind::RateLimited
+    } else if has(&[
+        "internal server error",
+        "api_error",
+        "server_error",
+        "bad gateway",
+        "service unavailable",
+    ]) {
+        ErrorKind::Server
     } else if has(&[
         "network",
         "econnrefused",
@@ -190,47 +340,82 @@ pub fn classify_error(msg: &str) -> ErrorKind {
     }
 }
 
+/// Classify an API error message alone.
+pub fn classify_error(msg: &str) -> ErrorKind {
+    classify_api_error(None, msg)
+}
+
+/// The question a turn ended on: its last paragraph, when that ends with `?`.
+pub fn question_in(text: &str) -> Option<String> {
+    let last = text
+        .trim()
+        .rsplit("\n\n")
+        .next()
+        .unwrap_or("")
+        .trim()
+        .trim_end_matches(['*', '_', '`', ')', '"', ' ']);
+    last.ends_with('?')
+        .then(|| last.chars().take(300).collect::<String>())
+}
+
 /// One line of Claude Code's JSONL log → a state, or `None` for lines that say nothing
 /// about the turn (summaries, system lines, invalid JSON).
 pub fn state_of_line(line: &str) -> Option<LogState> {
     let v: serde_json::Value = serde_json::from_str(line.trim()).ok()?;
+    let status = v
+        .get("apiErrorStatus")
+        .and_then(|s| s.as_u64())
+        .and_then(|s| u16::try_from(s).ok());
     let err = v.get("error").and_then(error_text).or_else(|| {
         v.get("message")
             .and_then(|m| m.get("error"))
             .and_then(error_text)
     });
-    if let Some(e) = err {
-        return Some(LogState::Error(classify_error(&e), e));
-    }
-    if v.get("isApiErrorMessage").and_then(|b| b.as_bool()) == Some(true) {
-        let text = content_text(&v).unwrap_or_default();
-        return Some(LogState::Error(classify_error(&text), text));
+    let api_error = v.get("isApiErrorMessage").and_then(|b| b.as_bool()) == Some(true);
+    if err.is_some() || api_error {
+        // The message text ("API Error: 529 Overloaded …") is the detail; the `error`
+        // string ("server_error") only helps the classification.
+        let text = content_text(&v).filter(|t| !t.trim().is_empty());
+        let both = format!(
+            "{} {}",
+            text.as_deref().unwrap_or(""),
+            err.as_deref().unwrap_or("")
+        );
+        let kind = classify_api_error(status, &both);
+        let detail = text.or(err).unwrap_or_else(|| "API error".into());
+        return Some(LogState::Error(kind, detail));
     }
     match v.get("type").and_then(|t| t.as_str())? {
-        "user" => Some(LogState::Working),
+        "user" => Some(LogState::Working { tool: false }),
         "assistant" => {
             let msg = v.get("message")?;
+            let blocks = msg.get("content").and_then(|c| c.as_array());
+            let kinds: Vec<&str> = blocks
+                .into_iter()
+                .flatten()
+                .filter_map(|b| b.get("type").and_then(|t| t.as_str()))
+                .collect();
+            let tool = kinds
+                .iter()
+                .any(|k| matches!(*k, "tool_use" | "server_tool_use"));
+            let waiting = || LogState::Waiting {
+                question: content_text(&v).as_deref().and_then(question_in),
+            };
             match msg.get("stop_reason").and_then(|s| s.as_str()) {
-                Some("tool_use") => return Some(LogState::Working),
-                Some("end_turn") | Some("stop_sequence") => return Some(LogState::Waiting),
-                Some("max_tokens") => return Some(LogState::Working),
+                Some("tool_use") => return Some(LogState::Working { tool: true }),
+                Some("end_turn") | Some("stop_sequence") => return Some(waiting()),
+                Some("max_tokens") => return Some(LogState::Working { tool }),
                 _ => {}
             }
             // stop_reason is often null in real logs: the content decides.
-            let blocks = msg.get("content").and_then(|c| c.as_array())?;
-            let kinds: Vec<&str> = blocks
-                .iter()
-                .filter_map(|b| b.get("type").and_then(|t| t.as_str()))
-                .collect();
-            if kinds.iter().any(|k| {
-                matches!(
-                    *k,
-                    "tool_use" | "thinking" | "redacted_thinking" | "server_tool_use"
-                )
-            }) {
-                Some(LogState::Working)
+            if tool
+                || kinds
+                    .iter()
+                    .any(|k| matches!(*k, "thinking" | "redacted_thinking"))
+            {
+                Some(LogState::Working { tool })
             } else if kinds.contains(&"text") {
-                Some(LogState::Waiting)
+                Some(waiting())
             } else {
                 None
             }
@@ -310,27 +495,139 @@ pub fn read_log_tail(path: &Path) -> Option<(String, u64)> {
     Some((text, len))
 }
 
-/// The state a Claude Code hook event means, or `None` for events that change nothing.
-pub fn state_of_hook(event: &str) -> Option<State> {
+/// What a Claude Code hook event says about the agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookSays {
+    pub state: State,
+    pub blocker: Option<Blocker>,
+    pub error: Option<ErrorKind>,
+    pub detail: Option<String>,
+    /// The agent did work (a tool call): resets the count of nudges without progress.
+    pub progress: bool,
+}
+
+impl HookSays {
+    fn state(state: State) -> HookSays {
+        HookSays {
+            state,
+            blocker: None,
+            error: None,
+            detail: None,
+            progress: false,
+        }
+    }
+}
+
+/// The first string among `keys` in a hook's JSON payload.
+fn payload_str<'p>(payload: &'p serde_json::Value, keys: &[&str]) -> Option<&'p str> {
+    keys.iter()
+        .find_map(|k| payload.get(*k).and_then(|v| v.as_str()))
+        .filter(|s| !s.trim().is_empty())
+}
+
+/// What a Claude Code hook event means (`payload`: the hook's JSON on standard input, or
+/// `Null`), or `None` for events that say nothing about the agent's turn.
+///
+/// - SessionStart: the agent is up and idle (a claude started without a prompt does no
+///   work; with a prompt, UserPromptSubmit follows).
+/// - UserPromptSubmit, PreToolUse, PostToolUse: working (a tool call is progress).
+/// - Stop: its turn ended. Notification: `permission_prompt` → blocked (approval),
+///   `idle_prompt` → waiting, others say nothing. PermissionRequest → blocked (approval).
+/// - StopFailure (an API error or an interrupt, where Stop does not fire) → error.
+/// - SubagentStop, SessionEnd, anything else: nothing (a sub-agent's end says nothing
+///   about its parent; the pane tells the exit).
+pub fn state_of_hook(event: &str, payload: &serde_json::Value) -> Option<HookSays> {
     match event {
-        "UserPromptSubmit" | "PreToolUse" | "PostToolUse" | "SessionStart" => Some(State::Working),
-        "Stop" | "Notification" => Some(State::Waiting),
-        // A sub-agent finishing says nothing about its parent.
-        "SubagentStop" => None,
+        "SessionStart" => Some(HookSays::state(State::Waiting)),
+        "UserPromptSubmit" => Some(HookSays::state(State::Working)),
+        "PreToolUse" | "PostToolUse" => Some(HookSays {
+            progress: true,
+            ..HookSays::state(State::Working)
+        }),
+        "Stop" => Some(HookSays {
+            detail: payload_str(payload, &["last_assistant_message"]).and_then(question_in),
+            ..HookSays::state(State::Waiting)
+        }),
+        "Notification" => {
+            let message = payload_str(payload, &["message"]).map(str::to_string);
+            let kind = payload_str(payload, &["notification_type"]).unwrap_or("");
+            let lower = message.as_deref().unwrap_or("").to_ascii_lowercase();
+            if kind == "permission_prompt" || (kind.is_empty() && lower.contains("permission")) {
+                Some(HookSays {
+                    blocker: Some(Blocker::Approval),
+                    detail: message,
+                    ..HookSays::state(State::Blocked)
+                })
+            } else if kind == "idle_prompt"
+                || (kind.is_empty() && lower.contains("waiting for your input"))
+            {
+                Some(HookSays::state(State::Waiting))
+            } else {
+                None
+            }
+        }
+        "PermissionRequest" => {
+            let tool = payload_str(payload, &["tool_name"]).unwrap_or("a tool");
+            Some(HookSays {
+                blocker: Some(Blocker::Approval),
+                detail: Some(format!("asks to use {tool}")),
+                ..HookSays::state(State::Blocked)
+            })
+        }
+        "StopFailure" => {
+            let status = ["status", "apiErrorStatus", "status_code"]
+                .iter()
+                .find_map(|k| payload.get(*k).and_then(|v| v.as_u64()))
+                .and_then(|s| u16::try_from(s).ok());
+            let text = ["error", "error_message", "message", "reason", "error_type"]
+                .iter()
+                .filter_map(|k| payload.get(*k))
+                .filter_map(error_text)
+                .collect::<Vec<_>>()
+                .join(" ");
+            let detail = if text.trim().is_empty() {
+                "the turn failed (StopFailure)".to_string()
+            } else {
+                text.clone()
+            };
+            Some(HookSays {
+                error: Some(classify_api_error(status, &text)),
+                detail: Some(detail),
+                ..HookSays::state(State::Error)
+            })
+        }
         _ => None,
     }
 }
 
+/// The Claude Code hook events orange installs.
+pub const CLAUDE_HOOK_EVENTS: &[&str] = &[
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "Stop",
+    "Notification",
+    "PermissionRequest",
+    "StopFailure",
+];
+
 /// The hooks orange adds to a workspace's `.claude/settings.local.json`, merged into
-/// whatever the project's settings already hold.
+/// whatever the project's settings already hold. `bypass`: claude is launched with
+/// `--dangerously-skip-permissions`, so its Bypass Permissions warning (default "No,
+/// exit") is turned off (`skipDangerousModePermissionPrompt`) — only then.
 pub fn claude_settings_with_hooks(
     existing: Option<serde_json::Value>,
     orange_bin: &str,
+    bypass: bool,
 ) -> serde_json::Value {
     let mut settings = match existing {
         Some(serde_json::Value::Object(o)) => serde_json::Value::Object(o),
         _ => serde_json::json!({}),
     };
+    if bypass {
+        settings["skipDangerousModePermissionPrompt"] = serde_json::json!(true);
+    }
     let hooks = settings
         .as_object_mut()
         .unwrap()
@@ -339,13 +636,7 @@ pub fn claude_settings_with_hooks(
     if !hooks.is_object() {
         *hooks = serde_json::json!({});
     }
-    for event in [
-        "UserPromptSubmit",
-        "PreToolUse",
-        "Stop",
-        "Notification",
-        "SessionStart",
-    ] {
+    for event in CLAUDE_HOOK_EVENTS.iter().copied() {
         let cmd = format!("{} hook agent {event}", crate::shell::quote(orange_bin));
         let entry = serde_json::json!({"hooks": [{"type": "command", "command": cmd}]});
         let list = hooks
@@ -389,6 +680,73 @@ mod tests {
             ErrorKind::NoNetwork
         );
         assert_eq!(classify_error("something odd"), ErrorKind::Other);
+        // Claude Code 2.1's transcript: `"error":"server_error"` for both, the status decides.
+        assert_eq!(
+            classify_api_error(Some(529), "API Error: 529 Overloaded server_error"),
+            ErrorKind::Overloaded
+        );
+        assert_eq!(
+            classify_api_error(None, "API Error: 529 {\"type\":\"overloaded_error\"}"),
+            ErrorKind::Overloaded
+        );
+        assert_eq!(
+            classify_api_error(Some(500), "API Error: 500 Internal server error"),
+            ErrorKind::Server
+        );
+        assert_eq!(
+            classify_api_error(Some(400), "Your credit balance is too low"),
+            ErrorKind::OutOfCredits
+        );
+        assert_eq!(classify_error("read 5000 tokens"), ErrorKind::Other);
+    }
+
+    #[test]
+    fn hooks_say_what_this_claude_means() {
+        let null = serde_json::Value::Null;
+        assert_eq!(
+            state_of_hook("SessionStart", &null).unwrap().state,
+            State::Waiting
+        );
+        assert!(state_of_hook("PostToolUse", &null).unwrap().progress);
+        let perm = state_of_hook(
+            "Notification",
+            &serde_json::json!({"notification_type": "permission_prompt", "message": "Claude needs your permission to use Bash"}),
+        )
+        .unwrap();
+        assert_eq!(
+            (perm.state, perm.blocker),
+            (State::Blocked, Some(Blocker::Approval))
+        );
+        let idle = state_of_hook(
+            "Notification",
+            &serde_json::json!({"notification_type": "idle_prompt", "message": "Claude is waiting for your input"}),
+        )
+        .unwrap();
+        assert_eq!(idle.state, State::Waiting);
+        assert!(state_of_hook(
+            "Notification",
+            &serde_json::json!({"notification_type": "auth_success"})
+        )
+        .is_none());
+        let fail = state_of_hook(
+            "StopFailure",
+            &serde_json::json!({"error": "API Error: 529 Overloaded"}),
+        )
+        .unwrap();
+        assert_eq!(
+            (fail.state, fail.error),
+            (State::Error, Some(ErrorKind::Overloaded))
+        );
+        assert!(state_of_hook("SubagentStop", &null).is_none());
+    }
+
+    #[test]
+    fn a_turn_that_ends_on_a_question_is_a_question() {
+        assert_eq!(
+            question_in("I looked at it.\n\nShould I also update the tests?").as_deref(),
+            Some("Should I also update the tests?")
+        );
+        assert_eq!(question_in("Is it? Yes. Done."), None);
     }
 
     #[test]
@@ -398,11 +756,15 @@ mod tests {
                 serde_json::json!({"model": "x", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "mine"}]}]}}),
             ),
             "/o/orange",
+            true,
         );
         assert_eq!(s["model"], "x");
+        assert_eq!(s["skipDangerousModePermissionPrompt"], true);
         assert_eq!(s["hooks"]["Stop"].as_array().unwrap().len(), 2);
         assert_eq!(s["hooks"]["Stop"][0]["hooks"][0]["command"], "mine");
-        let again = claude_settings_with_hooks(Some(s.clone()), "/o/orange");
+        let again = claude_settings_with_hooks(Some(s.clone()), "/o/orange", true);
+        let plain = claude_settings_with_hooks(None, "/o/orange", false);
+        assert!(plain.get("skipDangerousModePermissionPrompt").is_none());
         assert_eq!(again, s, "merging twice adds nothing");
         assert!(s["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
             .as_str()

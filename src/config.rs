@@ -55,6 +55,10 @@ pub struct Policy {
     pub idle_grace: Option<String>,
     #[serde(default)]
     pub on_idle: Option<Action>,
+    /// Idle periods nudged without progress (no tool call since) before the monitor
+    /// escalates instead of nudging again (default 2).
+    #[serde(default)]
+    pub max_nudges: Option<u32>,
     #[serde(default)]
     pub on_exit: Option<Action>,
     /// One action for every error kind, or a table per kind (unauthorized, out_of_credits,
@@ -121,6 +125,7 @@ impl Policy {
         Policy {
             idle_grace: self.idle_grace.clone().or(other.idle_grace.clone()),
             on_idle: self.on_idle.clone().or(other.on_idle.clone()),
+            max_nudges: self.max_nudges.or(other.max_nudges),
             on_exit: self.on_exit.clone().or(other.on_exit.clone()),
             on_error: self.on_error.clone().or(other.on_error.clone()),
         }
@@ -136,6 +141,10 @@ pub struct HarnessConfig {
     /// Command used by `orange task respawn` (default: `command`).
     #[serde(default)]
     pub respawn_command: Option<String>,
+    /// Keys sent before a nudge's text, in tmux's key names (e.g. `["C-u"]`); none by
+    /// default. `Escape` is refused for claude: there it means "No, exit".
+    #[serde(default)]
+    pub nudge_keys: Option<Vec<String>>,
     #[serde(default)]
     pub policy: Policy,
 }
@@ -160,6 +169,16 @@ impl Config {
             }
             if h.command.is_none() && !crate::harness::BUILTIN.contains(&name.as_str()) {
                 return Err(format!("harness.{name} needs a command"));
+            }
+            let escape = h
+                .nudge_keys
+                .iter()
+                .flatten()
+                .any(|k| matches!(k.to_ascii_lowercase().as_str(), "escape" | "esc" | "c-["));
+            if escape && name == "claude" {
+                return Err(format!(
+                    "harness.{name}.nudge_keys: Escape is never sent to Claude Code (on its dialogs it means \"No, exit\"; on an approval prompt it rejects the call)"
+                ));
             }
         }
         for p in std::iter::once(&cfg.policy)

@@ -22,6 +22,11 @@ pub struct Harness {
     pub command: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub respawn_command: Option<String>,
+    /// Keys sent before a nudge's text (e.g. `C-u` to clear a half-typed line). Empty for
+    /// every built-in harness: Escape on Claude Code means "No, exit" on its dialogs and
+    /// rejects a pending tool call; in codex it interrupts the turn.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nudge_keys: Vec<String>,
 }
 
 /// How an agent is being started.
@@ -56,6 +61,7 @@ impl Harness {
                 name: name.to_string(),
                 command: h.command.clone(),
                 respawn_command: h.respawn_command.clone(),
+                nudge_keys: h.nudge_keys.clone().unwrap_or_default(),
             });
         }
         if BUILTIN.contains(&name) {
@@ -63,6 +69,11 @@ impl Harness {
                 name: name.to_string(),
                 command: None,
                 respawn_command: None,
+                nudge_keys: config
+                    .harness
+                    .get(name)
+                    .and_then(|h| h.nudge_keys.clone())
+                    .unwrap_or_default(),
             });
         }
         let mut known: Vec<&str> = BUILTIN.to_vec();
@@ -108,21 +119,16 @@ impl Harness {
             return vec!["sh".into(), "-c".into(), line];
         }
         let mut v: Vec<String> = match (self.name.as_str(), launch) {
-            ("claude", Launch::First) => {
+            // Respawn keeps the first launch's permission mode (`acceptEdits` would stop
+            // the agent that ran freely at every Bash call) and resumes the conversation.
+            ("claude", launch) => {
                 let mut v = vec!["claude".into(), "--dangerously-skip-permissions".into()];
                 if let Some(id) = conversation {
-                    v.extend(["--session-id".into(), id.into()]);
-                }
-                v
-            }
-            ("claude", Launch::Respawn) => {
-                let mut v = vec![
-                    "claude".into(),
-                    "--permission-mode".into(),
-                    "acceptEdits".into(),
-                ];
-                if let Some(id) = conversation {
-                    v.extend(["--resume".into(), id.into()]);
+                    let flag = match launch {
+                        Launch::First => "--session-id",
+                        Launch::Respawn => "--resume",
+                    };
+                    v.extend([flag.into(), id.into()]);
                 }
                 v
             }
@@ -159,6 +165,11 @@ impl Harness {
         v
     }
 
+    /// The agent runs without permission prompts (`--dangerously-skip-permissions`).
+    pub fn bypasses_permissions(&self) -> bool {
+        self.is_builtin() && self.name == "claude"
+    }
+
     /// Harness-specific workspace setup, done at spawn time. For claude, seed 003's
     /// settings sync: `<project>/.claude/settings.json` → `<ws>/.claude/settings.local.json`.
     pub fn setup_workspace(&self, project_path: &Path, workspace: &Path) -> Result<()> {
@@ -172,7 +183,11 @@ impl Harness {
             let bin = std::env::current_exe()
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|_| "orange".into());
-            let settings = crate::agent::claude_settings_with_hooks(existing, &bin);
+            let settings = crate::agent::claude_settings_with_hooks(
+                existing,
+                &bin,
+                self.bypasses_permissions(),
+            );
             let dir = workspace.join(".claude");
             std::fs::create_dir_all(&dir)
                 .map_err(|e| OrangeError::io(format!("creating {}", dir.display()), e))?;
@@ -199,6 +214,7 @@ mod tests {
             HarnessConfig {
                 command: Some("mine --yes {prompt} --end".into()),
                 respawn_command: None,
+                nudge_keys: None,
                 policy: Default::default(),
             },
         );
@@ -207,6 +223,7 @@ mod tests {
             HarnessConfig {
                 command: Some("tail-agent".into()),
                 respawn_command: Some("tail-agent --again".into()),
+                nudge_keys: Some(vec!["C-u".into()]),
                 policy: Default::default(),
             },
         );
@@ -225,8 +242,7 @@ mod tests {
             claude.argv(Some("again"), Launch::Respawn, Some("u-1")),
             [
                 "claude",
-                "--permission-mode",
-                "acceptEdits",
+                "--dangerously-skip-permissions",
                 "--resume",
                 "u-1",
                 "again"

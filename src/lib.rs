@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod cmd;
 pub mod config;
+pub mod doctor;
 pub mod error;
 pub mod gh;
 pub mod git;
@@ -15,6 +16,7 @@ pub mod plugin;
 pub mod pool;
 pub mod project;
 pub mod provision;
+pub mod screen;
 pub mod session;
 pub mod shell;
 pub mod sidebar;

@@ -427,6 +427,17 @@ impl<'a> Tasks<'a> {
             }
         };
         let argv = harness.argv(prompt.as_deref(), launch, conversation.as_deref());
+        // A new agent: what the last one's hooks said, its dialogs and last words are not
+        // its own (the total of nudges is kept).
+        let dir = self.store.dir(&task.project, &task.id);
+        let before = crate::agent::load(&dir);
+        crate::agent::save(
+            &dir,
+            &crate::agent::AgentInfo {
+                nudges: before.nudges,
+                ..Default::default()
+            },
+        )?;
         let mut name = tmux::session_name(&task.project, &task.branch);
         if self.tmux.has_session(&name)? {
             name = format!("{name}-{}", task.id);

@@ -13,6 +13,7 @@ use crate::agent::{self, AgentInfo, Escalation, LogState, Signal, State};
 use crate::config::{Action, Config, Policy};
 use crate::error::{OrangeError, Result};
 use crate::lifecycle::{Recovery, Tasks};
+use crate::screen;
 use crate::store::{self, Home, LockGuard};
 use crate::task::{Status, Task};
 use crate::tmux::{PaneExit, PaneInfo, Tmux};
@@ -21,6 +22,8 @@ pub const DEFAULT_IDLE_GRACE: Duration = Duration::from_secs(60);
 pub const DEFAULT_NUDGE: &str = "Please continue with the task.";
 /// Crashes (exits without the required outcome) after which a task is stuck.
 pub const CRASH_LIMIT: u32 = 2;
+/// Idle periods nudged without progress before the monitor escalates instead.
+pub const DEFAULT_MAX_NUDGES: u32 = 2;
 
 /// What one pass saw and did, per task.
 #[derive(Debug, Default, Serialize)]
@@ -34,6 +37,18 @@ fn now_s() -> String {
     store::now_rfc3339()
 }
 
+/// `a` is a later time than `b` (RFC 3339; unparsable times are never later).
+fn newer_than(a: &str, b: &str) -> bool {
+    match (
+        chrono::DateTime::parse_from_rfc3339(a),
+        chrono::DateTime::parse_from_rfc3339(b),
+    ) {
+        (Ok(a), Ok(b)) => a > b,
+        (Ok(_), Err(_)) => true,
+        _ => false,
+    }
+}
+
 fn age(since: &str, now: chrono::DateTime<chrono::Utc>) -> Duration {
     chrono::DateTime::parse_from_rfc3339(since)
         .map(|t| now.signed_duration_since(t).to_std().unwrap_or_default())
@@ -45,6 +60,7 @@ pub struct Resolved {
     pub idle_grace: Duration,
     pub on_idle: Action,
     pub on_exit: Action,
+    pub max_nudges: u32,
     policy: Policy,
 }
 
@@ -62,6 +78,7 @@ impl Resolved {
                 message: Some(DEFAULT_NUDGE.into()),
                 mode: None,
             }),
+            max_nudges: policy.max_nudges.unwrap_or(DEFAULT_MAX_NUDGES),
             on_exit: policy
                 .on_exit
                 .clone()
@@ -81,16 +98,53 @@ impl Resolved {
 }
 
 /// One observation of an agent.
+#[derive(Default)]
 struct Seen {
-    state: State,
-    signal: Signal,
+    state: Option<State>,
+    signal: Option<Signal>,
     exit: Option<PaneExit>,
     death: Option<String>,
     error: Option<(agent::ErrorKind, String)>,
+    blocker: Option<(agent::Blocker, String)>,
+    /// `attempt 2/10` while retrying.
+    retry: Option<String>,
+    /// The question its turn ended on.
+    asked: Option<String>,
+    /// It called a tool since the last pass (the log grew with a tool call).
+    progress: bool,
     log_len: Option<u64>,
     /// When the state began, when the signal knows (screen: the last activity).
     since: Option<String>,
+    /// A dead agent's last lines (scrollback included).
+    last_lines: Vec<String>,
 }
+
+impl Seen {
+    /// What the screen shows outranks a busy or idle guess: a dialog blocks the agent
+    /// whatever the last hook said; a retry shows only while it looks busy.
+    fn apply(&mut self, s: screen::Screen) {
+        match s {
+            screen::Screen::Blocked(b, line) => {
+                self.state = Some(State::Blocked);
+                self.signal = Some(Signal::Screen);
+                self.blocker = Some((b, line));
+            }
+            screen::Screen::Retrying(detail)
+                if matches!(self.state, Some(State::Working | State::Unknown) | None) =>
+            {
+                self.state = Some(State::Retrying);
+                self.signal = Some(Signal::Screen);
+                self.retry = Some(detail);
+            }
+            screen::Screen::Retrying(_) => {}
+        }
+    }
+}
+
+/// Lines of scrollback read above a dead agent's screen for its last words.
+const DEATH_SCROLLBACK: usize = 200;
+/// How many of a dead agent's last lines are kept.
+const LAST_LINES: usize = 12;
 
 pub struct Monitor<'a> {
     home: &'a Home,
@@ -151,28 +205,36 @@ impl<'a> Monitor<'a> {
         grace: Duration,
     ) -> Seen {
         let sid = task.tmux_session_id.as_deref().unwrap_or("");
-        let pane = crate::lifecycle::agent_pane(task, panes);
-        let Some(pane) = pane else {
+        let Some(pane) = crate::lifecycle::agent_pane(task, panes) else {
             return Seen {
-                state: State::Dead,
-                signal: Signal::Pane,
-                exit: None,
+                state: Some(State::Dead),
+                signal: Some(Signal::Pane),
                 death: Some(format!("gone:{sid}")),
-                error: None,
-                log_len: None,
-                since: None,
+                ..Seen::default()
             };
         };
         if pane.pane_dead {
-            return Seen {
-                state: State::Dead,
-                signal: Signal::Pane,
+            let death = format!("{sid}:{}", pane.pane_pid);
+            let mut seen = Seen {
+                state: Some(State::Dead),
+                signal: Some(Signal::Pane),
                 exit: pane.exit(),
-                death: Some(format!("{sid}:{}", pane.pane_pid)),
-                error: None,
-                log_len: None,
-                since: None,
+                ..Seen::default()
             };
+            // Its last words, once per death: the reason is usually a line that scrolled
+            // off the visible screen.
+            if info.handled_death.as_deref() != Some(death.as_str()) {
+                if let Ok(text) = self.tmux.capture_pane(&pane.pane_id, DEATH_SCROLLBACK) {
+                    seen.last_lines = screen::last_lines(&text, LAST_LINES);
+                    if let Some(screen::Screen::Blocked(b, line)) =
+                        screen::classify(&task.harness, &seen.last_lines.join("\n"))
+                    {
+                        seen.blocker = Some((b, line));
+                    }
+                }
+            }
+            seen.death = Some(death);
+            return seen;
         }
         // Claude's log, when we know its name.
         let mut log_len = None;
@@ -183,49 +245,50 @@ impl<'a> Monitor<'a> {
                 from_log = agent::state_of_log(&tail);
             }
         }
+        let log_grew = log_len.is_some() && log_len != info.log_len;
+        let mut seen = Seen {
+            log_len,
+            progress: log_grew && matches!(from_log, Some(LogState::Working { tool: true })),
+            ..Seen::default()
+        };
         // Hooks are the best signal, unless the log has news after them (an error).
-        if let Some(h) = info.hook_state {
-            if !matches!(from_log, Some(LogState::Error(..))) {
-                return Seen {
-                    state: h,
-                    signal: Signal::Hook,
-                    exit: None,
-                    death: None,
-                    error: None,
-                    log_len,
-                    since: None,
-                };
+        let log_error = matches!(from_log, Some(LogState::Error(..)));
+        match (info.hook_state, from_log) {
+            (Some(h), from_log) if !(log_error && h != State::Error) => {
+                seen.state = Some(h);
+                seen.signal = Some(Signal::Hook);
+                seen.blocker = info
+                    .hook_blocker
+                    .map(|b| (b, info.hook_detail.clone().unwrap_or_default()));
+                if h == State::Error {
+                    seen.error = Some((
+                        info.hook_error.unwrap_or(agent::ErrorKind::Other),
+                        info.hook_detail.clone().unwrap_or_default(),
+                    ));
+                }
+                if h == State::Waiting {
+                    seen.asked = match from_log {
+                        Some(LogState::Waiting { question }) => question,
+                        _ => None,
+                    }
+                    .or_else(|| info.hook_detail.clone());
+                }
             }
-        }
-        match from_log {
-            Some(LogState::Working) => Seen {
-                state: State::Working,
-                signal: Signal::Log,
-                exit: None,
-                death: None,
-                error: None,
-                log_len,
-                since: None,
-            },
-            Some(LogState::Waiting) => Seen {
-                state: State::Waiting,
-                signal: Signal::Log,
-                exit: None,
-                death: None,
-                error: None,
-                log_len,
-                since: None,
-            },
-            Some(LogState::Error(k, m)) => Seen {
-                state: State::Error,
-                signal: Signal::Log,
-                exit: None,
-                death: None,
-                error: Some((k, m)),
-                log_len,
-                since: None,
-            },
-            None => {
+            (_, Some(LogState::Working { .. })) => {
+                seen.state = Some(State::Working);
+                seen.signal = Some(Signal::Log);
+            }
+            (_, Some(LogState::Waiting { question })) => {
+                seen.state = Some(State::Waiting);
+                seen.signal = Some(Signal::Log);
+                seen.asked = question;
+            }
+            (_, Some(LogState::Error(k, m))) => {
+                seen.state = Some(State::Error);
+                seen.signal = Some(Signal::Log);
+                seen.error = Some((k, m));
+            }
+            (_, None) => {
                 // Screen activity: quiet for longer than the grace → waiting (debounced).
                 let quiet = now
                     .timestamp()
@@ -236,21 +299,31 @@ impl<'a> Monitor<'a> {
                 } else {
                     State::Working
                 };
-                let since = (state == State::Waiting)
+                seen.since = (state == State::Waiting)
                     .then(|| chrono::DateTime::from_timestamp(pane.window_activity as i64, 0))
                     .flatten()
                     .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-                Seen {
-                    state,
-                    signal: Signal::Screen,
-                    exit: None,
-                    death: None,
-                    error: None,
-                    log_len,
-                    since,
-                }
+                seen.state = Some(state);
+                seen.signal = Some(Signal::Screen);
             }
         }
+        // The screen, where hooks and the log cannot tell: before the agent's first hook
+        // (first-run screens), while it looks busy but its log stands still (a retry or a
+        // dialog), and while it was blocked or retrying (to see that end).
+        let stalled = seen.state == Some(State::Working) && !log_grew;
+        let was_stuck = matches!(info.state, Some(State::Blocked | State::Retrying));
+        if info.hook_state.is_none() || stalled || was_stuck {
+            if let Some(s) = self.look(task, &pane.pane_id) {
+                seen.apply(s);
+            }
+        }
+        seen
+    }
+
+    /// What the agent's screen shows (one `capture-pane` of its visible screen).
+    fn look(&self, task: &Task, pane: &str) -> Option<screen::Screen> {
+        let text = self.tmux.capture_pane(pane, 0).ok()?;
+        screen::classify(&task.harness, &text)
     }
 
     fn workspace_path(&self, task: &Task) -> Option<std::path::PathBuf> {
@@ -272,16 +345,35 @@ impl<'a> Monitor<'a> {
         let before = info.clone();
         let policy = Resolved::of(&self.config, task);
         let seen = self.observe(task, &info, panes, now, policy.idle_grace);
+        let state = seen.state.unwrap_or(State::Unknown);
         let stamp = now_s();
-        if info.state != Some(seen.state) {
+        let blocker = seen.blocker.as_ref().map(|(b, _)| *b);
+        let log_grew = seen.log_len.is_some() && seen.log_len != info.log_len;
+        if info.state != Some(state) || (state == State::Blocked && info.blocker != blocker) {
             info.since = seen.since.clone().unwrap_or_else(|| stamp.clone());
-            if seen.state == State::Working {
+            if state == State::Working {
                 info.escalated = None;
             }
+        } else if state == State::Waiting {
+            // Still waiting, but it did something in between that no pass saw (answered a
+            // nudge, printed): a new idle period begins.
+            let newer = |t: &str| newer_than(t, &info.since);
+            let began = match seen.signal {
+                Some(Signal::Hook) => info.hook_at.clone().filter(|t| newer(t)),
+                Some(Signal::Screen) => seen.since.clone().filter(|t| newer(t)),
+                _ if log_grew => Some(stamp.clone()),
+                _ => None,
+            };
+            if let Some(t) = began {
+                info.since = t;
+            }
         }
-        let log_grew = seen.log_len.is_some() && seen.log_len != info.log_len;
-        info.state = Some(seen.state);
-        info.signal = Some(seen.signal);
+        if seen.progress {
+            info.progress_at = Some(stamp.clone());
+            info.idle_nudges = 0;
+        }
+        info.state = Some(state);
+        info.signal = seen.signal;
         info.at = stamp.clone();
         info.log_len = seen.log_len;
         info.exit_status = match seen.exit {
@@ -289,21 +381,38 @@ impl<'a> Monitor<'a> {
             _ => None,
         };
         info.error_kind = seen.error.as_ref().map(|(k, _)| *k);
-        info.detail = seen
-            .error
-            .as_ref()
-            .map(|(_, m)| m.clone())
-            .or_else(|| match seen.exit {
-                Some(PaneExit::Signal(s)) => Some(format!("killed by signal {s}")),
-                Some(PaneExit::Status(c)) => Some(format!("exited with status {c}")),
-                None if seen.state == State::Dead => Some("session gone".into()),
-                None => None,
-            });
-        report
-            .states
-            .push(json!({"task": task.id, "state": seen.state, "signal": seen.signal}));
+        info.asked = seen.asked.clone().filter(|_| state == State::Waiting);
+        if state != State::Dead {
+            info.blocker = blocker;
+            info.last_lines.clear();
+        } else if seen.death.as_deref() != info.handled_death.as_deref() {
+            // A new death: its own last words and reason (kept while it stays dead).
+            info.blocker = blocker;
+            info.last_lines = seen.last_lines.clone();
+        }
+        info.detail = match state {
+            State::Error => seen.error.as_ref().map(|(_, m)| m.clone()),
+            State::Blocked => seen.blocker.as_ref().map(|(b, line)| {
+                let advice = b.advice(&task.id);
+                if line.is_empty() {
+                    advice
+                } else {
+                    format!("{line} — {advice}")
+                }
+            }),
+            State::Retrying => seen
+                .retry
+                .as_ref()
+                .map(|r| format!("retrying an API error by itself ({r})")),
+            State::Waiting => info.asked.as_ref().map(|q| format!("asked: {q}")),
+            State::Dead => Some(death_detail(seen.exit, &info, &task.id)),
+            _ => None,
+        };
+        report.states.push(
+            json!({"task": task.id, "state": state, "signal": seen.signal, "detail": info.detail}),
+        );
 
-        match seen.state {
+        match state {
             State::Waiting => {
                 let idle = age(&info.since, now);
                 let period = info.since.clone();
@@ -323,26 +432,40 @@ impl<'a> Monitor<'a> {
                     self.on_exit(task, &policy, &seen, &mut info, report)?;
                 }
             }
-            State::Error => {
+            State::Error | State::Blocked => {
                 if info.handled_error.as_deref() != Some(info.since.as_str()) {
                     info.handled_error = Some(info.since.clone());
-                    let kind = info.error_kind.map(|k| k.as_str()).unwrap_or("other");
-                    let action = policy.on_error(kind);
-                    self.tasks.store.append_history(
-                        task,
-                        "agent.error",
-                        json!({"kind": kind, "detail": info.detail}),
-                    )?;
-                    self.act(
-                        task,
-                        &action,
-                        &format!("agent error ({kind})"),
-                        &mut info,
-                        report,
-                    )?;
+                    if state == State::Blocked {
+                        let b = info.blocker.map(|b| b.as_str()).unwrap_or("dialog");
+                        self.tasks.store.append_history(
+                            task,
+                            "agent.blocked",
+                            json!({"blocker": b, "detail": info.detail}),
+                        )?;
+                        let why = format!(
+                            "blocked ({})",
+                            info.blocker.map(|b| b.label()).unwrap_or("dialog")
+                        );
+                        self.escalate(task, &why, &mut info, report)?;
+                    } else {
+                        let kind = info.error_kind.map(|k| k.as_str()).unwrap_or("other");
+                        let action = policy.on_error(kind);
+                        self.tasks.store.append_history(
+                            task,
+                            "agent.error",
+                            json!({"kind": kind, "detail": info.detail}),
+                        )?;
+                        self.act(
+                            task,
+                            &action,
+                            &format!("agent error ({kind})"),
+                            &mut info,
+                            report,
+                        )?;
+                    }
                 }
             }
-            State::Working | State::Unknown => {}
+            State::Working | State::Retrying | State::Unknown => {}
         }
         if info != before {
             agent::save(&dir, &info)?;
@@ -350,6 +473,9 @@ impl<'a> Monitor<'a> {
         Ok(())
     }
 
+    /// An idle agent: nudge it only when that cannot harm it — its task is in `working`
+    /// status, no dialog or approval prompt is on its screen, it did not end its turn on a
+    /// question, and it made progress since the last nudges (else escalate).
     fn on_idle(
         &mut self,
         task: &Task,
@@ -357,7 +483,35 @@ impl<'a> Monitor<'a> {
         info: &mut AgentInfo,
         report: &mut PassReport,
     ) -> Result<()> {
+        let current = self.tasks.store.load(&task.project, &task.id)?;
+        if current.status != Status::Working {
+            report.actions.push(json!({"task": task.id, "action": "none", "reason": format!("idle; task is {} (only working tasks are nudged)", current.status)}));
+            return Ok(());
+        }
         let action = policy.on_idle.clone();
+        if action.name() == "nudge" {
+            if let Some(pane) = task.tmux_pane_id.as_deref() {
+                if let Some(screen::Screen::Blocked(b, line)) = self.look(task, pane) {
+                    info.state = Some(State::Blocked);
+                    info.blocker = Some(b);
+                    info.since = now_s();
+                    info.handled_error = Some(info.since.clone());
+                    info.detail = Some(format!("{line} — {}", b.advice(&task.id)));
+                    let why = format!("blocked ({})", b.label());
+                    return self.escalate(task, &why, info, report);
+                }
+            }
+            if let Some(q) = info.asked.clone() {
+                return self.escalate(task, &format!("the agent asks: {q}"), info, report);
+            }
+            if info.idle_nudges >= policy.max_nudges {
+                let why = format!(
+                    "idle again after {} nudge(s) without progress",
+                    info.idle_nudges
+                );
+                return self.escalate(task, &why, info, report);
+            }
+        }
         self.act(task, &action, "idle", info, report)
     }
 
@@ -391,6 +545,17 @@ impl<'a> Monitor<'a> {
                 json!({"task": task.id, "action": "none", "reason": "exited with an outcome"}),
             );
             return Ok(());
+        }
+        // It cannot start until the person acts (claude as root): no crash to count, no
+        // respawn that would fail the same way.
+        if let Some(b) = info.blocker {
+            self.tasks.store.append_history(
+                &current,
+                "agent.exited",
+                json!({"detail": how, "blocker": b.as_str(), "exit_status": info.exit_status}),
+            )?;
+            let why = format!("{} — {}", b.label(), b.advice(&task.id));
+            return self.escalate(task, &why, info, report);
         }
         // A crash: the agent ended without reporting complete or stuck.
         let crashes = self.tasks.record_crash(&current, &how)?;
@@ -431,9 +596,16 @@ impl<'a> Monitor<'a> {
         match action.name() {
             "nudge" => {
                 let msg = action.message().unwrap_or(DEFAULT_NUDGE);
-                let target = self.tasks.session_target(task)?;
-                self.tmux.send_text(&target, msg, true)?;
+                // The agent's own pane (a sidebar may be the active one), else the session.
+                let target = match &task.tmux_pane_id {
+                    Some(p) => p.clone(),
+                    None => self.tasks.session_target(task)?,
+                };
+                let harness = crate::harness::Harness::named(&task.harness, &self.config)?;
+                let keys: Vec<&str> = harness.nudge_keys.iter().map(String::as_str).collect();
+                self.tmux.send_text(&target, msg, &keys)?;
                 info.nudges += 1;
+                info.idle_nudges += 1;
                 self.tasks.store.append_history(
                     task,
                     "agent.nudged",
@@ -505,6 +677,20 @@ impl<'a> Monitor<'a> {
     }
 }
 
+/// A dead agent's detail: how it ended, and its last line (the reason is usually there).
+fn death_detail(exit: Option<PaneExit>, info: &AgentInfo, task: &str) -> String {
+    let how = match exit {
+        Some(PaneExit::Signal(s)) => format!("killed by signal {s}"),
+        Some(PaneExit::Status(c)) => format!("exited with status {c}"),
+        None => "session gone".into(),
+    };
+    match (info.blocker, info.last_lines.last()) {
+        (Some(b), _) => format!("{how}: {}", b.advice(task)),
+        (None, Some(line)) => format!("{how}: {}", line.trim()),
+        (None, None) => how,
+    }
+}
+
 /// An agent hook (`orange hook agent EVENT`, Claude Code's settings hooks): route it by
 /// `$ORANGE_TASK_ID` (else by the cwd's workspace), ignore sub-agents' events, record the
 /// state. `payload` is the hook's JSON from standard input (may be empty).
@@ -516,13 +702,13 @@ pub fn agent_hook(
 ) -> Result<serde_json::Value> {
     let tasks = Tasks::new(home);
     let task = tasks.infer(cwd)?;
-    let Some(state) = agent::state_of_hook(event) else {
+    let payload: serde_json::Value =
+        serde_json::from_str(payload).unwrap_or(serde_json::Value::Null);
+    let Some(says) = agent::state_of_hook(event, &payload) else {
         return Ok(
             json!({"task": task.id, "event": event, "ignored": "event says nothing about the agent's turn"}),
         );
     };
-    let payload: serde_json::Value =
-        serde_json::from_str(payload).unwrap_or(serde_json::Value::Null);
     // A nested agent runs its hooks with its own session id: it must not flip its parent.
     if let (Some(mine), Some(theirs)) = (
         task.agent_session_id.as_deref(),
@@ -537,11 +723,21 @@ pub fn agent_hook(
     let dir = tasks.store.dir(&task.project, &task.id);
     let _lock = LockGuard::acquire_within(&dir.join(".agent.lock"), Duration::from_secs(5))?;
     let mut info = agent::load(&dir);
-    info.hook_state = Some(state);
-    info.hook_at = Some(now_s());
+    let at = now_s();
+    info.hook_state = Some(says.state);
+    info.hook_at = Some(at.clone());
     info.hook_event = Some(event.to_string());
+    info.hook_blocker = says.blocker;
+    info.hook_error = says.error;
+    info.hook_detail = says.detail.clone();
+    if says.progress {
+        info.progress_at = Some(at);
+        info.idle_nudges = 0;
+    }
     agent::save(&dir, &info)?;
-    Ok(json!({"task": task.id, "event": event, "state": state}))
+    Ok(
+        json!({"task": task.id, "event": event, "state": says.state, "blocker": says.blocker, "error": says.error, "detail": says.detail}),
+    )
 }
 
 /// The lock that makes `orange monitor` one per tmux server.

@@ -270,7 +270,7 @@ pub fn waits_for_user(v: &TaskView) -> bool {
             v.session.state == "dead"
                 || matches!(
                     v.agent.state,
-                    Some(State::Waiting | State::Error | State::Dead)
+                    Some(State::Waiting | State::Blocked | State::Error | State::Dead)
                 )
         }
         _ => false,

@@ -158,7 +158,7 @@ impl Mux {
 
     pub fn send_text(&self, target: &str, text: &str) -> Result<()> {
         match self {
-            Mux::Tmux(t) => t.send_text(target, text, false),
+            Mux::Tmux(t) => t.send_text(target, text, &[]),
             Mux::Zellij(z) => z.send_text(target, text),
         }
     }

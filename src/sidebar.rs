@@ -225,10 +225,13 @@ pub fn assemble(
         m.files = d.files.clone();
     }
     let agent = agent_info(&store.dir(&task.project, &task.id), task, session);
-    m.agent = agent.state.map(|s| match (s, agent.error_kind) {
-        (crate::agent::State::Error, Some(k)) => format!("error: {}", k.as_str()),
-        (s, _) => s.as_str().to_string(),
-    });
+    m.agent = agent
+        .state
+        .map(|s| match (s, agent.error_kind, agent.blocker) {
+            (crate::agent::State::Error, Some(k), _) => format!("error: {}", k.as_str()),
+            (crate::agent::State::Blocked, _, Some(b)) => format!("blocked: {}", b.label()),
+            (s, _, _) => s.as_str().to_string(),
+        });
     m.port = port_of(home, task);
     m.notice = match task.status {
         Status::Done => Some("Task done: merged, workspace released.".into()),
@@ -237,7 +240,18 @@ pub fn assemble(
             Some("Pending: starts when a workspace is free.".into())
         }
         _ => match (&agent.escalated, &git.error) {
-            (Some(e), _) => Some(format!("Needs you: {}", e.reason)),
+            // A dialog, an error, a death: its detail says what happened and what to do.
+            (Some(e), _) => Some(match &agent.detail {
+                Some(d) if !matches!(agent.state, Some(crate::agent::State::Working) | None) => {
+                    format!("Needs you: {} ({d})", e.reason)
+                }
+                _ => format!("Needs you: {}", e.reason),
+            }),
+            (None, _)
+                if agent.state == Some(crate::agent::State::Dead) && agent.detail.is_some() =>
+            {
+                agent.detail.clone().map(|d| format!("Agent {d}"))
+            }
             (None, Some(e)) => Some(format!("git: {e}")),
             (None, None) => None,
         },

@@ -8,8 +8,8 @@
 //!
 //! | bucket | icon | a task is in it when |
 //! |---|---|---|
-//! | `working` | `⚙` | status `planning`, `working` or `agent-review`, its session's agent pane is live, and the agent is not known to wait (below) |
-//! | `waiting` (for you) | `⚑` | status `stuck` (whatever its session: the agent gave up and said so); or status `clarification` with a live agent; or a live agent whose last known agent state (`agent.json`, the monitor and agent hooks of issue 6) is `waiting` or `error`, or that the monitor escalated |
+//! | `working` | `⚙` | status `planning`, `working` or `agent-review`, its session's agent pane is live, and the agent is not known to wait (below); an agent `retrying` an API error by itself is working |
+//! | `waiting` (for you) | `⚑` | status `stuck` (whatever its session: the agent gave up and said so); or status `clarification` with a live agent; or a live agent whose last known agent state (`agent.json`, the monitor and agent hooks of issue 6) is `waiting`, `blocked` (a dialog or an approval prompt) or `error`, or that the monitor escalated |
 //! | `dead` | `✗` | status `planning`, `clarification`, `working` or `agent-review` and the agent pane is dead (the agent exited; exit status or signal kept) or the session is gone; or a live pane whose agent the monitor saw exit |
 //! | `review` (ready for review) | `✓` | status `reviewing`, whatever its session (an agent that reported `complete` may exit) |
 //! | `queued` | `⏸` | status `pending`: no agent yet (`--no-spawn`, or waiting for a workspace) |
@@ -256,10 +256,15 @@ pub fn classify(
                 return Some((Bucket::Dead, dead_reason(session)));
             }
             if let Some(info) = agent {
-                if let Some(esc) = &info.escalated {
+                let state = effective_agent_state(info);
+                if let Some(esc) = info
+                    .escalated
+                    .as_ref()
+                    .filter(|_| state != Some(agent::State::Blocked))
+                {
                     return Some((Bucket::Waiting, format!("escalated: {}", esc.reason)));
                 }
-                match effective_agent_state(info) {
+                match state {
                     Some(agent::State::Dead) => {
                         let reason = match info.exit_status {
                             Some(c) => format!("exited {c}"),
@@ -268,8 +273,23 @@ pub fn classify(
                         return Some((Bucket::Dead, reason));
                     }
                     Some(agent::State::Error) => {
-                        let kind = info.error_kind.map(|k| k.as_str()).unwrap_or("other");
+                        let kind = info
+                            .error_kind
+                            .or(info.hook_error)
+                            .map(|k| k.as_str())
+                            .unwrap_or("other");
                         return Some((Bucket::Waiting, format!("error: {kind}")));
+                    }
+                    Some(agent::State::Blocked) => {
+                        let what = info
+                            .blocker
+                            .or(info.hook_blocker)
+                            .map(|b| b.label())
+                            .unwrap_or("dialog");
+                        return Some((Bucket::Waiting, format!("blocked: {what}")));
+                    }
+                    Some(agent::State::Retrying) => {
+                        return Some((Bucket::Working, "retrying".into()));
                     }
                     Some(agent::State::Waiting) if status != Status::Clarification => {
                         return Some((Bucket::Waiting, "waiting for input".into()));

@@ -90,15 +90,21 @@ pub fn read_json<T: DeserializeOwned + Default>(path: &Path) -> Result<T> {
 
 /// Write JSON atomically: a temp file in the same directory, fsync, rename, fsync dir.
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let mut data = serde_json::to_vec_pretty(value).expect("state serializes");
+    data.push(b'\n');
+    write_bytes_atomic(path, &data)
+}
+
+/// Replace `path` with `data` atomically and durably (temp file in the same directory,
+/// fsync, rename; the new file is private to its owner, mode 0600).
+pub fn write_bytes_atomic(path: &Path, data: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     ensure_dir(dir)?;
     let mut tmp = tempfile::Builder::new()
         .prefix(".tmp-")
         .tempfile_in(dir)
         .ctx(|| format!("creating a temp file in {}", dir.display()))?;
-    let mut data = serde_json::to_vec_pretty(value).expect("state serializes");
-    data.push(b'\n');
-    tmp.write_all(&data)
+    tmp.write_all(data)
         .and_then(|_| tmp.as_file().sync_all())
         .ctx(|| format!("writing {}", path.display()))?;
     tmp.persist(path)

@@ -52,7 +52,8 @@ const RS: char = '\x1e';
 const REAP_RETRIES: u32 = 3;
 const REAP_WAIT: Duration = Duration::from_millis(15);
 
-/// Pause after `Escape` so the program does not read it together with the text as Alt+key.
+/// Pause after keys sent before a text (such as `C-u`), so the program does not read them
+/// together with the text (an `Escape` followed at once by text reads as Alt+key).
 const ESCAPE_SETTLE: Duration = Duration::from_millis(100);
 
 /// Which tmux server orange talks to.
@@ -747,11 +748,12 @@ impl Tmux {
 
     /// Type `text` into a pane and submit it, as reliably as tmux allows (an error for a
     /// missing or dead pane, never a fallback to another one): leave copy mode if
-    /// the pane is in it, `Escape` first when `escape_first` (clears a half-typed prompt in
-    /// agent TUIs; do not use with a plain shell), the text literally (`send-keys -l`; text
+    /// the pane is in it, `keys_before` first (a harness's own way to clear a half-typed
+    /// prompt, e.g. `C-u`; never `Escape` for Claude Code, where it means "No, exit" on a
+    /// dialog and rejects a pending tool call), the text literally (`send-keys -l`; text
     /// with a newline is pasted as one bracketed paste so it arrives whole), a pause growing
     /// with the text's length ([`submit_pause`]), then `Enter` as a separate key.
-    pub fn send_text(&self, target: &str, text: &str, escape_first: bool) -> Result<()> {
+    pub fn send_text(&self, target: &str, text: &str, keys_before: &[&str]) -> Result<()> {
         // Resolve once: every later step goes to this pane id, never to a name again.
         let row = self.require_pane_fields(target, &["pane_id", "pane_in_mode", "pane_dead"])?;
         let pane = row[0].clone();
@@ -767,11 +769,12 @@ impl Tmux {
             cancel.push_param("cancel");
             self.run(vec![cancel])?;
         }
-        if escape_first {
-            self.run(vec![ti::SendKeys::new()
-                .target_pane(pane.as_str())
-                .key("Escape")
-                .build()])?;
+        if !keys_before.is_empty() {
+            let mut keys = ti::SendKeys::new().target_pane(pane.as_str()).build();
+            for k in keys_before {
+                keys.push_param(*k);
+            }
+            self.run(vec![keys])?;
             std::thread::sleep(ESCAPE_SETTLE);
         }
         let text = text.replace("\r\n", "\n");

@@ -67,12 +67,9 @@ fn an_idle_agent_is_nudged_exactly_once_per_idle_period_and_the_nudge_is_submitt
     wait_for("the nudge to arrive", 10, || {
         input_lines(&env, &id).len() == 1
     });
-    // Delivery starts with Escape (it clears a TUI's half-typed input); a plain line
-    // reader sees it as a leading ESC byte.
-    assert_eq!(
-        input_lines(&env, &id)[0].trim_start_matches('\u{1b}'),
-        "Please continue with the task."
-    );
+    // Exactly the text: no Escape first (on Claude Code's dialogs Escape means "No,
+    // exit"; a plain program got a literal `^[`).
+    assert_eq!(input_lines(&env, &id)[0], "Please continue with the task.");
     // More passes in the same idle period: no second nudge.
     for _ in 0..3 {
         let r = pass(&env);
@@ -383,8 +380,229 @@ fn restore_recreates_sessions_after_the_tmux_server_dies_and_resumes_claude() {
         let argv = env.agent_log(&claude, "argv");
         argv.contains("--resume") && argv.contains(&conv)
     });
+    // The first launch's permission mode, not acceptEdits (which stops at every Bash call).
+    let argv = env.agent_log(&claude, "argv");
+    assert!(argv.contains("--dangerously-skip-permissions"), "{argv}");
+    assert!(!argv.contains("acceptEdits"), "{argv}");
     assert_eq!(
         env.ok(&["restore"])["restorable"].as_array().unwrap().len(),
         0
     );
+}
+
+/// Run `orange hook agent EVENT` as Claude Code does: in the workspace, the payload on stdin.
+fn hook(env: &TaskEnv, id: &str, event: &str, payload: Value) -> Value {
+    let t = env.task(id);
+    let ws = env.ws_path(t["workspace"].as_str().unwrap());
+    let mut c = env.cmd_in(&ws, &["hook", "agent", event, "--json"]);
+    c.env("ORANGE_TASK_ID", id)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn nudges_in(r: &Value) -> usize {
+    r["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["action"] == "nudge")
+        .count()
+}
+
+#[test]
+fn only_tasks_in_working_status_are_nudged() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    append_config(&env, "[policy]\nidle_grace = \"1s\"\n");
+    let id = create(&env, "rev/x", "fake-wait");
+    env.agent_log(&id, "cwd");
+    // The agent reported its work; it sits at its prompt while the person reviews.
+    env.ok(&["task", "complete", &id]);
+    assert_eq!(env.task(&id)["status"], "reviewing");
+    std::thread::sleep(Duration::from_millis(1500));
+    for _ in 0..3 {
+        let r = pass(&env);
+        assert_eq!(nudges_in(&r), 0, "{r}");
+        std::thread::sleep(Duration::from_millis(1100));
+    }
+    assert!(history_events(&env, &id, "agent.nudged").is_empty());
+    assert!(input_lines(&env, &id).is_empty());
+}
+
+#[test]
+fn idle_periods_without_progress_escalate_instead_of_nudging_forever() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    append_config(&env, "[policy]\nidle_grace = \"1s\"\nmax_nudges = 1\n");
+    let id = create(&env, "loop/x", "fake-wait");
+    env.agent_log(&id, "cwd");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(nudges_in(&pass(&env)), 1);
+    wait_for("the nudge to arrive", 10, || {
+        input_lines(&env, &id).len() == 1
+    });
+    // The nudge's echo is activity: a new idle period begins after it, with no tool call.
+    let mut escalated = false;
+    for _ in 0..8 {
+        std::thread::sleep(Duration::from_millis(1100));
+        let r = pass(&env);
+        assert_eq!(nudges_in(&r), 0, "a second nudge without progress: {r}");
+        if r["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["action"] == "escalate")
+        {
+            escalated = true;
+            break;
+        }
+    }
+    assert!(escalated, "{}", env.task(&id));
+    let t = env.task(&id);
+    assert!(
+        t["agent"]["escalated"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("without progress"),
+        "{t}"
+    );
+    assert_eq!(input_lines(&env, &id).len(), 1);
+}
+
+#[test]
+fn an_approval_prompt_from_hooks_is_blocked_escalated_and_never_nudged() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    append_config(&env, "[policy]\nidle_grace = \"1s\"\n");
+    let id = create(&env, "perm/x", "claude");
+    env.agent_log(&id, "cwd");
+    let conv = env.task(&id)["agent_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Claude Code 2.1: the prompt arrives as a Notification of type permission_prompt.
+    let r = hook(
+        &env,
+        &id,
+        "Notification",
+        serde_json::json!({"session_id": conv, "hook_event_name": "Notification", "message": "Claude needs your permission to use Bash", "notification_type": "permission_prompt"}),
+    );
+    assert_eq!(r["agent"]["state"], "blocked", "{r}");
+    std::thread::sleep(Duration::from_millis(1500));
+    for _ in 0..3 {
+        let r = pass(&env);
+        assert_eq!(nudges_in(&r), 0, "{r}");
+        std::thread::sleep(Duration::from_millis(600));
+    }
+    let t = env.task(&id);
+    assert_eq!(t["agent"]["state"], "blocked", "{t}");
+    assert_eq!(t["agent"]["blocker"], "approval", "{t}");
+    assert_eq!(history_events(&env, &id, "agent.escalated").len(), 1);
+    assert!(input_lines(&env, &id).is_empty(), "no keystroke reached it");
+    let status = env.ok(&["status", "--format", "json"]);
+    assert!(status.to_string().contains("blocked: approval"), "{status}");
+    // The person answered: the tool runs, the state follows the hooks again.
+    hook(
+        &env,
+        &id,
+        "PostToolUse",
+        serde_json::json!({"session_id": conv}),
+    );
+    pass(&env);
+    let t = env.task(&id);
+    assert_eq!(t["agent"]["state"], "working", "{t}");
+    assert!(t["agent"].get("escalated").is_none(), "{t}");
+}
+
+#[test]
+fn session_start_is_not_work_and_stop_failure_is_an_error_with_its_kind() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let id = create(&env, "hooks/x", "claude");
+    env.agent_log(&id, "cwd");
+    let conv = env.task(&id)["agent_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    hook(
+        &env,
+        &id,
+        "SessionStart",
+        serde_json::json!({"session_id": conv, "source": "startup"}),
+    );
+    pass(&env);
+    assert_eq!(env.task(&id)["agent"]["state"], "waiting");
+    hook(
+        &env,
+        &id,
+        "UserPromptSubmit",
+        serde_json::json!({"session_id": conv, "prompt": "go"}),
+    );
+    pass(&env);
+    assert_eq!(env.task(&id)["agent"]["state"], "working");
+    hook(
+        &env,
+        &id,
+        "StopFailure",
+        serde_json::json!({"session_id": conv, "error": "API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}),
+    );
+    let r = pass(&env);
+    let t = env.task(&id);
+    assert_eq!(t["agent"]["state"], "error", "{t}");
+    assert_eq!(t["agent"]["error_kind"], "overloaded", "{t}");
+    assert!(
+        t["agent"]["detail"].as_str().unwrap().contains("529"),
+        "{t}"
+    );
+    assert_eq!(r["actions"][0]["action"], "escalate", "{r}");
+}
+
+#[test]
+fn a_dead_agents_reason_is_kept_from_the_scrollback() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    // The reason, then enough blank lines to push it off a 50-line screen, then exit 1.
+    append_config(
+        &env,
+        "[harness.dies]\ncommand = \"echo 'Error: the model refused the API key'; i=0; while [ $i -lt 80 ]; do echo; i=$((i+1)); done; exit 1\"\n",
+    );
+    let id = create(&env, "dies/x", "dies");
+    env.wait_session(&id, "dead");
+    pass(&env);
+    let t = env.task(&id);
+    let detail = t["agent"]["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("exited with status 1"), "{t}");
+    assert!(detail.contains("the model refused the API key"), "{t}");
+    let out = env
+        .cmd_in(&env.repo, &["task", "show", &id])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("| Error: the model refused the API key"),
+        "{text}"
+    );
+    let out = env
+        .cmd_in(&env.repo, &["task", "explain", &id])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("the model refused the API key"));
+}
+
+#[test]
+fn escape_is_refused_as_a_nudge_key_for_claude() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    append_config(&env, "[harness.claude]\nnudge_keys = [\"Escape\"]\n");
+    let msg = env.err(&["task", "list"], "state_corrupt");
+    assert!(msg.contains("Escape is never sent to Claude Code"), "{msg}");
 }

@@ -198,7 +198,7 @@ fn targets_are_exact_never_prefixes() {
     assert!(!t.kill_session("p/feat").unwrap());
     assert!(t.has_session("p/feature-x").unwrap());
     assert!(t
-        .send_text("p/feat", "typed into the wrong session", false)
+        .send_text("p/feat", "typed into the wrong session", &[])
         .is_err());
     assert!(t.capture_pane("p/feat", 0).is_err());
     assert!(t.pane_exit("p/feat").is_err());
@@ -214,7 +214,7 @@ fn targets_are_exact_never_prefixes() {
 
     // With both alive, killing p/feat kills only p/feat.
     let feat = s.cat_session("p/feat", &s.path("feat.txt"));
-    t.send_text("p/feat", "for feat", false).unwrap();
+    t.send_text("p/feat", "for feat", &[]).unwrap();
     wait_until("feat.txt", WAIT, || {
         read(&s.path("feat.txt")) == "for feat\n"
     });
@@ -420,9 +420,9 @@ fn read_loop_sees_text_then_exits() {
         ],
     );
     assert_eq!(t.pane_exit("p/read").unwrap(), None);
-    t.send_text("p/read", "hello; world;", false).unwrap();
+    t.send_text("p/read", "hello; world;", &[]).unwrap();
     assert_eq!(wait_for_exit(&t, "p/read"), PaneExit::Status(3));
-    let dead = t.send_text("p/read", "too late", false).unwrap_err();
+    let dead = t.send_text("p/read", "too late", &[]).unwrap_err();
     assert!(dead.to_string().contains("dead"), "{dead}");
     assert!(t
         .capture_pane("p/read", 100)
@@ -450,7 +450,7 @@ fn send_text_delivers_exactly() {
     ];
     let mut expected = String::new();
     for text in texts {
-        t.send_text(&info.pane_id, text, false).unwrap();
+        t.send_text(&info.pane_id, text, &[]).unwrap();
         expected.push_str(text);
         expected.push('\n');
         wait_until(&format!("{text:?} in the file"), WAIT, || {
@@ -467,7 +467,7 @@ fn send_text_escape_and_copy_mode() {
     let file = s.path("typed.txt");
     s.cat_session("p/esc", &file);
     // Escape goes first, as its own key: cat records it verbatim.
-    t.send_text("p/esc", "after escape", true).unwrap();
+    t.send_text("p/esc", "after escape", &["Escape"]).unwrap();
     wait_until("escape line", WAIT, || read(&file) == "\x1bafter escape\n");
 
     // A pane left in copy mode (the user scrolled up) still gets the text.
@@ -477,7 +477,7 @@ fn send_text_escape_and_copy_mode() {
             .trim(),
         "1"
     );
-    t.send_text("p/esc", "from copy mode", false).unwrap();
+    t.send_text("p/esc", "from copy mode", &[]).unwrap();
     wait_until("copy-mode line", WAIT, || {
         read(&file) == "\x1bafter escape\nfrom copy mode\n"
     });

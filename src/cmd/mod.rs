@@ -10,6 +10,7 @@ use crate::project::{self, Project};
 use crate::store::{self, Home};
 
 pub mod demo;
+pub mod doctor;
 pub mod hook;
 pub mod lane;
 pub mod monitor;
@@ -69,6 +70,9 @@ pub enum Command {
     Hook(hook::HookArgs),
     /// A sandbox repository, tasks and the plugin, for a first look
     Demo(demo::DemoArgs),
+    /// Is this machine ready to run an agent here? (program, version, root, Claude Code's
+    /// first-run setup, API key, folder trust; --trust records the repository's trust)
+    Doctor(doctor::DoctorArgs),
     /// What the tmux plugin's keys run
     #[command(subcommand, hide = true)]
     Plugin(crate::plugin::PluginCmd),
@@ -109,6 +113,7 @@ pub fn dispatch(ctx: &Ctx, cmd: Command) -> Result<Out> {
         Command::Restore(a) => monitor::restore(ctx, a),
         Command::Hook(a) => hook::run(ctx, a),
         Command::Demo(a) => demo::run(ctx, a),
+        Command::Doctor(a) => doctor::run(ctx, a),
         Command::Plugin(c) => crate::plugin::run(&ctx.home, c),
     }
 }

@@ -334,6 +334,7 @@ fn run_command(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
                 },
                 md_path.display()
             );
+            text.push_str(&agent_text(&view.agent, &view.task.id));
             text.push_str("history:\n");
             for e in history.iter().rev().take(10) {
                 text.push_str(&format!("  {}  {}\n", e.ts, e.event));
@@ -369,9 +370,7 @@ fn run_command(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
             if let (Some(e), Some(at)) = (&a.hook_event, &a.hook_at) {
                 text.push_str(&format!("last agent hook: {e} at {at}\n"));
             }
-            if let Some(d) = &a.detail {
-                text.push_str(&format!("detail: {d}\n"));
-            }
+            text.push_str(&agent_text(a, &view.task.id));
             if a.nudges > 0 {
                 text.push_str(&format!("nudged {} time(s)\n", a.nudges));
             }
@@ -567,4 +566,40 @@ fn push_next(text: &mut String, next: &crate::lifecycle::NextSpawn) {
     if let Some(e) = &next.error {
         text.push_str(&format!("could not start the next queued task: {e}\n"));
     }
+}
+
+/// The agent's detail, what the person must do about a dialog, and a dead agent's last
+/// lines: the part of `task show` and `task explain` that says why.
+fn agent_text(a: &crate::agent::AgentInfo, task: &str) -> String {
+    let mut text = String::new();
+    if let Some(state) = a.state {
+        text.push_str(&format!("agent: {}", state.as_str()));
+        if let Some(k) = a
+            .error_kind
+            .or(a.hook_error)
+            .filter(|_| state == crate::agent::State::Error)
+        {
+            text.push_str(&format!(" ({})", k.as_str()));
+        }
+        text.push('\n');
+    }
+    if let Some(d) = &a.detail {
+        text.push_str(&format!("detail: {d}\n"));
+    }
+    if let Some(b) = a.blocker.or(a.hook_blocker) {
+        if !a
+            .detail
+            .as_deref()
+            .is_some_and(|d| d.contains(&b.advice(task)))
+        {
+            text.push_str(&format!("to do: {}\n", b.advice(task)));
+        }
+    }
+    if !a.last_lines.is_empty() {
+        text.push_str("last lines of its pane:\n");
+        for l in &a.last_lines {
+            text.push_str(&format!("  | {l}\n"));
+        }
+    }
+    text
 }

@@ -1,0 +1,179 @@
+//! What an agent's screen says when its hooks and log cannot: a first-run screen, a dialog
+//! or a tool-approval prompt (the agent is blocked and needs the person), or an API error
+//! it is retrying by itself. Pure functions over the text of `capture-pane`; the patterns
+//! are the ones Claude Code 2.1 really shows (tests/fixtures/claude/screens/).
+
+use crate::agent::Blocker;
+
+/// What a screen shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Screen {
+    /// A dialog or a prompt that needs the person; the line that says so.
+    Blocked(Blocker, String),
+    /// `Retrying in 4 seconds… (attempt 2/10)`: the detail, e.g. `attempt 2/10`.
+    Retrying(String),
+}
+
+/// Distinctive text of each blocking screen, by harness. The first match wins, so the
+/// more specific screens come first. Matching is case-insensitive.
+const CLAUDE_BLOCKERS: &[(Blocker, &[&str])] = &[
+    (
+        Blocker::RootRefusal,
+        &["cannot be used with root/sudo privileges"],
+    ),
+    (
+        Blocker::BypassWarning,
+        &["bypass permissions mode", "yes, i accept"],
+    ),
+    (
+        Blocker::FolderTrust,
+        &[
+            "do you trust the files in this folder",
+            "yes, i trust this folder",
+            "trust this folder",
+        ],
+    ),
+    (
+        Blocker::ApiKey,
+        &[
+            "detected a custom api key",
+            "do you want to use this api key",
+        ],
+    ),
+    (
+        Blocker::Login,
+        &[
+            "select login method",
+            "claude account with subscription",
+            "anthropic console account",
+        ],
+    ),
+    (
+        Blocker::Onboarding,
+        &[
+            "choose the text style",
+            "let's get started",
+            "security notes",
+            "use claude code's terminal setup",
+        ],
+    ),
+    (
+        Blocker::Approval,
+        &[
+            "do you want to proceed?",
+            "do you want to make this edit",
+            "do you want to create",
+            "do you want to allow",
+            "do you want to run",
+        ],
+    ),
+];
+
+/// How many lines from the bottom of the screen are read: dialogs and prompts are drawn
+/// at the bottom; older text above (the agent's own output, a file it printed) must not
+/// look like a dialog.
+const LOOK_LINES: usize = 30;
+
+/// Classify the screen of an agent of `harness` (`text`: `capture-pane -p -J`).
+pub fn classify(harness: &str, text: &str) -> Option<Screen> {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let bottom = &lines[lines.len().saturating_sub(LOOK_LINES)..];
+    if harness == "claude" {
+        for (blocker, needles) in CLAUDE_BLOCKERS {
+            if let Some(line) = find_line(bottom, needles) {
+                return Some(Screen::Blocked(*blocker, line));
+            }
+        }
+    }
+    retrying(bottom).map(Screen::Retrying)
+}
+
+/// The first of `lines` (trimmed) that contains one of `needles`, case-insensitively.
+fn find_line(lines: &[&str], needles: &[&str]) -> Option<String> {
+    lines.iter().find_map(|l| {
+        let lower = l.to_lowercase();
+        needles.iter().any(|n| lower.contains(n)).then(|| clean(l))
+    })
+}
+
+/// A screen line without box drawing and selection marks around it.
+fn clean(line: &str) -> String {
+    line.trim()
+        .trim_matches(|c: char| "│╭╮╰╯─❯>›*⎿ ".contains(c))
+        .trim()
+        .to_string()
+}
+
+/// `Retrying in 4 seconds… (attempt 2/10)` → `attempt 2/10` (the last such line).
+fn retrying(lines: &[&str]) -> Option<String> {
+    lines.iter().rev().find_map(|l| {
+        let lower = l.to_lowercase();
+        let at = lower.find("retrying")?;
+        let rest = &lower[at..];
+        let detail = rest
+            .find("attempt")
+            .map(|i| {
+                rest[i..]
+                    .trim_end_matches(|c: char| !c.is_ascii_digit())
+                    .to_string()
+            })
+            .unwrap_or_else(|| clean(&l[at..]));
+        Some(detail)
+    })
+}
+
+/// The last `n` non-empty lines of a pane's text (a dead agent's last words).
+pub fn last_lines(text: &str, n: usize) -> Vec<String> {
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| l.trim_end().to_string())
+        .filter(|l| !l.trim().is_empty())
+        // tmux's own `remain-on-exit` line says nothing of why.
+        .filter(|l| !l.starts_with("Pane is dead ("))
+        .collect();
+    lines[lines.len().saturating_sub(n)..].to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dialogs_and_retries() {
+        let trust = "╭────╮\n│ Do you trust the files in this folder? │\n│ ❯ 1. Yes, proceed │\n│   2. No, exit │\n╰────╯";
+        assert!(matches!(
+            classify("claude", trust),
+            Some(Screen::Blocked(Blocker::FolderTrust, _))
+        ));
+        assert_eq!(
+            classify("pi", trust),
+            None,
+            "claude's dialogs only for claude"
+        );
+        let retry = "> do it\n✻ Thinking…\n  ⎿  API Error (529 Overloaded) · Retrying in 4 seconds… (attempt 2/10)\n";
+        assert_eq!(
+            classify("claude", retry),
+            Some(Screen::Retrying("attempt 2/10".into()))
+        );
+        assert_eq!(classify("claude", "> hello\n\nall good"), None);
+        // Text far above the bottom of the screen is history, not a dialog.
+        let old = format!(
+            "Do you want to proceed?\n{}",
+            "line\n".repeat(LOOK_LINES + 5)
+        );
+        assert_eq!(classify("claude", &old), None);
+    }
+
+    #[test]
+    fn last_lines_skip_blanks() {
+        assert_eq!(last_lines("a\n\nb\nc  \n\n", 2), ["b", "c"]);
+        assert_eq!(
+            last_lines(
+                "why\nPane is dead (status 1, Mon Nov 23 08:32:20 2026)\n",
+                3
+            ),
+            ["why"]
+        );
+        assert!(last_lines("", 3).is_empty());
+    }
+}
