@@ -145,6 +145,11 @@ pub struct HarnessConfig {
     /// default. `Escape` is refused for claude: there it means "No, exit".
     #[serde(default)]
     pub nudge_keys: Option<Vec<String>>,
+    /// claude only: its permission mode (`bypassPermissions` by default, as
+    /// `--dangerously-skip-permissions`; or `acceptEdits`, `auto`, `manual`, `dontAsk`,
+    /// `plan`). Kept by respawn and restore.
+    #[serde(default)]
+    pub permission_mode: Option<String>,
     #[serde(default)]
     pub policy: Policy,
 }
@@ -169,6 +174,19 @@ impl Config {
             }
             if h.command.is_none() && !crate::harness::BUILTIN.contains(&name.as_str()) {
                 return Err(format!("harness.{name} needs a command"));
+            }
+            if let Some(mode) = &h.permission_mode {
+                if name != "claude" {
+                    return Err(format!(
+                        "harness.{name}.permission_mode: only the built-in claude has one"
+                    ));
+                }
+                if !crate::harness::CLAUDE_PERMISSION_MODES.contains(&mode.as_str()) {
+                    return Err(format!(
+                        "harness.claude.permission_mode {mode:?}: one of {}",
+                        crate::harness::CLAUDE_PERMISSION_MODES.join(", ")
+                    ));
+                }
             }
             let escape = h
                 .nudge_keys

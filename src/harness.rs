@@ -27,7 +27,21 @@ pub struct Harness {
     /// rejects a pending tool call; in codex it interrupts the turn.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nudge_keys: Vec<String>,
+    /// claude's permission mode (`[harness.claude] permission_mode`); `None` or
+    /// `bypassPermissions`: `--dangerously-skip-permissions`, as the original orange did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<String>,
 }
+
+/// claude's `--permission-mode` choices (2.1).
+pub const CLAUDE_PERMISSION_MODES: &[&str] = &[
+    "bypassPermissions",
+    "acceptEdits",
+    "auto",
+    "manual",
+    "dontAsk",
+    "plan",
+];
 
 /// How an agent is being started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +76,7 @@ impl Harness {
                 command: h.command.clone(),
                 respawn_command: h.respawn_command.clone(),
                 nudge_keys: h.nudge_keys.clone().unwrap_or_default(),
+                permission_mode: None,
             });
         }
         if BUILTIN.contains(&name) {
@@ -74,6 +89,11 @@ impl Harness {
                     .get(name)
                     .and_then(|h| h.nudge_keys.clone())
                     .unwrap_or_default(),
+                permission_mode: config
+                    .harness
+                    .get(name)
+                    .and_then(|h| h.permission_mode.clone())
+                    .filter(|_| name == "claude"),
             });
         }
         let mut known: Vec<&str> = BUILTIN.to_vec();
@@ -122,7 +142,13 @@ impl Harness {
             // Respawn keeps the first launch's permission mode (`acceptEdits` would stop
             // the agent that ran freely at every Bash call) and resumes the conversation.
             ("claude", launch) => {
-                let mut v = vec!["claude".into(), "--dangerously-skip-permissions".into()];
+                let mut v: Vec<String> = vec!["claude".into()];
+                match self.permission_mode.as_deref() {
+                    None | Some("bypassPermissions") => {
+                        v.push("--dangerously-skip-permissions".into())
+                    }
+                    Some(mode) => v.extend(["--permission-mode".into(), mode.into()]),
+                }
                 if let Some(id) = conversation {
                     let flag = match launch {
                         Launch::First => "--session-id",
@@ -167,7 +193,12 @@ impl Harness {
 
     /// The agent runs without permission prompts (`--dangerously-skip-permissions`).
     pub fn bypasses_permissions(&self) -> bool {
-        self.is_builtin() && self.name == "claude"
+        self.is_builtin()
+            && self.name == "claude"
+            && matches!(
+                self.permission_mode.as_deref(),
+                None | Some("bypassPermissions")
+            )
     }
 
     /// Harness-specific workspace setup, done at spawn time. For claude, seed 003's
@@ -215,6 +246,7 @@ mod tests {
                 command: Some("mine --yes {prompt} --end".into()),
                 respawn_command: None,
                 nudge_keys: None,
+                permission_mode: None,
                 policy: Default::default(),
             },
         );
@@ -224,6 +256,7 @@ mod tests {
                 command: Some("tail-agent".into()),
                 respawn_command: Some("tail-agent --again".into()),
                 nudge_keys: Some(vec!["C-u".into()]),
+                permission_mode: None,
                 policy: Default::default(),
             },
         );
@@ -284,6 +317,23 @@ mod tests {
             ["opencode"]
         );
         assert!(Harness::named("nope", &c).is_err());
+        // A chosen permission mode is used on first launch and on respawn alike.
+        let asks = Config::parse("[harness.claude]\npermission_mode = \"manual\"\n").unwrap();
+        let claude = Harness::named("claude", &asks).unwrap();
+        assert!(!claude.bypasses_permissions());
+        assert_eq!(
+            claude.argv(Some("x"), Launch::Respawn, Some("u-1")),
+            [
+                "claude",
+                "--permission-mode",
+                "manual",
+                "--resume",
+                "u-1",
+                "x"
+            ]
+        );
+        assert!(Config::parse("[harness.claude]\npermission_mode = \"yolo\"\n").is_err());
+        assert!(Config::parse("[harness.pi]\npermission_mode = \"manual\"\n").is_err());
     }
 
     #[test]

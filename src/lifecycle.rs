@@ -276,6 +276,7 @@ impl<'a> Tasks<'a> {
                 updated_at: now,
                 crash_count: 0,
                 agent_session_id: None,
+                permission_mode: None,
                 pr: None,
             };
             let dir = self.store.dir(&project.name, &task.id);
@@ -407,7 +408,6 @@ impl<'a> Tasks<'a> {
         }
         // Projects registered by an older orange may lack the newer exclude entries.
         git::ensure_excluded(&project.path, pool::EXCLUDED_FILES)?;
-        harness.setup_workspace(&project.path, ws_path)?;
 
         let conversation = match (harness.name.as_str(), launch) {
             ("claude", Launch::First) => {
@@ -426,6 +426,17 @@ impl<'a> Tasks<'a> {
                 Some(format!("{}\n\n{m}", respawn_prompt(task)))
             }
         };
+        // Respawn keeps the first launch's permission mode, whatever config says now.
+        let mut harness = harness.clone();
+        match launch {
+            Launch::First => task.permission_mode = harness.permission_mode.clone(),
+            Launch::Respawn => {
+                if task.permission_mode.is_some() {
+                    harness.permission_mode = task.permission_mode.clone();
+                }
+            }
+        }
+        harness.setup_workspace(&project.path, ws_path)?;
         let argv = harness.argv(prompt.as_deref(), launch, conversation.as_deref());
         // A new agent: what the last one's hooks said, its dialogs and last words are not
         // its own (the total of nudges is kept).

@@ -307,6 +307,7 @@ pub fn lane_task(home: &Home, lane_id: &str) -> Result<Task> {
         updated_at: l.updated_at.clone(),
         crash_count: 0,
         agent_session_id: None,
+        permission_mode: None,
         pr: None,
     })
 }

@@ -136,6 +136,10 @@ pub struct Task {
     /// Claude Code conversation id (`--session-id`), for the monitor and `restore`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_session_id: Option<String>,
+    /// The permission mode of the agent's first launch (claude: `bypassPermissions`,
+    /// `acceptEdits`, …), kept by respawn and restore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pr: Option<serde_json::Value>,
 }

@@ -442,14 +442,10 @@ fn a_corrupt_registry_is_reported_and_kept() {
 
 #[test]
 fn a_zellij_lane_runs_reports_its_exit_and_closes() {
-    if !orange::zellij::Zellij::default().is_available() {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED a_zellij_lane_runs_reports_its_exit_and_closes: zellij is not on PATH"
-        );
-        return;
-    }
+    assert!(
+        orange::zellij::Zellij::default().is_available(),
+        "zellij is not on PATH; run scripts/install-test-deps.sh (cargo install --locked zellij)"
+    );
     let env = TaskEnv::new();
     env.add_project(&[]);
     let v = create(

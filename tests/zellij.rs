@@ -1,25 +1,20 @@
-//! The zellij adapter against a real zellij, when one is on PATH (`cargo install --locked
-//! zellij`); otherwise each test says why it did not run.
+//! The zellij adapter against a real zellij (`scripts/install-test-deps.sh` installs the
+//! pinned version); without one the tests fail, never skip.
 
 use std::time::{Duration, Instant};
 
 use orange::tmux::NewSession;
 use orange::zellij::Zellij;
 
-fn zellij_or_skip(test: &str) -> Option<Zellij> {
+/// The real zellij: a missing one fails the test (it never passes silently); CI and
+/// `scripts/install-test-deps.sh` install it.
+fn real_zellij(test: &str) -> Zellij {
     let z = Zellij::default();
-    if z.is_available() {
-        Some(z)
-    } else {
-        // Straight to fd 2 (not eprintln!, which the test harness captures): the reason
-        // must show in CI output.
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED {test}: zellij is not on PATH (install with `cargo install --locked zellij`)"
-        );
-        None
-    }
+    assert!(
+        z.is_available(),
+        "{test}: zellij is not on PATH; run scripts/install-test-deps.sh (cargo install --locked zellij)"
+    );
+    z
 }
 
 fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
@@ -61,9 +56,7 @@ fn preflight_reports_backend_not_found_without_zellij() {
 
 #[test]
 fn create_exists_send_text_exit_status_and_kill() {
-    let Some(z) = zellij_or_skip("create_exists_send_text_exit_status_and_kill") else {
-        return;
-    };
+    let z = real_zellij("create_exists_send_text_exit_status_and_kill");
     let dir = tempfile::tempdir().unwrap();
     let name = unique("orange-zj");
     let _guard = Kill(&z, name.clone());

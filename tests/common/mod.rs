@@ -336,6 +336,9 @@ pub struct TaskEnv {
     pub env: Env,
     pub tmux: TmuxServer,
     pub path: String,
+    /// More environment for the tmux server and every orange command (the real agents'
+    /// HOME, API base URL…).
+    pub extra: Vec<(String, String)>,
 }
 
 impl std::ops::Deref for TaskEnv {
@@ -372,13 +375,50 @@ impl TaskEnv {
             ));
         }
         std::fs::write(env.home.join("config.toml"), cfg).unwrap();
-        TaskEnv { env, tmux, path }
+        TaskEnv {
+            env,
+            tmux,
+            path,
+            extra: Vec::new(),
+        }
+    }
+
+    /// An Env whose agents are the REAL programs on PATH (not tests/fixtures/bin), with
+    /// `extra` (HOME, ANTHROPIC_BASE_URL…) in the tmux server's environment and in every
+    /// orange command's. No config.toml.
+    pub fn real(env: Env, extra: &[(&str, String)]) -> TaskEnv {
+        let bin_dir = bin().parent().unwrap().to_path_buf();
+        let path = format!(
+            "{}:{}",
+            bin_dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut server_env: Vec<(&str, &str)> = GIT_ENV.to_vec();
+        server_env.push(("GIT_CONFIG_GLOBAL", "/dev/null"));
+        server_env.push(("PATH", &path));
+        for (k, v) in extra {
+            server_env.push((k, v.as_str()));
+        }
+        let tmux = TmuxServer::start(&env.root(), &server_env);
+        std::fs::create_dir_all(&env.home).unwrap();
+        TaskEnv {
+            env,
+            tmux,
+            path,
+            extra: extra
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        }
     }
 
     pub fn cmd_in(&self, cwd: &Path, args: &[&str]) -> Command {
         let mut c = self.env.cmd_in(cwd, args);
         c.env("ORANGE_TMUX_SOCKET", &self.tmux.socket)
             .env("PATH", &self.path);
+        for (k, v) in &self.extra {
+            c.env(k, v);
+        }
         c
     }
 
