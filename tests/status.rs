@@ -648,10 +648,18 @@ fn a_pane_split_in_front_of_the_agent_never_stands_in_for_it() {
         .args(["-9", &pid])
         .status()
         .unwrap();
-    wait_for("the agent to be seen dead", 10, || {
-        hook(&env, &["refresh"]);
-        item(&status_json(&env), &tid)["bucket"] == "dead"
-    });
+    // The hook's own snapshot may see the pane alive a moment longer than the status
+    // widget's: wait until the hook recorded the exit too.
+    wait_for(
+        "the agent to be seen dead and its exit recorded",
+        10,
+        || {
+            hook(&env, &["refresh"]);
+            item(&status_json(&env), &tid)["bucket"] == "dead"
+                && !events(&history(&env, &tid), "agent.exited").is_empty()
+        },
+    );
     assert_eq!(env.task(&tid)["session"]["state"], "dead");
+    hook(&env, &["refresh"]);
     assert_eq!(events(&history(&env, &tid), "agent.exited").len(), 1);
 }

@@ -613,9 +613,30 @@ fn builtin_claude_gets_its_flags_a_session_id_and_the_settings_sync() {
         .ends_with("hook agent Stop"));
     // It is excluded from git: the workspace stays clean.
     assert_eq!(git(&ws, &["status", "--porcelain"]), "");
-    // Not installed → backend_not_found before anything is touched.
-    let m = env.err(
-        &["task", "create", "cx", "x", "--harness", "codex"],
+    // Not installed → backend_not_found before anything is touched. (codex may be
+    // installed here: the command runs with a PATH that has only what orange needs.)
+    let bare = env.root().join("bare-bin");
+    std::fs::create_dir_all(&bare).unwrap();
+    for tool in ["tmux", "git", "sh"] {
+        let real = which(tool);
+        std::os::unix::fs::symlink(real, bare.join(tool)).unwrap();
+    }
+    let mut c = env.cmd_in(
+        &env.repo,
+        &["task", "create", "cx", "x", "--harness", "codex", "--json"],
+    );
+    c.env(
+        "PATH",
+        format!(
+            "{}:{}",
+            common::bin().parent().unwrap().display(),
+            bare.display()
+        ),
+    );
+    let args = ["task", "create", "cx"];
+    let m = common::expect_error(
+        &args,
+        common::parse_json_output(&args, &c.output().unwrap()),
         "backend_not_found",
     );
     assert!(m.contains("codex"), "{m}");
@@ -894,4 +915,12 @@ fn list_all_groups_tasks_by_project() {
         text.lines().next().unwrap().starts_with("PROJECT"),
         "{text}"
     );
+}
+
+/// The absolute path of `tool` on this machine's PATH.
+fn which(tool: &str) -> std::path::PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{tool} is not on PATH"))
 }
