@@ -129,7 +129,7 @@ impl Blocker {
     pub fn advice(self, task: &str) -> String {
         match self {
             Blocker::Onboarding => format!(
-                "Claude Code's first-run setup is on screen: attach (`orange task attach {task}`) and finish it once; `orange doctor` tells when it is done"
+                "Claude Code's first-run setup is on screen, or it could not reach Anthropic's service during it: attach (`orange task attach {task}`) and finish it once, or run `claude` once in a terminal (with ANTHROPIC_API_KEY, approving the key there skips the connectivity check); `orange doctor` tells when it is done"
             ),
             Blocker::Login => format!(
                 "Claude Code asks you to log in: attach (`orange task attach {task}`) and log in, or give it ANTHROPIC_API_KEY"
@@ -222,6 +222,61 @@ pub struct Escalation {
     pub at: String,
 }
 
+impl AgentInfo {
+    /// What is known now: the monitor's last observation, or the last agent hook when it
+    /// came at or after that observation (hooks arrive between monitor passes). The one
+    /// rule every reader (status line, `task show`, sidebar, picker) applies.
+    pub fn current(&self) -> AgentInfo {
+        let mut v = self.clone();
+        let Some(h) = self.hook_state else {
+            return v;
+        };
+        let hook_is_newer = match (self.hook_at.as_deref(), self.state) {
+            (_, None) => true,
+            (Some(at), Some(_)) => at_or_after(at, &self.at),
+            (None, Some(_)) => false,
+        };
+        if !hook_is_newer || self.state == Some(State::Dead) {
+            return v;
+        }
+        v.state = Some(h);
+        v.signal = Some(Signal::Hook);
+        v.blocker = None;
+        v.error_kind = None;
+        v.asked = None;
+        v.detail = None;
+        match h {
+            State::Blocked => {
+                v.blocker = self.hook_blocker;
+                v.detail = self.hook_detail.clone();
+            }
+            State::Error => {
+                v.error_kind = self.hook_error;
+                v.detail = self.hook_detail.clone();
+            }
+            State::Waiting => {
+                v.asked = self.hook_detail.clone();
+                v.detail = v.asked.as_ref().map(|q| format!("asked: {q}"));
+            }
+            _ => {}
+        }
+        v
+    }
+}
+
+/// `a` is at or after `b` (RFC 3339; an unparsable `b` is always earlier, an unparsable
+/// `a` never later).
+pub fn at_or_after(a: &str, b: &str) -> bool {
+    match (
+        chrono::DateTime::parse_from_rfc3339(a),
+        chrono::DateTime::parse_from_rfc3339(b),
+    ) {
+        (Ok(a), Ok(b)) => a >= b,
+        (Ok(_), Err(_)) => true,
+        _ => false,
+    }
+}
+
 pub fn info_path(task_dir: &Path) -> PathBuf {
     task_dir.join("agent.json")
 }
@@ -255,6 +310,16 @@ pub enum LogState {
 /// The HTTP status an error message names (`API Error: 529 …`, `status 401`), if any.
 fn status_in(text: &str) -> Option<u16> {
     let m = text.to_ascii_lowercase();
+    // "Request rejected (429)"
+    for (i, _) in m.match_indices('(') {
+        let inner: String = m[i + 1..].chars().take(4).collect();
+        if inner.len() == 4
+            && inner.ends_with(')')
+            && inner[..3].bytes().all(|b| b.is_ascii_digit())
+        {
+            return inner[..3].parse().ok();
+        }
+    }
     for key in [
         "api error: ",
         "api error ",
@@ -386,6 +451,10 @@ pub fn state_of_line(line: &str) -> Option<LogState> {
         return Some(LogState::Error(kind, detail));
     }
     match v.get("type").and_then(|t| t.as_str())? {
+        // A prompt or a tool result: a turn in progress. Meta lines (a local command such
+        // as `/exit`, its output) are bookkeeping, not work.
+        "user" if v.get("isMeta").and_then(|m| m.as_bool()) == Some(true) => None,
+        "user" if is_local_command(&v) => None,
         "user" => Some(LogState::Working { tool: false }),
         "assistant" => {
             let msg = v.get("message")?;
@@ -424,6 +493,24 @@ pub fn state_of_line(line: &str) -> Option<LogState> {
     }
 }
 
+/// A user line that records a local slash command or its output (`<command-name>/exit…`).
+fn is_local_command(v: &serde_json::Value) -> bool {
+    let content = v.get("message").and_then(|m| m.get("content"));
+    let text = match content {
+        Some(serde_json::Value::String(s)) => s.as_str(),
+        Some(serde_json::Value::Array(a)) => a
+            .first()
+            .and_then(|b| b.get("text"))
+            .and_then(|t| t.as_str())
+            .unwrap_or(""),
+        _ => "",
+    };
+    let t = text.trim_start();
+    t.starts_with("<command-name>")
+        || t.starts_with("<local-command")
+        || t.starts_with("<command-message>")
+}
+
 fn error_text(v: &serde_json::Value) -> Option<String> {
     match v {
         serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
@@ -454,7 +541,9 @@ pub fn state_of_log(text: &str) -> Option<LogState> {
     text.lines()
         .rev()
         .filter(|l| !l.trim().is_empty())
-        .take(50)
+        // Claude Code 2.1 ends a turn with many bookkeeping lines (mode, cost-state,
+        // attachment, file-history-snapshot…): look past them.
+        .take(400)
         .find_map(state_of_line)
 }
 
@@ -579,17 +668,24 @@ pub fn state_of_hook(event: &str, payload: &serde_json::Value) -> Option<HookSay
                 .iter()
                 .find_map(|k| payload.get(*k).and_then(|v| v.as_u64()))
                 .and_then(|s| u16::try_from(s).ok());
-            let text = ["error", "error_message", "message", "reason", "error_type"]
-                .iter()
-                .filter_map(|k| payload.get(*k))
-                .filter_map(error_text)
-                .collect::<Vec<_>>()
-                .join(" ");
-            let detail = if text.trim().is_empty() {
-                "the turn failed (StopFailure)".to_string()
-            } else {
-                text.clone()
-            };
+            // Claude Code 2.1: `error` is a code (authentication_failed, rate_limit,
+            // server_error for 500 and 529 alike) and `last_assistant_message` the message
+            // ("API Error: 529 Overloaded. …"): both classify, the message is the detail.
+            let code = payload_str(payload, &["error", "error_type"]).unwrap_or("");
+            let message = payload_str(
+                payload,
+                &[
+                    "last_assistant_message",
+                    "error_message",
+                    "message",
+                    "reason",
+                ],
+            );
+            let text = format!("{} {code}", message.unwrap_or(""));
+            let detail = message
+                .map(str::to_string)
+                .or_else(|| (!code.is_empty()).then(|| code.to_string()))
+                .unwrap_or_else(|| "the turn failed (StopFailure)".to_string());
             Some(HookSays {
                 error: Some(classify_api_error(status, &text)),
                 detail: Some(detail),

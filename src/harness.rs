@@ -43,6 +43,13 @@ pub const CLAUDE_PERMISSION_MODES: &[&str] = &[
     "plan",
 ];
 
+/// Claude's conversation: a new one with this id, or the one to continue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Conversation<'a> {
+    New(&'a str),
+    Resume(&'a str),
+}
+
 /// How an agent is being started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Launch {
@@ -114,13 +121,13 @@ impl Harness {
         self.is_builtin().then_some(self.name.as_str())
     }
 
-    /// The argv that starts the agent. `conversation` is Claude's `--session-id` (first
-    /// launch) or `--resume` id (respawn) when known.
+    /// The argv that starts the agent. `conversation` is Claude's conversation when known:
+    /// a new one (`--session-id`) or one to continue (`--resume`).
     pub fn argv(
         &self,
         prompt: Option<&str>,
         launch: Launch,
-        conversation: Option<&str>,
+        conversation: Option<Conversation<'_>>,
     ) -> Vec<String> {
         let prompt = prompt.filter(|p| !p.trim().is_empty());
         if let Some(template) = &self.command {
@@ -138,55 +145,66 @@ impl Harness {
             };
             return vec!["sh".into(), "-c".into(), line];
         }
-        let mut v: Vec<String> = match (self.name.as_str(), launch) {
-            // Respawn keeps the first launch's permission mode (`acceptEdits` would stop
-            // the agent that ran freely at every Bash call) and resumes the conversation.
-            ("claude", launch) => {
-                let mut v: Vec<String> = vec!["claude".into()];
+        // Respawn keeps the first launch's permission mode (claude's `acceptEdits` would
+        // stop the agent that ran freely at every Bash call; codex 0.169 has no
+        // `--full-auto`) and continues the conversation where the program can. A prompt
+        // is always an argument, never an option: `--` before it, or for pi (which has no
+        // `--`) a leading space when it starts with `-`.
+        let respawn = launch == Launch::Respawn;
+        let mut v: Vec<String> = vec![self.name.clone()];
+        let mut dashdash = prompt.is_some();
+        match self.name.as_str() {
+            "claude" => {
                 match self.permission_mode.as_deref() {
                     None | Some("bypassPermissions") => {
                         v.push("--dangerously-skip-permissions".into())
                     }
                     Some(mode) => v.extend(["--permission-mode".into(), mode.into()]),
                 }
-                if let Some(id) = conversation {
-                    let flag = match launch {
-                        Launch::First => "--session-id",
-                        Launch::Respawn => "--resume",
-                    };
-                    v.extend([flag.into(), id.into()]);
+                match conversation {
+                    Some(Conversation::New(id)) => v.extend(["--session-id".into(), id.into()]),
+                    Some(Conversation::Resume(id)) => v.extend(["--resume".into(), id.into()]),
+                    None => {}
                 }
-                v
             }
-            ("pi", _) => {
+            "pi" => {
                 if prompt.is_some() {
-                    vec!["pi".into(), "-p".into()]
-                } else {
-                    vec!["pi".into()]
+                    v.push("-p".into());
                 }
+                if respawn {
+                    v.push("--continue".into());
+                }
+                dashdash = false;
             }
-            ("codex", Launch::First) if prompt.is_some() => {
-                vec![
-                    "codex".into(),
-                    "exec".into(),
-                    "--dangerously-bypass-approvals-and-sandbox".into(),
-                ]
+            "codex" => {
+                match (respawn, prompt.is_some()) {
+                    (false, true) => v.push("exec".into()),
+                    (true, true) => v.extend(["exec".into(), "resume".into(), "--last".into()]),
+                    (false, false) => {}
+                    (true, false) => v.extend(["resume".into(), "--last".into()]),
+                }
+                v.push("--dangerously-bypass-approvals-and-sandbox".into());
             }
-            ("codex", Launch::Respawn) if prompt.is_some() => {
-                vec!["codex".into(), "exec".into(), "--full-auto".into()]
-            }
-            ("codex", _) => vec!["codex".into()],
-            ("opencode", _) => {
+            "opencode" => {
                 if prompt.is_some() {
-                    vec!["opencode".into(), "run".into()]
-                } else {
-                    vec!["opencode".into()]
+                    v.push("run".into());
+                }
+                v.push("--auto".into());
+                if respawn {
+                    v.push("--continue".into());
                 }
             }
-            (other, _) => vec![other.into()],
-        };
+            _ => {}
+        }
         if let Some(p) = prompt {
-            v.push(p.to_string());
+            if dashdash {
+                v.push("--".into());
+                v.push(p.to_string());
+            } else if p.starts_with('-') {
+                v.push(format!(" {p}"));
+            } else {
+                v.push(p.to_string());
+            }
         }
         v
     }
@@ -266,55 +284,82 @@ mod tests {
     #[test]
     fn builtin_commands_match_the_original() {
         let c = Config::default();
+        let argv =
+            |h: &str, p: Option<&str>, l: Launch| Harness::named(h, &c).unwrap().argv(p, l, None);
         let claude = Harness::named("claude", &c).unwrap();
         assert_eq!(
-            claude.argv(Some("do it"), Launch::First, None),
-            ["claude", "--dangerously-skip-permissions", "do it"]
+            claude.argv(Some("do it"), Launch::First, Some(Conversation::New("u-1"))),
+            [
+                "claude",
+                "--dangerously-skip-permissions",
+                "--session-id",
+                "u-1",
+                "--",
+                "do it"
+            ]
         );
         assert_eq!(
-            claude.argv(Some("again"), Launch::Respawn, Some("u-1")),
+            claude.argv(
+                Some("again"),
+                Launch::Respawn,
+                Some(Conversation::Resume("u-1"))
+            ),
             [
                 "claude",
                 "--dangerously-skip-permissions",
                 "--resume",
                 "u-1",
+                "--",
                 "again"
             ]
         );
+        assert_eq!(argv("pi", Some("p"), Launch::First), ["pi", "-p", "p"]);
         assert_eq!(
-            Harness::named("pi", &c)
-                .unwrap()
-                .argv(Some("p"), Launch::First, None),
-            ["pi", "-p", "p"]
+            argv("pi", Some("p"), Launch::Respawn),
+            ["pi", "-p", "--continue", "p"]
         );
         assert_eq!(
-            Harness::named("codex", &c)
-                .unwrap()
-                .argv(Some("p"), Launch::First, None),
+            argv("pi", Some("-v x"), Launch::First),
+            ["pi", "-p", " -v x"]
+        );
+        assert_eq!(argv("pi", None, Launch::First), ["pi"]);
+        assert_eq!(
+            argv("codex", Some("p"), Launch::First),
             [
                 "codex",
                 "exec",
                 "--dangerously-bypass-approvals-and-sandbox",
+                "--",
                 "p"
             ]
         );
         assert_eq!(
-            Harness::named("codex", &c)
-                .unwrap()
-                .argv(Some("p"), Launch::Respawn, None),
-            ["codex", "exec", "--full-auto", "p"]
+            argv("codex", Some("p"), Launch::Respawn),
+            [
+                "codex",
+                "exec",
+                "resume",
+                "--last",
+                "--dangerously-bypass-approvals-and-sandbox",
+                "--",
+                "p"
+            ]
         );
         assert_eq!(
-            Harness::named("opencode", &c)
-                .unwrap()
-                .argv(Some("p"), Launch::First, None),
-            ["opencode", "run", "p"]
+            argv("codex", None, Launch::First),
+            ["codex", "--dangerously-bypass-approvals-and-sandbox"]
         );
         assert_eq!(
-            Harness::named("opencode", &c)
-                .unwrap()
-                .argv(None, Launch::First, None),
-            ["opencode"]
+            argv("opencode", Some("p"), Launch::First),
+            ["opencode", "run", "--auto", "--", "p"]
+        );
+        assert_eq!(
+            argv("opencode", Some("p"), Launch::Respawn),
+            ["opencode", "run", "--auto", "--continue", "--", "p"]
+        );
+        assert_eq!(
+            argv("opencode", None, Launch::First),
+            ["opencode", "--auto"]
         );
         assert!(Harness::named("nope", &c).is_err());
         // A chosen permission mode is used on first launch and on respawn alike.
@@ -322,13 +367,18 @@ mod tests {
         let claude = Harness::named("claude", &asks).unwrap();
         assert!(!claude.bypasses_permissions());
         assert_eq!(
-            claude.argv(Some("x"), Launch::Respawn, Some("u-1")),
+            claude.argv(
+                Some("x"),
+                Launch::Respawn,
+                Some(Conversation::Resume("u-1"))
+            ),
             [
                 "claude",
                 "--permission-mode",
                 "manual",
                 "--resume",
                 "u-1",
+                "--",
                 "x"
             ]
         );

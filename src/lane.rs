@@ -326,7 +326,8 @@ impl<'a> Lanes<'a> {
             &rec.base_ref,
         )?;
         harness.setup_workspace(&project.path, &rec.worktree_path)?;
-        let conversation = (harness.name == "claude").then_some(rec.session_id.as_str());
+        let conversation = (harness.name == "claude")
+            .then_some(crate::harness::Conversation::New(rec.session_id.as_str()));
         let argv = harness.argv(seed, Launch::First, conversation);
         let mut env = vec![
             ("ORANGE_LANE_ID".to_string(), rec.lane_id.clone()),

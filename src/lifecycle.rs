@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::config::Config;
 use crate::error::{OrangeError, Result};
-use crate::harness::{Harness, Launch};
+use crate::harness::{Conversation, Harness, Launch};
 use crate::pool::{self, TaskLookup};
 use crate::project::{self, Project};
 use crate::store::{self, Home};
@@ -194,7 +194,7 @@ impl<'a> Tasks<'a> {
 
     pub fn view(&self, task: Task, panes: &[PaneInfo]) -> TaskView {
         let session = SessionView::of(&task, panes);
-        let mut agent = crate::agent::load(&self.store.dir(&task.project, &task.id));
+        let mut agent = crate::agent::load(&self.store.dir(&task.project, &task.id)).current();
         // The pane is the ground truth for life and death, whatever was last recorded.
         if session.state == "dead" || (session.state == "none" && task.status.is_active()) {
             agent.state = Some(crate::agent::State::Dead);
@@ -409,15 +409,30 @@ impl<'a> Tasks<'a> {
         // Projects registered by an older orange may lack the newer exclude entries.
         git::ensure_excluded(&project.path, pool::EXCLUDED_FILES)?;
 
-        let conversation = match (harness.name.as_str(), launch) {
-            ("claude", Launch::First) => {
+        // Claude's conversation: a new one, or on respawn the same one — when claude saved
+        // it. A claude killed early (SIGKILL) may not have written it, and `--resume` of an
+        // unknown id exits at once ("No conversation found"): then a new one.
+        let resumable = |id: &String| crate::agent::claude_log_path(ws_path, id).exists();
+        let (conv_id, resume) = match (harness.name.as_str(), launch) {
+            ("claude", Launch::Respawn)
+                if task.agent_session_id.as_ref().is_some_and(resumable) =>
+            {
+                (task.agent_session_id.clone(), true)
+            }
+            ("claude", _) if harness.is_builtin() => {
                 let id = new_uuid();
                 task.agent_session_id = Some(id.clone());
-                Some(id)
+                (Some(id), false)
             }
-            ("claude", Launch::Respawn) => task.agent_session_id.clone(),
-            _ => None,
+            _ => (None, false),
         };
+        let conversation = conv_id.as_deref().map(|id| {
+            if resume {
+                Conversation::Resume(id)
+            } else {
+                Conversation::New(id)
+            }
+        });
         let prompt = match (launch, &self.recovery) {
             (Launch::First, _) => first_prompt(task),
             (Launch::Respawn, None) => Some(respawn_prompt(task)),
@@ -437,7 +452,7 @@ impl<'a> Tasks<'a> {
             }
         }
         harness.setup_workspace(&project.path, ws_path)?;
-        let argv = harness.argv(prompt.as_deref(), launch, conversation.as_deref());
+        let argv = harness.argv(prompt.as_deref(), launch, conversation);
         // A new agent: what the last one's hooks said, its dialogs and last words are not
         // its own (the total of nudges is kept).
         let dir = self.store.dir(&task.project, &task.id);

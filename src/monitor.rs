@@ -33,8 +33,9 @@ pub struct PassReport {
     pub states: Vec<serde_json::Value>,
 }
 
+/// Agent timestamps are precise: a hook and a monitor pass often fall in the same second.
 fn now_s() -> String {
-    store::now_rfc3339()
+    store::now_precise()
 }
 
 /// `a` is a later time than `b` (RFC 3339; unparsable times are never later).
@@ -486,6 +487,14 @@ impl<'a> Monitor<'a> {
         let current = self.tasks.store.load(&task.project, &task.id)?;
         if current.status != Status::Working {
             report.actions.push(json!({"task": task.id, "action": "none", "reason": format!("idle; task is {} (only working tasks are nudged)", current.status)}));
+            return Ok(());
+        }
+        // Idle since it started, before its first turn: a claude still starting up (its
+        // prompt not submitted yet), or one started without a prompt. Nothing to continue.
+        if info.hook_state == Some(State::Waiting)
+            && info.hook_event.as_deref() == Some("SessionStart")
+        {
+            report.actions.push(json!({"task": task.id, "action": "none", "reason": "idle since it started (no turn yet)"}));
             return Ok(());
         }
         let action = policy.on_idle.clone();

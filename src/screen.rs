@@ -23,14 +23,14 @@ const CLAUDE_BLOCKERS: &[(Blocker, &[&str])] = &[
     ),
     (
         Blocker::BypassWarning,
-        &["bypass permissions mode", "yes, i accept"],
+        &["running in bypass permissions mode", "yes, i accept"],
     ),
     (
         Blocker::FolderTrust,
         &[
-            "do you trust the files in this folder",
+            "is this a project you created or one you trust",
             "yes, i trust this folder",
-            "trust this folder",
+            "do you trust the files in this folder",
         ],
     ),
     (
@@ -44,6 +44,8 @@ const CLAUDE_BLOCKERS: &[(Blocker, &[&str])] = &[
         Blocker::Login,
         &[
             "select login method",
+            "not logged in · please run /login",
+            "not logged in · run /login",
             "claude account with subscription",
             "anthropic console account",
         ],
@@ -51,10 +53,11 @@ const CLAUDE_BLOCKERS: &[(Blocker, &[&str])] = &[
     (
         Blocker::Onboarding,
         &[
-            "choose the text style",
+            "choose the text style that looks best",
+            "security notes:",
+            "unable to connect to anthropic services",
+            "failed to connect to api.anthropic.com",
             "let's get started",
-            "security notes",
-            "use claude code's terminal setup",
         ],
     ),
     (
@@ -104,21 +107,28 @@ fn clean(line: &str) -> String {
         .to_string()
 }
 
-/// `Retrying in 4 seconds… (attempt 2/10)` → `attempt 2/10` (the last such line).
+/// A retry line → its error and attempt: `✻ 529 Overloaded · retrying in 6s · attempt
+/// 5/10` → `529 Overloaded, attempt 5/10` (the last such line on screen).
 fn retrying(lines: &[&str]) -> Option<String> {
     lines.iter().rev().find_map(|l| {
         let lower = l.to_lowercase();
         let at = lower.find("retrying")?;
-        let rest = &lower[at..];
-        let detail = rest
-            .find("attempt")
-            .map(|i| {
-                rest[i..]
-                    .trim_end_matches(|c: char| !c.is_ascii_digit())
-                    .to_string()
-            })
-            .unwrap_or_else(|| clean(&l[at..]));
-        Some(detail)
+        let attempt = lower[at..].find("attempt").map(|i| {
+            lower[at + i..]
+                .trim_end_matches(|c: char| !c.is_ascii_digit())
+                .to_string()
+        });
+        // What failed: the text before "retrying", without the spinner and separators.
+        let what = clean(&l[..at])
+            .trim_start_matches(|c: char| !c.is_alphanumeric())
+            .trim_end_matches(|c: char| c == '·' || c == '(' || c == '-' || c.is_whitespace())
+            .to_string();
+        Some(match (what.is_empty(), attempt) {
+            (false, Some(a)) => format!("{what}, {a}"),
+            (true, Some(a)) => a,
+            (false, None) => what,
+            (true, None) => clean(&l[at..]),
+        })
     })
 }
 
@@ -150,10 +160,10 @@ mod tests {
             None,
             "claude's dialogs only for claude"
         );
-        let retry = "> do it\n✻ Thinking…\n  ⎿  API Error (529 Overloaded) · Retrying in 4 seconds… (attempt 2/10)\n";
+        let retry = "❯ say hi\n✻ 529 Overloaded · retrying in 6s · attempt 5/10\n  ⎿  If it persists, check your inference gateway (127.0.0.1:38787).\n";
         assert_eq!(
             classify("claude", retry),
-            Some(Screen::Retrying("attempt 2/10".into()))
+            Some(Screen::Retrying("529 Overloaded, attempt 5/10".into()))
         );
         assert_eq!(classify("claude", "> hello\n\nall good"), None);
         // Text far above the bottom of the screen is history, not a dialog.

@@ -262,7 +262,7 @@ pub fn assemble(
 /// `agent.json` (kept by the monitor and agent hooks), corrected by the pane: the pane is
 /// the ground truth for life and death (as `orange task list` shows it).
 fn agent_info(task_dir: &std::path::Path, task: &Task, session: &SessionView) -> AgentInfo {
-    let mut agent = crate::agent::load(task_dir);
+    let mut agent = crate::agent::load(task_dir).current();
     if session.state == "dead" || (session.state == "none" && task.status.is_active()) {
         agent.state = Some(crate::agent::State::Dead);
         agent.exit_status = session.exit_status;

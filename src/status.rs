@@ -256,7 +256,8 @@ pub fn classify(
                 return Some((Bucket::Dead, dead_reason(session)));
             }
             if let Some(info) = agent {
-                let state = effective_agent_state(info);
+                let info = &info.current();
+                let state = info.state;
                 if let Some(esc) = info
                     .escalated
                     .as_ref()
@@ -292,7 +293,12 @@ pub fn classify(
                         return Some((Bucket::Working, "retrying".into()));
                     }
                     Some(agent::State::Waiting) if status != Status::Clarification => {
-                        return Some((Bucket::Waiting, "waiting for input".into()));
+                        let what = if info.asked.is_some() {
+                            "question for you"
+                        } else {
+                            "waiting for input"
+                        };
+                        return Some((Bucket::Waiting, what.into()));
                     }
                     _ => {}
                 }
@@ -304,14 +310,6 @@ pub fn classify(
             }
         }
     })
-}
-
-/// The agent's state as last recorded: a hook newer than the monitor's observation wins.
-fn effective_agent_state(info: &AgentInfo) -> Option<agent::State> {
-    match (info.hook_state, info.hook_at.as_deref()) {
-        (Some(h), Some(at)) if info.state.is_none() || newer_or_same(at, &info.at) => Some(h),
-        _ => info.state,
-    }
 }
 
 fn signal_reason(sig: i32) -> String {

@@ -67,3 +67,94 @@ fn a_missing_log_is_unknown_and_a_large_log_is_read_from_its_tail() {
         Some(LogState::Waiting { question: None })
     );
 }
+
+fn fixture(rel: &str) -> String {
+    std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/claude")
+            .join(rel),
+    )
+    .unwrap()
+}
+
+/// Hook payloads captured from the real Claude Code 2.1.330 (tests/fixtures/claude/hooks/).
+#[test]
+fn real_hook_payloads_say_what_happened() {
+    use orange::agent::{Blocker, State};
+    let says = |f: &str| {
+        let file = std::fs::read_dir(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude/hooks"),
+        )
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with(f))
+        .unwrap_or_else(|| panic!("no hooks/{f}*"));
+        let payload: serde_json::Value =
+            serde_json::from_str(&fixture(&format!("hooks/{file}"))).unwrap();
+        let event = payload["hook_event_name"].as_str().unwrap().to_string();
+        agent::state_of_hook(&event, &payload)
+    };
+    for (file, kind) in [
+        ("StopFailure-401", ErrorKind::Unauthorized),
+        ("StopFailure-429", ErrorKind::RateLimited),
+        ("StopFailure-500", ErrorKind::Server),
+        ("StopFailure-529", ErrorKind::Overloaded),
+    ] {
+        let s = says(file).unwrap();
+        assert_eq!((s.state, s.error), (State::Error, Some(kind)), "{file}");
+        assert!(s.detail.unwrap().len() > 10, "{file}: the message is kept");
+    }
+    let p = says("Notification-permission_prompt").unwrap();
+    assert_eq!(
+        (p.state, p.blocker),
+        (State::Blocked, Some(Blocker::Approval))
+    );
+    let p = says("PermissionRequest").unwrap();
+    assert_eq!(
+        (p.state, p.blocker),
+        (State::Blocked, Some(Blocker::Approval))
+    );
+    assert_eq!(
+        says("Notification-idle_prompt").unwrap().state,
+        State::Waiting
+    );
+    assert_eq!(says("SessionStart-bypass").unwrap().state, State::Waiting);
+    assert_eq!(
+        says("UserPromptSubmit-bypass").unwrap().state,
+        State::Working
+    );
+    assert!(says("PreToolUse-bypass").unwrap().progress);
+    assert_eq!(says("Stop-bypass").unwrap().state, State::Waiting);
+    assert!(says("SubagentStop").is_none());
+    assert!(says("SessionEnd-exit").is_none());
+}
+
+/// Transcripts of the real Claude Code 2.1.330 after an API error (retries exhausted):
+/// the status and the message decide the kind, the message is the detail.
+#[test]
+fn real_transcripts_of_api_errors() {
+    for (file, kind, code) in [
+        ("error-401-max-retries-0", ErrorKind::Unauthorized, "401"),
+        ("error-429-max-retries-0", ErrorKind::RateLimited, "429"),
+        ("error-500-max-retries-0", ErrorKind::Server, "500"),
+        ("error-529-max-retries-0", ErrorKind::Overloaded, "529"),
+        ("error-529-after-10-retries", ErrorKind::Overloaded, "529"),
+    ] {
+        match agent::state_of_log(&fixture(&format!("transcripts/{file}.jsonl"))) {
+            Some(LogState::Error(k, m)) => {
+                assert_eq!(k, kind, "{file}: {m}");
+                assert!(
+                    m.contains(code) || k == ErrorKind::Unauthorized,
+                    "{file}: {m}"
+                );
+            }
+            other => panic!("{file}: {other:?}"),
+        }
+    }
+    // A finished turn, a /exit and a resume: the last turn ended (waiting), whatever
+    // bookkeeping lines follow it.
+    assert!(matches!(
+        agent::state_of_log(&fixture("transcripts/tool-approval-then-approved.jsonl")),
+        Some(LogState::Waiting { .. })
+    ));
+}

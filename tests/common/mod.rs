@@ -2,6 +2,8 @@
 //! `$ORANGE_HOME`, and helpers to run the `orange` binary.
 #![allow(dead_code)]
 
+pub mod standin;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -1,0 +1,918 @@
+//! A stand-in Anthropic Messages API for integration tests that run the real Claude Code
+//! (`claude`) against `ANTHROPIC_BASE_URL=http://127.0.0.1:PORT`.
+//!
+//! Only std + serde_json. It binds 127.0.0.1:0, serves each connection on its own thread
+//! (HTTP/1.1 keep-alive, Content-Length or chunked request bodies), and stops when the
+//! [`StandIn`] is dropped or after [`IDLE_LIMIT`] without a request.
+//!
+//! Which requests consume the script ("turns"): `POST /v1/messages` (any query string, e.g.
+//! `?beta=true`) whose JSON body has a non-empty `tools` array. Claude Code 2.1.330 sends every
+//! conversation turn with its tool list (main agent: 13 tools; a sub-agent: 8, marked by
+//! `cc_is_subagent=true` in the first system block, see [`Recorded::is_subagent`]). With
+//! `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1` it was seen sending nothing else at all; any
+//! tool-less request (title/topic generation, a `max_tokens: 1` quota probe, …),
+//! `POST /v1/messages/count_tokens`, and `GET`/`HEAD /` get a harmless generic answer and do
+//! not touch the script. Any other path: 404 with Anthropic's error JSON.
+//!
+//! Claude retries 401, 429, 500 and 529 by itself, 10 times over ~3 minutes, and every retry
+//! takes a script entry: launch it with `CLAUDE_CODE_MAX_RETRIES=0` (one request per error)
+//! or script `Reply::repeat(n + 1, Reply::status(529))` for `CLAUDE_CODE_MAX_RETRIES=n`.
+//!
+//! When the script is exhausted every further turn gets `Text("done")`.
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// The stand-in stops by itself after this long without a request.
+pub const IDLE_LIMIT: Duration = Duration::from_secs(600);
+/// How often blocked connection threads look at the stop flag.
+const POLL: Duration = Duration::from_millis(100);
+/// Interval of SSE `ping` events while a streamed [`Reply::Slow`] waits.
+const PING_EVERY: Duration = Duration::from_secs(5);
+
+/// One scripted answer to a turn request.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// A text answer, `stop_reason: "end_turn"`.
+    Text(String),
+    /// A tool call, `stop_reason: "tool_use"`; claude runs the tool and sends the next turn
+    /// with a `tool_result`.
+    ToolUse { name: String, input: Value },
+    /// Wait before answering. When streaming, `message_start` (and `ping`s every 5 s) are sent
+    /// at once and the rest of the reply after the delay: a slow streamed answer.
+    Slow(Duration, Box<Reply>),
+    /// An HTTP error with Anthropic's error body; the error `type` follows the status
+    /// (400 invalid_request_error, 401 authentication_error, 403 permission_error,
+    /// 404 not_found_error, 413 request_too_large, 429 rate_limit_error, 500 api_error,
+    /// 529 overloaded_error). The `String` is the error message.
+    Status(u16, String),
+    /// A text answer that ends with "?" (one is appended if missing), `end_turn`.
+    Question(String),
+    /// Never answer (the connection stays open, silent) until the stand-in is dropped.
+    Hang,
+    /// The inner reply, for each of the next `n` turn requests (claude's own retries of an
+    /// error consume the script: `Repeat(3, Status(529, ..))` answers three attempts).
+    Repeat(usize, Box<Reply>),
+}
+
+impl Reply {
+    pub fn text(s: impl Into<String>) -> Reply {
+        Reply::Text(s.into())
+    }
+    pub fn tool(name: impl Into<String>, input: Value) -> Reply {
+        Reply::ToolUse {
+            name: name.into(),
+            input,
+        }
+    }
+    /// `Bash` tool call running `command`.
+    pub fn bash(command: impl Into<String>) -> Reply {
+        let command = command.into();
+        Reply::ToolUse {
+            name: "Bash".into(),
+            input: json!({ "command": command, "description": "run a command" }),
+        }
+    }
+    pub fn status(code: u16) -> Reply {
+        Reply::Status(code, default_error_message(code).into())
+    }
+    pub fn slow(d: Duration, r: Reply) -> Reply {
+        Reply::Slow(d, Box::new(r))
+    }
+    pub fn repeat(n: usize, r: Reply) -> Reply {
+        Reply::Repeat(n, Box::new(r))
+    }
+
+    /// `Repeat` unrolled into plain replies (`Slow(d, Repeat(n, r))` = n × `Slow(d, r)`).
+    fn flatten(self) -> Vec<Reply> {
+        match self {
+            Reply::Repeat(n, r) => {
+                let one = r.flatten();
+                let mut v = Vec::with_capacity(n * one.len());
+                for _ in 0..n {
+                    v.extend(one.iter().cloned());
+                }
+                v
+            }
+            Reply::Slow(d, r) => r
+                .flatten()
+                .into_iter()
+                .map(|x| Reply::Slow(d, Box::new(x)))
+                .collect(),
+            r => vec![r],
+        }
+    }
+}
+
+/// Anthropic's error `type` for an HTTP status.
+pub fn error_type(status: u16) -> &'static str {
+    match status {
+        400 => "invalid_request_error",
+        401 => "authentication_error",
+        402 => "billing_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        504 => "timeout_error",
+        529 => "overloaded_error",
+        _ => "api_error",
+    }
+}
+
+fn default_error_message(status: u16) -> &'static str {
+    match status {
+        401 => "invalid x-api-key",
+        429 => "Number of request tokens has exceeded your per-minute rate limit",
+        500 => "Internal server error",
+        529 => "Overloaded",
+        _ => "Error",
+    }
+}
+
+/// One request the stand-in received.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub method: String,
+    /// Path including any query string, e.g. `/v1/messages?beta=true`.
+    pub path: String,
+    /// Header names lower-cased.
+    pub headers: Vec<(String, String)>,
+    /// The JSON body (`Null` if empty; a `String` holding the raw text if not JSON).
+    pub body: Value,
+    /// When the request (headers and body) had been read.
+    pub at: Instant,
+    /// A turn request (answered from the script, or `Text("done")` once it is exhausted).
+    pub scripted: bool,
+    /// Index of the script entry that answered it (`None` for side requests and after the
+    /// script ran out).
+    pub reply_index: Option<usize>,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+    }
+    /// The text of the last user message's blocks (text and tool_result contents), joined.
+    pub fn last_user_text(&self) -> String {
+        let msgs = self.body.get("messages").and_then(Value::as_array);
+        let Some(last) = msgs.and_then(|m| m.iter().rev().find(|m| m["role"] == "user")) else {
+            return String::new();
+        };
+        let mut out = String::new();
+        collect_text(&last["content"], &mut out);
+        out
+    }
+    /// The system prompt's text blocks, joined.
+    pub fn system_text(&self) -> String {
+        let mut out = String::new();
+        collect_text(&self.body["system"], &mut out);
+        out
+    }
+    /// A sub-agent's turn (Agent tool): claude 2.1.330 marks it with `cc_is_subagent=true` in
+    /// the first system block (`x-anthropic-billing-header: …`). Sub-agents run in the
+    /// background by default, so their turns interleave with the main agent's.
+    pub fn is_subagent(&self) -> bool {
+        self.system_text().contains("cc_is_subagent=true")
+    }
+    /// `X-Claude-Code-Session-Id` (the `--session-id`).
+    pub fn session_id(&self) -> Option<&str> {
+        self.header("x-claude-code-session-id")
+    }
+    /// The `tool_result` blocks of the last user message.
+    pub fn tool_results(&self) -> Vec<Value> {
+        let msgs = self.body.get("messages").and_then(Value::as_array);
+        let Some(last) = msgs.and_then(|m| m.iter().rev().find(|m| m["role"] == "user")) else {
+            return vec![];
+        };
+        last["content"]
+            .as_array()
+            .map(|c| {
+                c.iter()
+                    .filter(|b| b["type"] == "tool_result")
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+fn collect_text(v: &Value, out: &mut String) {
+    match v {
+        Value::String(s) => {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(s);
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect_text(x, out)),
+        Value::Object(o) => {
+            if let Some(t) = o.get("text") {
+                collect_text(t, out);
+            } else if let Some(c) = o.get("content") {
+                collect_text(c, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The side-request rule: a `POST /v1/messages` is a turn iff its body has a non-empty `tools`
+/// array.
+pub fn is_turn(method: &str, path: &str, body: &Value) -> bool {
+    method == "POST"
+        && path_only(path) == "/v1/messages"
+        && body
+            .get("tools")
+            .and_then(Value::as_array)
+            .is_some_and(|t| !t.is_empty())
+}
+
+fn path_only(path: &str) -> &str {
+    path.split('?').next().unwrap_or(path)
+}
+
+struct State {
+    script: VecDeque<Reply>,
+    /// Number of script entries handed out so far (= index of the next one).
+    next: usize,
+    requests: Vec<Recorded>,
+    /// For each handed-out script entry, when its reply was completely sent.
+    sent: Vec<Option<Instant>>,
+    last_activity: Instant,
+}
+
+struct Inner {
+    state: Mutex<State>,
+    changed: Condvar,
+    stop: AtomicBool,
+    addr: SocketAddr,
+    ids: AtomicU64,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+    fn id(&self) -> u64 {
+        self.ids.fetch_add(1, Ordering::SeqCst) + 1
+    }
+    fn wake_accept(&self) {
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(500));
+    }
+}
+
+/// The running stand-in. Dropping it stops the server (its port is closed when `drop`
+/// returns); connections still open are closed within ~100 ms.
+pub struct StandIn {
+    inner: Arc<Inner>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl StandIn {
+    pub fn start(script: Vec<Reply>) -> StandIn {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local_addr");
+        let inner = Arc::new(Inner {
+            state: Mutex::new(State {
+                script: script.into_iter().flat_map(Reply::flatten).collect(),
+                next: 0,
+                requests: Vec::new(),
+                sent: Vec::new(),
+                last_activity: Instant::now(),
+            }),
+            changed: Condvar::new(),
+            stop: AtomicBool::new(false),
+            addr,
+            ids: AtomicU64::new(0),
+        });
+        let acc = inner.clone();
+        let accept = thread::Builder::new()
+            .name("standin-accept".into())
+            .spawn(move || accept_loop(listener, acc))
+            .expect("spawn accept thread");
+        let wd = inner.clone();
+        thread::Builder::new()
+            .name("standin-idle".into())
+            .spawn(move || loop {
+                thread::sleep(Duration::from_millis(250));
+                if wd.stopped() {
+                    return;
+                }
+                if wd.lock().last_activity.elapsed() > IDLE_LIMIT {
+                    wd.stop.store(true, Ordering::SeqCst);
+                    wd.changed.notify_all();
+                    wd.wake_accept();
+                    return;
+                }
+            })
+            .expect("spawn idle thread");
+        StandIn {
+            inner,
+            accept: Some(accept),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`, for `ANTHROPIC_BASE_URL`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.inner.addr)
+    }
+    pub fn port(&self) -> u16 {
+        self.inner.addr.port()
+    }
+    /// Append replies to the script (a `Repeat` is unrolled).
+    pub fn push(&self, r: Reply) {
+        self.inner.lock().script.extend(r.flatten());
+    }
+    /// Script entries not yet handed out.
+    pub fn remaining(&self) -> usize {
+        self.inner.lock().script.len()
+    }
+    /// Every request received so far, in order of arrival.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.inner.lock().requests.clone()
+    }
+    /// Only the turn requests.
+    pub fn turns(&self) -> Vec<Recorded> {
+        self.inner
+            .lock()
+            .requests
+            .iter()
+            .filter(|r| r.scripted)
+            .cloned()
+            .collect()
+    }
+    pub fn count(&self, pred: impl Fn(&Recorded) -> bool) -> usize {
+        self.inner
+            .lock()
+            .requests
+            .iter()
+            .filter(|r| pred(r))
+            .count()
+    }
+    /// When the reply of script entry `k` (0-based) was completed: taken right before its
+    /// last bytes are written (a streamed reply's `message_stop`, a `Status`'s error body, a
+    /// JSON reply), so whoever holds the complete reply finds it set. `None` while not yet
+    /// sent, for `Hang`, and for `k` not handed out yet.
+    pub fn sent_at(&self, k: usize) -> Option<Instant> {
+        self.inner.lock().sent.get(k).copied().flatten()
+    }
+    /// Wait until at least `n` turn (scripted) requests were received; false on timeout.
+    pub fn wait_requests(&self, n: usize, timeout: Duration) -> bool {
+        self.wait_until(timeout, |reqs| {
+            reqs.iter().filter(|r| r.scripted).count() >= n
+        })
+    }
+    /// Wait until the reply of script entry `k` was sent; returns when.
+    pub fn wait_sent(&self, k: usize, timeout: Duration) -> Option<Instant> {
+        let deadline = Instant::now() + timeout;
+        let mut st = self.inner.lock();
+        loop {
+            if let Some(Some(t)) = st.sent.get(k) {
+                return Some(*t);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            st = self
+                .inner
+                .changed
+                .wait_timeout(st, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+    /// Wait until `pred(all requests)` holds; false on timeout.
+    pub fn wait_until(&self, timeout: Duration, pred: impl Fn(&[Recorded]) -> bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut st = self.inner.lock();
+        loop {
+            if pred(&st.requests) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            st = self
+                .inner
+                .changed
+                .wait_timeout(st, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+    /// Stop now (the same as dropping it).
+    pub fn stop(&mut self) {
+        self.inner.stop.store(true, Ordering::SeqCst);
+        self.inner.changed.notify_all();
+        if let Some(h) = self.accept.take() {
+            self.inner.wake_accept();
+            let _ = h.join();
+        }
+    }
+    /// True once stopped (dropped, `stop`, or idle limit).
+    pub fn is_stopped(&self) -> bool {
+        self.inner.stopped()
+    }
+}
+
+impl Drop for StandIn {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn accept_loop(listener: TcpListener, inner: Arc<Inner>) {
+    for conn in listener.incoming() {
+        if inner.stopped() {
+            break;
+        }
+        let Ok(stream) = conn else { continue };
+        let c = inner.clone();
+        let _ = thread::Builder::new()
+            .name("standin-conn".into())
+            .spawn(move || {
+                let _ = serve(stream, &c);
+            });
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// HTTP
+
+/// A reader over the connection that polls the stop flag while waiting for bytes.
+struct Conn<'a> {
+    s: TcpStream,
+    buf: Vec<u8>,
+    inner: &'a Inner,
+}
+
+impl Conn<'_> {
+    /// Read more bytes into `buf`; Ok(false) on EOF or stop.
+    fn fill(&mut self) -> io::Result<bool> {
+        let mut tmp = [0u8; 16384];
+        loop {
+            if self.inner.stopped() {
+                return Ok(false);
+            }
+            match self.s.read(&mut tmp) {
+                Ok(0) => return Ok(false),
+                Ok(n) => {
+                    self.buf.extend_from_slice(&tmp[..n]);
+                    return Ok(true);
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    continue
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    /// One line terminated by CRLF (or LF), without the terminator.
+    fn line(&mut self) -> io::Result<Option<String>> {
+        loop {
+            if let Some(p) = self.buf.iter().position(|&b| b == b'\n') {
+                let mut l: Vec<u8> = self.buf.drain(..=p).collect();
+                l.pop();
+                if l.last() == Some(&b'\r') {
+                    l.pop();
+                }
+                return Ok(Some(String::from_utf8_lossy(&l).into_owned()));
+            }
+            if !self.fill()? {
+                return Ok(None);
+            }
+        }
+    }
+    fn exact(&mut self, n: usize) -> io::Result<Option<Vec<u8>>> {
+        while self.buf.len() < n {
+            if !self.fill()? {
+                return Ok(None);
+            }
+        }
+        Ok(Some(self.buf.drain(..n).collect()))
+    }
+}
+
+struct Request {
+    method: String,
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+fn read_request(c: &mut Conn) -> io::Result<Option<Request>> {
+    let first = loop {
+        match c.line()? {
+            None => return Ok(None),
+            Some(l) if l.is_empty() => continue, // stray CRLF between requests
+            Some(l) => break l,
+        }
+    };
+    let mut parts = first.split_whitespace();
+    let method = parts.next().unwrap_or("").to_string();
+    let path = parts.next().unwrap_or("/").to_string();
+    let mut headers = Vec::new();
+    loop {
+        match c.line()? {
+            None => return Ok(None),
+            Some(l) if l.is_empty() => break,
+            Some(l) => {
+                if let Some((k, v)) = l.split_once(':') {
+                    headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+                }
+            }
+        }
+    }
+    let h = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    if h("expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue")) {
+        c.s.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+    }
+    let mut body = Vec::new();
+    if h("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked")) {
+        loop {
+            let Some(size_line) = c.line()? else {
+                return Ok(None);
+            };
+            let size_hex = size_line.split(';').next().unwrap_or("").trim();
+            let size = usize::from_str_radix(size_hex, 16)
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad chunk size"))?;
+            if size == 0 {
+                // trailers until an empty line
+                loop {
+                    match c.line()? {
+                        None => return Ok(None),
+                        Some(l) if l.is_empty() => break,
+                        Some(_) => {}
+                    }
+                }
+                break;
+            }
+            let Some(data) = c.exact(size)? else {
+                return Ok(None);
+            };
+            body.extend_from_slice(&data);
+            let _ = c.line()?; // CRLF after the chunk
+        }
+    } else if let Some(n) = h("content-length").and_then(|v| v.parse::<usize>().ok()) {
+        let Some(data) = c.exact(n)? else {
+            return Ok(None);
+        };
+        body = data;
+    }
+    Ok(Some(Request {
+        method,
+        path,
+        headers,
+        body,
+    }))
+}
+
+fn serve(stream: TcpStream, inner: &Inner) -> io::Result<()> {
+    stream.set_read_timeout(Some(POLL))?;
+    stream.set_nodelay(true)?;
+    let mut c = Conn {
+        s: stream,
+        buf: Vec::new(),
+        inner,
+    };
+    while let Some(req) = read_request(&mut c)? {
+        if inner.stopped() {
+            break;
+        }
+        let close = req
+            .headers
+            .iter()
+            .any(|(k, v)| k == "connection" && v.eq_ignore_ascii_case("close"));
+        handle(&mut c.s, inner, req)?;
+        if close || inner.stopped() {
+            break;
+        }
+    }
+    let _ = c.s.shutdown(Shutdown::Both);
+    Ok(())
+}
+
+fn handle(s: &mut TcpStream, inner: &Inner, req: Request) -> io::Result<()> {
+    let encoded = req
+        .headers
+        .iter()
+        .find(|(k, _)| k == "content-encoding")
+        .map(|(_, v)| v.clone())
+        .filter(|v| !v.eq_ignore_ascii_case("identity"));
+    let body: Value = if req.body.is_empty() {
+        Value::Null
+    } else if let Some(enc) = encoded {
+        Value::String(format!(
+            "<undecoded content-encoding: {enc}, {} bytes>",
+            req.body.len()
+        ))
+    } else {
+        serde_json::from_slice(&req.body)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&req.body).into_owned()))
+    };
+    let path = path_only(&req.path).to_string();
+    let turn = is_turn(&req.method, &req.path, &body);
+    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("claude-standin")
+        .to_string();
+
+    // Record, and take the script entry for a turn, in one critical section.
+    let (reply, index) = {
+        let mut st = inner.lock();
+        st.last_activity = Instant::now();
+        let (reply, index) = if turn {
+            match st.script.pop_front() {
+                Some(r) => {
+                    let k = st.next;
+                    st.next += 1;
+                    st.sent.push(None);
+                    (Some(r), Some(k))
+                }
+                None => (Some(Reply::Text("done".into())), None),
+            }
+        } else {
+            (None, None)
+        };
+        st.requests.push(Recorded {
+            method: req.method.clone(),
+            path: req.path.clone(),
+            headers: req.headers.clone(),
+            body: body.clone(),
+            at: Instant::now(),
+            scripted: turn,
+            reply_index: index,
+        });
+        inner.changed.notify_all();
+        (reply, index)
+    };
+
+    let mark_sent = |inner: &Inner| {
+        if let Some(k) = index {
+            let mut st = inner.lock();
+            if let Some(slot) = st.sent.get_mut(k) {
+                *slot = Some(Instant::now());
+            }
+            inner.changed.notify_all();
+        }
+    };
+
+    match (req.method.as_str(), path.as_str()) {
+        ("POST", "/v1/messages") => {
+            let reply = reply.unwrap_or_else(|| Reply::Text("ok".into()));
+            answer(s, inner, &reply, stream, &model, &|| mark_sent(inner))?;
+            Ok(())
+        }
+        ("POST", "/v1/messages/count_tokens") => {
+            write_json(s, 200, &json!({ "input_tokens": 42 }), req.method == "HEAD")
+        }
+        ("GET", "/") | ("HEAD", "/") => write_json(s, 200, &json!({}), req.method == "HEAD"),
+        _ => write_json(
+            s,
+            404,
+            &json!({"type":"error","error":{"type":"not_found_error","message":format!("Not found: {} {}", req.method, req.path)}}),
+            req.method == "HEAD",
+        ),
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        413 => "Payload Too Large",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        529 => "Site Overloaded",
+        _ => "Status",
+    }
+}
+
+fn write_json(s: &mut TcpStream, status: u16, v: &Value, head: bool) -> io::Result<()> {
+    let body = v.to_string();
+    let hdr = format!(
+        "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nrequest-id: req_standin\r\nconnection: keep-alive\r\n\r\n",
+        reason(status),
+        body.len()
+    );
+    s.write_all(hdr.as_bytes())?;
+    if !head {
+        s.write_all(body.as_bytes())?;
+    }
+    s.flush()
+}
+
+/// Sleep `d`, polling the stop flag; while `ping` is given, send a ping event every 5 s.
+/// Ok(false) if stopped.
+fn wait(s: &mut TcpStream, inner: &Inner, d: Duration, ping: bool) -> io::Result<bool> {
+    let end = Instant::now().checked_add(d); // None: forever (until stopped)
+    let mut next_ping = Instant::now() + PING_EVERY;
+    loop {
+        if inner.stopped() {
+            return Ok(false);
+        }
+        let now = Instant::now();
+        if end.is_some_and(|e| now >= e) {
+            return Ok(true);
+        }
+        if ping && now >= next_ping {
+            chunk(s, &sse("ping", &json!({"type":"ping"})))?;
+            next_ping = now + PING_EVERY;
+        }
+        thread::sleep(end.map_or(POLL, |e| POLL.min(e - now)));
+    }
+}
+
+fn sse(event: &str, data: &Value) -> String {
+    format!("event: {event}\ndata: {data}\n\n")
+}
+
+fn chunk(s: &mut TcpStream, data: &str) -> io::Result<()> {
+    s.write_all(format!("{:x}\r\n{data}\r\n", data.len()).as_bytes())?;
+    s.flush()
+}
+
+fn usage(output: u64) -> Value {
+    json!({"input_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": output})
+}
+
+/// Answer a `/v1/messages` request with `reply`. `mark` is called right before the last
+/// bytes of the reply are written (so a client holding the complete reply always finds
+/// `sent_at` set). Ok(false) when no complete reply was sent (`Hang`, or stopped while waiting).
+fn answer(
+    s: &mut TcpStream,
+    inner: &Inner,
+    reply: &Reply,
+    stream: bool,
+    model: &str,
+    mark: &dyn Fn(),
+) -> io::Result<bool> {
+    // Unwrap nested Slow into one delay.
+    let mut delay = Duration::ZERO;
+    let mut r = reply;
+    while let Reply::Slow(d, inner_r) = r {
+        delay += *d;
+        r = inner_r;
+    }
+    match r {
+        Reply::Hang => {
+            wait(s, inner, Duration::MAX, false)?;
+            return Ok(false);
+        }
+        Reply::Status(code, msg) => {
+            if !wait(s, inner, delay, false)? {
+                return Ok(false);
+            }
+            let body = json!({"type":"error","error":{"type":error_type(*code),"message":msg}});
+            mark();
+            write_json(s, *code, &body, false)?;
+            return Ok(true);
+        }
+        Reply::Slow(..) | Reply::Repeat(..) => unreachable!("flattened"),
+        _ => {}
+    }
+    let n = inner.id();
+    let msg_id = format!("msg_standin_{n:06}");
+    // (block type start, deltas, stop_reason, final content block)
+    let (start_block, deltas, stop_reason, full_block): (Value, Vec<Value>, &str, Value) = match r {
+        Reply::Text(t) | Reply::Question(t) => {
+            let mut t = t.clone();
+            if matches!(r, Reply::Question(_)) && !t.trim_end().ends_with('?') {
+                t.push('?');
+            }
+            let deltas = split_text(&t)
+                .into_iter()
+                .map(|p| json!({"type":"text_delta","text":p}))
+                .collect();
+            (
+                json!({"type":"text","text":""}),
+                deltas,
+                "end_turn",
+                json!({"type":"text","text":t}),
+            )
+        }
+        Reply::ToolUse { name, input } => {
+            let id = format!("toolu_standin_{n:06}");
+            let js = input.to_string();
+            let deltas = split_text(&js)
+                .into_iter()
+                .map(|p| json!({"type":"input_json_delta","partial_json":p}))
+                .collect();
+            (
+                json!({"type":"tool_use","id":id,"name":name,"input":{}}),
+                deltas,
+                "tool_use",
+                json!({"type":"tool_use","id":id,"name":name,"input":input}),
+            )
+        }
+        _ => unreachable!(),
+    };
+    if !stream {
+        if !wait(s, inner, delay, false)? {
+            return Ok(false);
+        }
+        let body = json!({
+            "id": msg_id, "type": "message", "role": "assistant", "model": model,
+            "content": [full_block], "stop_reason": stop_reason, "stop_sequence": null,
+            "usage": usage(5),
+        });
+        mark();
+        write_json(s, 200, &body, false)?;
+        return Ok(true);
+    }
+    s.write_all(
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\nrequest-id: req_standin\r\nconnection: keep-alive\r\ntransfer-encoding: chunked\r\n\r\n",
+    )?;
+    chunk(
+        s,
+        &sse(
+            "message_start",
+            &json!({"type":"message_start","message":{"id":msg_id,"type":"message","role":"assistant","model":model,
+                "content":[],"stop_reason":null,"stop_sequence":null,"usage":usage(1)}}),
+        ),
+    )?;
+    if !delay.is_zero() {
+        chunk(s, &sse("ping", &json!({"type":"ping"})))?;
+        if !wait(s, inner, delay, true)? {
+            return Ok(false);
+        }
+    }
+    let mut out = sse(
+        "content_block_start",
+        &json!({"type":"content_block_start","index":0,"content_block":start_block}),
+    );
+    for d in deltas {
+        out += &sse(
+            "content_block_delta",
+            &json!({"type":"content_block_delta","index":0,"delta":d}),
+        );
+    }
+    out += &sse(
+        "content_block_stop",
+        &json!({"type":"content_block_stop","index":0}),
+    );
+    out += &sse(
+        "message_delta",
+        &json!({"type":"message_delta","delta":{"stop_reason":stop_reason,"stop_sequence":null},"usage":{"output_tokens":5}}),
+    );
+    out += &sse("message_stop", &json!({"type":"message_stop"}));
+    mark();
+    chunk(s, &out)?;
+    s.write_all(b"0\r\n\r\n")?;
+    s.flush()?;
+    Ok(true)
+}
+
+/// Split into pieces of about 40 bytes on char boundaries (several deltas, like the real API).
+fn split_text(t: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    let mut cur = String::new();
+    for ch in t.chars() {
+        cur.push(ch);
+        if cur.len() >= 40 {
+            v.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() || v.is_empty() {
+        v.push(cur);
+    }
+    v
+}

@@ -1,0 +1,937 @@
+//! The built-in harnesses other than claude — pi, codex, opencode — driven for real: the
+//! real programs (installed by `scripts/install-test-deps.sh`), a real git repository and
+//! a private tmux server. Nothing leaves the machine: each program's model provider is
+//! pointed at a stand-in HTTP server on 127.0.0.1 (below, std only) that records what the
+//! agent asked and answers with an error, and their update checks, telemetry and package
+//! installs are switched off or pointed at a closed loopback port. Every program runs with
+//! its own HOME and XDG directories inside the test's temporary directory.
+//!
+//! Each harness has four tests:
+//! - `<h>_lifecycle`: `orange task create --harness <h>` starts the program in the task's
+//!   workspace with the task prompt (the stand-in sees it), orange sees the agent live,
+//!   then sees it die and records how (exit status, agent state `dead`, a crash); then
+//!   `orange task respawn` starts it again with the resume prompt, same checks.
+//! - `<h>_respawn_continues_the_conversation`: the respawned agent continues its first
+//!   conversation (the model is sent the first prompt again, as history) instead of
+//!   starting a blank one.
+//! - `<h>_a_summary_starting_with_a_dash_is_the_prompt`: `--version …` as the summary
+//!   reaches the model; the program does not take it for one of its options.
+//! - `<h>_without_a_prompt_starts_interactively`: no summary, no prompt: the program's
+//!   interactive interface starts and stays up until the test ends it.
+//!
+//! Afterwards no process may be left running with the agents' private HOME.
+//!
+//! An agent that exits by itself after the model's error (one-shot modes: `pi -p`,
+//! `codex exec`, `opencode run`) must exit non-zero and say why; an interactive one that
+//! stays up is ended by the test (SIGTERM to its pane's process). Either way orange must
+//! record the death.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use common::TaskEnv;
+use serde_json::Value;
+
+/// What the stand-in model says to every request (an HTTP 400 with this message).
+const STUB_ERROR: &str = "orange-stub: no model here";
+/// Only the first prompt has this sentence (see `first_prompt`/`respawn_prompt`).
+const FIRST_PROMPT_ONLY: &str = "The full task is in TASK.md";
+
+// ---------------------------------------------------------------------------------------
+// The stand-in model server.
+
+#[derive(Clone, Debug)]
+struct Request {
+    method: String,
+    path: String,
+    body: String,
+}
+
+#[derive(Default)]
+struct StubState {
+    /// While held, requests are recorded but not answered (so the agent stays live).
+    held: bool,
+    stopped: bool,
+    requests: Vec<Request>,
+}
+
+/// An HTTP server on 127.0.0.1 that records each request and answers it with a 400
+/// `{"error": {"message": STUB_ERROR, …}}` (the OpenAI error shape, which pi, codex and
+/// opencode all print), once released.
+struct Stub {
+    port: u16,
+    shared: Arc<(Mutex<StubState>, Condvar)>,
+}
+
+impl Stub {
+    fn start() -> Stub {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().unwrap().port();
+        let shared = Arc::new((
+            Mutex::new(StubState {
+                held: true,
+                ..StubState::default()
+            }),
+            Condvar::new(),
+        ));
+        let s = shared.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if s.0.lock().unwrap().stopped {
+                    break;
+                }
+                let Ok(conn) = conn else { continue };
+                let s = s.clone();
+                std::thread::spawn(move || serve(conn, s));
+            }
+        });
+        Stub { port, shared }
+    }
+
+    fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    fn hold(&self) {
+        self.shared.0.lock().unwrap().held = true;
+    }
+
+    fn release(&self) {
+        self.shared.0.lock().unwrap().held = false;
+        self.shared.1.notify_all();
+    }
+
+    fn requests(&self) -> Vec<Request> {
+        self.shared.0.lock().unwrap().requests.clone()
+    }
+
+    fn summary(&self) -> String {
+        self.requests()
+            .iter()
+            .map(|r| format!("{} {} ({} bytes)", r.method, r.path, r.body.len()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl Drop for Stub {
+    fn drop(&mut self) {
+        {
+            let mut st = self.shared.0.lock().unwrap();
+            st.stopped = true;
+            st.held = false;
+        }
+        self.shared.1.notify_all();
+        // Wake the accept loop so it sees `stopped`.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+fn serve(conn: TcpStream, shared: Arc<(Mutex<StubState>, Condvar)>) {
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(60)));
+    let Ok(read_half) = conn.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(read_half);
+    let mut writer = conn;
+    // One request per connection: the answer says `Connection: close`.
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return;
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or("").to_string();
+    let path = parts.next().unwrap_or("").to_string();
+    let mut content_length = 0usize;
+    let mut chunked = false;
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).unwrap_or(0) == 0 {
+            return;
+        }
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
+            if k == "content-length" {
+                content_length = v.parse().unwrap_or(0);
+            } else if k == "transfer-encoding" && v.to_ascii_lowercase().contains("chunked") {
+                chunked = true;
+            } else if k == "expect" && v.eq_ignore_ascii_case("100-continue") {
+                let _ = writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+            }
+        }
+    }
+    let mut body = Vec::new();
+    if chunked {
+        loop {
+            let mut size = String::new();
+            if reader.read_line(&mut size).unwrap_or(0) == 0 {
+                break;
+            }
+            let n = usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16)
+                .unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            let mut chunk = vec![0; n];
+            if reader.read_exact(&mut chunk).is_err() {
+                break;
+            }
+            body.extend_from_slice(&chunk);
+            let mut crlf = String::new();
+            let _ = reader.read_line(&mut crlf);
+        }
+    } else if content_length > 0 {
+        body.resize(content_length, 0);
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+    }
+    {
+        let (lock, cv) = &*shared;
+        let mut st = lock.lock().unwrap();
+        st.requests.push(Request {
+            method,
+            path,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while st.held && !st.stopped && Instant::now() < deadline {
+            st = cv.wait_timeout(st, Duration::from_millis(200)).unwrap().0;
+        }
+    }
+    let payload = serde_json::json!({
+        "error": {"message": STUB_ERROR, "type": "invalid_request_error", "code": "orange_stub"}
+    })
+    .to_string();
+    let _ = write!(
+        writer,
+        "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+        payload.len(),
+        payload
+    );
+    let _ = writer.flush();
+}
+
+// ---------------------------------------------------------------------------------------
+// Environment: the real program on PATH, its own HOME, its provider at the stub.
+
+/// The real `program` on the PATH the agents get; fails (never skips) when it is missing.
+fn require(env: &TaskEnv, program: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let fixtures = common::fixtures().join("bin");
+    let found = env.path.split(':').find_map(|dir| {
+        let p = Path::new(dir).join(program);
+        std::fs::metadata(&p)
+            .ok()
+            .filter(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .map(|_| p)
+    });
+    let Some(p) = found else {
+        panic!(
+            "`{program}` is not installed (not on PATH): these tests drive the real {program}; install it with scripts/install-test-deps.sh"
+        );
+    };
+    assert!(
+        !p.starts_with(&fixtures),
+        "{} is a test fixture, not the real {program}; install it with scripts/install-test-deps.sh",
+        p.display()
+    );
+    p
+}
+
+/// A private home for the agents under `root`, with pi, codex and opencode pointed at the
+/// stub (config files in that home); returns it and the environment the agents need: that
+/// home and its XDG directories, and what keeps them off the network (update checks,
+/// telemetry, package installs).
+fn isolate(root: &Path, stub: &Stub) -> (PathBuf, Vec<(&'static str, String)>) {
+    let home = root.join("agent-home");
+    let xdg = |d: &str| home.join(d);
+    for d in [".config", ".local/share", ".cache", ".local/state"] {
+        std::fs::create_dir_all(xdg(d)).unwrap();
+    }
+    let url = stub.base_url();
+
+    // pi: a custom OpenAI-compatible provider (~/.pi/agent/models.json) as the default.
+    let pi = home.join(".pi/agent");
+    std::fs::create_dir_all(&pi).unwrap();
+    std::fs::write(
+        pi.join("models.json"),
+        serde_json::json!({"providers": {"stub": {
+            "baseUrl": url, "api": "openai-completions", "apiKey": "stub-key",
+            "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+            "models": [{"id": "stub-model"}]
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        pi.join("settings.json"),
+        serde_json::json!({"defaultProvider": "stub", "defaultModel": "stub-model",
+            "enableInstallTelemetry": false, "quietStartup": true})
+        .to_string(),
+    )
+    .unwrap();
+
+    // codex: a custom provider (the built-in `openai` one cannot be re-pointed by
+    // config, and OPENAI_BASE_URL is ignored by 0.169), no retries, no plugin sync.
+    let codex = home.join(".codex");
+    std::fs::create_dir_all(&codex).unwrap();
+    std::fs::write(
+        codex.join("config.toml"),
+        format!(
+            r#"model = "stub-model"
+model_provider = "stub"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+remote_plugin = false
+apps = false
+in_app_updates = false
+daemon_auto_start = false
+
+[model_providers.stub]
+name = "stub"
+base_url = "{url}"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+"#
+        ),
+    )
+    .unwrap();
+
+    // opencode: an @ai-sdk/openai-compatible provider in the global config.
+    let oc = xdg(".config").join("opencode");
+    std::fs::create_dir_all(&oc).unwrap();
+    std::fs::write(
+        oc.join("opencode.json"),
+        serde_json::json!({
+            "$schema": "https://opencode.ai/config.json",
+            "model": "stub/stub-model", "small_model": "stub/stub-model",
+            "autoupdate": false, "share": "disabled",
+            "provider": {"stub": {
+                "npm": "@ai-sdk/openai-compatible", "name": "stub",
+                "options": {"baseURL": url, "apiKey": "stub-key"},
+                "models": {"stub-model": {"name": "stub"}}
+            }}
+        })
+        .to_string(),
+    )
+    .unwrap();
+
+    let h = |p: PathBuf| p.display().to_string();
+    // A closed loopback port: registries (opencode installs packages into its config dir
+    // on first run) fail at once instead of reaching the network.
+    let nowhere = "http://127.0.0.1:9/";
+    let set: Vec<(&str, String)> = vec![
+        ("HOME", h(home.clone())),
+        ("XDG_CONFIG_HOME", h(xdg(".config"))),
+        ("XDG_DATA_HOME", h(xdg(".local/share"))),
+        ("XDG_CACHE_HOME", h(xdg(".cache"))),
+        ("XDG_STATE_HOME", h(xdg(".local/state"))),
+        ("CODEX_HOME", h(codex)),
+        ("PI_OFFLINE", "1".into()),
+        ("PI_SKIP_VERSION_CHECK", "1".into()),
+        ("PI_TELEMETRY", "0".into()),
+        ("OPENCODE_DISABLE_AUTOUPDATE", "1".into()),
+        ("OPENCODE_DISABLE_MODELS_FETCH", "1".into()),
+        ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1".into()),
+        ("OPENCODE_DISABLE_SHARE", "1".into()),
+        ("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1".into()),
+        ("OPENCODE_DISABLE_CLAUDE_CODE", "1".into()),
+        ("OPENCODE_DISABLE_EXTERNAL_SKILLS", "1".into()),
+        ("OPENCODE_PURE", "1".into()),
+        ("NPM_CONFIG_REGISTRY", nowhere.into()),
+        ("npm_config_registry", nowhere.into()),
+        ("BUN_CONFIG_REGISTRY", nowhere.into()),
+        ("NO_PROXY", "127.0.0.1,localhost".into()),
+        ("no_proxy", "127.0.0.1,localhost".into()),
+    ];
+    (home, set)
+}
+
+/// Whatever the test process had that could reach a real account or the network:
+/// credentials, other config, proxies. Removed from the agents' tmux environment.
+const UNSET: &[&str] = &[
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_OAUTH_TOKEN",
+    "GEMINI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "OPENCODE_API_KEY",
+    "OPENCODE_CONFIG",
+    "OPENCODE_CONFIG_DIR",
+    "OPENCODE_CONFIG_CONTENT",
+    "PI_CODING_AGENT_DIR",
+    "PI_CODING_AGENT_SESSION_DIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+];
+
+// ---------------------------------------------------------------------------------------
+// Driving a task.
+
+struct Run {
+    env: TaskEnv,
+    stub: Stub,
+    harness: &'static str,
+    program: PathBuf,
+    home: PathBuf,
+    marker: String,
+}
+
+impl Run {
+    fn new(harness: &'static str) -> Run {
+        let stub = Stub::start();
+        let base = common::Env::new();
+        let (home, extra) = isolate(&base.root(), &stub);
+        // The real programs on PATH (no tests/fixtures/bin), the private home in the tmux
+        // server's environment.
+        let env = TaskEnv::real(base, &extra);
+        for k in UNSET {
+            let _ = env.tmux.tmux(&["set-environment", "-g", "-u", k]);
+        }
+        let program = require(&env, harness);
+        env.add_project(&[]);
+        let marker = format!("orange-probe-{harness}-{}", std::process::id());
+        Run {
+            env,
+            stub,
+            harness,
+            program,
+            home,
+            marker,
+        }
+    }
+
+    fn peek(&self, id: &str) -> String {
+        let (_, v) = self.env.json(&["task", "peek", id, "--lines", "80"]);
+        v["lines"].as_str().unwrap_or("").to_string()
+    }
+
+    /// Wait until the stub has a request containing `needle`; fail early, with the
+    /// agent's screen, when the agent dies first.
+    fn wait_request(&self, id: &str, needle: &str, what: &str) -> Request {
+        self.wait_request_where(id, what, |r| r.body.contains(needle))
+    }
+
+    /// Wait until the stub has a request that `ok` accepts; fail early, with the agent's
+    /// screen, when the agent dies first (after a last look: it may have asked just
+    /// before dying).
+    fn wait_request_where(&self, id: &str, what: &str, ok: impl Fn(&Request) -> bool) -> Request {
+        let start = Instant::now();
+        let find = || self.stub.requests().into_iter().find(|r| ok(r));
+        loop {
+            if let Some(r) = find() {
+                return r;
+            }
+            let t = self.env.task(id);
+            if t["session"]["state"] == "dead" {
+                std::thread::sleep(Duration::from_millis(300));
+                if let Some(r) = find() {
+                    return r;
+                }
+                panic!(
+                    "{} ({}) died without asking its model for {what}: session {}; requests so far: [{}]; its screen:\n{}",
+                    self.harness,
+                    self.program.display(),
+                    t["session"],
+                    self.stub.summary(),
+                    self.peek(id)
+                );
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "{}: no request to the model for {what} after 20s (requests: [{}]); task {t}; its screen:\n{}",
+                self.harness,
+                self.stub.summary(),
+                self.peek(id)
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// With the model's answer held back: orange sees the agent live, in its workspace,
+    /// and a monitor pass does not call it dead.
+    fn assert_live(&self, id: &str) -> Value {
+        let t = self.env.task(id);
+        assert_eq!(t["harness"], self.harness, "{t}");
+        assert_eq!(t["session"]["state"], "live", "{t}");
+        assert!(t["session"].get("exit_status").is_none(), "{t}");
+        let ws = self.env.ws_path(t["workspace"].as_str().unwrap());
+        let pane = t["tmux_pane_id"].as_str().unwrap();
+        let cwd = self
+            .env
+            .tmux
+            .ok(&["display", "-p", "-t", pane, "#{pane_start_path}"]);
+        assert_eq!(
+            Path::new(&cwd).canonicalize().unwrap(),
+            ws.canonicalize().unwrap(),
+            "the agent runs in the task's workspace"
+        );
+        let m = self.env.ok(&["monitor", "--once"]);
+        let state = m["states"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["task"] == id)
+            .unwrap_or_else(|| panic!("monitor saw no state for {id}: {m}"));
+        assert_ne!(state["state"], "dead", "monitor: {m}");
+        let t = self.env.task(id);
+        assert_eq!(t["session"]["state"], "live", "{t}");
+        assert_ne!(t["agent"]["state"], "dead", "{t}");
+        assert!(
+            t["agent"]["at"].as_str().is_some_and(|a| !a.is_empty()),
+            "{t}"
+        );
+        t
+    }
+
+    /// Let the model's error through, then: a one-shot agent exits by itself, non-zero;
+    /// an interactive one stays up and is ended with SIGTERM. Orange must see it dead.
+    /// Returns whether it exited by itself.
+    fn end(&self, id: &str) -> bool {
+        self.stub.release();
+        // It prints the error (one-shot modes then exit at once).
+        let start = Instant::now();
+        let mut exited = false;
+        while start.elapsed() < Duration::from_secs(20) {
+            if self.env.task(id)["session"]["state"] == "dead" {
+                exited = true;
+                break;
+            }
+            if self.peek(id).contains(STUB_ERROR) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        if !exited {
+            let mut last = Value::Null;
+            let quiet = Instant::now();
+            while quiet.elapsed() < Duration::from_secs(4) {
+                last = self.env.task(id);
+                if last["session"]["state"] == "dead" {
+                    exited = true;
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            assert!(
+                exited || self.peek(id).contains(STUB_ERROR),
+                "{}: neither exited nor showed the model's error ({STUB_ERROR:?}) within 20s; task {last}; its screen:\n{}",
+                self.harness,
+                self.peek(id)
+            );
+        }
+        if !exited {
+            // Interactive: it reported the error and waits for the person. End it.
+            self.kill(id);
+        }
+        exited
+    }
+
+    /// Tear down (the tmux server goes, and with it the panes), then: no process is left
+    /// running with the agents' private HOME (codex's app-server daemon did, until
+    /// `daemon_auto_start = false`). Leftovers are killed, then reported.
+    fn finish(self) {
+        let needle = format!("HOME={}\0", self.home.display());
+        let Run { env, stub, .. } = self;
+        drop(env);
+        drop(stub);
+        let me = std::process::id();
+        let survivors = || -> Vec<(u32, String)> {
+            let mut found = vec![];
+            for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+                let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                    continue;
+                };
+                if pid == me {
+                    continue;
+                }
+                let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+                    continue;
+                };
+                if String::from_utf8_lossy(&environ).contains(&needle) {
+                    let cmd = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+                    let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+                    found.push((pid, cmd));
+                }
+            }
+            found
+        };
+        let start = Instant::now();
+        let mut left = survivors();
+        while !left.is_empty() && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(200));
+            left = survivors();
+        }
+        for (pid, _) in &left {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+        assert!(
+            left.is_empty(),
+            "processes outlived their agent and its tmux server (killed now): {left:?}"
+        );
+    }
+
+    /// End the agent: SIGTERM to its pane's process, SIGKILL after 3 s.
+    fn kill(&self, id: &str) {
+        let t = self.env.task(id);
+        let pane = t["tmux_pane_id"].as_str().unwrap();
+        let pid = self
+            .env
+            .tmux
+            .ok(&["display", "-p", "-t", pane, "#{pane_pid}"]);
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status();
+        let start = Instant::now();
+        while self.env.task(id)["session"]["state"] != "dead" {
+            if start.elapsed() > Duration::from_secs(3) {
+                let _ = std::process::Command::new("kill")
+                    .args(["-KILL", &pid])
+                    .status();
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{} survived SIGTERM and SIGKILL",
+                self.harness
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// After the death: the session is dead with how it ended, and a monitor pass
+    /// records agent state `dead`, the exit status and a crash.
+    fn assert_dead(&self, id: &str, exited: bool, crashes: u64) -> Value {
+        let t = self.env.wait_session(id, "dead");
+        let session = &t["session"];
+        if exited {
+            let code = session["exit_status"]
+                .as_i64()
+                .unwrap_or_else(|| panic!("no exit status: {t}"));
+            assert_ne!(
+                code,
+                0,
+                "{} exited 0 after its model failed; screen:\n{}",
+                self.harness,
+                self.peek(id)
+            );
+            let screen = self.peek(id);
+            assert!(
+                screen.contains(STUB_ERROR),
+                "{} did not say why it stopped (the model's error {STUB_ERROR:?}); screen:\n{screen}",
+                self.harness
+            );
+        } else {
+            assert!(
+                session["exit_status"].is_i64() || session["exit_signal"].is_i64(),
+                "{t}"
+            );
+        }
+        let m = self.env.ok(&["monitor", "--once"]);
+        let state = m["states"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["task"] == id)
+            .unwrap_or_else(|| panic!("monitor saw no state for {id}: {m}"));
+        assert_eq!(state["state"], "dead", "{m}");
+        assert_eq!(state["signal"], "pane", "{m}");
+        let t = self.env.task(id);
+        let agent = &t["agent"];
+        assert_eq!(agent["state"], "dead", "{t}");
+        assert_eq!(agent["signal"], "pane", "{t}");
+        assert_eq!(agent["exit_status"], t["session"]["exit_status"], "{t}");
+        let detail = agent["detail"].as_str().unwrap_or("");
+        if exited {
+            assert!(
+                detail.starts_with(&format!(
+                    "exited with status {}",
+                    t["session"]["exit_status"]
+                )),
+                "{t}"
+            );
+            let last = agent["last_lines"].to_string();
+            assert!(last.contains(STUB_ERROR), "last words kept: {t}");
+        } else {
+            assert!(
+                detail.starts_with("killed by signal") || detail.starts_with("exited"),
+                "{t}"
+            );
+        }
+        assert_eq!(t["crash_count"], crashes, "{t}");
+        let crashed = t["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["event"] == "agent.crashed")
+            .count() as u64;
+        assert_eq!(crashed, crashes, "{t}");
+        t
+    }
+
+    /// `orange task create … --harness H`: the program starts in the workspace and sends
+    /// the task prompt to its model. Returns the task id and that request.
+    fn create(&self) -> (String, Request) {
+        let branch = format!("{}/probe", self.harness);
+        let summary = format!("{} say hello", self.marker);
+        let v = self.env.ok(&[
+            "task",
+            "create",
+            &branch,
+            &summary,
+            "--harness",
+            self.harness,
+        ]);
+        assert_eq!(v["outcome"], "spawned", "{v}");
+        assert_eq!(v["harness"], self.harness, "{v}");
+        assert_eq!(v["status"], "working", "{v}");
+        let id = v["id"].as_str().unwrap().to_string();
+        let req = self.wait_request(&id, &self.marker, "the task prompt");
+        assert!(
+            req.body.contains(FIRST_PROMPT_ONLY),
+            "the whole first prompt reaches the model: {}",
+            excerpt(&req.body, &self.marker)
+        );
+        assert!(req.body.contains(&id), "the prompt names the task");
+        (id, req)
+    }
+
+    /// `orange task respawn ID`: the program starts again and sends the resume prompt.
+    fn respawn(&self, id: &str) -> Request {
+        self.stub.hold();
+        let v = self.env.ok(&["task", "respawn", id]);
+        assert_eq!(v["harness"], self.harness, "{v}");
+        self.wait_request(
+            id,
+            &format!("Resuming: {}", self.marker),
+            "the resume prompt (respawn)",
+        )
+    }
+}
+
+fn lifecycle(harness: &'static str) {
+    let run = Run::new(harness);
+    let (id, _) = run.create();
+    run.assert_live(&id);
+    let exited = run.end(&id);
+    run.assert_dead(&id, exited, 1);
+
+    let _ = run.respawn(&id);
+    let t = run.assert_live(&id);
+    assert_eq!(t["status"], "working", "{t}");
+    let exited = run.end(&id);
+    run.assert_dead(&id, exited, 2);
+    // Everything the agents wrote went to the private home, none to the workspace's
+    // git status beyond what orange itself excludes.
+    assert!(run.home.exists());
+    let ws = run
+        .env
+        .ws_path(run.env.task(&id)["workspace"].as_str().unwrap());
+    let status = common::git(&ws, &["status", "--porcelain"]);
+    assert!(
+        status.is_empty(),
+        "{harness} left files in the workspace:\n{status}"
+    );
+    run.finish();
+}
+
+fn continues_conversation(harness: &'static str) {
+    let run = Run::new(harness);
+    let (id, _) = run.create();
+    run.end(&id);
+    run.env.wait_session(&id, "dead");
+    // The resume prompt reaches the model (see the lifecycle tests)…
+    let resumed = run.respawn(&id);
+    // …with the first conversation as history, in the same request (opencode also sends
+    // the new message alone to its title generator: look at every request).
+    let needle = format!("Resuming: {}", run.marker);
+    let start = Instant::now();
+    let with_history = loop {
+        let found = run
+            .stub
+            .requests()
+            .into_iter()
+            .find(|r| r.body.contains(&needle) && r.body.contains(FIRST_PROMPT_ONLY));
+        if found.is_some() || start.elapsed() > Duration::from_secs(8) {
+            break found;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        with_history.is_some(),
+        "{harness}: the respawned agent started a blank conversation: no request to its model carried the first prompt ({FIRST_PROMPT_ONLY:?}) as history; respawn should resume the workspace's last session. It sent:\n{}",
+        excerpt(&resumed.body, &needle)
+    );
+    run.end(&id);
+    run.env.wait_session(&id, "dead");
+    run.finish();
+}
+
+/// Up to ~600 characters of `body` around `needle`.
+fn excerpt(body: &str, needle: &str) -> String {
+    let at = body.find(needle).unwrap_or(0);
+    let mut from = at.saturating_sub(300);
+    while !body.is_char_boundary(from) {
+        from -= 1;
+    }
+    let mut to = (at + 300).min(body.len());
+    while !body.is_char_boundary(to) {
+        to += 1;
+    }
+    format!("…{}…", &body[from..to])
+}
+
+/// No summary, so no prompt: the program starts its interactive interface (the flags
+/// orange adds are accepted) and waits for the person; orange sees it live, and dead once
+/// the test ends it.
+fn without_a_prompt(harness: &'static str) {
+    let run = Run::new(harness);
+    let branch = format!("{harness}/tui");
+    let v = run
+        .env
+        .ok(&["task", "create", &branch, "--harness", harness]);
+    assert_eq!(v["outcome"], "spawned", "{v}");
+    let id = v["id"].as_str().unwrap().to_string();
+    // Up and drawing for 3 s (a rejected flag exits at once with a usage message).
+    let start = Instant::now();
+    let screen = loop {
+        let t = run.env.task(&id);
+        let screen = run.peek(&id);
+        assert_ne!(
+            t["session"]["state"], "dead",
+            "{harness} without a prompt exited at once: {}; its screen:\n{screen}",
+            t["session"]
+        );
+        if start.elapsed() >= Duration::from_secs(3) && !screen.trim().is_empty() {
+            break screen;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{harness} drew nothing in 20s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    for refusal in [
+        "unexpected argument",
+        "Unknown option",
+        "unknown option",
+        "Usage:",
+    ] {
+        assert!(
+            !screen.contains(refusal),
+            "{harness} refused its arguments:\n{screen}"
+        );
+    }
+    eprintln!("{harness} without a prompt, after 3 s:\n{screen}");
+    run.assert_live(&id);
+    run.kill(&id);
+    run.assert_dead(&id, false, 1);
+    run.finish();
+}
+
+/// A summary that starts with `-` is still the prompt: the program must not parse it as
+/// one of its options (all three refuse to start on `pi -p "--version …"`, `codex exec …
+/// "--version …"`, `opencode run "--version …"`; codex and opencode take `--` before the
+/// prompt, pi does not (a leading space works)).
+fn dash_summary(harness: &'static str) {
+    let run = Run::new(harness);
+    let branch = format!("{harness}/dash");
+    let summary = format!("--version {}", run.marker);
+    let v = run
+        .env
+        .ok(&["task", "create", &branch, &summary, "--harness", harness]);
+    assert_eq!(v["summary"], summary.as_str(), "{v}");
+    let id = v["id"].as_str().unwrap().to_string();
+    let req = run.wait_request(&id, &run.marker, "a prompt that starts with '-'");
+    assert!(
+        req.body.contains(&summary),
+        "the summary reaches the model verbatim: {}",
+        excerpt(&req.body, &run.marker)
+    );
+    run.end(&id);
+    run.env.wait_session(&id, "dead");
+    run.finish();
+}
+
+#[test]
+fn pi_a_summary_starting_with_a_dash_is_the_prompt() {
+    dash_summary("pi");
+}
+
+#[test]
+fn codex_a_summary_starting_with_a_dash_is_the_prompt() {
+    dash_summary("codex");
+}
+
+#[test]
+fn opencode_a_summary_starting_with_a_dash_is_the_prompt() {
+    dash_summary("opencode");
+}
+
+#[test]
+fn pi_without_a_prompt_starts_interactively() {
+    without_a_prompt("pi");
+}
+
+#[test]
+fn codex_without_a_prompt_starts_interactively() {
+    without_a_prompt("codex");
+}
+
+#[test]
+fn opencode_without_a_prompt_starts_interactively() {
+    without_a_prompt("opencode");
+}
+
+#[test]
+fn pi_lifecycle() {
+    lifecycle("pi");
+}
+
+#[test]
+fn codex_lifecycle() {
+    lifecycle("codex");
+}
+
+#[test]
+fn opencode_lifecycle() {
+    lifecycle("opencode");
+}
+
+#[test]
+fn pi_respawn_continues_the_conversation() {
+    continues_conversation("pi");
+}
+
+#[test]
+fn codex_respawn_continues_the_conversation() {
+    continues_conversation("codex");
+}
+
+#[test]
+fn opencode_respawn_continues_the_conversation() {
+    continues_conversation("opencode");
+}

@@ -1,0 +1,701 @@
+//! The real Claude Code CLI (npm `@anthropic-ai/claude-code`, pinned in
+//! scripts/test-deps.versions) inside orange tasks, offline, against the stand-in Messages
+//! API on 127.0.0.1 (tests/common/standin.rs), on a private tmux server with the hostile
+//! config and with the background monitor running as `orange.tmux` starts it.
+//!
+//! Each test checks what orange reports (`task show`, the status line's `@orange_status`,
+//! `task explain`) against what is true at that moment (the stand-in knows what it sent,
+//! the test knows what it killed) and what the agent really did (files in its worktree).
+//! No timing is asserted: latencies are written to `$ORANGE_LATENCY_LOG` (one JSON line per
+//! moment) for `scripts/bench-latency.sh`.
+//!
+//! A missing `claude` fails these tests: `scripts/install-test-deps.sh` installs it.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::standin::{Reply, StandIn};
+use common::{Env, TaskEnv};
+use serde_json::{json, Value};
+
+const KEY: &str = "sk-ant-test-0123456789abcdefghij";
+/// How long a moment may take to show before the test gives up (not a timing assertion:
+/// a bound on waiting, far above what is expected on a loaded machine).
+const PATIENCE: Duration = Duration::from_secs(60);
+
+fn is_root() -> bool {
+    orange::shell::is_root()
+}
+
+/// What the HOME of the claude under test holds.
+#[derive(Clone, Copy, PartialEq)]
+enum Home {
+    /// Never ran: onboarding, the folder-trust dialog, … (a first run).
+    Fresh,
+    /// Onboarding done and the API key approved, but this repository not trusted.
+    Untrusted,
+    /// Ready: onboarding done, key approved, repository trusted with `orange doctor --trust`.
+    SetUp,
+}
+
+struct Rig {
+    env: TaskEnv,
+    api: StandIn,
+    claude_home: PathBuf,
+    monitor: Option<Child>,
+    test: &'static str,
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        if let Some(mut m) = self.monitor.take() {
+            let _ = m.kill();
+            let _ = m.wait();
+        }
+    }
+}
+
+fn require_claude() {
+    let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .any(|d| d.join("claude").is_file());
+    assert!(
+        found,
+        "the real Claude Code CLI is not on PATH: run scripts/install-test-deps.sh (npm install -g @anthropic-ai/claude-code)"
+    );
+}
+
+impl Rig {
+    fn new(test: &'static str, home: Home, script: Vec<Reply>) -> Rig {
+        Self::with(test, home, script, &[], is_root())
+    }
+
+    /// `sandbox`: tell claude it runs in a sandbox (`IS_SANDBOX=1`), which it needs to
+    /// accept `--dangerously-skip-permissions` as root.
+    fn with(
+        test: &'static str,
+        home: Home,
+        script: Vec<Reply>,
+        more_env: &[(&str, &str)],
+        sandbox: bool,
+    ) -> Rig {
+        require_claude();
+        let env = Env::new();
+        let claude_home = env.root().join("claude-home");
+        std::fs::create_dir_all(&claude_home).unwrap();
+        let api = StandIn::start(script);
+        let mut extra: Vec<(&str, String)> = vec![
+            ("HOME", claude_home.display().to_string()),
+            ("ANTHROPIC_BASE_URL", api.base_url()),
+            ("ANTHROPIC_API_KEY", KEY.to_string()),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+            ("DISABLE_AUTOUPDATER", "1".into()),
+        ];
+        if sandbox {
+            extra.push(("IS_SANDBOX", "1".into()));
+        }
+        for (k, v) in more_env {
+            extra.push((k, v.to_string()));
+        }
+        let env = TaskEnv::real(env, &extra);
+        env.add_project(&[]);
+        if home != Home::Fresh {
+            let tail = &KEY[KEY.len() - 20..];
+            let cfg = json!({
+                "hasCompletedOnboarding": true,
+                "theme": "dark",
+                "customApiKeyResponses": {"approved": [tail], "rejected": []},
+            });
+            std::fs::write(
+                claude_home.join(".claude.json"),
+                serde_json::to_vec_pretty(&cfg).unwrap(),
+            )
+            .unwrap();
+        }
+        if home == Home::SetUp {
+            // What a person does once per repository: orange records the trust.
+            let r = env.ok(&["doctor", "--harness", "claude", "--trust"]);
+            assert!(r["trust_recorded"].is_string(), "{r}");
+        }
+        let monitor = env
+            .cmd_in(&env.repo, &["monitor", "--interval", "500ms"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Rig {
+            env,
+            api,
+            claude_home,
+            monitor: Some(monitor),
+            test,
+        }
+    }
+
+    fn create(&self, branch: &str, summary: &str) -> String {
+        let mut args = vec!["task", "create", branch];
+        if !summary.is_empty() {
+            args.push(summary);
+        }
+        args.extend(["--harness", "claude"]);
+        let v = self.env.ok(&args);
+        v["id"].as_str().unwrap().to_string()
+    }
+
+    fn task(&self, id: &str) -> Value {
+        self.env.task(id)
+    }
+
+    fn session(&self, id: &str) -> String {
+        self.task(id)["tmux_session_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    fn pane(&self, id: &str) -> String {
+        self.task(id)["tmux_pane_id"].as_str().unwrap().to_string()
+    }
+
+    /// What the status line shows for the task's session (`@orange_status`), without styles.
+    fn status_line(&self, id: &str) -> String {
+        let out = self.env.tmux.tmux(&[
+            "show-options",
+            "-qv",
+            "-t",
+            &self.session(id),
+            "@orange_status",
+        ]);
+        strip_styles(&String::from_utf8_lossy(&out.stdout))
+    }
+
+    fn screen(&self, id: &str) -> String {
+        self.env
+            .tmux
+            .ok(&["capture-pane", "-p", "-J", "-t", &self.pane(id)])
+    }
+
+    /// Wait until `pred(task show)` holds; the task as last seen.
+    fn wait_task(&self, what: &str, id: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let start = Instant::now();
+        loop {
+            let t = self.task(id);
+            if pred(&t) {
+                return t;
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "[{}] timed out waiting for {what}: {t}\nscreen:\n{}",
+                self.test,
+                self.screen(id)
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Wait until the status line shows `needle`; record the latency from `since` (when it
+    /// became true) under `moment`. Returns the status line.
+    fn status_shows(&self, moment: &str, id: &str, needle: &str, since: Instant) -> String {
+        loop {
+            let line = self.status_line(id);
+            if line.contains(needle) {
+                record(self.test, moment, &line, since.elapsed());
+                return line;
+            }
+            assert!(
+                since.elapsed() < PATIENCE,
+                "[{}] {moment}: the status line never showed {needle:?} (last: {line:?}); task: {}\nscreen:\n{}",
+                self.test,
+                self.task(id),
+                self.screen(id)
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    /// Wait until claude sent `n` turns to the API (the screen says why when it did not).
+    fn wait_turns(&self, id: &str, n: usize) {
+        assert!(
+            self.api.wait_requests(n, PATIENCE),
+            "[{}] claude sent {} turn(s), not {n}; task: {}\nscreen:\n{}",
+            self.test,
+            self.api.turns().len(),
+            self.task(id),
+            self.screen(id)
+        );
+    }
+
+    fn workspace(&self, id: &str) -> PathBuf {
+        self.env
+            .ws_path(self.task(id)["workspace"].as_str().unwrap())
+    }
+
+    fn history(&self, id: &str, event: &str) -> Vec<Value> {
+        self.task(id)["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["event"] == event)
+            .cloned()
+            .collect()
+    }
+
+    /// The command line of the agent's process (claude, the pane's own process).
+    fn agent_argv(&self, id: &str) -> Vec<String> {
+        let pid = self
+            .env
+            .tmux
+            .ok(&["display", "-p", "-t", &self.pane(id), "#{pane_pid}"]);
+        let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        raw.split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect()
+    }
+}
+
+fn strip_styles(s: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '#' && chars.peek() == Some(&'[') {
+            depth += 1;
+            chars.next();
+            continue;
+        }
+        if depth > 0 {
+            if c == ']' {
+                depth -= 1;
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out.trim().to_string()
+}
+
+/// One moment of the latency table: appended to `$ORANGE_LATENCY_LOG` when set.
+fn record(test: &str, moment: &str, reported: &str, latency: Duration) {
+    let Some(path) = std::env::var_os("ORANGE_LATENCY_LOG") else {
+        return;
+    };
+    let line = json!({"test": test, "moment": moment, "reported": reported, "seconds": (latency.as_secs_f64() * 1000.0).round() / 1000.0});
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(Path::new(&path))
+    {
+        let _ = writeln!(f, "{line}");
+    }
+}
+
+fn id_of(t: &Value) -> &str {
+    t["id"].as_str().unwrap()
+}
+
+/// A user text of the prompt orange gives (the stand-in's first turn).
+fn first_turn_text(api: &StandIn) -> String {
+    api.turns()
+        .first()
+        .map(|r| r.last_user_text())
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_set_up_claude_works_edits_its_worktree_and_ends_its_turn() {
+    let rig = Rig::new(
+        "turn",
+        Home::SetUp,
+        vec![
+            Reply::slow(
+                Duration::from_secs(6),
+                Reply::bash("echo written-by-claude > claude-was-here.txt"),
+            ),
+            Reply::text("I wrote the file. The task is done."),
+        ],
+    );
+    let id = rig.create("real/turn", "Write claude-was-here.txt");
+    // Working: claude sent its first turn (the prompt orange gave it) and waits for it.
+    assert!(
+        rig.api.wait_requests(1, PATIENCE),
+        "claude never called the API"
+    );
+    let asked = Instant::now();
+    assert!(
+        first_turn_text(&rig.api).contains("Write claude-was-here.txt"),
+        "{}",
+        first_turn_text(&rig.api)
+    );
+    rig.status_shows("working (turn in progress)", &id, "working", asked);
+    // A slow reply is still work: it never shows as waiting while the reply streams.
+    let t = rig.wait_task("the hook to say working", &id, |t| {
+        t["agent"]["state"] == "working"
+    });
+    assert_eq!(t["agent"]["signal"], "hook", "{t}");
+    while rig.api.sent_at(0).is_none() {
+        let line = rig.status_line(&id);
+        assert!(line.contains("working"), "a slow reply showed as {line:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    record(
+        "turn",
+        "slow reply (6 s): working throughout",
+        "working",
+        Duration::ZERO,
+    );
+    // End of turn.
+    let sent = rig
+        .api
+        .wait_sent(1, PATIENCE)
+        .expect("the final text was sent");
+    let line = rig.status_shows("end of turn", &id, "waiting for input", sent);
+    assert!(!line.contains("question"), "{line}");
+    // What the agent really did: the tool ran in its own worktree.
+    let ws = rig.workspace(&id);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("claude-was-here.txt")).unwrap_or_default(),
+        "written-by-claude\n"
+    );
+    assert!(!rig.env.repo.join("claude-was-here.txt").exists());
+    // The tool result went back to the API.
+    assert!(rig.api.turns()[1].tool_results().len() == 1);
+    // First run screens never showed: orange's settings skip the bypass warning.
+    let settings: Value = serde_json::from_str(
+        &std::fs::read_to_string(ws.join(".claude/settings.local.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(settings["skipDangerousModePermissionPrompt"], true);
+    assert!(settings["hooks"]["PermissionRequest"].is_array());
+    assert!(settings["hooks"]["StopFailure"].is_array());
+    let t = rig.task(&id);
+    assert_eq!(t["agent"]["state"], "waiting", "{t}");
+    assert!(t["agent"].get("blocker").is_none(), "{t}");
+}
+
+#[test]
+fn a_question_is_never_answered_by_a_nudge() {
+    let rig = Rig::new(
+        "question",
+        Home::SetUp,
+        vec![Reply::Question(
+            "I found two login forms.\n\nShould I change both of them?".into(),
+        )],
+    );
+    std::fs::write(
+        rig.env.home.join("config.toml"),
+        "[policy]\nidle_grace = \"2s\"\n",
+    )
+    .unwrap();
+    let id = rig.create("real/question", "Fix the login form");
+    let sent = rig
+        .api
+        .wait_sent(0, PATIENCE)
+        .expect("the question was sent");
+    rig.status_shows("end of turn on a question", &id, "question for you", sent);
+    // Well past the idle grace: escalated (it needs the person), never nudged.
+    let t = rig.wait_task("the escalation", &id, |t| {
+        t["agent"]["escalated"].is_object()
+    });
+    assert!(
+        t["agent"]["escalated"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Should I change both of them?"),
+        "{t}"
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(rig.history(&id, "agent.nudged").is_empty());
+    assert_eq!(rig.api.turns().len(), 1, "nothing was typed into claude");
+}
+
+#[test]
+fn an_approval_prompt_blocks_and_no_keystroke_reaches_it() {
+    let rig = Rig::new(
+        "approval",
+        Home::SetUp,
+        vec![Reply::bash("touch approved.txt"), Reply::text("Touched.")],
+    );
+    // A person who wants to approve tool calls: claude asks before running Bash.
+    std::fs::write(
+        rig.env.home.join("config.toml"),
+        "[harness.claude]\npermission_mode = \"manual\"\n[policy]\nidle_grace = \"1s\"\n",
+    )
+    .unwrap();
+    let id = rig.create("real/approval", "Touch approved.txt");
+    let sent = rig
+        .api
+        .wait_sent(0, PATIENCE)
+        .expect("the tool call was sent");
+    let line = rig.status_shows("approval prompt", &id, "blocked: approval", sent);
+    assert!(line.contains("approval"), "{line}");
+    let t = rig.task(&id);
+    assert_eq!(t["agent"]["state"], "blocked", "{t}");
+    assert!(rig.screen(&id).contains("Do you want to proceed?"));
+    // Several monitor passes and idle graces later: still asking, nothing typed, one escalation.
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(rig.screen(&id).contains("Do you want to proceed?"));
+    assert!(!rig.workspace(&id).join("approved.txt").exists());
+    assert!(rig.history(&id, "agent.nudged").is_empty());
+    assert_eq!(rig.history(&id, "agent.escalated").len(), 1);
+    let explain = String::from_utf8_lossy(
+        &rig.env
+            .cmd_in(&rig.env.repo, &["task", "explain", &id])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .into_owned();
+    assert!(explain.contains("approve"), "{explain}");
+    // The person approves (Enter on "1. Yes"): the tool runs, orange follows.
+    let approved = Instant::now();
+    rig.env
+        .tmux
+        .ok(&["send-keys", "-t", &rig.pane(&id), "Enter"]);
+    rig.status_shows("approved → end of turn", &id, "waiting for input", approved);
+    assert!(rig.workspace(&id).join("approved.txt").exists());
+    // Respawn keeps the mode the task was started with.
+    assert!(
+        rig.agent_argv(&id).iter().any(|a| a == "manual"),
+        "{:?}",
+        rig.agent_argv(&id)
+    );
+}
+
+#[test]
+fn a_claude_started_without_a_prompt_is_waiting_not_working() {
+    let rig = Rig::new("no-prompt", Home::SetUp, vec![]);
+    let started = Instant::now();
+    let id = rig.create("real/noprompt", "");
+    rig.status_shows(
+        "started without a prompt",
+        &id,
+        "waiting for input",
+        started,
+    );
+    let t = rig.task(&id);
+    assert_eq!(t["agent"]["state"], "waiting", "{t}");
+    assert_eq!(t["agent"]["hook_event"], "SessionStart", "{t}");
+    assert_eq!(rig.api.turns().len(), 0);
+}
+
+/// Errors: claude retries them by itself (`attempt k/N` on screen, transcript silent),
+/// then gives up; orange shows retrying, then the error with its kind and message.
+fn api_error(test: &'static str, status: u16, kind: &str) {
+    let rig = Rig::with(
+        test,
+        Home::SetUp,
+        vec![Reply::repeat(40, Reply::status(status))],
+        &[
+            ("CLAUDE_CODE_MAX_RETRIES", "2"),
+            ("API_TIMEOUT_MS", "20000"),
+        ],
+        is_root(),
+    );
+    let id = rig.create(&format!("real/e{status}"), "Say hello");
+    let first = rig.api.wait_sent(0, PATIENCE).expect("an error was sent");
+    rig.status_shows(&format!("{status}: retrying"), &id, "retrying", first);
+    let t = rig.wait_task("the retry detail", &id, |t| {
+        t["agent"]["state"] != "retrying"
+            || t["agent"]["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("attempt"))
+    });
+    let _ = t;
+    let line = rig.status_shows(
+        &format!("{status}: error after the retries"),
+        &id,
+        &format!("error: {kind}"),
+        first,
+    );
+    assert!(line.contains(kind), "{line}");
+    let t = rig.wait_task("the monitor to handle the error", &id, |t| {
+        !rig.history(id_of(t), "agent.error").is_empty()
+    });
+    assert_eq!(t["agent"]["state"], "error", "{t}");
+    assert_eq!(t["agent"]["error_kind"], kind, "{t}");
+    // Claude's own message is kept ("API Error: 529 Overloaded. …", "Invalid API key · …").
+    let detail = t["agent"]["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains(&status.to_string()) || detail.contains("API key"),
+        "the message is kept: {t}"
+    );
+    assert_eq!(rig.history(&id, "agent.error").len(), 1, "{t}");
+}
+
+#[test]
+fn error_401_is_unauthorized() {
+    api_error("e401", 401, "unauthorized");
+}
+
+#[test]
+fn error_429_is_rate_limited() {
+    api_error("e429", 429, "rate_limited");
+}
+
+#[test]
+fn error_500_is_server() {
+    api_error("e500", 500, "server");
+}
+
+#[test]
+fn error_529_is_overloaded() {
+    api_error("e529", 529, "overloaded");
+}
+
+/// The pane's process id (claude itself).
+fn agent_pid(rig: &Rig, id: &str) -> String {
+    rig.env
+        .tmux
+        .ok(&["display", "-p", "-t", &rig.pane(id), "#{pane_pid}"])
+}
+
+/// Claude's argv after a respawn or a restore: the first launch's permission mode and the
+/// same conversation.
+fn assert_resumed(rig: &Rig, id: &str, conv: &str) {
+    let argv = rig.agent_argv(id);
+    assert!(
+        argv.contains(&"--dangerously-skip-permissions".to_string()),
+        "{argv:?}"
+    );
+    assert!(!argv.iter().any(|a| a == "acceptEdits"), "{argv:?}");
+    assert!(
+        argv.windows(2).any(|w| w[0] == "--resume" && w[1] == conv),
+        "{argv:?}"
+    );
+}
+
+#[test]
+fn exit_respawn_and_restore_keep_the_conversation() {
+    let mut rig = Rig::new(
+        "lifecycle",
+        Home::SetUp,
+        vec![
+            Reply::text("First answer: remember the word PAPAYA."),
+            Reply::text("Resumed after /exit."),
+            Reply::text("Resumed after the restore."),
+        ],
+    );
+    let id = rig.create("real/life", "Remember a word");
+    let conv = rig.task(&id)["agent_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let sent = rig.api.wait_sent(0, PATIENCE).unwrap();
+    rig.status_shows("end of turn", &id, "waiting for input", sent);
+    // /exit: claude ends with status 0 without reporting an outcome.
+    rig.env
+        .tmux
+        .ok(&["send-keys", "-t", &rig.pane(&id), "-l", "/exit"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let typed = Instant::now();
+    rig.env
+        .tmux
+        .ok(&["send-keys", "-t", &rig.pane(&id), "Enter"]);
+    rig.status_shows("/exit", &id, "exited 0", typed);
+    let t = rig.wait_task("the exit's last lines", &id, |t| {
+        t["agent"]["last_lines"].is_array()
+    });
+    assert!(
+        t["agent"]["last_lines"].to_string().contains("--resume"),
+        "claude's last words (how to resume) are kept: {t}"
+    );
+    // Respawn: the same conversation, the same permission mode.
+    rig.env.ok(&["task", "respawn", &id]);
+    assert_resumed(&rig, &id, &conv);
+    rig.wait_turns(&id, 2);
+    assert!(
+        rig.api.turns()[1].body.to_string().contains("PAPAYA"),
+        "the respawned claude continues the conversation"
+    );
+    let sent = rig.api.wait_sent(1, PATIENCE).unwrap();
+    rig.status_shows("respawn → end of turn", &id, "waiting for input", sent);
+    // A reboot: the monitor and the tmux server die together; a new server; restore.
+    if let Some(mut m) = rig.monitor.take() {
+        let _ = m.kill();
+        let _ = m.wait();
+    }
+    rig.env.tmux.ok(&["kill-server"]);
+    common::wait_for("the old server to exit", 10, || {
+        !rig.env.tmux.tmux(&["list-sessions"]).status.success()
+    });
+    let mut server = Command::new("tmux");
+    server
+        .args([
+            "-L",
+            &rig.env.tmux.socket,
+            "-f",
+            rig.env.tmux.conf.to_str().unwrap(),
+            "new-session",
+            "-d",
+            "-s",
+            "keepalive",
+        ])
+        .env("PATH", &rig.env.path)
+        .env_remove("TMUX");
+    for (k, v) in &rig.env.extra {
+        server.env(k, v);
+    }
+    common::wait_for("a new tmux server", 10, || {
+        server.output().map(|o| o.status.success()).unwrap_or(false)
+    });
+    let restored = rig.env.ok(&["restore", "--yes"]);
+    assert_eq!(
+        restored["restored"].as_array().unwrap().len(),
+        1,
+        "{restored}"
+    );
+    assert_resumed(&rig, &id, &conv);
+    rig.wait_turns(&id, 3);
+    assert!(rig.api.turns()[2].body.to_string().contains("PAPAYA"));
+    let sent = rig.api.wait_sent(2, PATIENCE).unwrap();
+    // Without a monitor the hooks alone keep the status line right.
+    rig.status_shows(
+        "restore → end of turn (hooks only)",
+        &id,
+        "waiting for input",
+        sent,
+    );
+}
+
+#[test]
+fn a_killed_claude_is_dead_and_respawn_resumes_it() {
+    let rig = Rig::new(
+        "kill",
+        Home::SetUp,
+        vec![
+            Reply::text("Remember the word MANGO."),
+            Reply::text("Back again."),
+        ],
+    );
+    let id = rig.create("real/kill", "Remember a word");
+    let conv = rig.task(&id)["agent_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let sent = rig.api.wait_sent(0, PATIENCE).unwrap();
+    rig.status_shows("end of turn", &id, "waiting for input", sent);
+    let pid = agent_pid(&rig, &id);
+    let killed = Instant::now();
+    Command::new("kill").args(["-9", &pid]).status().unwrap();
+    rig.status_shows("kill -9", &id, "killed (signal 9)", killed);
+    let t = rig.wait_task("the death to be handled", &id, |t| {
+        t["agent"]["escalated"].is_object()
+    });
+    assert_eq!(t["agent"]["state"], "dead", "{t}");
+    assert!(
+        t["agent"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("killed by signal 9"),
+        "{t}"
+    );
+    assert_eq!(t["crash_count"], 1, "{t}");
+    rig.env.ok(&["task", "respawn", &id]);
+    assert_resumed(&rig, &id, &conv);
+    rig.wait_turns(&id, 2);
+    assert!(rig.api.turns()[1].body.to_string().contains("MANGO"));
+}
