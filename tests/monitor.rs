@@ -192,15 +192,7 @@ fn claude_log_errors_are_classified_and_escalated() {
     let conv = t["agent_session_id"].as_str().unwrap().to_string();
     let ws = env.ws_path(t["workspace"].as_str().unwrap());
     let cfg = env.root().join("claude-config");
-    let dir_name: String = ws
-        .canonicalize()
-        .unwrap()
-        .to_string_lossy()
-        .chars()
-        .map(|c| if c == '/' || c == '.' { '-' } else { c })
-        .collect();
-    let log_dir = cfg.join("projects").join(dir_name);
-    std::fs::create_dir_all(&log_dir).unwrap();
+    let log_dir = claude_log_dir(&cfg, &ws);
     let fixture = common::fixtures().join("claude/error.unauthorized.jsonl");
     std::fs::copy(&fixture, log_dir.join(format!("{conv}.jsonl"))).unwrap();
     let mut c = env.cmd_in(&env.repo, &["monitor", "--once", "--json"]);
@@ -372,7 +364,19 @@ fn restore_recreates_sessions_after_the_tmux_server_dies_and_resumes_claude() {
         2,
         "{listed}"
     );
-    let r = env.ok(&["restore", "--yes"]);
+    // Claude saved its conversation (a transcript under $CLAUDE_CONFIG_DIR): restore
+    // resumes it.
+    let cfg = env.root().join("claude-config");
+    let ws = env.ws_path(env.task(&claude)["workspace"].as_str().unwrap());
+    std::fs::write(
+        claude_log_dir(&cfg, &ws).join(format!("{conv}.jsonl")),
+        "{\"type\":\"user\",\"message\":{\"content\":\"hi\"}}\n",
+    )
+    .unwrap();
+    let mut c = env.cmd_in(&env.repo, &["restore", "--yes", "--json"]);
+    c.env("CLAUDE_CONFIG_DIR", &cfg);
+    let (ok, r) = common::parse_json_output(&["restore"], &c.output().unwrap());
+    assert!(ok, "{r}");
     assert_eq!(r["restored"].as_array().unwrap().len(), 2, "{r}");
     env.wait_session(&plain, "live");
     env.wait_session(&claude, "live");
@@ -605,4 +609,56 @@ fn escape_is_refused_as_a_nudge_key_for_claude() {
     append_config(&env, "[harness.claude]\nnudge_keys = [\"Escape\"]\n");
     let msg = env.err(&["task", "list"], "state_corrupt");
     assert!(msg.contains("Escape is never sent to Claude Code"), "{msg}");
+}
+
+/// `$CLAUDE_CONFIG_DIR/projects/<the workspace's path with / and . as ->`, created.
+fn claude_log_dir(cfg: &std::path::Path, ws: &std::path::Path) -> std::path::PathBuf {
+    let dir_name: String = ws
+        .canonicalize()
+        .unwrap()
+        .to_string_lossy()
+        .chars()
+        .map(|c| if c == '/' || c == '.' { '-' } else { c })
+        .collect();
+    let log_dir = cfg.join("projects").join(dir_name);
+    std::fs::create_dir_all(&log_dir).unwrap();
+    log_dir
+}
+
+#[test]
+fn a_claude_that_never_saved_its_conversation_respawns_with_a_new_one() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let id = create(&env, "nosave/x", "claude");
+    let first = env.task(&id)["agent_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    env.agent_log(&id, "argv");
+    let pid = env.tmux.ok(&[
+        "display",
+        "-p",
+        "-t",
+        env.task(&id)["tmux_pane_id"].as_str().unwrap(),
+        "#{pane_pid}",
+    ]);
+    std::process::Command::new("kill")
+        .args(["-9", &pid])
+        .status()
+        .unwrap();
+    env.wait_session(&id, "dead");
+    // No transcript for it: `--resume <id>` would exit at once ("No conversation found").
+    let mut c = env.cmd_in(&env.repo, &["task", "respawn", &id, "--json"]);
+    c.env("CLAUDE_CONFIG_DIR", env.root().join("claude-config"));
+    let (ok, r) = common::parse_json_output(&["task", "respawn"], &c.output().unwrap());
+    assert!(ok, "{r}");
+    let second = env.task(&id)["agent_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(first, second);
+    wait_for("the new claude", 10, || {
+        let argv = env.agent_log(&id, "argv");
+        argv.contains(&second) && argv.contains("--session-id") && !argv.contains("--resume")
+    });
 }

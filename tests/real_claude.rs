@@ -31,21 +31,35 @@ fn is_root() -> bool {
     orange::shell::is_root()
 }
 
-/// What the HOME of the claude under test holds.
+/// What the HOME of the claude under test holds (`~/.claude.json`): each missing piece
+/// brings back one of Claude Code's first-run screens.
 #[derive(Clone, Copy, PartialEq)]
-enum Home {
-    /// Never ran: onboarding, the folder-trust dialog, … (a first run).
-    Fresh,
-    /// Onboarding done and the API key approved, but this repository not trusted.
-    Untrusted,
-    /// Ready: onboarding done, key approved, repository trusted with `orange doctor --trust`.
-    SetUp,
+struct Home {
+    /// `hasCompletedOnboarding` (else: theme, security notes).
+    onboarded: bool,
+    /// The API key approved (else: "Use this API key?"; offline, before onboarding, a
+    /// connectivity check that fails and exits).
+    key_approved: bool,
+    /// The repository trusted with `orange doctor --trust` (else: the folder-trust dialog).
+    trusted: bool,
+}
+
+impl Home {
+    const SET_UP: Home = Home {
+        onboarded: true,
+        key_approved: true,
+        trusted: true,
+    };
+    const FRESH: Home = Home {
+        onboarded: false,
+        key_approved: false,
+        trusted: false,
+    };
 }
 
 struct Rig {
     env: TaskEnv,
     api: StandIn,
-    claude_home: PathBuf,
     monitor: Option<Child>,
     test: &'static str,
 }
@@ -102,20 +116,22 @@ impl Rig {
         }
         let env = TaskEnv::real(env, &extra);
         env.add_project(&[]);
-        if home != Home::Fresh {
+        let mut cfg = json!({});
+        if home.onboarded {
+            cfg["hasCompletedOnboarding"] = json!(true);
+        }
+        if home.key_approved {
             let tail = &KEY[KEY.len() - 20..];
-            let cfg = json!({
-                "hasCompletedOnboarding": true,
-                "theme": "dark",
-                "customApiKeyResponses": {"approved": [tail], "rejected": []},
-            });
+            cfg["customApiKeyResponses"] = json!({"approved": [tail], "rejected": []});
+        }
+        if home != Home::FRESH {
             std::fs::write(
                 claude_home.join(".claude.json"),
                 serde_json::to_vec_pretty(&cfg).unwrap(),
             )
             .unwrap();
         }
-        if home == Home::SetUp {
+        if home.trusted {
             // What a person does once per repository: orange records the trust.
             let r = env.ok(&["doctor", "--harness", "claude", "--trust"]);
             assert!(r["trust_recorded"].is_string(), "{r}");
@@ -129,7 +145,6 @@ impl Rig {
         Rig {
             env,
             api,
-            claude_home,
             monitor: Some(monitor),
             test,
         }
@@ -309,7 +324,7 @@ fn first_turn_text(api: &StandIn) -> String {
 fn a_set_up_claude_works_edits_its_worktree_and_ends_its_turn() {
     let rig = Rig::new(
         "turn",
-        Home::SetUp,
+        Home::SET_UP,
         vec![
             Reply::slow(
                 Duration::from_secs(6),
@@ -380,7 +395,7 @@ fn a_set_up_claude_works_edits_its_worktree_and_ends_its_turn() {
 fn a_question_is_never_answered_by_a_nudge() {
     let rig = Rig::new(
         "question",
-        Home::SetUp,
+        Home::SET_UP,
         vec![Reply::Question(
             "I found two login forms.\n\nShould I change both of them?".into(),
         )],
@@ -416,7 +431,7 @@ fn a_question_is_never_answered_by_a_nudge() {
 fn an_approval_prompt_blocks_and_no_keystroke_reaches_it() {
     let rig = Rig::new(
         "approval",
-        Home::SetUp,
+        Home::SET_UP,
         vec![Reply::bash("touch approved.txt"), Reply::text("Touched.")],
     );
     // A person who wants to approve tool calls: claude asks before running Bash.
@@ -467,7 +482,7 @@ fn an_approval_prompt_blocks_and_no_keystroke_reaches_it() {
 
 #[test]
 fn a_claude_started_without_a_prompt_is_waiting_not_working() {
-    let rig = Rig::new("no-prompt", Home::SetUp, vec![]);
+    let rig = Rig::new("no-prompt", Home::SET_UP, vec![]);
     let started = Instant::now();
     let id = rig.create("real/noprompt", "");
     rig.status_shows(
@@ -487,7 +502,7 @@ fn a_claude_started_without_a_prompt_is_waiting_not_working() {
 fn api_error(test: &'static str, status: u16, kind: &str) {
     let rig = Rig::with(
         test,
-        Home::SetUp,
+        Home::SET_UP,
         vec![Reply::repeat(40, Reply::status(status))],
         &[
             ("CLAUDE_CODE_MAX_RETRIES", "2"),
@@ -572,7 +587,7 @@ fn assert_resumed(rig: &Rig, id: &str, conv: &str) {
 fn exit_respawn_and_restore_keep_the_conversation() {
     let mut rig = Rig::new(
         "lifecycle",
-        Home::SetUp,
+        Home::SET_UP,
         vec![
             Reply::text("First answer: remember the word PAPAYA."),
             Reply::text("Resumed after /exit."),
@@ -665,7 +680,7 @@ fn exit_respawn_and_restore_keep_the_conversation() {
 fn a_killed_claude_is_dead_and_respawn_resumes_it() {
     let rig = Rig::new(
         "kill",
-        Home::SetUp,
+        Home::SET_UP,
         vec![
             Reply::text("Remember the word MANGO."),
             Reply::text("Back again."),
@@ -698,4 +713,192 @@ fn a_killed_claude_is_dead_and_respawn_resumes_it() {
     assert_resumed(&rig, &id, &conv);
     rig.wait_turns(&id, 2);
     assert!(rig.api.turns()[1].body.to_string().contains("MANGO"));
+}
+
+/// Run `orange` with text output (what a person reads).
+fn text(rig: &Rig, args: &[&str]) -> String {
+    let out = rig.env.cmd_in(&rig.env.repo, args).output().unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A first-run screen: the status line says blocked and why, `task explain` says what to
+/// do, and through several monitor passes no keystroke reaches claude (the screen stays,
+/// claude stays alive: Escape or Enter there would have made it exit).
+fn blocked_by(
+    test: &'static str,
+    home: Home,
+    label: &str,
+    on_screen: &str,
+    advice: &str,
+) -> (Rig, String) {
+    let rig = Rig::new(test, home, vec![Reply::text("Hello.")]);
+    let started = Instant::now();
+    let id = rig.create(&format!("real/{test}"), "Say hello");
+    rig.status_shows(
+        &format!("first run: {label}"),
+        &id,
+        &format!("blocked: {label}"),
+        started,
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    let t = rig.task(&id);
+    assert_eq!(t["agent"]["state"], "blocked", "{t}");
+    assert_eq!(t["session"]["state"], "live", "{t}");
+    assert!(rig.screen(&id).contains(on_screen), "{}", rig.screen(&id));
+    assert_eq!(rig.api.turns().len(), 0);
+    assert_eq!(rig.history(&id, "agent.escalated").len(), 1, "{t}");
+    assert!(rig.history(&id, "agent.nudged").is_empty());
+    let explain = text(&rig, &["task", "explain", &id]);
+    assert!(explain.contains(advice), "{explain}");
+    (rig, id)
+}
+
+#[test]
+fn first_run_onboarding_is_blocked_not_answered() {
+    blocked_by(
+        "onboarding",
+        Home {
+            onboarded: false,
+            key_approved: true,
+            trusted: true,
+        },
+        "first-run setup",
+        "Choose the text style",
+        "finish it once",
+    );
+}
+
+#[test]
+fn first_run_api_key_confirmation_is_blocked_not_answered() {
+    blocked_by(
+        "apikey",
+        Home {
+            onboarded: true,
+            key_approved: false,
+            trusted: true,
+        },
+        "API key",
+        "Do you want to use this API key?",
+        "choose Yes",
+    );
+}
+
+#[test]
+fn an_untrusted_repository_is_blocked_and_doctor_says_how_to_trust_it() {
+    let home = Home {
+        onboarded: true,
+        key_approved: true,
+        trusted: false,
+    };
+    let doctor = {
+        // Before anything runs: doctor names the missing trust.
+        let probe = Rig::new("doctor-probe", home, vec![]);
+        probe.env.ok(&["doctor", "--harness", "claude"])
+    };
+    assert_eq!(doctor["ok"], false, "{doctor}");
+    let trust = doctor["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "trust")
+        .unwrap()
+        .clone();
+    assert_eq!(trust["ok"], false, "{doctor}");
+    assert!(trust["fix"]
+        .as_str()
+        .unwrap()
+        .contains("orange doctor --trust"));
+    let (rig, id) = blocked_by(
+        "trust",
+        home,
+        "folder trust",
+        "Yes, I trust this folder",
+        "orange doctor --trust",
+    );
+    // The person answers the dialog (its default is "No, exit": Down, then Enter).
+    rig.env
+        .tmux
+        .ok(&["send-keys", "-t", &rig.pane(&id), "Down"]);
+    std::thread::sleep(Duration::from_millis(300));
+    rig.env
+        .tmux
+        .ok(&["send-keys", "-t", &rig.pane(&id), "Enter"]);
+    rig.wait_turns(&id, 1);
+    let sent = rig.api.wait_sent(0, PATIENCE).unwrap();
+    rig.status_shows(
+        "trust answered → end of turn",
+        &id,
+        "waiting for input",
+        sent,
+    );
+    assert!(rig.task(&id)["agent"].get("blocker").is_none());
+}
+
+#[test]
+fn a_fresh_home_offline_exits_and_orange_says_why() {
+    // Onboarding checks api.anthropic.com first (not the base URL): offline, claude exits 1.
+    let rig = Rig::new("fresh", Home::FRESH, vec![]);
+    let started = Instant::now();
+    let id = rig.create("real/fresh", "Say hello");
+    rig.status_shows("fresh HOME offline: exit", &id, "exited 1", started);
+    let t = rig.wait_task("the death to be explained", &id, |t| {
+        t["agent"]["blocker"] == "onboarding"
+    });
+    assert!(
+        t["agent"]["last_lines"]
+            .to_string()
+            .contains("Unable to connect to Anthropic services"),
+        "{t}"
+    );
+    assert_eq!(t["crash_count"], 0, "not a crash to retry: {t}");
+    assert!(t["agent"]["escalated"].is_object(), "{t}");
+    let explain = text(&rig, &["task", "explain", &id]);
+    assert!(
+        explain.contains("approving the key there skips the connectivity check"),
+        "{explain}"
+    );
+}
+
+#[test]
+fn as_root_without_is_sandbox_claude_refuses_and_orange_says_what_to_do() {
+    if !is_root() {
+        // Not root here: claude accepts the flag, and doctor agrees.
+        let rig = Rig::new("root", Home::SET_UP, vec![]);
+        let d = rig.env.ok(&["doctor", "--harness", "claude"]);
+        assert!(d.to_string().contains("not running as root"), "{d}");
+        return;
+    }
+    let rig = Rig::with("root", Home::SET_UP, vec![], &[], false);
+    let d = rig.env.ok(&["doctor", "--harness", "claude"]);
+    let root = d["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "root")
+        .unwrap()
+        .clone();
+    assert_eq!(root["ok"], false, "{d}");
+    let started = Instant::now();
+    let id = rig.create("real/root", "Say hello");
+    rig.status_shows("root refusal", &id, "exited 1", started);
+    let t = rig.wait_task("the refusal to be explained", &id, |t| {
+        t["agent"]["blocker"] == "root_refusal"
+    });
+    assert_eq!(t["crash_count"], 0, "a refusal is not a crash: {t}");
+    assert!(
+        t["agent"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("IS_SANDBOX=1"),
+        "{t}"
+    );
+    let show = text(&rig, &["task", "show", &id]);
+    assert!(
+        show.contains("cannot be used with root/sudo privileges"),
+        "{show}"
+    );
 }
