@@ -22,7 +22,7 @@ fi
 
 # "<version>" of a program, as its --version prints it (first x.y.z found).
 version_of() {
-  "$1" --version 2>/dev/null | grep -oE '[0-9]+\.[0-9]+\.[0-9]+' | head -n 1 || true
+  "$1" --version 2>&1 | grep -oE '[0-9]+\.[0-9]+\.[0-9]+' | head -n 1 || true
 }
 
 npm_missing=()
@@ -30,12 +30,14 @@ while read -r kind spec program; do
   case "$kind" in
     npm)
       want=${spec##*@}
-      have=$(command -v "$program" >/dev/null 2>&1 && version_of "$program" || true)
+      have=""
+      if command -v "$program" >/dev/null 2>&1; then have=$(version_of "$program"); fi
       [ "$have" = "$want" ] || npm_missing+=("$spec")
       ;;
     cargo)
       want=${spec##*@}
-      have=$(command -v "$program" >/dev/null 2>&1 && version_of "$program" || true)
+      have=""
+      if command -v "$program" >/dev/null 2>&1; then have=$(version_of "$program"); fi
       if [ "$have" != "$want" ]; then
         echo "cargo install --locked ${spec%@*} --version $want (several minutes; cached in ~/.cargo)"
         cargo install --locked --quiet "${spec%@*}" --version "$want"
@@ -50,6 +52,11 @@ if [ ${#npm_missing[@]} -gt 0 ]; then
   npm install -g --no-fund --no-audit --loglevel=error "${npm_missing[@]}" >/dev/null
 fi
 
-for p in tmux git claude pi codex opencode zellij bwrap; do
-  printf '%-9s %s\n' "$p" "$(command -v "$p" >/dev/null 2>&1 && ("$p" --version 2>&1 || true) | head -n 1 || echo MISSING)"
+tmux -V
+for p in git claude pi codex opencode zellij bwrap; do
+  if command -v "$p" >/dev/null 2>&1; then
+    printf '%-9s %s\n' "$p" "$("$p" --version 2>&1 | head -n 1)"
+  else
+    printf '%-9s MISSING\n' "$p"
+  fi
 done

@@ -565,6 +565,20 @@ pub fn claude_log_path(cwd: &Path, session_id: &str) -> PathBuf {
         .join(format!("{session_id}.jsonl"))
 }
 
+/// Claude saved a conversation it can `--resume`: its transcript holds a message (a
+/// transcript of bookkeeping lines only, what a SIGKILL can leave, is "No conversation
+/// found" to claude).
+pub fn claude_has_conversation(path: &Path) -> bool {
+    use std::io::BufRead;
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    std::io::BufReader::new(f)
+        .lines()
+        .map_while(|l| l.ok())
+        .any(|l| l.contains("\"type\":\"user\"") || l.contains("\"type\":\"assistant\""))
+}
+
 /// Read the tail of a (possibly large) log file: the last 64 KiB.
 pub fn read_log_tail(path: &Path) -> Option<(String, u64)> {
     use std::io::{Read, Seek, SeekFrom};

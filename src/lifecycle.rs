@@ -412,7 +412,9 @@ impl<'a> Tasks<'a> {
         // Claude's conversation: a new one, or on respawn the same one — when claude saved
         // it. A claude killed early (SIGKILL) may not have written it, and `--resume` of an
         // unknown id exits at once ("No conversation found"): then a new one.
-        let resumable = |id: &String| crate::agent::claude_log_path(ws_path, id).exists();
+        let resumable = |id: &String| {
+            crate::agent::claude_has_conversation(&crate::agent::claude_log_path(ws_path, id))
+        };
         let (conv_id, resume) = match (harness.name.as_str(), launch) {
             ("claude", Launch::Respawn)
                 if task.agent_session_id.as_ref().is_some_and(resumable) =>
