@@ -538,13 +538,30 @@ fn content_text(v: &serde_json::Value) -> Option<String> {
 /// The state of a whole log: the last line that says something (a truncated last line,
 /// trailing blank lines and bookkeeping lines are passed over). `None`: unknown.
 pub fn state_of_log(text: &str) -> Option<LogState> {
-    text.lines()
-        .rev()
-        .filter(|l| !l.trim().is_empty())
-        // Claude Code 2.1 ends a turn with many bookkeeping lines (mode, cost-state,
-        // attachment, file-history-snapshot…): look past them.
-        .take(400)
-        .find_map(state_of_line)
+    state_of_log_at(text).map(|(s, _)| s)
+}
+
+/// [`state_of_log`], and where the line that decided it ends in `text` (bytes): what
+/// follows it is bookkeeping (Claude Code 2.1 writes an `api-request` line per attempt
+/// while it retries, and mode, cost-state, attachment… lines after a turn).
+pub fn state_of_log_at(text: &str) -> Option<(LogState, usize)> {
+    let mut end = text.len();
+    let mut seen = 0;
+    for line in text[..end].rsplit('\n') {
+        let line_end = end;
+        end = end.saturating_sub(line.len() + 1);
+        if line.trim().is_empty() {
+            continue;
+        }
+        seen += 1;
+        if seen > 400 {
+            return None;
+        }
+        if let Some(s) = state_of_line(line) {
+            return Some((s, line_end));
+        }
+    }
+    None
 }
 
 /// Claude Code's log of a session: `<config>/projects/<cwd with / and . as ->/<id>.jsonl`.
@@ -579,7 +596,7 @@ pub fn claude_has_conversation(path: &Path) -> bool {
         .any(|l| l.contains("\"type\":\"user\"") || l.contains("\"type\":\"assistant\""))
 }
 
-/// Read the tail of a (possibly large) log file: the last 64 KiB.
+/// Read the tail of a (possibly large) log file: the last 64 KiB, and the file's length.
 pub fn read_log_tail(path: &Path) -> Option<(String, u64)> {
     use std::io::{Read, Seek, SeekFrom};
     let mut f = std::fs::File::open(path).ok()?;
@@ -848,6 +865,17 @@ mod tests {
             (State::Error, Some(ErrorKind::Overloaded))
         );
         assert!(state_of_hook("SubagentStop", &null).is_none());
+    }
+
+    #[test]
+    fn the_deciding_line_ends_before_bookkeeping_lines() {
+        let turn = r#"{"type":"user","message":{"content":"go"}}"#;
+        let text =
+            format!("{turn}\n{{\"type\":\"api-request\"}}\n{{\"type\":\"api-request\"}}\n\n");
+        let (state, end) = state_of_log_at(&text).unwrap();
+        assert_eq!(state, LogState::Working { tool: false });
+        assert_eq!(end, turn.len());
+        assert_eq!(state_of_log_at("{\"type\":\"mode\"}\n"), None);
     }
 
     #[test]

@@ -238,12 +238,18 @@ impl<'a> Monitor<'a> {
             return seen;
         }
         // Claude's log, when we know its name.
+        // `log_len`: where the log's last line that says something ends (bookkeeping
+        // lines after it, such as one per retry attempt, are not progress).
         let mut log_len = None;
         let mut from_log = None;
         if let (Some(conv), Some(ws)) = (&task.agent_session_id, self.workspace_path(task)) {
             if let Some((tail, len)) = agent::read_log_tail(&agent::claude_log_path(&ws, conv)) {
+                let start = len.saturating_sub(tail.len() as u64);
                 log_len = Some(len);
-                from_log = agent::state_of_log(&tail);
+                if let Some((state, end)) = agent::state_of_log_at(&tail) {
+                    log_len = Some(start + end as u64);
+                    from_log = Some(state);
+                }
             }
         }
         let log_grew = log_len.is_some() && log_len != info.log_len;
@@ -352,7 +358,9 @@ impl<'a> Monitor<'a> {
         let log_grew = seen.log_len.is_some() && seen.log_len != info.log_len;
         if info.state != Some(state) || (state == State::Blocked && info.blocker != blocker) {
             info.since = seen.since.clone().unwrap_or_else(|| stamp.clone());
-            if state == State::Working {
+            // An escalation belongs to the state it was raised in (a dialog, an error, an
+            // idle period): the agent moved on. A death's stays until a respawn.
+            if state != State::Dead {
                 info.escalated = None;
             }
         } else if state == State::Waiting {

@@ -258,11 +258,20 @@ pub fn classify(
             if let Some(info) = agent {
                 let info = &info.current();
                 let state = info.state;
-                if let Some(esc) = info
-                    .escalated
-                    .as_ref()
-                    .filter(|_| state != Some(agent::State::Blocked))
-                {
+                // An escalation says more than the state only while the agent waits or
+                // works (idle without progress, a question); a dialog, an error or a death
+                // says it better itself. The agent moved on since (a newer hook): it is over.
+                let moved_on = |at: &str| {
+                    info.hook_at
+                        .as_deref()
+                        .is_some_and(|h| agent::at_or_after(h, at) && h != at)
+                };
+                if let Some(esc) = info.escalated.as_ref().filter(|e| {
+                    !matches!(
+                        state,
+                        Some(agent::State::Blocked | agent::State::Error | agent::State::Dead)
+                    ) && !moved_on(&e.at)
+                }) {
                     return Some((Bucket::Waiting, format!("escalated: {}", esc.reason)));
                 }
                 match state {

@@ -171,6 +171,14 @@ impl Rig {
             .to_string()
     }
 
+    /// Claude's conversation id (`--session-id`) as orange recorded it.
+    fn conversation(&self, id: &str) -> String {
+        self.task(id)["agent_session_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
     fn pane(&self, id: &str) -> String {
         self.task(id)["tmux_pane_id"].as_str().unwrap().to_string()
     }
@@ -612,10 +620,7 @@ fn exit_respawn_and_restore_keep_the_conversation() {
         ],
     );
     let id = rig.create("real/life", "Remember a word");
-    let conv = rig.task(&id)["agent_session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let conv = rig.conversation(&id);
     let sent = rig.api.wait_sent(0, PATIENCE).unwrap();
     rig.status_shows("end of turn", &id, "waiting for input", sent);
     // /exit: claude ends with status 0 without reporting an outcome.
@@ -704,10 +709,7 @@ fn a_killed_claude_is_dead_and_respawn_resumes_it() {
         ],
     );
     let id = rig.create("real/kill", "Remember a word");
-    let conv = rig.task(&id)["agent_session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let conv = rig.conversation(&id);
     let sent = rig.api.wait_sent(0, PATIENCE).unwrap();
     rig.status_shows("end of turn", &id, "waiting for input", sent);
     let pid = agent_pid(&rig, &id);
@@ -730,10 +732,7 @@ fn a_killed_claude_is_dead_and_respawn_resumes_it() {
     // transcript lazily): respawn resumes what was saved, or starts a new conversation
     // rather than a `--resume` that would exit at once ("No conversation found").
     rig.env.ok(&["task", "respawn", &id]);
-    let now = rig.task(&id)["agent_session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let now = rig.conversation(&id);
     rig.wait_turns(&id, 2);
     let messages = rig.api.turns()[1].body["messages"]
         .as_array()
@@ -949,4 +948,45 @@ fn as_root_without_is_sandbox_claude_refuses_and_orange_says_what_to_do() {
         show.contains("cannot be used with root/sudo privileges"),
         "{show}"
     );
+}
+
+#[test]
+fn a_rejected_api_key_is_an_unauthorized_error_with_claudes_advice() {
+    let rig = Rig::new("login", Home::SET_UP, vec![Reply::text("Hello.")]);
+    // The person once answered "No" to "Use this API key?": claude then answers every
+    // prompt with "Not logged in · Please run /login" (a StopFailure) and sends nothing.
+    let home = rig
+        .env
+        .extra
+        .iter()
+        .find(|(k, _)| k == "HOME")
+        .map(|(_, v)| PathBuf::from(v))
+        .unwrap();
+    let path = home.join(".claude.json");
+    let mut cfg: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let tail = &KEY[KEY.len() - 20..];
+    cfg["customApiKeyResponses"] = json!({"approved": [], "rejected": [tail]});
+    std::fs::write(&path, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
+    let started = Instant::now();
+    let id = rig.create("real/login", "Say hello");
+    rig.status_shows(
+        "rejected key: not logged in",
+        &id,
+        "error: unauthorized",
+        started,
+    );
+    let t = rig.wait_task("the error to be handled", &id, |t| {
+        t["agent"]["escalated"].is_object()
+    });
+    assert!(
+        t["agent"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("Please run /login"),
+        "claude's own advice is the detail: {t}"
+    );
+    // Escalated, and the status line still says what is wrong.
+    assert!(rig.status_line(&id).contains("error: unauthorized"));
+    assert_eq!(rig.api.turns().len(), 0);
+    assert!(rig.history(&id, "agent.nudged").is_empty());
 }

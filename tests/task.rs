@@ -598,7 +598,9 @@ fn builtin_claude_gets_its_flags_a_session_id_and_the_settings_sync() {
     assert_eq!(lines[0], "--dangerously-skip-permissions", "{argv}");
     assert_eq!(lines[1], "--session-id");
     assert_eq!(lines[2].len(), 36, "a uuid: {argv}");
-    assert!(lines[3].starts_with("hello claude"));
+    // The prompt is an argument, never an option: `--` before it.
+    assert_eq!(lines[3], "--", "{argv}");
+    assert!(lines[4].starts_with("hello claude"));
     assert_eq!(env.task(&id(&t))["agent_session_id"], lines[2]);
     let ws = ws_of(&env, &t);
     // Seed 003's settings sync: the project's settings, plus orange's hooks.
