@@ -242,7 +242,10 @@ pub fn assemble(
         _ => match (&agent.escalated, &git.error) {
             // A dialog, an error, a death: its detail says what happened and what to do.
             (Some(e), _) => Some(match &agent.detail {
-                Some(d) if !matches!(agent.state, Some(crate::agent::State::Working) | None) => {
+                Some(d)
+                    if !matches!(agent.state, Some(crate::agent::State::Working) | None)
+                        && !e.reason.contains(d.as_str()) =>
+                {
                     format!("Needs you: {} ({d})", e.reason)
                 }
                 _ => format!("Needs you: {}", e.reason),
@@ -709,7 +712,7 @@ fn header_lines(m: &Model, width: usize) -> Vec<Line> {
         let style = match a.as_str() {
             "working" => Style::Yellow,
             "waiting" => Style::Cyan,
-            _ if a.starts_with("error") || a == "dead" => Style::Red,
+            _ if a.starts_with("error") || a.starts_with("blocked") || a == "dead" => Style::Red,
             _ => Style::Plain,
         };
         out.push(Line::text("Agent: ", Style::Plain).push(a, style));
@@ -730,9 +733,41 @@ fn header_lines(m: &Model, width: usize) -> Vec<Line> {
         out.push(Line::text(format!("Port: {p}"), Style::Plain));
     }
     if let Some(n) = &m.notice {
-        out.push(Line::text(n, Style::Yellow));
+        // Why it needs you is the point of the notice: wrapped, not cut at the first line.
+        for l in wrap(n, width, NOTICE_LINES) {
+            out.push(Line::text(l, Style::Yellow));
+        }
     }
     out
+}
+
+/// Lines a notice may take.
+const NOTICE_LINES: usize = 4;
+
+/// `text` in lines of at most `width` columns (display width), broken at spaces where it
+/// can, at most `max` lines (the last one then ends in `…` through the usual fitting).
+fn wrap(text: &str, width: usize, max: usize) -> Vec<String> {
+    let width = width.max(8);
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for word in text.split_whitespace() {
+        let sep = usize::from(!cur.is_empty());
+        if cur.width() + sep + word.width() > width && !cur.is_empty() {
+            lines.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+    }
+    if !cur.is_empty() {
+        lines.push(cur);
+    }
+    if lines.len() > max {
+        let rest = lines.split_off(max - 1).join(" ");
+        lines.push(rest);
+    }
+    lines
 }
 
 fn file_style(status: char) -> Style {
@@ -957,6 +992,24 @@ mod tests {
     fn control_characters_never_reach_the_terminal() {
         let l = fit(Line::text("a\x1b[2Jb\tc\r\u{202e}d", Style::Plain), 40);
         assert_eq!(l.plain(), "a\u{fffd}[2Jb  c\u{fffd}\u{fffd}d");
+    }
+
+    #[test]
+    fn notices_wrap_at_spaces_within_the_width() {
+        let w = wrap(
+            "Needs you: agent exited with status 1: Error: the model refused the API key",
+            20,
+            4,
+        );
+        assert!(
+            w.iter().all(|l| l.width() <= 20 || !l.contains(' ')),
+            "{w:?}"
+        );
+        assert_eq!(
+            w.join(" "),
+            "Needs you: agent exited with status 1: Error: the model refused the API key"
+        );
+        assert_eq!(wrap("a b c d e f g h", 8, 2).len(), 2);
     }
 
     #[test]
