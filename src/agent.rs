@@ -541,6 +541,12 @@ pub fn state_of_log(text: &str) -> Option<LogState> {
     state_of_log_at(text).map(|(s, _)| s)
 }
 
+/// The `timestamp` of a transcript line (Claude Code writes one on every message line).
+pub fn line_time(line: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(line.trim()).ok()?;
+    v.get("timestamp")?.as_str().map(str::to_string)
+}
+
 /// [`state_of_log`], and where the line that decided it ends in `text` (bytes): what
 /// follows it is bookkeeping (Claude Code 2.1 writes an `api-request` line per attempt
 /// while it retries, and mode, cost-state, attachment… lines after a turn).

@@ -241,6 +241,7 @@ impl<'a> Monitor<'a> {
         // `log_len`: where the log's last line that says something ends (bookkeeping
         // lines after it, such as one per retry attempt, are not progress).
         let mut log_len = None;
+        let mut log_at = None;
         let mut from_log = None;
         if let (Some(conv), Some(ws)) = (&task.agent_session_id, self.workspace_path(task)) {
             if let Some((tail, len)) = agent::read_log_tail(&agent::claude_log_path(&ws, conv)) {
@@ -248,6 +249,7 @@ impl<'a> Monitor<'a> {
                 log_len = Some(len);
                 if let Some((state, end)) = agent::state_of_log_at(&tail) {
                     log_len = Some(start + end as u64);
+                    log_at = tail[..end].lines().last().and_then(agent::line_time);
                     from_log = Some(state);
                 }
             }
@@ -259,9 +261,16 @@ impl<'a> Monitor<'a> {
             ..Seen::default()
         };
         // Hooks are the best signal, unless the log has news after them (an error).
+        // Hooks are the best signal, unless the log has news after them: an error (no
+        // hook may tell it), or a line written after the last hook (a hook can be lost or
+        // late: the turn ended in the transcript while the last hook said working).
         let log_error = matches!(from_log, Some(LogState::Error(..)));
+        let log_is_newer = match (&log_at, &info.hook_at) {
+            (Some(l), Some(h)) => newer_than(l, h),
+            _ => false,
+        };
         match (info.hook_state, from_log) {
-            (Some(h), from_log) if !(log_error && h != State::Error) => {
+            (Some(h), from_log) if !(log_error && h != State::Error) && !log_is_newer => {
                 seen.state = Some(h);
                 seen.signal = Some(Signal::Hook);
                 seen.blocker = info

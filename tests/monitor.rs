@@ -662,3 +662,35 @@ fn a_claude_that_never_saved_its_conversation_respawns_with_a_new_one() {
         argv.contains(&second) && argv.contains("--session-id") && !argv.contains("--resume")
     });
 }
+
+#[test]
+fn a_lost_stop_hook_does_not_keep_an_agent_working_forever() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let id = create(&env, "lost/x", "claude");
+    env.agent_log(&id, "cwd");
+    let t = env.task(&id);
+    let conv = t["agent_session_id"].as_str().unwrap().to_string();
+    hook(
+        &env,
+        &id,
+        "UserPromptSubmit",
+        serde_json::json!({"session_id": conv}),
+    );
+    // The turn ends in the transcript, but its Stop hook never comes.
+    std::thread::sleep(Duration::from_millis(20));
+    let cfg = env.root().join("claude-config");
+    let ws = env.ws_path(t["workspace"].as_str().unwrap());
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    std::fs::write(
+        claude_log_dir(&cfg, &ws).join(format!("{conv}.jsonl")),
+        format!("{{\"type\":\"assistant\",\"timestamp\":\"{now}\",\"message\":{{\"stop_reason\":null,\"content\":[{{\"type\":\"text\",\"text\":\"Done.\"}}]}}}}\n{{\"type\":\"last-prompt\"}}\n"),
+    )
+    .unwrap();
+    let mut c = env.cmd_in(&env.repo, &["monitor", "--once", "--json"]);
+    c.env("CLAUDE_CONFIG_DIR", &cfg);
+    c.output().unwrap();
+    let t = env.task(&id);
+    assert_eq!(t["agent"]["state"], "waiting", "{t}");
+    assert_eq!(t["agent"]["signal"], "log", "{t}");
+}

@@ -530,7 +530,7 @@ fn api_error(test: &'static str, status: u16, kind: &str) {
         Home::SET_UP,
         vec![Reply::repeat(40, Reply::status(status))],
         &[
-            ("CLAUDE_CODE_MAX_RETRIES", "3"),
+            ("CLAUDE_CODE_MAX_RETRIES", "4"),
             ("API_TIMEOUT_MS", "20000"),
         ],
         is_root(),
