@@ -239,6 +239,13 @@ impl AgentInfo {
         if !hook_is_newer || self.state == Some(State::Dead) {
             return v;
         }
+        // The agent moved on since the escalation (a hook after it): it is over.
+        if v.escalated
+            .as_ref()
+            .is_some_and(|e| self.hook_at.as_deref().is_some_and(|h| after(h, &e.at)))
+        {
+            v.escalated = None;
+        }
         v.state = Some(h);
         v.signal = Some(Signal::Hook);
         v.blocker = None;
@@ -264,17 +271,27 @@ impl AgentInfo {
     }
 }
 
-/// `a` is at or after `b` (RFC 3339; an unparsable `b` is always earlier, an unparsable
-/// `a` never later).
-pub fn at_or_after(a: &str, b: &str) -> bool {
+/// How RFC 3339 times `a` and `b` compare: an unparsable `b` is earlier than any `a`, an
+/// unparsable `a` later than nothing.
+fn cmp_times(a: &str, b: &str) -> Option<std::cmp::Ordering> {
     match (
         chrono::DateTime::parse_from_rfc3339(a),
         chrono::DateTime::parse_from_rfc3339(b),
     ) {
-        (Ok(a), Ok(b)) => a >= b,
-        (Ok(_), Err(_)) => true,
-        _ => false,
+        (Ok(a), Ok(b)) => Some(a.cmp(&b)),
+        (Ok(_), Err(_)) => Some(std::cmp::Ordering::Greater),
+        _ => None,
     }
+}
+
+/// `a` is at or after `b` (RFC 3339).
+pub fn at_or_after(a: &str, b: &str) -> bool {
+    cmp_times(a, b).is_some_and(|o| o.is_ge())
+}
+
+/// `a` is strictly after `b` (RFC 3339).
+pub fn after(a: &str, b: &str) -> bool {
+    cmp_times(a, b).is_some_and(|o| o.is_gt())
 }
 
 pub fn info_path(task_dir: &Path) -> PathBuf {
@@ -291,6 +308,36 @@ pub fn load(task_dir: &Path) -> AgentInfo {
 
 pub fn save(task_dir: &Path, info: &AgentInfo) -> Result<()> {
     store::write_json_atomic(&info_path(task_dir), info)
+}
+
+/// The lock agent hooks and the monitor take to change `agent.json`.
+pub fn lock(task_dir: &Path) -> Result<store::LockGuard> {
+    store::LockGuard::acquire_within(
+        &task_dir.join(".agent.lock"),
+        std::time::Duration::from_secs(5),
+    )
+}
+
+/// Save the monitor's observation without losing what agent hooks wrote since it read
+/// `agent.json` (a pass can take seconds: a nudge pauses): the hook fields, and the
+/// progress a hook reported, are taken from the file as it is now.
+pub fn save_observation(task_dir: &Path, info: &AgentInfo, read: &AgentInfo) -> Result<()> {
+    let _lock = lock(task_dir)?;
+    let now = load(task_dir);
+    let mut merged = info.clone();
+    if now.hook_at != read.hook_at {
+        merged.hook_state = now.hook_state;
+        merged.hook_at = now.hook_at;
+        merged.hook_event = now.hook_event;
+        merged.hook_blocker = now.hook_blocker;
+        merged.hook_error = now.hook_error;
+        merged.hook_detail = now.hook_detail;
+    }
+    if now.progress_at != read.progress_at {
+        merged.progress_at = now.progress_at;
+        merged.idle_nudges = 0;
+    }
+    save(task_dir, &merged)
 }
 
 /// What one log line says.
@@ -357,13 +404,31 @@ pub fn classify_api_error(status: Option<u16>, msg: &str) -> ErrorKind {
     ]) {
         return ErrorKind::OutOfCredits;
     }
-    match status.or_else(|| status_in(msg)) {
-        Some(401 | 403) => return ErrorKind::Unauthorized,
-        Some(402) => return ErrorKind::OutOfCredits,
-        Some(429) => return ErrorKind::RateLimited,
-        Some(529) => return ErrorKind::Overloaded,
-        Some(500..=599) => return ErrorKind::Server,
-        _ => {}
+    let network = || {
+        has(&[
+            "network",
+            "econnrefused",
+            "connection refused",
+            "enotfound",
+            "econnreset",
+            "etimedout",
+            "timed out",
+            "timeout",
+            "fetch failed",
+            "getaddrinfo",
+            "offline",
+            "dns",
+        ])
+    };
+    // The transcript's `apiErrorStatus`, then the message: Claude Code reports a refused
+    // connection or a timeout with the code `server_error` and no status.
+    match status {
+        Some(s) => return kind_of_status(s).unwrap_or(ErrorKind::Other),
+        None if network() => return ErrorKind::NoNetwork,
+        None => {}
+    }
+    if let Some(k) = status_in(msg).and_then(kind_of_status) {
+        return k;
     }
     if has(&[
         "unauthorized",
@@ -402,6 +467,18 @@ pub fn classify_api_error(status: Option<u16>, msg: &str) -> ErrorKind {
         ErrorKind::NoNetwork
     } else {
         ErrorKind::Other
+    }
+}
+
+/// The kind an HTTP status means, if any.
+fn kind_of_status(status: u16) -> Option<ErrorKind> {
+    match status {
+        401 | 403 => Some(ErrorKind::Unauthorized),
+        402 => Some(ErrorKind::OutOfCredits),
+        429 => Some(ErrorKind::RateLimited),
+        529 => Some(ErrorKind::Overloaded),
+        500..=599 => Some(ErrorKind::Server),
+        _ => None,
     }
 }
 
@@ -455,6 +532,11 @@ pub fn state_of_line(line: &str) -> Option<LogState> {
         // as `/exit`, its output) are bookkeeping, not work.
         "user" if v.get("isMeta").and_then(|m| m.as_bool()) == Some(true) => None,
         "user" if is_local_command(&v) => None,
+        // Esc during a request or a tool, or a rejected tool call: the turn ended and no
+        // Stop hook fires.
+        "user" if content_text_any(&v).contains("[Request interrupted by user") => {
+            Some(LogState::Waiting { question: None })
+        }
         "user" => Some(LogState::Working { tool: false }),
         "assistant" => {
             let msg = v.get("message")?;
@@ -491,6 +573,29 @@ pub fn state_of_line(line: &str) -> Option<LogState> {
         }
         _ => None,
     }
+}
+
+/// Every text of a line's message, string content or blocks (tool results included).
+fn content_text_any(v: &serde_json::Value) -> String {
+    let mut out = String::new();
+    fn walk(v: &serde_json::Value, out: &mut String) {
+        match v {
+            serde_json::Value::String(s) => out.push_str(s),
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            serde_json::Value::Object(o) => {
+                for k in ["text", "content"] {
+                    if let Some(x) = o.get(k) {
+                        walk(x, out);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(c) = v.get("message").and_then(|m| m.get("content")) {
+        walk(c, &mut out);
+    }
+    out
 }
 
 /// A user line that records a local slash command or its output (`<command-name>/exit…`).
@@ -570,12 +675,26 @@ pub fn state_of_log_at(text: &str) -> Option<(LogState, usize)> {
     None
 }
 
-/// Claude Code's log of a session: `<config>/projects/<cwd with / and . as ->/<id>.jsonl`.
-pub fn claude_log_path(cwd: &Path, session_id: &str) -> PathBuf {
-    let config = std::env::var_os("CLAUDE_CONFIG_DIR")
+/// Claude Code's own directory: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+fn claude_dir() -> PathBuf {
+    std::env::var_os("CLAUDE_CONFIG_DIR")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))
-        .unwrap_or_else(|| PathBuf::from(".claude"));
+        .unwrap_or_else(|| PathBuf::from(".claude"))
+}
+
+/// What a running claude says of itself in `~/.claude/sessions/<pid>.json`: `idle`,
+/// `busy` or `waiting` (Claude Code 2.1). The one source that sees a turn cut short by
+/// Esc while its request waited (no hook fires, the transcript ends on the prompt).
+pub fn claude_session_status(pid: u32) -> Option<String> {
+    let bytes = std::fs::read(claude_dir().join("sessions").join(format!("{pid}.json"))).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    v.get("status")?.as_str().map(str::to_string)
+}
+
+/// Claude Code's log of a session: `<config>/projects/<cwd with / and . as ->/<id>.jsonl`.
+pub fn claude_log_path(cwd: &Path, session_id: &str) -> PathBuf {
+    let config = claude_dir();
     let canonical = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
     let dir: String = canonical
         .to_string_lossy()
@@ -602,23 +721,29 @@ pub fn claude_has_conversation(path: &Path) -> bool {
         .any(|l| l.contains("\"type\":\"user\"") || l.contains("\"type\":\"assistant\""))
 }
 
-/// Read the tail of a (possibly large) log file: the last 64 KiB, and the file's length.
+/// Read the tail of a (possibly large) log file: its last 64 KiB (from a line start), and
+/// where that text starts in the file (bytes).
 pub fn read_log_tail(path: &Path) -> Option<(String, u64)> {
     use std::io::{Read, Seek, SeekFrom};
     let mut f = std::fs::File::open(path).ok()?;
     let len = f.metadata().ok()?.len();
-    let start = len.saturating_sub(64 * 1024);
+    let mut start = len.saturating_sub(64 * 1024);
     f.seek(SeekFrom::Start(start)).ok()?;
     let mut buf = Vec::new();
     f.read_to_end(&mut buf).ok()?;
-    let mut text = String::from_utf8_lossy(&buf).into_owned();
     if start > 0 {
         // Drop the partial first line.
-        if let Some(i) = text.find('\n') {
-            text = text[i + 1..].to_string();
-        }
+        let cut = buf
+            .iter()
+            .position(|b| *b == b'\n')
+            .map_or(buf.len(), |i| i + 1);
+        buf.drain(..cut);
+        start += cut as u64;
     }
-    Some((text, len))
+    // A line being written (no newline yet) is not read: it would be read again, whole, later.
+    let whole = buf.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    buf.truncate(whole);
+    Some((String::from_utf8_lossy(&buf).into_owned(), start))
 }
 
 /// What a Claude Code hook event says about the agent.
@@ -664,6 +789,8 @@ fn payload_str<'p>(payload: &'p serde_json::Value, keys: &[&str]) -> Option<&'p 
 ///   about its parent; the pane tells the exit).
 pub fn state_of_hook(event: &str, payload: &serde_json::Value) -> Option<HookSays> {
     match event {
+        // A compaction (auto-compaction mid-turn too) restarts no session.
+        "SessionStart" if payload_str(payload, &["source"]) == Some("compact") => None,
         "SessionStart" => Some(HookSays::state(State::Waiting)),
         "UserPromptSubmit" => Some(HookSays::state(State::Working)),
         "PreToolUse" | "PostToolUse" => Some(HookSays {
@@ -678,7 +805,10 @@ pub fn state_of_hook(event: &str, payload: &serde_json::Value) -> Option<HookSay
             let message = payload_str(payload, &["message"]).map(str::to_string);
             let kind = payload_str(payload, &["notification_type"]).unwrap_or("");
             let lower = message.as_deref().unwrap_or("").to_ascii_lowercase();
-            if kind == "permission_prompt" || (kind.is_empty() && lower.contains("permission")) {
+            // `agent_needs_input`: auto mode cannot check a tool call and asks.
+            if matches!(kind, "permission_prompt" | "agent_needs_input")
+                || (kind.is_empty() && lower.contains("permission"))
+            {
                 Some(HookSays {
                     blocker: Some(Blocker::Approval),
                     detail: message,

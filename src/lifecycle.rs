@@ -444,12 +444,24 @@ impl<'a> Tasks<'a> {
             }
         };
         // Respawn keeps the first launch's permission mode, whatever config says now.
+        // (A task from before this was recorded ran with claude's default here: bypass.)
         let mut harness = harness.clone();
-        match launch {
-            Launch::First => task.permission_mode = harness.permission_mode.clone(),
-            Launch::Respawn => {
-                if task.permission_mode.is_some() {
-                    harness.permission_mode = task.permission_mode.clone();
+        if harness.is_builtin() && harness.name == "claude" {
+            match launch {
+                Launch::First => {
+                    task.permission_mode = Some(
+                        harness
+                            .permission_mode
+                            .clone()
+                            .unwrap_or_else(|| "bypassPermissions".into()),
+                    )
+                }
+                Launch::Respawn => {
+                    harness.permission_mode = Some(
+                        task.permission_mode
+                            .clone()
+                            .unwrap_or_else(|| "bypassPermissions".into()),
+                    )
                 }
             }
         }

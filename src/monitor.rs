@@ -38,18 +38,6 @@ fn now_s() -> String {
     store::now_precise()
 }
 
-/// `a` is a later time than `b` (RFC 3339; unparsable times are never later).
-fn newer_than(a: &str, b: &str) -> bool {
-    match (
-        chrono::DateTime::parse_from_rfc3339(a),
-        chrono::DateTime::parse_from_rfc3339(b),
-    ) {
-        (Ok(a), Ok(b)) => a > b,
-        (Ok(_), Err(_)) => true,
-        _ => false,
-    }
-}
-
 fn age(since: &str, now: chrono::DateTime<chrono::Utc>) -> Duration {
     chrono::DateTime::parse_from_rfc3339(since)
         .map(|t| now.signed_duration_since(t).to_std().unwrap_or_default())
@@ -154,6 +142,8 @@ pub struct Monitor<'a> {
     tmux: Tmux,
     /// Workspace name → path, read once per pass (not once per task).
     workspaces: std::collections::HashMap<String, std::path::PathBuf>,
+    /// The task being checked was respawned by its policy (its agent.json is new).
+    respawned: bool,
 }
 
 impl<'a> Monitor<'a> {
@@ -164,6 +154,7 @@ impl<'a> Monitor<'a> {
             config: Config::load(home)?,
             tmux,
             workspaces: Default::default(),
+            respawned: false,
         })
     }
 
@@ -244,9 +235,8 @@ impl<'a> Monitor<'a> {
         let mut log_at = None;
         let mut from_log = None;
         if let (Some(conv), Some(ws)) = (&task.agent_session_id, self.workspace_path(task)) {
-            if let Some((tail, len)) = agent::read_log_tail(&agent::claude_log_path(&ws, conv)) {
-                let start = len.saturating_sub(tail.len() as u64);
-                log_len = Some(len);
+            if let Some((tail, start)) = agent::read_log_tail(&agent::claude_log_path(&ws, conv)) {
+                log_len = Some(start + tail.len() as u64);
                 if let Some((state, end)) = agent::state_of_log_at(&tail) {
                     log_len = Some(start + end as u64);
                     log_at = tail[..end].lines().last().and_then(agent::line_time);
@@ -264,13 +254,14 @@ impl<'a> Monitor<'a> {
         // Hooks are the best signal, unless the log has news after them: an error (no
         // hook may tell it), or a line written after the last hook (a hook can be lost or
         // late: the turn ended in the transcript while the last hook said working).
-        let log_error = matches!(from_log, Some(LogState::Error(..)));
+        // An error line without a time (no such line from Claude Code 2.1) counts as news.
         let log_is_newer = match (&log_at, &info.hook_at) {
-            (Some(l), Some(h)) => newer_than(l, h),
+            (Some(l), Some(h)) => agent::after(l, h),
+            (None, _) => matches!(from_log, Some(LogState::Error(..))),
             _ => false,
         };
         match (info.hook_state, from_log) {
-            (Some(h), from_log) if !(log_error && h != State::Error) && !log_is_newer => {
+            (Some(h), from_log) if !log_is_newer => {
                 seen.state = Some(h);
                 seen.signal = Some(Signal::Hook);
                 seen.blocker = info
@@ -327,6 +318,15 @@ impl<'a> Monitor<'a> {
         // (first-run screens), while it looks busy but its log stands still (a retry or a
         // dialog), and while it was blocked or retrying (to see that end).
         let stalled = seen.state == Some(State::Working) && !log_grew;
+        // Working by the transcript but idle by claude's own account: a turn cut short
+        // (Esc while the request waited) that no hook and no transcript line tells.
+        if stalled
+            && seen.signal != Some(Signal::Screen)
+            && task.harness == "claude"
+            && agent::claude_session_status(pane.pane_pid).as_deref() == Some("idle")
+        {
+            seen.state = Some(State::Waiting);
+        }
         let was_stuck = matches!(info.state, Some(State::Blocked | State::Retrying));
         if info.hook_state.is_none() || stalled || was_stuck {
             if let Some(s) = self.look(task, &pane.pane_id) {
@@ -357,12 +357,14 @@ impl<'a> Monitor<'a> {
         report: &mut PassReport,
     ) -> Result<()> {
         let dir = self.tasks.store.dir(&task.project, &task.id);
+        // Taken before looking: a hook that comes while this pass looks is newer.
+        let stamp = now_s();
         let mut info = agent::load(&dir);
         let before = info.clone();
         let policy = Resolved::of(&self.config, task);
         let seen = self.observe(task, &info, panes, now, policy.idle_grace);
         let state = seen.state.unwrap_or(State::Unknown);
-        let stamp = now_s();
+        self.respawned = false;
         let blocker = seen.blocker.as_ref().map(|(b, _)| *b);
         let log_grew = seen.log_len.is_some() && seen.log_len != info.log_len;
         if info.state != Some(state) || (state == State::Blocked && info.blocker != blocker) {
@@ -375,7 +377,7 @@ impl<'a> Monitor<'a> {
         } else if state == State::Waiting {
             // Still waiting, but it did something in between that no pass saw (answered a
             // nudge, printed): a new idle period begins.
-            let newer = |t: &str| newer_than(t, &info.since);
+            let newer = |t: &str| agent::after(t, &info.since);
             let began = match seen.signal {
                 Some(Signal::Hook) => info.hook_at.clone().filter(|t| newer(t)),
                 Some(Signal::Screen) => seen.since.clone().filter(|t| newer(t)),
@@ -446,8 +448,8 @@ impl<'a> Monitor<'a> {
                 let death = seen.death.clone().unwrap_or_default();
                 if info.handled_death.as_deref() != Some(death.as_str()) {
                     info.handled_death = Some(death);
-                    agent::save(&dir, &info)?;
-                    self.on_exit(task, &policy, &seen, &mut info, report)?;
+                    agent::save_observation(&dir, &info, &before)?;
+                    self.on_exit(task, &policy, &mut info, report)?;
                 }
             }
             State::Error | State::Blocked => {
@@ -485,8 +487,9 @@ impl<'a> Monitor<'a> {
             }
             State::Working | State::Retrying | State::Unknown => {}
         }
-        if info != before {
-            agent::save(&dir, &info)?;
+        // A respawn (the recover policy) started a new agent with a fresh agent.json.
+        if info != before && !self.respawned {
+            agent::save_observation(&dir, &info, &before)?;
         }
         Ok(())
     }
@@ -545,7 +548,6 @@ impl<'a> Monitor<'a> {
         &mut self,
         task: &Task,
         policy: &Resolved,
-        seen: &Seen,
         info: &mut AgentInfo,
         report: &mut PassReport,
     ) -> Result<()> {
@@ -574,7 +576,7 @@ impl<'a> Monitor<'a> {
         }
         // It cannot start until the person acts (claude as root): no crash to count, no
         // respawn that would fail the same way.
-        if let Some(b) = info.blocker {
+        if let Some(b) = info.blocker.filter(|b| *b != agent::Blocker::Approval) {
             self.tasks.store.append_history(
                 &current,
                 "agent.exited",
@@ -585,7 +587,6 @@ impl<'a> Monitor<'a> {
         }
         // A crash: the agent ended without reporting complete or stuck.
         let crashes = self.tasks.record_crash(&current, &how)?;
-        let _ = seen;
         if crashes >= CRASH_LIMIT {
             let t = self.tasks.store.load(&task.project, &task.id)?;
             if t.status.can_become(Status::Stuck) {
@@ -619,6 +620,14 @@ impl<'a> Monitor<'a> {
         info: &mut AgentInfo,
         report: &mut PassReport,
     ) -> Result<()> {
+        // Keystrokes and respawns only for a task in `working` status.
+        if matches!(action.name(), "nudge" | "recover") {
+            let status = self.tasks.store.load(&task.project, &task.id)?.status;
+            if status != Status::Working {
+                report.actions.push(json!({"task": task.id, "action": "none", "reason": format!("{why}; task is {status} (the monitor acts only on working tasks)")}));
+                return Ok(());
+            }
+        }
         match action.name() {
             "nudge" => {
                 let msg = action.message().unwrap_or(DEFAULT_NUDGE);
@@ -653,6 +662,7 @@ impl<'a> Monitor<'a> {
                 };
                 self.tasks
                     .respawn_with(&task.id, Some(&task.project), Some(rec))?;
+                self.respawned = true;
                 report
                     .actions
                     .push(json!({"task": task.id, "action": "recover", "reason": why}));
@@ -747,8 +757,15 @@ pub fn agent_hook(
         }
     }
     let dir = tasks.store.dir(&task.project, &task.id);
-    let _lock = LockGuard::acquire_within(&dir.join(".agent.lock"), Duration::from_secs(5))?;
+    let _lock = agent::lock(&dir)?;
     let mut info = agent::load(&dir);
+    // Claude's reminder a minute after a turn ended (`idle_prompt`) is no new idle period.
+    if event == "Notification"
+        && says.state == State::Waiting
+        && info.hook_state == Some(State::Waiting)
+    {
+        return Ok(json!({"task": task.id, "event": event, "ignored": "already waiting"}));
+    }
     let at = now_s();
     info.hook_state = Some(says.state);
     info.hook_at = Some(at.clone());

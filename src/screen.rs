@@ -68,9 +68,15 @@ const CLAUDE_BLOCKERS: &[(Blocker, &[&str])] = &[
             "do you want to create",
             "do you want to allow",
             "do you want to run",
+            "auto mode can't check actions",
         ],
     ),
 ];
+
+/// An approval question counts only inside a prompt: with its choices (`1. Yes`) or its
+/// key hints (`Esc to cancel`) below it. The same words in the agent's own text ("Do you
+/// want to create a PR?") are no dialog.
+const DIALOG_MARKS: &[&str] = &["1. yes", "esc to cancel", "enter to stay in auto mode"];
 
 /// How many lines from the bottom of the screen are read: dialogs and prompts are drawn
 /// at the bottom; older text above (the agent's own output, a file it printed) must not
@@ -81,11 +87,15 @@ const LOOK_LINES: usize = 30;
 pub fn classify(harness: &str, text: &str) -> Option<Screen> {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let bottom = &lines[lines.len().saturating_sub(LOOK_LINES)..];
-    if harness == "claude" {
-        for (blocker, needles) in CLAUDE_BLOCKERS {
-            if let Some(line) = find_line(bottom, needles) {
-                return Some(Screen::Blocked(*blocker, line));
+    if harness != "claude" {
+        return None;
+    }
+    for (blocker, needles) in CLAUDE_BLOCKERS {
+        if let Some(line) = find_line(bottom, needles) {
+            if *blocker == Blocker::Approval && find_line(bottom, DIALOG_MARKS).is_none() {
+                continue;
             }
+            return Some(Screen::Blocked(*blocker, line));
         }
     }
     retrying(bottom).map(Screen::Retrying)
@@ -111,7 +121,8 @@ fn clean(line: &str) -> String {
 /// 5/10` → `529 Overloaded, attempt 5/10` (the last such line on screen).
 fn retrying(lines: &[&str]) -> Option<String> {
     lines.iter().rev().find_map(|l| {
-        let lower = l.to_lowercase();
+        // ASCII lowercase keeps the byte offsets of `l` (slicing `l` with them is safe).
+        let lower = l.to_ascii_lowercase();
         let at = lower.find("retrying")?;
         let attempt = lower[at..].find("attempt").map(|i| {
             lower[at + i..]
@@ -166,6 +177,21 @@ mod tests {
             Some(Screen::Retrying("529 Overloaded, attempt 5/10".into()))
         );
         assert_eq!(classify("claude", "> hello\n\nall good"), None);
+        // Text whose lowercase is shorter than itself (the Kelvin sign) before the retry:
+        // no panic, the right detail.
+        assert_eq!(
+            classify("claude", "\u{212a} ✻ 529 · retrying in 3s · attempt 2/10"),
+            Some(Screen::Retrying("\u{212a} ✻ 529, attempt 2/10".into()))
+        );
+        // An agent's own question is no approval prompt.
+        assert_eq!(
+            classify(
+                "claude",
+                "● I opened the branch.\n\nDo you want to create a PR?\n❯ "
+            ),
+            None
+        );
+        assert_eq!(classify("pi", "retrying in 3s · attempt 2/10"), None);
         // Text far above the bottom of the screen is history, not a dialog.
         let old = format!(
             "Do you want to proceed?\n{}",

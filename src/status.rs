@@ -260,17 +260,12 @@ pub fn classify(
                 let state = info.state;
                 // An escalation says more than the state only while the agent waits or
                 // works (idle without progress, a question); a dialog, an error or a death
-                // says it better itself. The agent moved on since (a newer hook): it is over.
-                let moved_on = |at: &str| {
-                    info.hook_at
-                        .as_deref()
-                        .is_some_and(|h| agent::at_or_after(h, at) && h != at)
-                };
-                if let Some(esc) = info.escalated.as_ref().filter(|e| {
+                // says it better itself. (`current()` drops one the agent moved on from.)
+                if let Some(esc) = info.escalated.as_ref().filter(|_| {
                     !matches!(
                         state,
                         Some(agent::State::Blocked | agent::State::Error | agent::State::Dead)
-                    ) && !moved_on(&e.at)
+                    )
                 }) {
                     return Some((Bucket::Waiting, format!("escalated: {}", esc.reason)));
                 }
@@ -283,19 +278,11 @@ pub fn classify(
                         return Some((Bucket::Dead, reason));
                     }
                     Some(agent::State::Error) => {
-                        let kind = info
-                            .error_kind
-                            .or(info.hook_error)
-                            .map(|k| k.as_str())
-                            .unwrap_or("other");
+                        let kind = info.error_kind.map(|k| k.as_str()).unwrap_or("other");
                         return Some((Bucket::Waiting, format!("error: {kind}")));
                     }
                     Some(agent::State::Blocked) => {
-                        let what = info
-                            .blocker
-                            .or(info.hook_blocker)
-                            .map(|b| b.label())
-                            .unwrap_or("dialog");
+                        let what = info.blocker.map(|b| b.label()).unwrap_or("dialog");
                         return Some((Bucket::Waiting, format!("blocked: {what}")));
                     }
                     Some(agent::State::Retrying) => {
@@ -332,30 +319,16 @@ fn signal_reason(sig: i32) -> String {
     format!("{name} (signal {sig})")
 }
 
-fn parse_time(s: &str) -> Option<chrono::DateTime<chrono::FixedOffset>> {
-    chrono::DateTime::parse_from_rfc3339(s).ok()
-}
-
-/// `a` is at or after `b` (both RFC 3339; an unparsable `a` is never newer, an unparsable
-/// `b` is always older).
-fn newer_or_same(a: &str, b: &str) -> bool {
-    match (parse_time(a), parse_time(b)) {
-        (Some(a), Some(b)) => a >= b,
-        (Some(_), None) => true,
-        (None, _) => false,
-    }
-}
-
 /// `agent.json` if it says something about the task's current agent: observed (or the
 /// last hook heard, or the escalation made) at or after the task's last change.
 fn fresh_agent_info(task: &Task, mut info: AgentInfo) -> Option<AgentInfo> {
     let since = task.updated_at.as_str();
-    let observed = info.state.is_some() && newer_or_same(&info.at, since);
+    let observed = info.state.is_some() && agent::at_or_after(&info.at, since);
     let hooked = info.hook_state.is_some()
         && info
             .hook_at
             .as_deref()
-            .is_some_and(|at| newer_or_same(at, since));
+            .is_some_and(|at| agent::at_or_after(at, since));
     if !observed {
         info.state = None;
     }
@@ -366,7 +339,7 @@ fn fresh_agent_info(task: &Task, mut info: AgentInfo) -> Option<AgentInfo> {
     if info
         .escalated
         .as_ref()
-        .is_some_and(|e| !newer_or_same(&e.at, since))
+        .is_some_and(|e| !agent::at_or_after(&e.at, since))
     {
         info.escalated = None;
     }

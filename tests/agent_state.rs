@@ -60,8 +60,12 @@ fn a_missing_log_is_unknown_and_a_large_log_is_read_from_its_tail() {
     let filler = "{\"type\":\"user\",\"message\":{\"content\":\"x\"}}\n".repeat(5000);
     let last = "{\"type\":\"assistant\",\"message\":{\"stop_reason\":\"end_turn\",\"content\":[{\"type\":\"text\",\"text\":\"ok\"}]}}\n";
     std::fs::write(&p, format!("{filler}{last}")).unwrap();
-    let (tail, len) = agent::read_log_tail(&p).unwrap();
-    assert!(tail.len() <= 64 * 1024 && len as usize > tail.len());
+    let (tail, start) = agent::read_log_tail(&p).unwrap();
+    assert!(tail.len() <= 64 * 1024);
+    assert_eq!(
+        start + tail.len() as u64,
+        std::fs::metadata(&p).unwrap().len()
+    );
     assert_eq!(
         agent::state_of_log(&tail),
         Some(LogState::Waiting { question: None })
@@ -99,6 +103,9 @@ fn real_hook_payloads_say_what_happened() {
         ("StopFailure-429", ErrorKind::RateLimited),
         ("StopFailure-500", ErrorKind::Server),
         ("StopFailure-529", ErrorKind::Overloaded),
+        // `server_error` is Claude Code's code for these too: the message decides.
+        ("StopFailure-connection-refused", ErrorKind::NoNetwork),
+        ("StopFailure-timeout", ErrorKind::NoNetwork),
     ] {
         let s = says(file).unwrap();
         assert_eq!((s.state, s.error), (State::Error, Some(kind)), "{file}");
@@ -126,6 +133,14 @@ fn real_hook_payloads_say_what_happened() {
     assert!(says("PreToolUse-bypass").unwrap().progress);
     assert_eq!(says("Stop-bypass").unwrap().state, State::Waiting);
     assert!(says("SubagentStop").is_none());
+    assert_eq!(says("SessionStart-resume").unwrap().state, State::Waiting);
+    let compact = serde_json::json!({"hook_event_name": "SessionStart", "source": "compact"});
+    assert!(agent::state_of_hook("SessionStart", &compact).is_none());
+    let auto = says("Notification-agent_needs_input").unwrap();
+    assert_eq!(
+        (auto.state, auto.blocker),
+        (State::Blocked, Some(Blocker::Approval))
+    );
     assert!(says("SessionEnd-exit").is_none());
 }
 
@@ -139,6 +154,13 @@ fn real_transcripts_of_api_errors() {
         ("error-500-max-retries-0", ErrorKind::Server, "500"),
         ("error-529-max-retries-0", ErrorKind::Overloaded, "529"),
         ("error-529-after-10-retries", ErrorKind::Overloaded, "529"),
+        ("error-401-after-10-retries", ErrorKind::Unauthorized, "401"),
+        (
+            "error-connection-refused",
+            ErrorKind::NoNetwork,
+            "onnection",
+        ),
+        ("error-timeout", ErrorKind::NoNetwork, "timed out"),
     ] {
         match agent::state_of_log(&fixture(&format!("transcripts/{file}.jsonl"))) {
             Some(LogState::Error(k, m)) => {
@@ -151,6 +173,15 @@ fn real_transcripts_of_api_errors() {
             other => panic!("{file}: {other:?}"),
         }
     }
+    // Esc during a tool: the turn ended (no Stop hook fires for it).
+    let got = agent::state_of_log(&fixture("transcripts/interrupted-esc-during-tool.jsonl"));
+    assert!(matches!(got, Some(LogState::Waiting { .. })), "{got:?}");
+    // Esc while the request waits writes nothing: the transcript cannot tell it from a
+    // request in flight (the monitor asks ~/.claude/sessions/<pid>.json then).
+    let got = agent::state_of_log(&fixture(
+        "transcripts/slow-then-interrupted-esc-during-request.jsonl",
+    ));
+    assert!(matches!(got, Some(LogState::Working { .. })), "{got:?}");
     // A finished turn, a /exit and a resume: the last turn ended (waiting), whatever
     // bookkeeping lines follow it.
     assert!(matches!(

@@ -23,7 +23,8 @@ fn expected(name: &str) -> Option<Result<Blocker, ()>> {
         ("question", None),
         // The turn's final error is read from the transcript and the hooks, not the screen.
         ("error-", None),
-        ("auto-mode-cant-check", None),
+        // Auto mode asks the person to approve what its server-side check cannot.
+        ("auto-mode-cant-check", Some(Ok(Blocker::Approval))),
     ];
     rules
         .iter()

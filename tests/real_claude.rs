@@ -990,3 +990,32 @@ fn a_rejected_api_key_is_an_unauthorized_error_with_claudes_advice() {
     assert_eq!(rig.api.turns().len(), 0);
     assert!(rig.history(&id, "agent.nudged").is_empty());
 }
+
+#[test]
+fn a_turn_the_person_cuts_short_with_escape_is_waiting() {
+    let rig = Rig::new(
+        "esc",
+        Home::SET_UP,
+        vec![Reply::slow(
+            Duration::from_secs(60),
+            Reply::text("too late"),
+        )],
+    );
+    let id = rig.create("real/esc", "Take your time");
+    rig.wait_turns(&id, 1);
+    rig.status_shows("slow reply in flight", &id, "working", Instant::now());
+    std::thread::sleep(Duration::from_secs(2));
+    // The person presses Escape while the request waits: claude drops the turn. No hook
+    // fires and the transcript ends on the prompt; only claude's session file says idle.
+    let pressed = Instant::now();
+    rig.env
+        .tmux
+        .ok(&["send-keys", "-t", &rig.pane(&id), "Escape"]);
+    rig.status_shows(
+        "Esc while a request waits",
+        &id,
+        "waiting for input",
+        pressed,
+    );
+    assert_eq!(rig.task(&id)["session"]["state"], "live");
+}

@@ -574,11 +574,7 @@ fn agent_text(a: &crate::agent::AgentInfo, task: &str) -> String {
     let mut text = String::new();
     if let Some(state) = a.state {
         text.push_str(&format!("agent: {}", state.as_str()));
-        if let Some(k) = a
-            .error_kind
-            .or(a.hook_error)
-            .filter(|_| state == crate::agent::State::Error)
-        {
+        if let Some(k) = a.error_kind.filter(|_| state == crate::agent::State::Error) {
             text.push_str(&format!(" ({})", k.as_str()));
         }
         text.push('\n');
@@ -586,7 +582,7 @@ fn agent_text(a: &crate::agent::AgentInfo, task: &str) -> String {
     if let Some(d) = &a.detail {
         text.push_str(&format!("detail: {d}\n"));
     }
-    if let Some(b) = a.blocker.or(a.hook_blocker) {
+    if let Some(b) = a.blocker {
         if !a
             .detail
             .as_deref()
