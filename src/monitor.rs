@@ -106,6 +106,8 @@ struct Seen {
     since: Option<String>,
     /// A dead agent's last lines (scrollback included).
     last_lines: Vec<String>,
+    /// The pane whose screen this pass must read.
+    look: Option<String>,
 }
 
 impl Seen {
@@ -176,12 +178,46 @@ impl<'a> Monitor<'a> {
             .into_iter()
             .map(|w| (w.name, w.path))
             .collect();
+        // Observe every agent; the screens that must be read are read together, in one
+        // tmux process for the whole pass.
+        let mut observed = Vec::new();
         for task in self.tasks.store.list(None)? {
             if !task.status.is_active() || task.tmux_session_id.is_none() {
                 continue;
             }
             report.checked += 1;
-            if let Err(e) = self.check(&task, &panes, now, &mut report) {
+            let dir = self.tasks.store.dir(&task.project, &task.id);
+            // Taken before looking: a hook that comes while this pass looks is newer.
+            let stamp = now_s();
+            let info = agent::load(&dir);
+            let policy = Resolved::of(&self.config, &task);
+            let seen = self.observe(&task, &info, &panes, now, policy.idle_grace);
+            observed.push((task, info, stamp, policy, seen));
+        }
+        let looks: Vec<&str> = observed
+            .iter()
+            .filter_map(|o| o.4.look.as_deref())
+            .collect();
+        let mut screens = self
+            .tmux
+            .capture_panes(&looks)
+            .unwrap_or_default()
+            .into_iter();
+        let mut observed_with_screens = Vec::new();
+        for (task, info, stamp, policy, mut seen) in observed {
+            if seen.look.is_some() {
+                if let Some(s) = screens
+                    .next()
+                    .flatten()
+                    .and_then(|text| screen::classify(&task.harness, &text))
+                {
+                    seen.apply(s);
+                }
+            }
+            observed_with_screens.push((task, info, stamp, policy, seen));
+        }
+        for (task, info, stamp, policy, seen) in observed_with_screens {
+            if let Err(e) = self.check(&task, info, stamp, &policy, seen, now, &mut report) {
                 report.actions.push(json!({"task": task.id, "action": "error", "error": e.to_string(), "code": e.code()}));
             }
         }
@@ -314,9 +350,6 @@ impl<'a> Monitor<'a> {
                 seen.signal = Some(Signal::Screen);
             }
         }
-        // The screen, where hooks and the log cannot tell: before the agent's first hook
-        // (first-run screens), while it looks busy but its log stands still (a retry or a
-        // dialog), and while it was blocked or retrying (to see that end).
         let stalled = seen.state == Some(State::Working) && !log_grew;
         // Working by the transcript but idle by claude's own account: a turn cut short
         // (Esc while the request waited) that no hook and no transcript line tells.
@@ -327,11 +360,12 @@ impl<'a> Monitor<'a> {
         {
             seen.state = Some(State::Waiting);
         }
+        // A claude that works: a retry shows only on its screen (and at once); before its
+        // first hook: the first-run screens; blocked or retrying: to see that end.
         let was_stuck = matches!(info.state, Some(State::Blocked | State::Retrying));
-        if info.hook_state.is_none() || stalled || was_stuck {
-            if let Some(s) = self.look(task, &pane.pane_id) {
-                seen.apply(s);
-            }
+        let busy = seen.state == Some(State::Working);
+        if task.harness == "claude" && (info.hook_state.is_none() || busy || was_stuck) {
+            seen.look = Some(pane.pane_id.clone());
         }
         seen
     }
@@ -349,20 +383,20 @@ impl<'a> Monitor<'a> {
             .cloned()
     }
 
+    /// Record what was seen of one agent and apply its task's policies.
+    #[allow(clippy::too_many_arguments)]
     fn check(
         &mut self,
         task: &Task,
-        panes: &[PaneInfo],
+        mut info: AgentInfo,
+        stamp: String,
+        policy: &Resolved,
+        seen: Seen,
         now: chrono::DateTime<chrono::Utc>,
         report: &mut PassReport,
     ) -> Result<()> {
         let dir = self.tasks.store.dir(&task.project, &task.id);
-        // Taken before looking: a hook that comes while this pass looks is newer.
-        let stamp = now_s();
-        let mut info = agent::load(&dir);
         let before = info.clone();
-        let policy = Resolved::of(&self.config, task);
-        let seen = self.observe(task, &info, panes, now, policy.idle_grace);
         let state = seen.state.unwrap_or(State::Unknown);
         self.respawned = false;
         let blocker = seen.blocker.as_ref().map(|(b, _)| *b);

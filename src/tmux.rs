@@ -746,6 +746,47 @@ impl Tmux {
         Ok(lines.join("\n").trim_end_matches('\n').to_string())
     }
 
+    /// The visible text of several panes (`capture-pane -p -J` each) in ONE tmux process,
+    /// in the order given; `None` for a pane that is gone (then each is read alone).
+    pub fn capture_panes(&self, panes: &[&str]) -> Result<Vec<Option<String>>> {
+        if panes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mark = format!("{RS}orange-capture-end{RS}");
+        let mut cmds = Vec::new();
+        for p in panes {
+            cmds.push(
+                ti::CapturePane::new()
+                    .stdout()
+                    .join()
+                    .target_pane(pane_target(p))
+                    .build(),
+            );
+            cmds.push(
+                ti::DisplayMessage::new()
+                    .print()
+                    .message(mark.as_str())
+                    .build(),
+            );
+        }
+        let ran = self.exec(cmds)?;
+        if !ran.success {
+            // One pane went away between the snapshot and now: tmux stopped at it.
+            return Ok(panes.iter().map(|p| self.capture_pane(p, 0).ok()).collect());
+        }
+        let out = ran.ok()?;
+        let mut texts: Vec<Option<String>> = out
+            .split(&format!("{mark}\n"))
+            .map(|t| {
+                let lines: Vec<&str> = t.lines().map(str::trim_end).collect();
+                Some(lines.join("\n").trim_end_matches('\n').to_string())
+            })
+            .collect();
+        texts.truncate(panes.len());
+        texts.resize(panes.len(), None);
+        Ok(texts)
+    }
+
     /// Type `text` into a pane and submit it, as reliably as tmux allows (an error for a
     /// missing or dead pane, never a fallback to another one): leave copy mode if
     /// the pane is in it, `keys_before` first (a harness's own way to clear a half-typed

@@ -222,10 +222,16 @@ impl Rig {
     /// Wait until the status line shows `needle`; record the latency from `since` (when it
     /// became true) under `moment`. Returns the status line.
     fn status_shows(&self, moment: &str, id: &str, needle: &str, since: Instant) -> String {
+        let line = self.wait_status(moment, id, needle, since);
+        record(self.test, moment, &line, since.elapsed());
+        line
+    }
+
+    /// Wait until the status line shows `needle` (no latency recorded).
+    fn wait_status(&self, moment: &str, id: &str, needle: &str, since: Instant) -> String {
         loop {
             let line = self.status_line(id);
             if line.contains(needle) {
-                record(self.test, moment, &line, since.elapsed());
                 return line;
             }
             assert!(
@@ -234,6 +240,44 @@ impl Rig {
                 self.test,
                 self.task(id),
                 self.screen(id)
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    /// When the agent's screen first shows `needle` (polled every 25 ms): the moment a
+    /// dialog or a message became true for a person looking at it.
+    fn screen_shows(&self, id: &str, needle: &str) -> Instant {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen(id);
+            if screen.contains(needle) {
+                return Instant::now();
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "[{}] the screen never showed {needle:?}:\n{screen}",
+                self.test
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    /// When tmux first says the agent's pane is dead (polled every 25 ms).
+    fn pane_dies(&self, id: &str) -> Instant {
+        let start = Instant::now();
+        loop {
+            let dead = self
+                .env
+                .tmux
+                .ok(&["display", "-p", "-t", &self.pane(id), "#{pane_dead}"]);
+            if dead == "1" {
+                return Instant::now();
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "[{}] the agent never exited",
+                self.test
             );
             std::thread::sleep(Duration::from_millis(25));
         }
@@ -508,8 +552,8 @@ fn an_approval_prompt_blocks_and_no_keystroke_reaches_it() {
 #[test]
 fn a_claude_started_without_a_prompt_is_waiting_not_working() {
     let rig = Rig::new("no-prompt", Home::SET_UP, vec![]);
-    let started = Instant::now();
     let id = rig.create("real/noprompt", "");
+    let started = rig.screen_shows(&id, "bypass permissions on");
     rig.status_shows(
         "started without a prompt",
         &id,
@@ -538,18 +582,32 @@ fn api_error(test: &'static str, status: u16, kind: &str) {
     let id = rig.create(&format!("real/e{status}"), "Say hello");
     let first = rig.api.wait_sent(0, PATIENCE).expect("an error was sent");
     rig.status_shows(&format!("{status}: retrying"), &id, "retrying", first);
-    let t = rig.wait_task("the retry detail", &id, |t| {
-        t["agent"]["state"] != "retrying"
-            || t["agent"]["detail"]
-                .as_str()
-                .is_some_and(|d| d.contains("attempt"))
-    });
-    let _ = t;
-    let line = rig.status_shows(
+    // The retry is on claude's screen only; orange says which error and which attempt.
+    let t = rig.task(&id);
+    assert_eq!(t["agent"]["state"], "retrying", "{t}");
+    let detail = t["agent"]["detail"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        detail.contains("attempt") && detail.contains(&status.to_string()),
+        "{t}"
+    );
+    // After its last attempt claude gives up: the error, measured from that last reply.
+    let line = rig.wait_status(
         &format!("{status}: error after the retries"),
         &id,
         &format!("error: {kind}"),
         first,
+    );
+    let shown = Instant::now();
+    let last = rig.api.turns().len() - 1;
+    let gave_up = rig.api.sent_at(last).expect("the last error was sent");
+    record(
+        rig.test,
+        &format!("{status}: error after the last retry"),
+        &line,
+        shown.saturating_duration_since(gave_up),
     );
     assert!(line.contains(kind), "{line}");
     let t = rig.wait_task("the monitor to handle the error", &id, |t| {
@@ -783,8 +841,8 @@ fn blocked_by(
     advice: &str,
 ) -> (Rig, String) {
     let rig = Rig::new(test, home, vec![Reply::text("Hello.")]);
-    let started = Instant::now();
     let id = rig.create(&format!("real/{test}"), "Say hello");
+    let started = rig.screen_shows(&id, on_screen);
     rig.status_shows(
         &format!("first run: {label}"),
         &id,
@@ -889,8 +947,8 @@ fn an_untrusted_repository_is_blocked_and_doctor_says_how_to_trust_it() {
 fn a_fresh_home_offline_exits_and_orange_says_why() {
     // Onboarding checks api.anthropic.com first (not the base URL): offline, claude exits 1.
     let rig = Rig::new("fresh", Home::FRESH, vec![]);
-    let started = Instant::now();
     let id = rig.create("real/fresh", "Say hello");
+    let started = rig.pane_dies(&id);
     rig.status_shows("fresh HOME offline: exit", &id, "exited 1", started);
     let t = rig.wait_task("the death to be explained", &id, |t| {
         t["agent"]["blocker"] == "onboarding"
@@ -929,8 +987,8 @@ fn as_root_without_is_sandbox_claude_refuses_and_orange_says_what_to_do() {
         .unwrap()
         .clone();
     assert_eq!(root["ok"], false, "{d}");
-    let started = Instant::now();
     let id = rig.create("real/root", "Say hello");
+    let started = rig.pane_dies(&id);
     rig.status_shows("root refusal", &id, "exited 1", started);
     let t = rig.wait_task("the refusal to be explained", &id, |t| {
         t["agent"]["blocker"] == "root_refusal"
@@ -967,8 +1025,8 @@ fn a_rejected_api_key_is_an_unauthorized_error_with_claudes_advice() {
     let tail = &KEY[KEY.len() - 20..];
     cfg["customApiKeyResponses"] = json!({"approved": [], "rejected": [tail]});
     std::fs::write(&path, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
-    let started = Instant::now();
     let id = rig.create("real/login", "Say hello");
+    let started = rig.screen_shows(&id, "Not logged in");
     rig.status_shows(
         "rejected key: not logged in",
         &id,
