@@ -746,3 +746,35 @@ fn server_selection_from_environment_values() {
         ["tmux", "attach-session", "-t", "=a/b"]
     );
 }
+
+#[test]
+fn capture_panes_reads_several_panes_in_one_call_and_survives_a_gone_one() {
+    let s = TestServer::start();
+    let t = s.tmux();
+    let a = s.session("p/ca", &["sh", "-c", "echo alpha-screen; exec sleep 60"]);
+    let b = s.session(
+        "p/cb",
+        &["sh", "-c", "printf 'beta 1\\nbeta 2\\n'; exec sleep 60"],
+    );
+    wait_until("both screens", WAIT, || {
+        t.capture_pane(&a.pane_id, 0).unwrap().contains("alpha")
+            && t.capture_pane(&b.pane_id, 0).unwrap().contains("beta 2")
+    });
+    let got = t.capture_panes(&[&b.pane_id, &a.pane_id]).unwrap();
+    assert_eq!(got.len(), 2);
+    assert!(
+        got[0].as_deref().unwrap().contains("beta 1\nbeta 2"),
+        "{got:?}"
+    );
+    assert!(
+        got[1].as_deref().unwrap().contains("alpha-screen"),
+        "{got:?}"
+    );
+    assert!(!got[0].as_deref().unwrap().contains("alpha"), "{got:?}");
+    // A pane gone between the snapshot and the read: the others are still read.
+    t.kill_session("p/ca").unwrap();
+    let got = t.capture_panes(&[&a.pane_id, &b.pane_id]).unwrap();
+    assert_eq!(got[0], None);
+    assert!(got[1].as_deref().unwrap().contains("beta 2"), "{got:?}");
+    assert!(t.capture_panes(&[]).unwrap().is_empty());
+}
