@@ -589,10 +589,8 @@ fn api_error(test: &'static str, status: u16, kind: &str) {
         .as_str()
         .unwrap_or_default()
         .to_string();
-    assert!(
-        detail.contains("attempt") && detail.contains(&status.to_string()),
-        "{t}"
-    );
+    // ("API error, attempt 1/4" at first; claude names the status from a later attempt.)
+    assert!(detail.contains("attempt"), "{t}");
     // After its last attempt claude gives up: the error, measured from that last reply.
     let line = rig.wait_status(
         &format!("{status}: error after the retries"),
