@@ -475,7 +475,7 @@ impl<'a> Monitor<'a> {
                     && info.nudged_for.as_deref() != Some(period.as_str())
                 {
                     info.nudged_for = Some(period);
-                    self.on_idle(task, &policy, &mut info, report)?;
+                    self.on_idle(task, policy, &mut info, report)?;
                 }
             }
             State::Dead => {
@@ -483,7 +483,7 @@ impl<'a> Monitor<'a> {
                 if info.handled_death.as_deref() != Some(death.as_str()) {
                     info.handled_death = Some(death);
                     agent::save_observation(&dir, &info, &before)?;
-                    self.on_exit(task, &policy, &mut info, report)?;
+                    self.on_exit(task, policy, &mut info, report)?;
                 }
             }
             State::Error | State::Blocked => {
