@@ -136,6 +136,8 @@ impl Seen {
 const DEATH_SCROLLBACK: usize = 200;
 /// How many of a dead agent's last lines are kept.
 const LAST_LINES: usize = 12;
+/// How long after a death its last words are still looked for when none were read.
+const LATE_WORDS: Duration = Duration::from_secs(10);
 
 pub struct Monitor<'a> {
     home: &'a Home,
@@ -250,15 +252,28 @@ impl<'a> Monitor<'a> {
                 ..Seen::default()
             };
             // Its last words, once per death: the reason is usually a line that scrolled
-            // off the visible screen.
-            if info.handled_death.as_deref() != Some(death.as_str()) {
-                if let Ok(text) = self.tmux.capture_pane(&pane.pane_id, DEATH_SCROLLBACK) {
-                    seen.last_lines = screen::last_lines(&text, LAST_LINES);
-                    if let Some(screen::Screen::Blocked(b, line)) =
-                        screen::classify(&task.harness, &seen.last_lines.join("\n"))
-                    {
-                        seen.blocker = Some((b, line));
+            // off the visible screen. tmux may mark a pane dead before it has drained what
+            // the program wrote last: an empty read is tried again (briefly, and on the
+            // next pass too while none was kept).
+            let new_death = info.handled_death.as_deref() != Some(death.as_str());
+            let words_late = info.last_lines.is_empty() && age(&info.since, now) < LATE_WORDS;
+            if new_death || words_late {
+                let attempts = if new_death { 4 } else { 1 };
+                for attempt in 0..attempts {
+                    if attempt > 0 {
+                        std::thread::sleep(Duration::from_millis(50));
                     }
+                    if let Ok(text) = self.tmux.capture_pane(&pane.pane_id, DEATH_SCROLLBACK) {
+                        seen.last_lines = screen::last_lines(&text, LAST_LINES);
+                    }
+                    if !seen.last_lines.is_empty() {
+                        break;
+                    }
+                }
+                if let Some(screen::Screen::Blocked(b, line)) =
+                    screen::classify(&task.harness, &seen.last_lines.join("\n"))
+                {
+                    seen.blocker = Some((b, line));
                 }
             }
             seen.death = Some(death);
@@ -439,8 +454,11 @@ impl<'a> Monitor<'a> {
         if state != State::Dead {
             info.blocker = blocker;
             info.last_lines.clear();
-        } else if seen.death.as_deref() != info.handled_death.as_deref() {
-            // A new death: its own last words and reason (kept while it stays dead).
+        } else if seen.death.as_deref() != info.handled_death.as_deref()
+            || (info.last_lines.is_empty() && !seen.last_lines.is_empty())
+        {
+            // A new death (or its words read late): its own last words and reason, kept
+            // while it stays dead.
             info.blocker = blocker;
             info.last_lines = seen.last_lines.clone();
         }
