@@ -73,7 +73,7 @@ pub struct LaneRecord {
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Registry {
-    #[serde(default)]
+    /// Required (a missing file is the empty registry; `{}` is corrupt).
     pub lanes: BTreeMap<String, LaneRecord>,
 }
 

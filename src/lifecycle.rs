@@ -244,13 +244,7 @@ impl<'a> Tasks<'a> {
         if let Some(b) = &req.branch {
             validate_branch(b)?;
         }
-        if req
-            .summary
-            .chars()
-            .any(|c| c.is_control() && c != '\n' && c != '\t')
-        {
-            return Err(OrangeError::invalid("summary contains control characters"));
-        }
+        validate_summary(&req.summary)?;
         let harness = Harness::resolve(req.harness.as_deref(), self.config()?)?;
         let task = {
             let _lock = self.store.lock(&project.name)?;
@@ -665,12 +659,7 @@ impl<'a> Tasks<'a> {
     }
 
     pub fn set_summary(&mut self, task: &Task, summary: &str) -> Result<Task> {
-        if summary
-            .chars()
-            .any(|c| c.is_control() && c != '\n' && c != '\t')
-        {
-            return Err(OrangeError::invalid("summary contains control characters"));
-        }
+        validate_summary(summary)?;
         let _lock = self.store.lock(&task.project)?;
         let mut task = self.store.load(&task.project, &task.id)?;
         task.summary = summary.to_string();
@@ -959,8 +948,35 @@ impl<'a> Tasks<'a> {
     }
 }
 
+/// The longest branch name orange takes (bytes): it becomes a tmux session name and a
+/// line of every listing.
+pub const MAX_BRANCH: usize = 200;
+/// The longest summary orange takes (characters); longer text belongs in TASK.md
+/// (`--context -`).
+pub const MAX_SUMMARY: usize = 2000;
+
+/// A summary: no control characters but newlines and tabs, at most [`MAX_SUMMARY`].
+pub fn validate_summary(s: &str) -> Result<()> {
+    if s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return Err(OrangeError::invalid("summary contains control characters"));
+    }
+    let n = s.chars().count();
+    if n > MAX_SUMMARY {
+        return Err(OrangeError::invalid(format!(
+            "summary is {n} characters long; at most {MAX_SUMMARY} (put the details in TASK.md with --context -)"
+        )));
+    }
+    Ok(())
+}
+
 /// Branch names: what git accepts as a branch, and never a leading `-`.
 pub fn validate_branch(b: &str) -> Result<()> {
+    if b.len() > MAX_BRANCH {
+        return Err(OrangeError::invalid(format!(
+            "branch name is {} bytes long; at most {MAX_BRANCH}",
+            b.len()
+        )));
+    }
     if !git::valid_branch_name(b) {
         return Err(OrangeError::invalid(format!(
             "invalid branch name {b:?}: git refuses it (no spaces, '..', ':', '~', '^', '?', '*', '[', '\\', leading '-' or '.', trailing '/' or '.lock')"

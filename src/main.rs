@@ -5,7 +5,22 @@ use orange::cmd::{self, Cli, Ctx};
 use orange::error::OrangeError;
 
 fn main() {
-    let wants_json = std::env::args().any(|a| a == "--json");
+    // args_os: an argument that is not UTF-8 must not panic here (clap reports it).
+    let wants_json = std::env::args_os().any(|a| a == "--json");
+    // Names, branches, summaries and paths are kept as UTF-8 (JSON state, tmux names):
+    // an argument that is not is refused here, for every command, before anything runs.
+    if let Some((i, bad)) = std::env::args_os()
+        .enumerate()
+        .skip(1)
+        .find(|(_, a)| a.to_str().is_none())
+    {
+        let e = OrangeError::invalid(format!(
+            "argument {i} ({:?}) is not valid UTF-8; orange keeps names, branches, summaries and paths as UTF-8",
+            bad.to_string_lossy()
+        ));
+        report(&e, wants_json);
+        std::process::exit(2);
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -37,8 +37,38 @@ pub fn status_word(status: &str) -> String {
     }
 }
 
-/// A left-aligned text table sized by display width (CJK and emoji count double).
+/// The widest a table cell is shown (display columns); longer text ends in `…`. The full
+/// values are in `--json`.
+pub const MAX_CELL: usize = 48;
+
+/// `s` cut to at most `max` display columns, with `…` when cut. Text with terminal
+/// escapes (a coloured status word) is left as it is.
+pub fn fit_cell(s: &str, max: usize) -> String {
+    if s.contains('\u{1b}') || s.width() <= max {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    let mut w = 0;
+    for ch in s.chars() {
+        let cw = unicode_width::UnicodeWidthChar::width(ch).unwrap_or(0);
+        if w + cw + 1 > max {
+            break;
+        }
+        out.push(ch);
+        w += cw;
+    }
+    out.push('…');
+    out
+}
+
+/// A left-aligned text table sized by display width (CJK and emoji count double); a cell
+/// wider than [`MAX_CELL`] is cut (`…`).
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| fit_cell(c, MAX_CELL)).collect())
+        .collect();
+    let rows = rows.as_slice();
     let cols = header.len();
     let mut widths: Vec<usize> = header.iter().map(|h| h.width()).collect();
     for r in rows {
@@ -80,4 +110,20 @@ fn strip_ansi_width(s: &str) -> usize {
         }
     }
     plain.width()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wide_cells_are_cut_by_display_width() {
+        let long = "x".repeat(100_000);
+        let t = table(&["ID", "SUMMARY"], &[vec!["a1".into(), long]]);
+        assert!(t.lines().all(|l| l.width() <= 2 + 2 + MAX_CELL), "{}", t.len());
+        assert!(t.contains('…'));
+        let cjk = fit_cell(&"名".repeat(40), 10);
+        assert!(cjk.width() <= 10, "{cjk}");
+        assert_eq!(fit_cell("short", 10), "short");
+    }
 }

@@ -55,7 +55,8 @@ impl Slot {
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct PoolFile {
-    #[serde(default)]
+    /// Required: a file without it is not a pool file (`{}` must not read as an empty
+    /// pool and forget bound workspaces). A missing file is the empty pool.
     pub workspaces: BTreeMap<String, Slot>,
 }
 

@@ -33,7 +33,7 @@ pub struct Project {
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Registry {
-    #[serde(default)]
+    /// Required (a missing file is the empty registry; `{}` is corrupt).
     pub projects: BTreeMap<String, Project>,
 }
 

@@ -182,7 +182,7 @@ fn server_label(tmux: &Tmux) -> String {
 }
 
 pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
-    let json_out = std::env::args().any(|a| a == "--json");
+    let json_out = std::env::args_os().any(|a| a == "--json");
     let tmux_check = Tmux::default();
     tmux_check.preflight()?;
     let exe = std::env::current_exe().map_err(|e| OrangeError::io("finding orange", e))?;

@@ -92,7 +92,7 @@ pub fn run(ctx: &Ctx, args: SidebarArgs) -> Result<Out> {
         };
         return Ok(Out::new(&model, text));
     }
-    if std::env::args().any(|a| a == "--json") {
+    if std::env::args_os().any(|a| a == "--json") {
         return Err(OrangeError::invalid(
             "--json needs --once (the sidebar loop draws a terminal)",
         ));

@@ -1,0 +1,113 @@
+//! Bad input and bad state (issue 11, "Bad state, bad input"): a clear error at the door,
+//! nothing recorded, nothing forgotten, never a panic.
+
+mod common;
+
+use std::os::unix::ffi::OsStrExt;
+use std::process::Command;
+
+use common::{expect_error, parse_json_output, Env};
+
+/// Run orange with raw (possibly non-UTF-8) arguments from the repository.
+fn raw(env: &Env, args: &[&[u8]]) -> std::process::Output {
+    let mut c: Command = env.cmd(&[]);
+    for a in args {
+        c.arg(std::ffi::OsStr::from_bytes(a));
+    }
+    c.output().unwrap()
+}
+
+#[test]
+fn a_non_utf8_argument_is_an_error_not_a_panic() {
+    let env = Env::new();
+    env.add_project(&[]);
+    for args in [
+        vec![&b"task"[..], b"show", b"\xff"],
+        vec![&b"task"[..], b"create", b"feat/\xfe", b"x"],
+        vec![&b"project"[..], b"add", b"\xff\xfe"],
+        vec![&b"--project"[..], b"\xff", b"task", b"list"],
+    ] {
+        let out = raw(&env, &args);
+        assert_ne!(
+            out.status.code(),
+            Some(101),
+            "panicked: {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("UTF-8") || stderr.contains("utf-8") || stderr.contains("invalid"),
+            "{args:?}: {stderr}"
+        );
+        let mut with_json = args.clone();
+        with_json.push(b"--json");
+        let out = raw(&env, &with_json);
+        assert_ne!(out.status.code(), Some(101), "{with_json:?}");
+        let (ok, v) = parse_json_output(&["task"], &out);
+        assert!(!ok);
+        assert_eq!(v["error"]["code"], "invalid_argument", "{v}");
+    }
+    // Nothing was recorded.
+    let v = env.ok(&["task", "list"]);
+    assert_eq!(v.as_array().unwrap().len(), 0, "{v}");
+}
+
+#[test]
+fn state_files_without_their_required_fields_are_corrupt_not_empty() {
+    let env = Env::new();
+    env.add_project(&["--pool-size", "2"]);
+    env.ok(&["workspace", "acquire", "--task", "keep-me"]);
+    for (file, args) in [
+        ("workspaces/.pool.json", vec!["workspace", "list"]),
+        ("projects.json", vec!["project", "list"]),
+        ("lanes/registry.json", vec!["lane", "list"]),
+    ] {
+        let path = env.home.join(file);
+        let before = std::fs::read(&path).ok();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "{}").unwrap();
+        let msg = expect_error(&args, env.json(&args), "state_corrupt");
+        assert!(msg.contains(path.to_str().unwrap()), "{msg}");
+        // Never rewritten: the next acquire must not forget the bound workspace.
+        if file.ends_with(".pool.json") {
+            expect_error(
+                &["workspace", "acquire"],
+                env.json(&["workspace", "acquire", "--task", "another"]),
+                "state_corrupt",
+            );
+        }
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{}");
+        match before {
+            Some(b) => std::fs::write(&path, b).unwrap(),
+            None => std::fs::remove_file(&path).unwrap(),
+        }
+    }
+    // Restored: the bound workspace is still bound.
+    let list = env.ok(&["workspace", "list"]);
+    assert!(list.to_string().contains("keep-me"), "{list}");
+}
+
+#[test]
+fn overlong_branches_and_summaries_are_refused_at_the_door() {
+    let env = Env::new();
+    env.add_project(&[]);
+    let long_branch = format!("feat/{}", "b".repeat(100 * 1024));
+    let msg = expect_error(
+        &["task", "create"],
+        env.json(&["task", "create", &long_branch, "x", "--no-spawn"]),
+        "invalid_argument",
+    );
+    assert!(msg.contains("at most 200"), "{msg}");
+    let long_summary = "s".repeat(100 * 1024);
+    let msg = expect_error(
+        &["task", "create"],
+        env.json(&["task", "create", "feat/ok", &long_summary, "--no-spawn"]),
+        "invalid_argument",
+    );
+    assert!(msg.contains("at most 2000"), "{msg}");
+    assert_eq!(env.ok(&["task", "list"]).as_array().unwrap().len(), 0);
+    // The longest accepted ones work.
+    let branch = format!("feat/{}", "b".repeat(195));
+    env.ok(&["task", "create", &branch, &"s".repeat(2000), "--no-spawn"]);
+}
