@@ -120,7 +120,11 @@ mod tests {
     fn wide_cells_are_cut_by_display_width() {
         let long = "x".repeat(100_000);
         let t = table(&["ID", "SUMMARY"], &[vec!["a1".into(), long]]);
-        assert!(t.lines().all(|l| l.width() <= 2 + 2 + MAX_CELL), "{}", t.len());
+        assert!(
+            t.lines().all(|l| l.width() <= 2 + 2 + MAX_CELL),
+            "{}",
+            t.len()
+        );
         assert!(t.contains('…'));
         let cjk = fit_cell(&"名".repeat(40), 10);
         assert!(cjk.width() <= 10, "{cjk}");

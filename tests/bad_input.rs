@@ -107,7 +107,15 @@ fn overlong_branches_and_summaries_are_refused_at_the_door() {
     );
     assert!(msg.contains("at most 2000"), "{msg}");
     assert_eq!(env.ok(&["task", "list"]).as_array().unwrap().len(), 0);
-    // The longest accepted ones work.
+    // The longest accepted ones work; a table shows them cut, --json whole.
     let branch = format!("feat/{}", "b".repeat(195));
     env.ok(&["task", "create", &branch, &"s".repeat(2000), "--no-spawn"]);
+    let out = env.cmd(&["task", "list"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    assert!(widest < 400, "a task list line is {widest} wide:\n{text}");
+    assert!(text.contains('…'), "{text}");
+    let json = env.ok(&["task", "list"]);
+    assert_eq!(json[0]["summary"].as_str().unwrap().len(), 2000);
+    assert_eq!(json[0]["branch"], branch.as_str());
 }
