@@ -121,6 +121,20 @@ impl Harness {
         self.is_builtin().then_some(self.name.as_str())
     }
 
+    /// The program a user command starts, when its first word plainly names one (not an
+    /// assignment, a shell keyword or syntax): checked on PATH before a task is recorded.
+    pub fn command_program(&self) -> Option<&str> {
+        let first = self.command.as_deref()?.split_whitespace().next()?;
+        let plain = first
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./+".contains(c));
+        let keyword = matches!(
+            first,
+            "if" | "for" | "while" | "case" | "exec" | "env" | "command" | "time" | "nohup"
+        );
+        (plain && !keyword).then_some(first)
+    }
+
     /// The argv that starts the agent. `conversation` is Claude's conversation when known:
     /// a new one (`--session-id`) or one to continue (`--resume`).
     pub fn argv(

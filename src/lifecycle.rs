@@ -246,6 +246,17 @@ impl<'a> Tasks<'a> {
         }
         validate_summary(&req.summary)?;
         let harness = Harness::resolve(req.harness.as_deref(), self.config()?)?;
+        // Everything that can be checked is checked before anything is recorded: a task
+        // that cannot start must not be left behind, pending and hidden.
+        if req.spawn {
+            if req.summary.trim().is_empty() {
+                return Err(OrangeError::invalid(
+                    "a task needs a summary to start an agent (it is the agent's prompt); give one, or pass --no-spawn",
+                ));
+            }
+            self.preflight(&harness)?;
+            git::base_ref(&project.path, &project.default_branch)?;
+        }
         let task = {
             let _lock = self.store.lock(&project.name)?;
             let id = task::new_id(|id| self.store.dir(&project.name, id).exists());
@@ -362,10 +373,11 @@ impl<'a> Tasks<'a> {
 
     fn preflight(&self, harness: &Harness) -> Result<()> {
         self.tmux.preflight()?;
-        if let Some(program) = harness.program() {
+        if let Some(program) = harness.program().or_else(|| harness.command_program()) {
             if !crate::shell::on_path(program) {
                 return Err(OrangeError::BackendNotFound(format!(
-                    "harness {program:?} is not installed (not on PATH); install it or pass --harness"
+                    "harness {:?}: {program:?} is not installed (not on PATH); install it or pass --harness",
+                    harness.name
                 )));
             }
         }

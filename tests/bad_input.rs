@@ -119,3 +119,73 @@ fn overlong_branches_and_summaries_are_refused_at_the_door() {
     assert_eq!(json[0]["summary"].as_str().unwrap().len(), 2000);
     assert_eq!(json[0]["branch"], branch.as_str());
 }
+
+#[test]
+fn a_task_that_cannot_start_is_refused_before_anything_is_recorded() {
+    let env = common::TaskEnv::new();
+    env.add_project(&[]);
+    let mut cfg = std::fs::read_to_string(env.home.join("config.toml")).unwrap();
+    cfg.push_str("[harness.ghost]\ncommand = \"no-such-agent-xyz --yes {prompt}\"\n");
+    std::fs::write(env.home.join("config.toml"), cfg).unwrap();
+    // The agent's program is not installed (a user harness's first word).
+    let msg = env.err(
+        &[
+            "task",
+            "create",
+            "feature/login",
+            "Log in",
+            "--harness",
+            "ghost",
+        ],
+        "backend_not_found",
+    );
+    assert!(msg.contains("no-such-agent-xyz"), "{msg}");
+    // No summary: nothing to prompt the agent with.
+    env.err(
+        &["task", "create", "feature/login", "--harness", "fake-wait"],
+        "invalid_argument",
+    );
+    assert_eq!(env.ok(&["task", "list"]).as_array().unwrap().len(), 0);
+    // Nothing kept: the same branch is free for the retry.
+    env.ok(&[
+        "task",
+        "create",
+        "feature/login",
+        "Log in",
+        "--harness",
+        "fake-wait",
+    ]);
+}
+
+#[test]
+fn a_repository_without_commits_is_refused_before_anything_is_recorded() {
+    let env = common::TaskEnv::new();
+    let empty = env.root().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    common::git(&empty, &["init", "-q", "-b", "main"]);
+    let (ok, v) = env.json_in(&empty, &["project", "add", "--name", "empty"]);
+    // Registering an empty repository is allowed (commits may come); starting a task in it
+    // is not.
+    assert!(ok, "{v}");
+    let (ok, v) = env.json_in(
+        &empty,
+        &[
+            "task",
+            "create",
+            "feat/x",
+            "Do it",
+            "--harness",
+            "fake-wait",
+        ],
+    );
+    assert!(!ok, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no commit"),
+        "{v}"
+    );
+    let (_, list) = env.json_in(&empty, &["task", "list"]);
+    assert_eq!(list.as_array().map(|a| a.len()), Some(0), "{list}");
+}

@@ -552,7 +552,17 @@ fn an_approval_prompt_blocks_and_no_keystroke_reaches_it() {
 #[test]
 fn a_claude_started_without_a_prompt_is_waiting_not_working() {
     let rig = Rig::new("no-prompt", Home::SET_UP, vec![]);
-    let id = rig.create("real/noprompt", "");
+    // A task without a summary is recorded with --no-spawn, then started: no prompt.
+    let v = rig.env.ok(&[
+        "task",
+        "create",
+        "real/noprompt",
+        "--harness",
+        "claude",
+        "--no-spawn",
+    ]);
+    let id = v["id"].as_str().unwrap().to_string();
+    rig.env.ok(&["task", "spawn", &id]);
     let started = rig.screen_shows(&id, "bypass permissions on");
     rig.status_shows(
         "started without a prompt",
