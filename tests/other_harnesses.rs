@@ -810,11 +810,18 @@ fn excerpt(body: &str, needle: &str) -> String {
 fn without_a_prompt(harness: &'static str) {
     let run = Run::new(harness);
     let branch = format!("{harness}/tui");
-    let v = run
-        .env
-        .ok(&["task", "create", &branch, "--harness", harness]);
-    assert_eq!(v["outcome"], "spawned", "{v}");
+    // Recorded without a summary (--no-spawn), then started: no prompt.
+    let v = run.env.ok(&[
+        "task",
+        "create",
+        &branch,
+        "--harness",
+        harness,
+        "--no-spawn",
+    ]);
     let id = v["id"].as_str().unwrap().to_string();
+    let v = run.env.ok(&["task", "spawn", &id]);
+    assert_eq!(v["status"], "working", "{v}");
     // Up and drawing for 3 s (a rejected flag exits at once with a usage message).
     let start = Instant::now();
     let screen = loop {
