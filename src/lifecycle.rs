@@ -634,6 +634,10 @@ impl<'a> Tasks<'a> {
     pub fn record_crash(&mut self, task: &Task, reason: &str) -> Result<u32> {
         let _lock = self.store.lock(&task.project)?;
         let mut task = self.store.load(&task.project, &task.id)?;
+        // Cancelled or merged meanwhile: its agent's end is no crash.
+        if !task.status.is_active() {
+            return Ok(task.crash_count);
+        }
         task.crash_count += 1;
         task.updated_at = store::now_rfc3339();
         self.store.save(&task)?;

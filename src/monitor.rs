@@ -604,6 +604,10 @@ impl<'a> Monitor<'a> {
         report: &mut PassReport,
     ) -> Result<()> {
         let current = self.tasks.store.load(&task.project, &task.id)?;
+        if !current.status.is_active() {
+            report.actions.push(json!({"task": task.id, "action": "none", "reason": format!("exited; the task is {} now", current.status)}));
+            return Ok(());
+        }
         let outcome = self
             .workspace_path(&current)
             .map(|w| w.join(".orange-outcome"))
@@ -748,13 +752,23 @@ impl<'a> Monitor<'a> {
         info: &mut AgentInfo,
         report: &mut PassReport,
     ) -> Result<()> {
-        info.escalated = Some(Escalation {
-            reason: why.to_string(),
-            at: now_s(),
-        });
-        self.tasks
-            .store
-            .append_history(task, "agent.escalated", json!({"reason": why}))?;
+        // Under the task's lock, as it is now: a task cancelled or merged since this pass
+        // began is never escalated.
+        {
+            let _lock = self.tasks.store.lock(&task.project)?;
+            let now = self.tasks.store.load(&task.project, &task.id)?;
+            if !now.status.is_active() {
+                report.actions.push(json!({"task": task.id, "action": "none", "reason": format!("{why}; the task is {} now", now.status)}));
+                return Ok(());
+            }
+            info.escalated = Some(Escalation {
+                reason: why.to_string(),
+                at: now_s(),
+            });
+            self.tasks
+                .store
+                .append_history(task, "agent.escalated", json!({"reason": why}))?;
+        }
         if let Ok(target) = self.tasks.session_target(task) {
             let _ = self.tmux.ring_bell(&target);
         }
