@@ -400,6 +400,19 @@ struct Run {
 }
 
 impl Run {
+    /// One `orange monitor --once`: its whole report and what it saw of task `id`.
+    fn monitor_state(&self, id: &str) -> (Value, Value) {
+        let m = self.env.ok(&["monitor", "--once"]);
+        let state = m["states"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["task"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("monitor saw no state for {id}: {m}"));
+        (m, state)
+    }
+
     fn new(harness: &'static str) -> Run {
         let stub = Stub::start();
         let base = common::Env::new();
@@ -488,13 +501,7 @@ impl Run {
             ws.canonicalize().unwrap(),
             "the agent runs in the task's workspace"
         );
-        let m = self.env.ok(&["monitor", "--once"]);
-        let state = m["states"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["task"] == id)
-            .unwrap_or_else(|| panic!("monitor saw no state for {id}: {m}"));
+        let (m, state) = self.monitor_state(id);
         assert_ne!(state["state"], "dead", "monitor: {m}");
         let t = self.env.task(id);
         assert_eq!(t["session"]["state"], "live", "{t}");
@@ -650,13 +657,7 @@ impl Run {
                 "{t}"
             );
         }
-        let m = self.env.ok(&["monitor", "--once"]);
-        let state = m["states"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["task"] == id)
-            .unwrap_or_else(|| panic!("monitor saw no state for {id}: {m}"));
+        let (m, state) = self.monitor_state(id);
         assert_eq!(state["state"], "dead", "{m}");
         assert_eq!(state["signal"], "pane", "{m}");
         let t = self.env.task(id);

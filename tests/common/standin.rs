@@ -380,35 +380,24 @@ impl StandIn {
     }
     /// Wait until the reply of script entry `k` was sent; returns when.
     pub fn wait_sent(&self, k: usize, timeout: Duration) -> Option<Instant> {
+        self.wait_for(timeout, |st| st.sent.get(k).copied().flatten())
+    }
+    /// Wait until `pred(all requests)` holds; false on timeout.
+    pub fn wait_until(&self, timeout: Duration, pred: impl Fn(&[Recorded]) -> bool) -> bool {
+        self.wait_for(timeout, |st| pred(&st.requests).then_some(()))
+            .is_some()
+    }
+    /// Wait (on the state's condition variable) until `f(state)` gives a value.
+    fn wait_for<T>(&self, timeout: Duration, f: impl Fn(&State) -> Option<T>) -> Option<T> {
         let deadline = Instant::now() + timeout;
         let mut st = self.inner.lock();
         loop {
-            if let Some(Some(t)) = st.sent.get(k) {
-                return Some(*t);
+            if let Some(v) = f(&st) {
+                return Some(v);
             }
             let now = Instant::now();
             if now >= deadline {
                 return None;
-            }
-            st = self
-                .inner
-                .changed
-                .wait_timeout(st, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
-    }
-    /// Wait until `pred(all requests)` holds; false on timeout.
-    pub fn wait_until(&self, timeout: Duration, pred: impl Fn(&[Recorded]) -> bool) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut st = self.inner.lock();
-        loop {
-            if pred(&st.requests) {
-                return true;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
             }
             st = self
                 .inner
