@@ -36,6 +36,12 @@ pub enum OrangeError {
     StateCorrupt { path: PathBuf, detail: String },
     #[error("timed out after {waited} waiting for lock {}", path.display())]
     LockTimeout { path: PathBuf, waited: String },
+    /// A recorded task could not start: it is kept as `failed` (the code is its cause's).
+    #[error("task {id} could not start and is kept as failed: {source}; `orange task respawn {id}` retries, `orange task delete {id}` removes it")]
+    TaskFailed {
+        id: String,
+        source: Box<OrangeError>,
+    },
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -61,8 +67,18 @@ impl OrangeError {
             OrangeError::BackendCommandFailed(_) => "backend_command_failed",
             OrangeError::StateCorrupt { .. } => "state_corrupt",
             OrangeError::LockTimeout { .. } => "lock_timeout",
+            OrangeError::TaskFailed { source, .. } => source.code(),
             OrangeError::Io { .. } => "io_error",
         }
+    }
+
+    /// Would the same command succeed by itself a little later (a full pool, a busy
+    /// lock)? Such a failure leaves a task as it was; any other fails it.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            OrangeError::PoolExhausted { .. } | OrangeError::LockTimeout { .. }
+        )
     }
 
     pub fn invalid(msg: impl Into<String>) -> Self {

@@ -132,11 +132,20 @@ pub struct Created {
     pub note: Option<String>,
 }
 
+#[derive(Debug, Serialize)]
+pub struct FailedStart {
+    pub id: String,
+    pub error: String,
+}
+
 /// What a release-triggering command did about the queue.
 #[derive(Debug, Default, Serialize)]
 pub struct NextSpawn {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spawned: Option<String>,
+    /// Queued tasks that could not start on the way (now `failed`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<FailedStart>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -231,8 +240,17 @@ impl<'a> Tasks<'a> {
     fn check_branch_free(&self, project: &str, branch: &str, except: Option<&str>) -> Result<()> {
         for t in self.store.list(Some(project))? {
             if t.branch == branch && !t.status.is_final() && Some(t.id.as_str()) != except {
+                let hint = match t.status {
+                    Status::Failed | Status::Pending => format!(
+                        "; start it with `orange task {} {}` or remove it with `orange task cancel {}`",
+                        if t.status == Status::Failed { "respawn" } else { "spawn" },
+                        t.id,
+                        t.id
+                    ),
+                    _ => String::new(),
+                };
                 return Err(OrangeError::invalid(format!(
-                    "branch {branch:?} already belongs to task {} ({}) in project {project}",
+                    "branch {branch:?} already belongs to task {} ({}) in project {project}{hint}",
                     t.id, t.status
                 )));
             }
@@ -243,6 +261,18 @@ impl<'a> Tasks<'a> {
     pub fn create(&mut self, project: &Project, req: CreateRequest) -> Result<Created> {
         if let Some(b) = &req.branch {
             validate_branch(b)?;
+            if *b == project.default_branch {
+                return Err(OrangeError::invalid(format!(
+                    "{b:?} is project {}'s default branch: a task works on a branch of its own and is merged into it",
+                    project.name
+                )));
+            }
+            if let Some(at) = git::branch_checked_out_at(&project.path, b)? {
+                return Err(OrangeError::invalid(format!(
+                    "branch {b:?} is checked out in {}; a branch can be checked out in one worktree only (switch that worktree to another branch first)",
+                    at.display()
+                )));
+            }
         }
         validate_summary(&req.summary)?;
         let harness = Harness::resolve(req.harness.as_deref(), self.config()?)?;
@@ -283,6 +313,7 @@ impl<'a> Tasks<'a> {
                 agent_session_id: None,
                 permission_mode: None,
                 pr: None,
+                failure: None,
             };
             let dir = self.store.dir(&project.name, &task.id);
             store::ensure_dir(&dir)?;
@@ -329,6 +360,9 @@ impl<'a> Tasks<'a> {
         self.spawn_locked(&task.project, id)
     }
 
+    /// Start a pending task (the project lock held). A failure that is not transient
+    /// (a full pool waits in the queue) leaves the task `failed` with its reason, its
+    /// workspace released and no session: never pending and hidden.
     fn spawn_locked(&mut self, project_name: &str, id: &str) -> Result<Task> {
         let mut task = self.store.load(project_name, id)?;
         if task.status != Status::Pending {
@@ -337,38 +371,77 @@ impl<'a> Tasks<'a> {
                 task.id, task.status
             )));
         }
-        let project = project::get(self.home, project_name)?;
+        match self.start_pending(&mut task) {
+            Ok(ws_name) => {
+                let from = task.status;
+                task.status = Status::Working;
+                task.failure = None;
+                task.updated_at = store::now_rfc3339();
+                self.store.save(&task)?;
+                self.store.append_history(
+                    &task,
+                    "agent.spawned",
+                    json!({"workspace": ws_name, "tmux_session": task.tmux_session, "harness": task.harness}),
+                )?;
+                self.store.append_history(
+                    &task,
+                    "status.changed",
+                    json!({"from": from, "to": task.status}),
+                )?;
+                Ok(task)
+            }
+            Err(e) if e.is_transient() => Err(e),
+            Err(e) => {
+                self.fail(project_name, id, &e)?;
+                Err(OrangeError::TaskFailed {
+                    id: id.to_string(),
+                    source: Box::new(e),
+                })
+            }
+        }
+    }
+
+    /// Workspace, branch, session for a pending task; on failure nothing is left behind
+    /// (the session killed, the workspace given back).
+    fn start_pending(&mut self, task: &mut Task) -> Result<String> {
+        let project = project::get(self.home, &task.project)?;
         let harness = Harness::named(&task.harness, self.config()?)?;
         self.preflight(&harness)?;
         let ws = pool::acquire(self.home, &project, &task.id, None, &self.store)?;
-        let started = self.start_in_workspace(
-            &project,
-            &mut task,
-            &harness,
-            &ws.name,
-            &ws.path,
-            Launch::First,
-        );
+        let started =
+            self.start_in_workspace(&project, task, &harness, &ws.name, &ws.path, Launch::First);
         if let Err(e) = started {
-            // Give the workspace back; the task stays pending.
+            if let Some(s) = task.tmux_session_id.take() {
+                let _ = self.tmux.kill_session(&s);
+            }
             let _ = pool::release(self.home, &project, &ws.name, true);
             return Err(e);
         }
+        Ok(ws.name)
+    }
+
+    /// Record that a task could not start: `failed`, with the reason, holding nothing.
+    fn fail(&mut self, project: &str, id: &str, e: &OrangeError) -> Result<()> {
+        let mut task = self.store.load(project, id)?;
         let from = task.status;
-        task.status = Status::Working;
+        task.status = Status::Failed;
+        task.failure = Some(e.to_string());
+        task.workspace = None;
+        task.tmux_session = None;
+        task.tmux_session_id = None;
+        task.tmux_pane_id = None;
         task.updated_at = store::now_rfc3339();
         self.store.save(&task)?;
         self.store.append_history(
             &task,
-            "agent.spawned",
-            json!({"workspace": ws.name, "tmux_session": task.tmux_session, "harness": task.harness}),
+            "task.failed",
+            json!({"error": e.to_string(), "code": e.code()}),
         )?;
         self.store.append_history(
             &task,
             "status.changed",
             json!({"from": from, "to": task.status}),
-        )?;
-        Ok(task)
+        )
     }
 
     fn preflight(&self, harness: &Harness) -> Result<()> {
@@ -523,6 +596,22 @@ impl<'a> Tasks<'a> {
         let task = self.get(id, project)?;
         let _lock = self.store.lock(&task.project)?;
         let mut task = self.store.load(&task.project, &task.id)?;
+        if task.status == Status::Failed {
+            // It never started (or could not restart): try again from the start.
+            task.status = Status::Pending;
+            task.updated_at = store::now_rfc3339();
+            self.store.save(&task)?;
+            self.store.append_history(
+                &task,
+                "status.changed",
+                json!({"from": Status::Failed, "to": Status::Pending, "via": "task.respawn"}),
+            )?;
+            return match self.spawn_locked(&task.project, &task.id) {
+                // Queued again: it starts when a workspace is released.
+                Err(OrangeError::PoolExhausted { .. }) => Ok(task),
+                other => other,
+            };
+        }
         if !task.status.is_active() {
             return Err(OrangeError::InvalidTransition(format!(
                 "task {} is {}: only an active task can be respawned{}",
@@ -590,6 +679,11 @@ impl<'a> Tasks<'a> {
 
     /// Change status (on the map; done/cancelled only through merge/cancel).
     pub fn set_status(&mut self, task: &Task, to: Status, via: &str) -> Result<Task> {
+        if to == Status::Failed {
+            return Err(OrangeError::InvalidTransition(
+                "a task becomes failed only when it cannot start".into(),
+            ));
+        }
         if to.is_final() {
             return Err(OrangeError::InvalidTransition(format!(
                 "a task becomes {to} only through `orange task {}`",
@@ -883,9 +977,9 @@ impl<'a> Tasks<'a> {
         let task = self.get(id, project)?;
         let _lock = self.store.lock(&task.project)?;
         let task = self.store.load(&task.project, &task.id)?;
-        if !task.status.is_final() {
+        if !task.status.is_deletable() {
             return Err(OrangeError::InvalidTransition(format!(
-                "task {} is {}; only done or cancelled tasks can be deleted (cancel it first)",
+                "task {} is {}; only done, cancelled or failed tasks can be deleted (cancel it first)",
                 task.id, task.status
             )));
         }
@@ -895,48 +989,43 @@ impl<'a> Tasks<'a> {
     }
 
     /// Start the project's oldest pending task, if a workspace is free (FIFO). Never
-    /// fails the command that called it: a spawn error is reported and kept in history.
+    /// fails the command that called it. A queued task that cannot start becomes `failed`
+    /// (with its reason) and the next one is tried: the queue never jams.
     pub fn spawn_next(&mut self, project: &str) -> NextSpawn {
-        let result = (|| -> Result<Option<String>> {
+        let mut next = NextSpawn::default();
+        let result = (|| -> Result<()> {
             let _lock = self.store.lock(project)?;
-            let Some(next) = self
+            let queued: Vec<Task> = self
                 .store
                 .list(Some(project))?
                 .into_iter()
-                .find(|t| t.status == Status::Pending)
-            else {
-                return Ok(None);
-            };
-            match self.spawn_locked(project, &next.id) {
-                Ok(t) => {
-                    self.store.append_history(
-                        &t,
-                        "auto.spawned",
-                        json!({"reason": "a workspace was released"}),
-                    )?;
-                    Ok(Some(t.id))
-                }
-                Err(OrangeError::PoolExhausted { .. }) => Ok(None),
-                Err(e) => {
-                    let _ = self.store.append_history(
-                        &next,
-                        "agent.spawn_failed",
-                        json!({"error": e.to_string(), "code": e.code()}),
-                    );
-                    Err(e)
+                .filter(|t| t.status == Status::Pending)
+                .collect();
+            for t in queued {
+                match self.spawn_locked(project, &t.id) {
+                    Ok(t) => {
+                        self.store.append_history(
+                            &t,
+                            "auto.spawned",
+                            json!({"reason": "a workspace was released"}),
+                        )?;
+                        next.spawned = Some(t.id);
+                        return Ok(());
+                    }
+                    Err(OrangeError::PoolExhausted { .. }) => return Ok(()),
+                    Err(e @ OrangeError::TaskFailed { .. }) => next.failed.push(FailedStart {
+                        id: t.id.clone(),
+                        error: e.to_string(),
+                    }),
+                    Err(e) => return Err(e),
                 }
             }
+            Ok(())
         })();
-        match result {
-            Ok(spawned) => NextSpawn {
-                spawned,
-                error: None,
-            },
-            Err(e) => NextSpawn {
-                spawned: None,
-                error: Some(e.to_string()),
-            },
+        if let Err(e) = result {
+            next.error = Some(e.to_string());
         }
+        next
     }
 
     /// The session target of a task with a session.

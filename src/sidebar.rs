@@ -236,6 +236,11 @@ pub fn assemble(
     m.notice = match task.status {
         Status::Done => Some("Task done: merged, workspace released.".into()),
         Status::Cancelled => Some("Task cancelled.".into()),
+        Status::Failed => Some(format!(
+            "Failed to start: {}. `orange task respawn {}` retries.",
+            task.failure.as_deref().unwrap_or("unknown reason"),
+            task.id
+        )),
         Status::Pending if task.workspace.is_none() => {
             Some("Pending: starts when a workspace is free.".into())
         }
@@ -312,6 +317,7 @@ pub fn lane_task(home: &Home, lane_id: &str) -> Result<Task> {
         agent_session_id: None,
         permission_mode: None,
         pr: None,
+        failure: None,
     })
 }
 

@@ -249,6 +249,7 @@ pub fn classify(
     Some(match status {
         Status::Done | Status::Cancelled => return None,
         Status::Pending => (Bucket::Queued, "queued".into()),
+        Status::Failed => (Bucket::Waiting, "failed to start".into()),
         Status::Reviewing => (Bucket::Review, "review".into()),
         Status::Stuck => (Bucket::Waiting, "stuck".into()),
         Status::Planning | Status::Clarification | Status::Working | Status::AgentReview => {

@@ -24,6 +24,9 @@ pub enum Status {
     AgentReview,
     Reviewing,
     Stuck,
+    /// It could not start (or restart): the reason is in `failure`; it holds no workspace
+    /// and no session. `task respawn` retries, `task delete` removes it.
+    Failed,
     Done,
     Cancelled,
 }
@@ -36,6 +39,7 @@ pub const ALL_STATUSES: &[Status] = &[
     Status::AgentReview,
     Status::Reviewing,
     Status::Stuck,
+    Status::Failed,
     Status::Done,
     Status::Cancelled,
 ];
@@ -50,6 +54,7 @@ impl Status {
             Status::AgentReview => "agent-review",
             Status::Reviewing => "reviewing",
             Status::Stuck => "stuck",
+            Status::Failed => "failed",
             Status::Done => "done",
             Status::Cancelled => "cancelled",
         }
@@ -79,7 +84,12 @@ impl Status {
 
     /// Has an agent been spawned for it (a workspace and a session belong to it)?
     pub fn is_active(self) -> bool {
-        !self.is_final() && self != Status::Pending
+        !self.is_final() && !matches!(self, Status::Pending | Status::Failed)
+    }
+
+    /// Can its record be deleted (it holds no workspace and no session)?
+    pub fn is_deletable(self) -> bool {
+        self.is_final() || self == Status::Failed
     }
 
     /// The transition map (the original's, plus merge from working/stuck):
@@ -87,7 +97,7 @@ impl Status {
     pub fn can_become(self, to: Status) -> bool {
         use Status::*;
         let allowed: &[Status] = match self {
-            Pending => &[Planning, Working, Cancelled],
+            Pending => &[Planning, Working, Failed, Cancelled],
             Planning => &[Working, Clarification, Stuck, Cancelled],
             Clarification => &[Planning, Working, Cancelled],
             Working => &[
@@ -101,6 +111,8 @@ impl Status {
             AgentReview => &[Reviewing, Working, Stuck, Cancelled],
             Reviewing => &[Working, Done, Cancelled],
             Stuck => &[Working, Reviewing, Done, Cancelled],
+            // Given up; `task respawn` retries it from the start (not a transition).
+            Failed => &[Cancelled],
             Done | Cancelled => &[],
         };
         allowed.contains(&to)
@@ -142,6 +154,9 @@ pub struct Task {
     pub permission_mode: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pr: Option<serde_json::Value>,
+    /// Why a `failed` task could not start (cleared when it starts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
 /// One line of `history.jsonl`.
@@ -474,6 +489,8 @@ mod tests {
             assert_eq!(Status::parse(s.as_str()).unwrap(), *s);
         }
         assert!(Status::parse("finished").is_err());
+        assert!(Pending.can_become(Failed) && Failed.can_become(Cancelled));
+        assert!(!Failed.can_become(Working) && !Failed.is_active() && Failed.is_deletable());
     }
 
     #[test]

@@ -434,8 +434,7 @@ fn branch_rules_reuse_local_and_remote_branches_and_refuse_one_checked_out_elsew
         "origin/remote-only"
     );
 
-    // `main` is checked out in the main repository: a clear error, workspace released.
-    let before = env.ok(&["workspace", "list"]);
+    // The default branch is refused at the door: a task works on a branch of its own.
     let m = env.err(
         &[
             "task",
@@ -447,29 +446,33 @@ fn branch_rules_reuse_local_and_remote_branches_and_refuse_one_checked_out_elsew
         ],
         "invalid_argument",
     );
+    assert!(m.contains("default branch"), "{m}");
+    // A branch checked out in the main repository: a clear error before anything is
+    // recorded or bound.
+    git(&env.repo, &["checkout", "-qb", "feature/here"]);
+    let before = env.ok(&["workspace", "list"]);
+    let m = env.err(
+        &[
+            "task",
+            "create",
+            "feature/here",
+            "here",
+            "--harness",
+            "fake-wait",
+        ],
+        "invalid_argument",
+    );
     assert!(
         m.contains("checked out in") && m.contains(env.repo.to_str().unwrap()),
         "{m}"
     );
-    let after = env.ok(&["workspace", "list"]);
-    let bound = |v: &Value| {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .filter(|w| w["status"] == "bound")
-            .count()
-    };
+    assert_eq!(env.ok(&["workspace", "list"]), before);
+    let tasks = env.ok(&["task", "list"]);
     assert_eq!(
-        bound(&after),
-        bound(&before),
-        "the workspace taken for the failed spawn was released"
+        tasks.as_array().unwrap().len(),
+        2,
+        "nothing recorded: {tasks}"
     );
-    let pending: Vec<Value> = env
-        .ok(&["task", "list", "--status", "pending"])
-        .as_array()
-        .unwrap()
-        .clone();
-    assert_eq!(pending.len(), 1, "the task stays pending: {pending:?}");
 }
 
 #[test]

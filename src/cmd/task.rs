@@ -39,7 +39,8 @@ pub enum TaskCmd {
     Spawn { id: String },
     /// Attach to the task's session (switch-client inside tmux, attach-session outside)
     Attach { id: String },
-    /// Restart the agent of an active task whose agent exited or whose session is gone
+    /// Restart the agent of an active task whose agent exited or whose session is gone,
+    /// or retry a failed task from the start
     Respawn { id: String },
     /// Change a task's status, summary or branch (ID defaults to $ORANGE_TASK_ID or the
     /// workspace you are in)
@@ -75,7 +76,7 @@ pub enum TaskCmd {
         #[arg(long)]
         yes: bool,
     },
-    /// Delete a done or cancelled task's record (its branch stays)
+    /// Delete a done, cancelled or failed task's record (its branch stays)
     Delete {
         id: String,
         #[arg(long)]
@@ -180,13 +181,16 @@ pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
             | TaskCmd::Peek { .. }
             | TaskCmd::Attach { .. }
     );
-    let out = run_command(ctx, cmd)?;
+    let out = run_command(ctx, cmd);
     if mutating {
+        // Failed commands change state too (a task recorded as failed).
         let tasks = Tasks::new(&ctx.home);
         tasks.changed();
-        auto_sidebar(&tasks, &out.json, starts);
+        if let Ok(out) = &out {
+            auto_sidebar(&tasks, &out.json, starts);
+        }
     }
-    Ok(out)
+    out
 }
 
 /// `@orange-sidebar-auto on`: a session that just started (this task's, or the queued
@@ -334,6 +338,12 @@ fn run_command(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
                 },
                 md_path.display()
             );
+            if let Some(f) = &view.task.failure {
+                text.push_str(&format!(
+                    "failed: {f}\nto do: `orange task respawn {id}` retries, `orange task delete {id}` removes it\n",
+                    id = view.task.id
+                ));
+            }
             text.push_str(&agent_text(&view.agent, &view.task.id));
             text.push_str("history:\n");
             for e in history.iter().rev().take(10) {
@@ -426,11 +436,18 @@ fn run_command(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
             let t = audited(ctx, "task.respawn", json!({"id": id}), || {
                 tasks.respawn(&id, project_filter.as_deref())
             })?;
-            let text = format!(
-                "respawned task {} → tmux session {}\n",
-                t.id,
-                t.tmux_session.as_deref().unwrap_or("?")
-            );
+            let text = if t.status == Status::Pending {
+                format!(
+                    "task {} is queued: the pool is full; it starts when a workspace is released\n",
+                    t.id
+                )
+            } else {
+                format!(
+                    "respawned task {} → tmux session {}\n",
+                    t.id,
+                    t.tmux_session.as_deref().unwrap_or("?")
+                )
+            };
             Ok(Out::new(t, text))
         }
         TaskCmd::Attach { id } => {
@@ -560,6 +577,12 @@ fn report(ctx: &Ctx, tasks: &mut Tasks, id: Option<String>, to: Status, op: &str
 }
 
 fn push_next(text: &mut String, next: &crate::lifecycle::NextSpawn) {
+    for f in &next.failed {
+        text.push_str(&format!(
+            "queued task {} could not start (now failed): {}\n",
+            f.id, f.error
+        ));
+    }
     if let Some(id) = &next.spawned {
         text.push_str(&format!("started queued task {id}\n"));
     }
