@@ -123,6 +123,14 @@ fn lock(home: &Home) -> Result<LockGuard> {
     LockGuard::acquire(&home.root.join("lanes/.registry.lock"))
 }
 
+/// Held by the command creating a lane for as long as the lane is `creating`: a lane left
+/// `creating` whose lock is free was left by a command that died.
+fn creating_lock(home: &Home, lane_id: &str) -> PathBuf {
+    home.root
+        .join("lanes/.creating")
+        .join(format!("{lane_id}.lock"))
+}
+
 fn exit_file(home: &Home, lane_id: &str) -> PathBuf {
     home.root.join("lanes/.exit").join(lane_id)
 }
@@ -218,7 +226,7 @@ impl<'a> Lanes<'a> {
         }
 
         let now = store::now_rfc3339();
-        let (rec, exit) = {
+        let (rec, exit, creator) = {
             let _l = lock(self.home)?;
             let mut reg = self.load()?;
             let lane_id = {
@@ -265,10 +273,12 @@ impl<'a> Lanes<'a> {
                 exit_status: None,
                 worktree_removed: false,
             };
+            let creator = LockGuard::acquire(&creating_lock(self.home, &lane_id))?;
             reg.lanes.insert(lane_id.clone(), rec.clone());
             self.save(&reg)?;
-            (rec, exit_file(self.home, &lane_id))
+            (rec, exit_file(self.home, &lane_id), creator)
         };
+        crate::fault::point("lane.recorded");
         let result = self.start(
             project,
             &rec,
@@ -277,21 +287,27 @@ impl<'a> Lanes<'a> {
             req.seed_context.as_deref(),
             &exit,
         );
-        let rec = match result {
+        if result.is_ok() {
+            crate::fault::point("lane.started");
+        }
+        let settled = match result {
             Ok(started) => self.update(&rec.lane_id, |r| {
                 r.state = LaneState::Running;
                 r.mux_target = started.target.clone();
                 r.mux_session_id = started.id.clone();
-            })?,
+            }),
             Err(e) => {
                 let msg = e.to_string();
                 self.update(&rec.lane_id, |r| {
                     r.state = LaneState::Error;
                     r.last_error = Some(msg);
-                })?;
-                return Err(e);
+                })
+                .and(Err(e))
             }
         };
+        let _ = std::fs::remove_file(creator.path());
+        drop(creator);
+        let rec = settled?;
         let hints = Hints {
             attach: mux.attach_hint(&rec.mux_target),
             status: format!("orange lane status {}", rec.lane_id),
@@ -351,6 +367,7 @@ impl<'a> Lanes<'a> {
             command: argv,
             width: None,
             height: None,
+            marks: crate::reconcile::lane_marks(self.home, &rec.project, &rec.lane_id),
         };
         mux.start(&spec, exit)
     }
@@ -524,6 +541,92 @@ impl<'a> Lanes<'a> {
             r.state = LaneState::Closed;
             r.worktree_removed = r.worktree_removed || removed;
         })
+    }
+
+    /// Crash leftovers (see `reconcile`): a lane left `creating` by a command that died
+    /// becomes `running` (its session lives) or `error`; a session of a lane that is gone
+    /// or closed is stopped. `sessions`: the marked sessions of this ORANGE_HOME.
+    pub fn reconcile(
+        &self,
+        tmux: &crate::tmux::Tmux,
+        sessions: &[&crate::tmux::MarkedSession],
+    ) -> Result<Vec<crate::reconcile::Repair>> {
+        use crate::reconcile::{Repair, LANE_MARK};
+        let mut repairs = vec![];
+        if !registry_file(self.home).exists() {
+            for s in sessions {
+                tmux.kill_session(&s.id)?;
+                repairs.push(Repair {
+                    action: "stopped",
+                    target: format!("session {}", s.name),
+                    reason: "no lane is recorded".into(),
+                });
+            }
+            return Ok(repairs);
+        }
+        let reg = self.load()?;
+        for rec in reg
+            .lanes
+            .values()
+            .filter(|r| r.state == LaneState::Creating)
+        {
+            let path = creating_lock(self.home, &rec.lane_id);
+            // Its creator still works on it.
+            let Ok(held) = LockGuard::acquire_within(&path, Duration::ZERO) else {
+                continue;
+            };
+            let session = sessions
+                .iter()
+                .find(|s| s.mark(LANE_MARK) == Some(rec.lane_id.as_str()));
+            let alive = match (session, rec.mux_backend.as_str()) {
+                (Some(_), _) => true,
+                (None, "zellij") => self.liveness(rec).is_ok_and(|l| l.session_exists),
+                _ => false,
+            };
+            let updated = self.update(&rec.lane_id, |r| {
+                if r.state != LaneState::Creating {
+                    return;
+                }
+                if alive {
+                    r.state = LaneState::Running;
+                    if let Some(s) = session {
+                        r.mux_target = s.name.clone();
+                        r.mux_session_id = Some(s.id.clone());
+                    }
+                } else {
+                    r.state = LaneState::Error;
+                    r.last_error = Some(
+                        "interrupted while being created (the command creating it was killed)"
+                            .into(),
+                    );
+                }
+            })?;
+            let _ = std::fs::remove_file(&path);
+            drop(held);
+            repairs.push(Repair {
+                action: "settled",
+                target: format!("lane {}", rec.lane_id),
+                reason: format!(
+                    "left creating by a command that died: now {}",
+                    updated.state.as_str()
+                ),
+            });
+        }
+        for s in sessions {
+            let id = s.mark(LANE_MARK).unwrap_or_default();
+            let gone = match reg.lanes.get(id) {
+                None => "no such lane is recorded".to_string(),
+                Some(r) if r.state == LaneState::Closed => format!("lane {id} is closed"),
+                Some(_) => continue,
+            };
+            tmux.kill_session(&s.id)?;
+            repairs.push(Repair {
+                action: "stopped",
+                target: format!("session {}", s.name),
+                reason: gone,
+            });
+        }
+        Ok(repairs)
     }
 
     /// Close finished/error lanes idle longer than `ttl`; never running ones. Per-lane

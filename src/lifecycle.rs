@@ -14,7 +14,7 @@ use crate::pool::{self, TaskLookup};
 use crate::project::{self, Project};
 use crate::store::{self, Home};
 use crate::task::{self, Status, Task, TaskStore};
-use crate::tmux::{self, NewSession, OptionScope, PaneExit, PaneInfo, Tmux};
+use crate::tmux::{self, NewSession, PaneExit, PaneInfo, Tmux};
 use crate::{gh, git};
 
 /// Where a task's session stands, as tmux reports it.
@@ -408,8 +408,12 @@ impl<'a> Tasks<'a> {
         let harness = Harness::named(&task.harness, self.config()?)?;
         self.preflight(&harness)?;
         let ws = pool::acquire(self.home, &project, &task.id, None, &self.store)?;
+        crate::fault::point("spawn.acquired");
         let started =
             self.start_in_workspace(&project, task, &harness, &ws.name, &ws.path, Launch::First);
+        if started.is_ok() {
+            crate::fault::point("spawn.started");
+        }
         if let Err(e) = started {
             if let Some(s) = task.tmux_session_id.take() {
                 let _ = self.tmux.kill_session(&s);
@@ -568,12 +572,12 @@ impl<'a> Tasks<'a> {
             command: argv,
             width: None,
             height: None,
+            // The task's mark (for the plugin's keys, picker, Ctrl+\\ and Ctrl+]) and what
+            // the next command needs to adopt or stop it if this one dies before saving.
+            marks: crate::reconcile::task_marks(self.home, &task.project, &task.id, ws_name),
         })?;
         task.workspace = Some(ws_name.to_string());
         task.tmux_session = Some(info.name);
-        // Marks an orange task session for the plugin (keys, picker, Ctrl+\\ and Ctrl+]).
-        self.tmux
-            .set_option(OptionScope::Session(&info.id), task::SESSION_MARK, &task.id)?;
         task.tmux_session_id = Some(info.id);
         task.tmux_pane_id = Some(info.pane_id);
         Ok(())
@@ -667,6 +671,7 @@ impl<'a> Tasks<'a> {
         );
         self.recovery = None;
         started?;
+        crate::fault::point("respawn.started");
         task.updated_at = store::now_rfc3339();
         self.store.save(&task)?;
         self.store.append_history(
@@ -896,12 +901,14 @@ impl<'a> Tasks<'a> {
                     })?,
                 );
             }
-            self.finish(&mut task, &project)?;
             if let gh::Pr::Found { .. } = &pr {
                 task.pr = serde_json::to_value(&pr).ok();
             }
             let info = json!({"via": via, "commit": commit, "pr": pr});
+            crate::fault::point("merge.merged");
             self.end(&mut task, Status::Done, "task.merged", info.clone())?;
+            crate::fault::point("merge.recorded");
+            self.finish(&mut task, &project)?;
             (task, info)
         };
         let next = self.spawn_next(&project.name);
@@ -926,21 +933,30 @@ impl<'a> Tasks<'a> {
             .append_history(task, "status.changed", json!({"from": from, "to": to}))
     }
 
-    /// Kill the session and return the workspace (kept bound, with a note, when it holds
-    /// uncommitted work: nothing is lost).
+    /// After a task is recorded done or cancelled (the intent first, so that a crash here
+    /// leaves what `reconcile` finishes): kill its session and return its workspace, kept
+    /// bound with a note when it holds uncommitted work (nothing is lost). Saves the task.
     fn finish(&mut self, task: &mut Task, project: &Project) -> Result<Option<String>> {
         if let Some(s) = task.tmux_session_id.clone().or(task.tmux_session.clone()) {
             self.tmux.kill_session(&s)?;
         }
         let mut kept = None;
         if let Some(w) = task.workspace.clone() {
-            match pool::release(self.home, project, &w, false) {
-                Ok(_) => task.workspace = None,
-                Err(OrangeError::WorkspaceNotFound(_)) => task.workspace = None,
+            // Only while it is still this task's (a crash may have released it already).
+            match pool::release_held_by(self.home, project, &w, &task.id, false) {
+                Ok(_) | Err(OrangeError::WorkspaceNotFound(_)) => {
+                    task.workspace = None;
+                    self.store.save(task)?;
+                }
                 Err(OrangeError::WorktreeDirty { detail, .. }) => {
                     kept = Some(format!(
                         "workspace {w} kept bound: it has uncommitted work ({detail}); release it with `orange workspace release {w} --force` when you are done with it"
                     ));
+                    self.store.append_history(
+                        task,
+                        "workspace.kept",
+                        json!({"workspace": w, "reason": detail}),
+                    )?;
                 }
                 Err(e) => return Err(e),
             }
@@ -964,9 +980,9 @@ impl<'a> Tasks<'a> {
                     task.id, task.status
                 )));
             }
+            self.end(&mut task, Status::Cancelled, "task.cancelled", json!({}))?;
+            crate::fault::point("cancel.recorded");
             let note = self.finish(&mut task, &project)?;
-            let info = json!({"workspace_kept": note.is_some()});
-            self.end(&mut task, Status::Cancelled, "task.cancelled", info)?;
             (task, note)
         };
         let next = self.spawn_next(&project.name);

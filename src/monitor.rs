@@ -169,12 +169,26 @@ impl<'a> Monitor<'a> {
             &self.home.root.join("run/monitor-pass.lock"),
             Duration::from_secs(30),
         )?;
+        let mut report = PassReport::default();
+        // Crash leftovers first: an orphaned agent stopped, an interrupted spawn adopted.
+        match crate::reconcile::reconcile(self.home, &self.tmux) {
+            Ok(repairs) => report.actions.extend(
+                repairs
+                    .iter()
+                    .map(|r| json!({"action": "reconciled", "repair": r})),
+            ),
+            Err(e) => store::log(
+                self.home,
+                "warn",
+                "reconcile failed",
+                json!({"error": e.to_string(), "code": e.code()}),
+            ),
+        }
         let panes = if self.tmux.is_available() {
             self.tmux.snapshot()?
         } else {
             vec![]
         };
-        let mut report = PassReport::default();
         let now = chrono::Utc::now();
         self.workspaces = crate::pool::list(self.home, None)?
             .into_iter()

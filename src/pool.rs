@@ -626,6 +626,42 @@ pub fn release(home: &Home, project: &Project, name: &str, force: bool) -> Resul
     l.release(name, force)
 }
 
+/// Release `name` only while it is bound to `label` (checked under the pool lock):
+/// `Ok(None)` when it is not (already released, or another task's by now). What a task
+/// gives back must never be another task's workspace.
+pub fn release_held_by(
+    home: &Home,
+    project: &Project,
+    name: &str,
+    label: &str,
+    force: bool,
+) -> Result<Option<ReleaseOutcome>> {
+    let held = |pool: &PoolFile| {
+        pool.workspaces
+            .get(name)
+            .is_some_and(|s| s.status == SlotStatus::Bound && s.task.as_deref() == Some(label))
+    };
+    if !held(&load(home)?) {
+        return Ok(None);
+    }
+    git::fetch(&project.path, &project.default_branch);
+    let mut l = Locked::open(home, project)?;
+    if !held(&l.pool) {
+        return Ok(None);
+    }
+    l.release(name, force).map(Some)
+}
+
+/// The bound workspaces of `project`: (name, label).
+pub fn bindings(home: &Home, project: &str) -> Result<Vec<(String, String)>> {
+    Ok(load(home)?
+        .workspaces
+        .into_iter()
+        .filter(|(_, s)| s.project == project && s.status == SlotStatus::Bound)
+        .filter_map(|(n, s)| Some((n, s.task?)))
+        .collect())
+}
+
 pub fn list(home: &Home, project: Option<&str>) -> Result<Vec<Workspace>> {
     let pool = load(home)?;
     let mut v: Vec<Workspace> = pool
@@ -647,10 +683,13 @@ pub struct GcReport {
 
 /// Release workspaces bound to tasks that are no longer alive. Dirty ones are skipped
 /// (reported with the reason) unless `force`.
+/// `busy`: workspace name → the agent session that runs in it: never released, even with
+/// `force` (a new task must never get a workspace in which another agent works).
 pub fn gc(
     home: &Home,
     project: &Project,
     tasks: &dyn TaskLookup,
+    busy: &std::collections::HashMap<String, String>,
     force: bool,
     dry_run: bool,
 ) -> Result<GcReport> {
@@ -663,6 +702,13 @@ pub fn gc(
         let label = l.pool.workspaces[&name].task.clone().unwrap_or_default();
         if tasks.is_live(&project.name, &label) {
             report.kept.push(name);
+            continue;
+        }
+        if let Some(session) = busy.get(&name) {
+            report.skipped.push(
+                serde_json::json!({"name": name, "task": label, "code": "in_use",
+                "reason": format!("an agent runs in it (tmux session {session})")}),
+            );
             continue;
         }
         if !force {

@@ -436,10 +436,10 @@ impl TaskStore {
     }
 }
 
-/// Done, cancelled and pending tasks hold no workspace (a pending one bound to a slot is
-/// the leftover of a spawn killed half-way).
+/// Done, cancelled, failed and pending tasks hold no workspace (a pending one bound to a
+/// slot is the leftover of a spawn killed half-way).
 fn head_is_final(h: &TaskHead) -> bool {
-    Status::parse(&h.status).is_ok_and(|s| s.is_final() || s == Status::Pending)
+    Status::parse(&h.status).is_ok_and(|s| !s.is_active())
 }
 
 impl TaskLookup for TaskStore {

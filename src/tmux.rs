@@ -91,6 +91,30 @@ pub struct NewSession {
     pub command: Vec<String>,
     pub width: Option<u16>,
     pub height: Option<u16>,
+    /// Session user options (`@name`, value) set in the same tmux command as the session:
+    /// a session is never seen without them, even by a command killed half-way.
+    pub marks: Vec<(String, String)>,
+}
+
+/// A session and orange's marks on it (empty when unset): see [`Tmux::marked_sessions`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MarkedSession {
+    pub id: String,
+    pub name: String,
+    /// The active pane of its current window.
+    pub pane_id: String,
+    /// `(mark name, value)` for each mark asked for, in order.
+    pub marks: Vec<(String, String)>,
+}
+
+impl MarkedSession {
+    pub fn mark(&self, name: &str) -> Option<&str> {
+        self.marks
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+    }
 }
 
 /// A session as tmux created or reports it. Prefer `id` (`$3`) for later calls: it stays
@@ -657,7 +681,18 @@ impl Tmux {
             .option("remain-on-exit")
             .value("on")
             .build();
-        let out = self.run(vec![new, remain])?;
+        let mut cmds = vec![new, remain];
+        for (k, v) in &spec.marks {
+            validate_word("option name", k)?;
+            cmds.push(
+                ti::SetOption::new()
+                    .target_pane(pane_target(&spec.name))
+                    .option(k.clone())
+                    .value(v.clone())
+                    .build(),
+            );
+        }
+        let out = self.run(cmds)?;
         let info = parse_session_info(&out)?;
         if info.name != spec.name {
             return Err(OrangeError::BackendCommandFailed(format!(
@@ -929,6 +964,36 @@ impl Tmux {
                 })
             })
             .collect()
+    }
+
+    /// Every session with the session options `marks` (`@orange_task`…), in one tmux
+    /// call. Empty when no server runs.
+    pub fn marked_sessions(&self, marks: &[&str]) -> Result<Vec<MarkedSession>> {
+        for m in marks {
+            validate_word("option name", m)?;
+        }
+        let mut fields = vec!["session_id", "session_name", "pane_id"];
+        fields.extend(marks.iter());
+        let ran = self.exec(vec![ti::ListSessions::new()
+            .format(format_of(&fields))
+            .build()])?;
+        if ran.no_server() {
+            return Ok(Vec::new());
+        }
+        let out = ran.ok()?;
+        Ok(records(&out, fields.len())?
+            .iter()
+            .map(|r| MarkedSession {
+                id: r[0].to_string(),
+                name: r[1].to_string(),
+                pane_id: r[2].to_string(),
+                marks: marks
+                    .iter()
+                    .zip(&r[3..])
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            })
+            .collect())
     }
 
     /// How the target pane's program ended: `None` while it runs. With `remain-on-exit` (set

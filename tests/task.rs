@@ -790,7 +790,10 @@ fn gc_uses_the_task_store_and_a_corrupt_task_file_is_reported() {
     env.add_project(&["--pool-size", "2"]);
     let t = create(&env, &["g/x", "g", "--harness", "fake-exit0"]);
     let tid = id(&t);
-    // The task's record vanishes behind orange's back: gc frees its workspace.
+    // The task's record vanishes behind orange's back (its session too: a live one would
+    // be stopped by the reconciliation every command starts with): gc frees its workspace.
+    env.tmux
+        .ok(&["kill-session", "-t", t["tmux_session_id"].as_str().unwrap()]);
     std::fs::remove_dir_all(env.home.join(format!("tasks/app/{tid}"))).unwrap();
     let gc = env.ok(&["workspace", "gc"]);
     assert_eq!(gc["released"], serde_json::json!(["app--1"]), "{gc}");

@@ -83,6 +83,7 @@ fn create_exists_send_text_exit_status_and_kill() {
             ],
             width: None,
             height: None,
+            marks: vec![],
         },
         &exit_file,
     )

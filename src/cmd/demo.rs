@@ -286,6 +286,7 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
         ],
         width: None,
         height: None,
+        marks: vec![],
     })?;
     if !fresh {
         // A server that was already running (ORANGE_TMUX_SOCKET): it never read our

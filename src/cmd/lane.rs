@@ -90,6 +90,7 @@ fn rows(lanes: &[LaneRecord]) -> String {
 
 pub fn run(ctx: &Ctx, cmd: LaneCmd) -> Result<Out> {
     let lanes = Lanes::new(&ctx.home);
+    super::reconcile(ctx);
     match cmd {
         LaneCmd::Create(a) => {
             let inputs = json!({"task_id": a.task_id, "base_ref": a.base_ref, "worktree_path": a.worktree_path,

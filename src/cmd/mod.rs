@@ -118,6 +118,25 @@ pub fn dispatch(ctx: &Ctx, cmd: Command) -> Result<Out> {
     }
 }
 
+/// Repair what crashed commands left behind, before a command that changes state (see
+/// `reconcile`). Never fails the command: a repair that cannot be made now is logged and
+/// tried again by the next command or monitor pass. Each repair is said on stderr.
+pub fn reconcile(ctx: &Ctx) {
+    match crate::reconcile::reconcile(&ctx.home, &crate::tmux::Tmux::from_env()) {
+        Ok(repairs) => {
+            for r in repairs {
+                eprintln!("orange: repaired: {r}");
+            }
+        }
+        Err(e) => store::log(
+            &ctx.home,
+            "warn",
+            "reconcile failed",
+            serde_json::json!({"error": e.to_string(), "code": e.code()}),
+        ),
+    }
+}
+
 /// Run a mutating operation and write its audit line, success or failure.
 pub fn audited<T: serde::Serialize>(
     ctx: &Ctx,

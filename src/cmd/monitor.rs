@@ -91,6 +91,7 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
 }
 
 pub fn restore(ctx: &Ctx, a: RestoreArgs) -> Result<Out> {
+    super::reconcile(ctx);
     let mut tasks = Tasks::new(&ctx.home);
     let orphans = tasks.orphaned()?;
     if !a.yes {

@@ -181,6 +181,8 @@ pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
             | TaskCmd::Peek { .. }
             | TaskCmd::Attach { .. }
     );
+    // Every task command sees repaired state (a crashed command's leftovers).
+    super::reconcile(ctx);
     let out = run_command(ctx, cmd);
     if mutating {
         // Failed commands change state too (a task recorded as failed).

@@ -99,6 +99,7 @@ pub fn run(ctx: &Ctx, cmd: WorkspaceCmd) -> Result<Out> {
         cmd,
         WorkspaceCmd::Release { .. } | WorkspaceCmd::Gc { dry_run: false, .. }
     );
+    super::reconcile(ctx);
     let out = run_command(ctx, cmd)?;
     if frees {
         // A queued task may have started.
@@ -196,7 +197,11 @@ fn run_command(ctx: &Ctx, cmd: WorkspaceCmd) -> Result<Out> {
             let r = {
                 let _tasks_lock = tasks.lock(&p.name)?;
                 audited(ctx, "workspace.gc", inputs, || {
-                    pool::gc(&ctx.home, &p, &tasks, force, dry_run)
+                    let busy = crate::reconcile::agent_workspaces(
+                        &ctx.home,
+                        &crate::tmux::Tmux::from_env(),
+                    )?;
+                    pool::gc(&ctx.home, &p, &tasks, &busy, force, dry_run)
                 })?
             };
             let next = if !dry_run && !r.released.is_empty() {
