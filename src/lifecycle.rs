@@ -314,6 +314,7 @@ impl<'a> Tasks<'a> {
                 permission_mode: None,
                 pr: None,
                 failure: None,
+                tmux_server: None,
             };
             let dir = self.store.dir(&project.name, &task.id);
             store::ensure_dir(&dir)?;
@@ -579,6 +580,7 @@ impl<'a> Tasks<'a> {
         task.workspace = Some(ws_name.to_string());
         task.tmux_session = Some(info.name);
         task.tmux_session_id = Some(info.id);
+        task.tmux_server = self.tmux.server_identity()?;
         task.tmux_pane_id = Some(info.pane_id);
         Ok(())
     }

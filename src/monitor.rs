@@ -148,10 +148,13 @@ pub struct Monitor<'a> {
     workspaces: std::collections::HashMap<String, std::path::PathBuf>,
     /// The task being checked was respawned by its policy (its agent.json is new).
     respawned: bool,
+    /// The tmux server instance watched: tasks started on another are not this monitor's.
+    server: Option<crate::tmux::ServerId>,
 }
 
 impl<'a> Monitor<'a> {
     pub fn new(home: &'a Home, tmux: Tmux) -> Result<Monitor<'a>> {
+        let server = tmux.server_identity().ok().flatten();
         Ok(Monitor {
             home,
             tasks: Tasks::new(home).with_tmux(tmux.clone()),
@@ -159,6 +162,7 @@ impl<'a> Monitor<'a> {
             tmux,
             workspaces: Default::default(),
             respawned: false,
+            server,
         })
     }
 
@@ -199,6 +203,11 @@ impl<'a> Monitor<'a> {
         let mut observed = Vec::new();
         for task in self.tasks.store.list(None)? {
             if !task.status.is_active() || task.tmux_session_id.is_none() {
+                continue;
+            }
+            // Its session lives on another tmux server (or on one that is gone): not ours
+            // to judge. (`orange restore` restarts tasks of a server that is gone.)
+            if task.tmux_server.is_some() && task.tmux_server != self.server {
                 continue;
             }
             report.checked += 1;
@@ -863,11 +872,13 @@ pub fn agent_hook(
     )
 }
 
-/// The lock that makes `orange monitor` one per tmux server.
-pub fn singleton(home: &Home, tmux: &Tmux) -> Result<Option<LockGuard>> {
-    let key: String = tmux
-        .server_args()
-        .join("_")
+/// The lock that makes `orange monitor` one per tmux server instance and ORANGE_HOME
+/// (`run/monitor-<socket>-<pid>-<start>.lock`, its identity beside it in `.json`): a new
+/// server on the same socket gets its own monitor while the old one notices its server is
+/// gone and exits.
+pub fn singleton(home: &Home, server: &crate::tmux::ServerId) -> Result<Option<LockGuard>> {
+    let socket: String = server
+        .socket
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' {
@@ -877,17 +888,13 @@ pub fn singleton(home: &Home, tmux: &Tmux) -> Result<Option<LockGuard>> {
             }
         })
         .collect();
-    let key = if key.is_empty() {
-        "default".to_string()
-    } else {
-        key
-    };
+    let key = format!("{socket}-{}-{}", server.pid, server.start_time);
     let path = home.root.join("run").join(format!("monitor-{key}.lock"));
     match LockGuard::acquire_within(&path, Duration::from_millis(0)) {
         Ok(g) => {
-            let _ = std::fs::write(
-                home.root.join("run").join(format!("monitor-{key}.pid")),
-                std::process::id().to_string(),
+            let _ = store::write_json_atomic(
+                &path.with_extension("json"),
+                &json!({"pid": std::process::id(), "server": server}),
             );
             Ok(Some(g))
         }

@@ -26,7 +26,7 @@ use crate::pool;
 use crate::project;
 use crate::store::{self, Home};
 use crate::task::{self, Status, TaskStore};
-use crate::tmux::{MarkedSession, Tmux};
+use crate::tmux::{MarkedSession, ServerId, Tmux};
 
 pub const TASK_MARK: &str = task::SESSION_MARK;
 pub const LANE_MARK: &str = "@orange_lane";
@@ -102,6 +102,11 @@ pub fn reconcile(home: &Home, tmux: &Tmux) -> Result<Vec<Repair>> {
         Err(OrangeError::BackendNotFound(_)) => vec![],
         Err(e) => return Err(e),
     };
+    let server = if sessions.is_empty() {
+        None
+    } else {
+        tmux.server_identity()?
+    };
     let root = home.root.display().to_string();
     let ours: Vec<&MarkedSession> = sessions
         .iter()
@@ -130,7 +135,12 @@ pub fn reconcile(home: &Home, tmux: &Tmux) -> Result<Vec<Repair>> {
             .collect();
         for s in &mine {
             if let Some(id) = s.mark(TASK_MARK) {
-                repairs.extend(task_session(home, tmux, &store, &name, id, s, &mine)?);
+                let on = Seen {
+                    session: s,
+                    all: &mine,
+                    server: server.as_ref(),
+                };
+                repairs.extend(task_session(home, tmux, &store, &name, id, &on)?);
             }
         }
         repairs.extend(bindings(home, &store, &name)?);
@@ -147,6 +157,14 @@ pub fn reconcile(home: &Home, tmux: &Tmux) -> Result<Vec<Repair>> {
     Ok(repairs)
 }
 
+/// A session as one reconciliation saw it.
+struct Seen<'a> {
+    session: &'a MarkedSession,
+    /// The project's marked sessions.
+    all: &'a [&'a MarkedSession],
+    server: Option<&'a ServerId>,
+}
+
 /// One task session (the project's lock held).
 fn task_session(
     home: &Home,
@@ -154,9 +172,9 @@ fn task_session(
     store: &TaskStore,
     project: &str,
     id: &str,
-    s: &MarkedSession,
-    all: &[&MarkedSession],
+    on: &Seen<'_>,
 ) -> Result<Option<Repair>> {
+    let (s, all) = (on.session, on.all);
     let stop = |reason: String| -> Result<Option<Repair>> {
         tmux.kill_session(&s.id)?;
         if let (Some(ws), Ok(p)) = (s.mark(WORKSPACE_MARK), project::get(home, project)) {
@@ -180,6 +198,7 @@ fn task_session(
         t.tmux_session = Some(s.name.clone());
         t.tmux_session_id = Some(s.id.clone());
         t.tmux_pane_id = Some(s.pane_id.clone());
+        t.tmux_server = on.server.cloned();
     };
     match t.status {
         st if st.is_active() => {

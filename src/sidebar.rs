@@ -318,6 +318,7 @@ pub fn lane_task(home: &Home, lane_id: &str) -> Result<Task> {
         permission_mode: None,
         pr: None,
         failure: None,
+        tmux_server: None,
     })
 }
 

@@ -154,6 +154,10 @@ pub struct Task {
     pub permission_mode: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pr: Option<serde_json::Value>,
+    /// The tmux server instance its session was started on: a monitor acts only on the
+    /// tasks of its own server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmux_server: Option<crate::tmux::ServerId>,
     /// Why a `failed` task could not start (cleared when it starts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,

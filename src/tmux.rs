@@ -96,6 +96,15 @@ pub struct NewSession {
     pub marks: Vec<(String, String)>,
 }
 
+/// One tmux server instance: its socket, and the pid and start time that tell it from a
+/// later server on the same socket.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+pub struct ServerId {
+    pub socket: String,
+    pub pid: u32,
+    pub start_time: u64,
+}
+
 /// A session and orange's marks on it (empty when unset): see [`Tmux::marked_sessions`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MarkedSession {
@@ -1160,6 +1169,28 @@ impl Tmux {
         cmd.push_param(msg.replace('#', "##"));
         self.run(vec![cmd])?;
         Ok(())
+    }
+
+    /// Which server instance answers on this socket; `None` when none runs.
+    pub fn server_identity(&self) -> Result<Option<ServerId>> {
+        let fields = ["socket_path", "pid", "start_time"];
+        let mut cmd = raw("display-message");
+        cmd.push_flag("-p");
+        cmd.push_param(format_of(&fields));
+        let ran = self.exec(vec![cmd])?;
+        if ran.no_server() {
+            return Ok(None);
+        }
+        let out = ran.ok()?;
+        let r = records(&out, fields.len())?;
+        let Some(r) = r.first() else {
+            return Ok(None);
+        };
+        Ok(Some(ServerId {
+            socket: r[0].to_string(),
+            pid: num(r[1], "pid")?,
+            start_time: num(r[2], "start_time")?,
+        }))
     }
 
     /// Kill the whole server. Fine when none runs.

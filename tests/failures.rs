@@ -538,3 +538,83 @@ fn a_lane_still_being_created_is_left_to_its_creator() {
     holder.wait().unwrap();
     assert_eq!(lanes(&env)[0]["state"], "error");
 }
+
+#[test]
+fn a_monitor_exits_when_its_server_is_replaced_on_the_same_socket() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    create(&env, &["s/a", "a", "--harness", "fake-wait"]);
+    let mut monitor = env
+        .cmd_in(&env.repo, &["monitor", "--interval", "200ms", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let run = env.home.join("run");
+    let identity = || -> Option<Value> {
+        std::fs::read_dir(&run).ok()?.flatten().find_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name.starts_with("monitor-") && name.ends_with(".json"))
+                .then(|| serde_json::from_str(&std::fs::read_to_string(e.path()).ok()?).ok())
+                .flatten()
+        })
+    };
+    common::wait_for("the monitor to record its server", 10, || {
+        identity().is_some()
+    });
+    let recorded = identity().unwrap();
+    assert_eq!(recorded["server"]["socket"], env.tmux.socket_path.as_str());
+    // The server is replaced at once by a new one on the same socket (as `orange demo`
+    // does when it is run again).
+    env.tmux.ok(&["kill-server"]);
+    common::wait_for("a new server on the socket", 10, || {
+        std::process::Command::new("tmux")
+            .args(["-L", &env.tmux.socket, "-f", "/dev/null"])
+            .args(["new-session", "-d", "-s", "newcomer", "sleep", "600"])
+            .env_remove("TMUX")
+            .output()
+            .unwrap()
+            .status
+            .success()
+    });
+    let mut status = None;
+    common::wait_for("the old monitor to exit", 10, || {
+        status = monitor.try_wait().unwrap();
+        status.is_some()
+    });
+    let mut text = String::new();
+    std::io::Read::read_to_string(monitor.stdout.as_mut().unwrap(), &mut text).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["running"], false, "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("gone"), "{v}");
+    assert!(identity().is_none(), "its identity file is removed");
+}
+
+#[test]
+fn a_monitor_on_another_server_leaves_this_servers_tasks_alone() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let a = create(&env, &["s/b", "b", "--harness", "fake-wait"]);
+    assert_eq!(
+        env.task(&id(&a))["tmux_server"]["socket"],
+        env.tmux.socket_path.as_str()
+    );
+    let other = common::TmuxServer::start(&env.root(), &[]);
+    let out = env
+        .cmd_in(&env.repo, &["monitor", "--once", "--json"])
+        .env("ORANGE_TMUX_SOCKET", &other.socket)
+        .output()
+        .unwrap();
+    let pass: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(pass["checked"], 0, "{pass}");
+    let t = env.task(&id(&a));
+    assert_eq!(t["crash_count"], 0, "{t}");
+    assert_eq!(t["session"]["state"], "live", "{t}");
+    let history =
+        std::fs::read_to_string(env.home.join(format!("tasks/app/{}/history.jsonl", id(&a))))
+            .unwrap();
+    assert!(!history.contains("crash"), "{history}");
+    assert!(!history.contains("escalat"), "{history}");
+    // Its own server's monitor does check it.
+    let pass = env.ok(&["monitor", "--once"]);
+    assert_eq!(pass["checked"], 1, "{pass}");
+}

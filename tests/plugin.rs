@@ -1122,7 +1122,7 @@ fn the_monitor_starts_once_per_server_and_new_sessions_can_open_with_the_sidebar
             .map(|d| {
                 d.flatten().any(|e| {
                     e.file_name().to_string_lossy().starts_with("monitor-")
-                        && e.file_name().to_string_lossy().ends_with(".pid")
+                        && e.file_name().to_string_lossy().ends_with(".json")
                 })
             })
             .unwrap_or(false)

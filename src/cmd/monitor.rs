@@ -49,11 +49,22 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
     }
     let interval = humantime::parse_duration(&a.interval)
         .map_err(|e| OrangeError::invalid(format!("invalid --interval {:?}: {e}", a.interval)))?;
-    let Some(_guard) = monitor::singleton(&ctx.home, &tmux)? else {
+    let Some(server) = tmux.server_identity()? else {
+        return Ok(Out::new(
+            json!({"running": false, "reason": "no tmux server runs"}),
+            "orange monitor: no tmux server runs\n",
+        ));
+    };
+    let Some(guard) = monitor::singleton(&ctx.home, &server)? else {
         return Ok(Out::new(
             json!({"running": false, "reason": "a monitor already runs for this tmux server"}),
             "orange monitor already runs for this tmux server\n",
         ));
+    };
+    let stop = |reason: &str| {
+        let _ = std::fs::remove_file(guard.path().with_extension("json"));
+        let _ = std::fs::remove_file(guard.path());
+        Ok(Out::new(json!({"running": false, "reason": reason}), ""))
     };
     let mut idle_servers = 0;
     loop {
@@ -63,6 +74,18 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
                 json!({"running": false, "reason": "ORANGE_HOME is gone"}),
                 "",
             ));
+        }
+        // The server it watches is gone, or replaced by a new one on the same socket:
+        // that one is not this monitor's (it gets its own).
+        match tmux.server_identity() {
+            Ok(Some(now)) if now == server => {}
+            Ok(_) => return stop("the tmux server it watched is gone"),
+            Err(e) => crate::store::log(
+                &ctx.home,
+                "warn",
+                "monitor: tmux did not answer",
+                json!({"error": e.to_string()}),
+            ),
         }
         let mut m = Monitor::new(&ctx.home, tmux.clone())?;
         if let Err(e) = m.pass() {
@@ -78,10 +101,7 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
         if tmux.list_sessions().map(|s| s.is_empty()).unwrap_or(true) {
             idle_servers += 1;
             if idle_servers >= 2 {
-                return Ok(Out::new(
-                    json!({"running": false, "reason": "the tmux server is gone"}),
-                    "",
-                ));
+                return stop("the tmux server is gone");
             }
         } else {
             idle_servers = 0;

@@ -222,7 +222,7 @@ pub const HOSTILE_TMUX_CONF: &str = "set -g base-index 1\nsetw -g pane-base-inde
 pub struct TmuxServer {
     pub socket: String,
     pub conf: PathBuf,
-    socket_path: String,
+    pub socket_path: String,
 }
 
 impl TmuxServer {
