@@ -290,16 +290,16 @@ fn the_monitor_started_twice_runs_once() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let pidfile = std::fs::read_dir(env.home.join("run")).ok();
     wait_for("the first monitor to take its lock", 10, || {
         std::fs::read_dir(env.home.join("run"))
             .map(|d| {
-                d.flatten()
-                    .any(|e| e.file_name().to_string_lossy().ends_with(".pid"))
+                d.flatten().any(|e| {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    n.starts_with("monitor-") && n.ends_with(".json")
+                })
             })
             .unwrap_or(false)
     });
-    let _ = pidfile;
     let second = env.ok(&["monitor"]);
     assert_eq!(second["running"], false);
     assert!(
