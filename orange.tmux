@@ -90,6 +90,14 @@ run() {
   tq "$v" "$RUNSH #{q:pane_id} $B $*"
   printf -v "$v" 'run-shell -b %s' "${!v}"
 }
+# act VAR ARGS…: like run, and the outcome on the status line on success too (an action
+# that ends the session you are in moves you to another one first, then says what it did).
+act() {
+  local v=$1
+  shift
+  tq "$v" "$RUNSH -m #{q:pane_id} $B $*"
+  printf -v "$v" 'run-shell -b %s' "${!v}"
+}
 # popup VAR ACTION [SIZE]: popup.sh ACTION in a popup, in the pane's directory.
 popup() {
   tq "$1" "$POPUPSH $B $2"
@@ -136,11 +144,11 @@ tq y "display-message 'orange: no task sessions on this server'"
 K_PICK="if-shell -F '#{S:#{?@orange_task,1,}}' $x $y"
 run K_NEXT plugin next --client '#{q:client_name}' --session '#{q:session_id}'
 popup A_SHOW show
-run A_RESPAWN task respawn "$T"
-run x task merge "$T"
+act A_RESPAWN task respawn "$T"
+act x task merge "$T"
 confirm A_MERGE "Merge task $T? (y/n)" "$x"
 popup A_PR pr
-run x task cancel --yes "$T"
+act x task cancel --yes "$T"
 confirm A_CANCEL "Cancel task $T? (y/n)" "$x"
 # m: actions for the task of this session; outside one its items hide themselves.
 menu K_ACTIONS "orange#{?@orange_task, task $T,}" \

@@ -641,7 +641,10 @@ impl<'a> Tasks<'a> {
         let project = project::get(self.home, &task.project)?;
         let harness = Harness::named(&task.harness, self.config()?)?;
         self.preflight(&harness)?;
+        // The people looking at the dead agent are taken to the new one.
+        let mut watchers = vec![];
         if let Some(old) = task.tmux_session_id.clone() {
+            watchers = self.tmux.clients_of(&old)?;
             self.tmux.kill_session(&old)?;
         }
         let (ws_name, ws_path) = match &task.workspace {
@@ -674,6 +677,11 @@ impl<'a> Tasks<'a> {
         self.recovery = None;
         started?;
         crate::fault::point("respawn.started");
+        if let Some(new) = &task.tmux_session_id {
+            for c in &watchers {
+                let _ = self.tmux.switch_client_of(Some(c), new);
+            }
+        }
         task.updated_at = store::now_rfc3339();
         self.store.save(&task)?;
         self.store.append_history(

@@ -712,11 +712,76 @@ impl Tmux {
         Ok(info)
     }
 
-    /// Kill a session (exact name or id). `Ok(false)` when there was no such session.
+    /// Kill a session (exact name or id). `Ok(false)` when there was no such session. The
+    /// clients attached to it are moved elsewhere first (see [`Tmux::rescue_clients`]): a
+    /// person whose session ends (a menu's Merge or Cancel run inside it) stays in tmux.
     pub fn kill_session(&self, target: &str) -> Result<bool> {
+        self.rescue_clients(target)?;
         self.exec_found(vec![ti::KillSession::new()
             .target_session(session_target(target))
             .build()])
+    }
+
+    /// The names of the clients attached to a session (none when it does not exist).
+    pub fn clients_of(&self, target: &str) -> Result<Vec<String>> {
+        Ok(self.client_rows(target)?.into_iter().map(|r| r.0).collect())
+    }
+
+    /// `(client name, its last session, its session)` of the clients attached to `target`.
+    fn client_rows(&self, target: &str) -> Result<Vec<(String, String, String)>> {
+        let fields = ["client_name", "client_last_session", "client_session"];
+        let mut cmd = raw("list-clients");
+        cmd.push_option("-t", session_target(target));
+        cmd.push_option("-F", format_of(&fields));
+        let ran = self.exec(vec![cmd])?;
+        if ran.missing() || ran.no_server() {
+            return Ok(vec![]);
+        }
+        let out = ran.ok()?;
+        Ok(records(&out, fields.len())?
+            .into_iter()
+            .map(|r| (r[0].to_string(), r[1].to_string(), r[2].to_string()))
+            .collect())
+    }
+
+    /// Move the clients attached to `target` to another session before it ends: each to
+    /// its last session, else to the most recently used other one, else to a new session
+    /// `orange` in the home directory. (tmux would otherwise detach them: `[exited]`.)
+    pub fn rescue_clients(&self, target: &str) -> Result<()> {
+        let clients = self.client_rows(target)?;
+        if clients.is_empty() {
+            return Ok(());
+        }
+        let mut others: Vec<SessionRow> = self.list_sessions()?;
+        others.sort_by_key(|o| std::cmp::Reverse(o.activity));
+        for (client, last, current) in clients {
+            let dest = others
+                .iter()
+                .find(|o| o.name == last && o.name != current)
+                .or_else(|| others.iter().find(|o| o.name != current))
+                .map(|o| o.id.clone());
+            let dest = match dest {
+                Some(d) => d,
+                None => {
+                    let home = std::env::var("HOME").unwrap_or_else(|_| "/".into());
+                    let info = self.new_session(&NewSession {
+                        name: "orange".into(),
+                        cwd: PathBuf::from(home),
+                        ..Default::default()
+                    })?;
+                    others.push(SessionRow {
+                        id: info.id.clone(),
+                        name: info.name,
+                        attached: false,
+                        activity: 0,
+                        windows: 1,
+                    });
+                    info.id
+                }
+            };
+            self.switch_client_of(Some(&client), &dest)?;
+        }
+        Ok(())
     }
 
     /// Does this exact session (name or id) exist? `false` also when no server runs.

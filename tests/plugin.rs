@@ -1178,3 +1178,79 @@ fn the_monitor_starts_once_per_server_and_new_sessions_can_open_with_the_sidebar
         let _ = std::process::Command::new("kill").arg(p).status();
     }
 }
+
+/// Issue 11: Merge, Cancel and Respawn from the `m` menu, run inside the task's own
+/// session, used to kill it under the client (`[exited]`) and lose the outcome.
+#[test]
+fn menu_actions_that_end_your_session_keep_you_in_tmux_and_say_what_they_did() {
+    let env = TaskEnv::new();
+    env.add_project(&["--pool-size", "3"]);
+    tell_server_home(&env);
+    let _plugin = load_plugin(&env.tmux);
+    let gone = create(
+        &env,
+        &["menu/cancel", "cancel me", "--harness", "fake-wait"],
+    );
+    let dead = create(
+        &env,
+        &["menu/respawn", "respawn me", "--harness", "fake-exit0"],
+    );
+    env.wait_session(&id(&gone), "live");
+    env.wait_session(&id(&dead), "dead");
+    env.tmux.ok(&["new-session", "-d", "-s", "work"]);
+    let client = Client::attach(&env.root(), &env.tmux, "=work");
+
+    // Cancel, from inside the task's session: back to the session you came from.
+    client.switch_to(&env.tmux, &task_session(&env, &gone));
+    client.press(&["C-b", "O", "m"]);
+    client.wait_screen("the task's actions", |s| s.contains("Cancel the task"));
+    client.press(&["x"]);
+    client.wait_screen("the confirmation", |s| s.contains("(y/n)"));
+    client.press(&["y"]);
+    wait_for("the task to be cancelled", 10, || {
+        env.task(&id(&gone))["status"] == "cancelled"
+    });
+    wait_for("the outcome on the status line", 10, || {
+        client
+            .messages(&env.tmux)
+            .contains(&format!("cancelled task {}", id(&gone)))
+    });
+    assert_eq!(client.session(&env.tmux), "work");
+    assert!(!client.screen().contains("[exited]"), "{}", client.screen());
+
+    // Respawn, from inside the dead agent's session: on to the new agent's session.
+    client.switch_to(&env.tmux, &task_session(&env, &dead));
+    client.press(&["C-b", "O", "m"]);
+    client.wait_screen("the task's actions", |s| s.contains("Respawn the agent"));
+    client.press(&["r"]);
+    wait_for("the outcome on the status line", 10, || {
+        client
+            .messages(&env.tmux)
+            .contains(&format!("respawned task {}", id(&dead)))
+    });
+    let new_sid = env.task(&id(&dead))["tmux_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(new_sid, dead["tmux_session_id"].as_str().unwrap());
+    let now = env
+        .tmux
+        .ok(&["display", "-p", "-c", &client.name, "#{session_id}"]);
+    assert_eq!(now, new_sid);
+    assert!(!client.screen().contains("[exited]"), "{}", client.screen());
+}
+
+/// The last session but the task's own: the client is moved to one orange makes.
+#[test]
+fn a_client_whose_only_session_ends_is_moved_to_an_orange_session() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let t = create(&env, &["only/one", "only", "--harness", "fake-wait"]);
+    env.tmux.ok(&["kill-session", "-t", "=keepalive"]);
+    let client = Client::attach(&env.root(), &env.tmux, &task_session(&env, &t));
+    env.ok(&["task", "cancel", "--yes", &id(&t)]);
+    wait_for("the client on the orange session", 10, || {
+        client.session(&env.tmux) == "orange"
+    });
+    assert!(!client.screen().contains("[exited]"), "{}", client.screen());
+}

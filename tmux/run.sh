@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Run orange for a key binding or a menu item: nothing printed on success (run-shell would
-# open the output in the pane), the error on the status line on failure.
-# usage: run.sh PANE BIN ARGS...   (PANE becomes $TMUX_PANE, as if run in that pane)
+# Run orange for a key binding or a menu item: the error on the status line on failure;
+# with -m, the outcome (the first line orange printed) on success too, else nothing (run-shell
+# would open the output in the pane).
+# usage: run.sh [-m] PANE BIN ARGS...   (PANE becomes $TMUX_PANE, as if run in that pane)
+show=
+if [[ $1 == -m ]]; then
+  show=1
+  shift
+fi
 pane=$1 bin=$2
 shift 2
 [[ $pane == %* ]] && export TMUX_PANE=$pane
@@ -9,9 +15,17 @@ if [[ ! -x $bin ]]; then
   tmux display-message "orange: $bin is not built yet (or @orange-bin is wrong)"
   exit 0
 fi
-if ! err=$("$bin" "$@" 2>&1 >/dev/null); then
+errfile=$(mktemp "${TMPDIR:-/tmp}/orange-run.XXXXXX") || exit 0
+if out=$("$bin" "$@" 2>"$errfile"); then
+  if [[ -n $show && -n $out ]]; then
+    out=${out%%$'\n'*}
+    tmux display-message "orange: ${out//#/##}"
+  fi
+else
+  err=$(<"$errfile")
   err=${err##*$'\n'}
   err=${err:-orange $1 failed}
   tmux display-message "${err//#/##}"
 fi
+rm -f "$errfile"
 exit 0
