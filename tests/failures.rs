@@ -618,3 +618,20 @@ fn a_monitor_on_another_server_leaves_this_servers_tasks_alone() {
     let pass = env.ok(&["monitor", "--once"]);
     assert_eq!(pass["checked"], 1, "{pass}");
 }
+
+#[test]
+fn an_active_tasks_workspace_cannot_be_released_from_under_its_agent() {
+    let env = TaskEnv::new();
+    env.add_project(&["--pool-size", "1"]);
+    let a = create(&env, &["w/a", "a", "--harness", "fake-wait"]);
+    for args in [
+        &["workspace", "release", "app--1"][..],
+        &["workspace", "release", "app--1", "--force"][..],
+    ] {
+        let m = env.err(args, "invalid_transition");
+        assert!(m.contains(&id(&a)) && m.contains("task cancel"), "{m}");
+    }
+    assert_eq!(bound(&env), vec![("app--1".to_string(), id(&a))]);
+    let b = create(&env, &["w/b", "b", "--harness", "fake-wait"]);
+    assert_eq!(b["outcome"], "queued", "{b}");
+}

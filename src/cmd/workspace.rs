@@ -172,6 +172,15 @@ fn run_command(ctx: &Ctx, cmd: WorkspaceCmd) -> Result<Out> {
             };
             let inputs = json!({"project": p.name, "name": name, "force": force});
             let outcome = audited(ctx, "workspace.release", inputs, || {
+                // An active task's agent works in it: freed, it would go to the next task
+                // while that agent runs on. The task gives it back when it ends.
+                if let Some(label) = ws.task.as_deref() {
+                    if pool::TaskLookup::is_live(&tasks, &p.name, label) {
+                        return Err(OrangeError::InvalidTransition(format!(
+                            "workspace {name} belongs to task {label}, which is active; `orange task merge {label}` or `orange task cancel {label}` returns it"
+                        )));
+                    }
+                }
                 pool::release(&ctx.home, &p, &name, force).map(|o| o.describe())
             })?;
             let ws = pool::find(&ctx.home, &name)?;
