@@ -66,6 +66,16 @@ fn state_files_without_their_required_fields_are_corrupt_not_empty() {
         let path = env.home.join(file);
         let before = std::fs::read(&path).ok();
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        // Wrong types parse as JSON but hold nothing orange can use.
+        for wrong in [
+            "[]",
+            "\"x\"",
+            "{\"workspaces\": [], \"projects\": 3, \"lanes\": []}",
+        ] {
+            std::fs::write(&path, wrong).unwrap();
+            let msg = expect_error(&args, env.json(&args), "state_corrupt");
+            assert!(msg.contains(path.to_str().unwrap()), "{wrong}: {msg}");
+        }
         std::fs::write(&path, "{}").unwrap();
         let msg = expect_error(&args, env.json(&args), "state_corrupt");
         assert!(msg.contains(path.to_str().unwrap()), "{msg}");
@@ -86,6 +96,21 @@ fn state_files_without_their_required_fields_are_corrupt_not_empty() {
     // Restored: the bound workspace is still bound.
     let list = env.ok(&["workspace", "list"]);
     assert!(list.to_string().contains("keep-me"), "{list}");
+    // A task.json without its fields, or with a wrong type: state_corrupt with its path.
+    let t = env.ok(&["task", "create", "sc/a", "x", "--no-spawn"]);
+    let path = env
+        .home
+        .join(format!("tasks/app/{}/task.json", t["id"].as_str().unwrap()));
+    let good = std::fs::read_to_string(&path).unwrap();
+    for wrong in ["{}".to_string(), good.replace("\"pending\"", "7")] {
+        std::fs::write(&path, &wrong).unwrap();
+        let msg = expect_error(
+            &["task", "list"],
+            env.json(&["task", "list"]),
+            "state_corrupt",
+        );
+        assert!(msg.contains(path.to_str().unwrap()), "{wrong}: {msg}");
+    }
 }
 
 #[test]
