@@ -1,10 +1,29 @@
-//! Fault injection for the crash tests: with `ORANGE_CRASH_AT=<point>` orange dies at that
-//! point as a SIGKILL would leave it (no destructor runs, no file is cleaned up; the kernel
-//! drops its locks). The points are named `<operation>.<step>`; see `tests/failures.rs`.
+//! Fault injection for the crash and race tests. With `ORANGE_CRASH_AT=<point>` orange dies
+//! at that point as a SIGKILL would leave it (no destructor runs, no file is cleaned up; the
+//! kernel drops its locks). With `ORANGE_PAUSE_AT=<point>` and `ORANGE_PAUSE_DIR=<dir>` it
+//! writes `<dir>/<point>.paused` there and waits (at most a minute) for `<dir>/<point>.go`:
+//! a test runs another command in between. The points are named `<operation>.<step>`; see
+//! `tests/failures.rs`.
 
 /// Die here if this is the point asked for.
 pub fn point(name: &str) {
     if std::env::var_os("ORANGE_CRASH_AT").is_some_and(|v| v == name) {
         std::process::abort();
+    }
+}
+
+/// Wait here, if this is the point asked for, until the test says go.
+pub fn pause(name: &str) {
+    if !std::env::var_os("ORANGE_PAUSE_AT").is_some_and(|v| v == name) {
+        return;
+    }
+    let Some(dir) = std::env::var_os("ORANGE_PAUSE_DIR").map(std::path::PathBuf::from) else {
+        return;
+    };
+    let _ = std::fs::write(dir.join(format!("{name}.paused")), "");
+    let go = dir.join(format!("{name}.go"));
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !go.exists() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }

@@ -433,6 +433,7 @@ impl<'a> Monitor<'a> {
         now: chrono::DateTime<chrono::Utc>,
         report: &mut PassReport,
     ) -> Result<()> {
+        crate::fault::pause("monitor.observed");
         let dir = self.tasks.store.dir(&task.project, &task.id);
         let before = info.clone();
         let state = seen.state.unwrap_or(State::Unknown);

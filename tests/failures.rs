@@ -635,3 +635,38 @@ fn an_active_tasks_workspace_cannot_be_released_from_under_its_agent() {
     let b = create(&env, &["w/b", "b", "--harness", "fake-wait"]);
     assert_eq!(b["outcome"], "queued", "{b}");
 }
+
+#[test]
+fn a_task_cancelled_while_a_monitor_pass_looks_at_it_is_never_escalated_or_counted_crashed() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let a = create(&env, &["race/a", "a", "--harness", "fake-exit0"]);
+    env.wait_session(&id(&a), "dead");
+    let pause = tempfile::tempdir().unwrap();
+    // The pass has seen the dead agent and stops right before it records anything.
+    let mut monitor = env
+        .cmd_in(&env.repo, &["monitor", "--once", "--json"])
+        .env("ORANGE_PAUSE_AT", "monitor.observed")
+        .env("ORANGE_PAUSE_DIR", pause.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::wait_for("the pass to pause", 20, || {
+        pause.path().join("monitor.observed.paused").exists()
+    });
+    env.ok(&["task", "cancel", "--yes", &id(&a)]);
+    std::fs::write(pause.path().join("monitor.observed.go"), "").unwrap();
+    assert!(monitor.wait().unwrap().success());
+    let t = env.task(&id(&a));
+    assert_eq!(t["status"], "cancelled", "{t}");
+    assert_eq!(t["crash_count"], 0, "{t}");
+    assert_eq!(t["agent"]["escalated"], Value::Null, "{t}");
+    let history =
+        std::fs::read_to_string(env.home.join(format!("tasks/app/{}/history.jsonl", id(&a))))
+            .unwrap();
+    let after_cancel = history.split("task.cancelled").nth(1).unwrap();
+    assert!(!after_cancel.contains("crash"), "{history}");
+    assert!(!after_cancel.contains("escalat"), "{history}");
+    let out = env.cmd(&["task", "list"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("needs you"));
+}
