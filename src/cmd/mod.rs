@@ -122,6 +122,10 @@ pub fn dispatch(ctx: &Ctx, cmd: Command) -> Result<Out> {
 /// `reconcile`). Never fails the command: a repair that cannot be made now is logged and
 /// tried again by the next command or monitor pass. Each repair is said on stderr.
 pub fn reconcile(ctx: &Ctx) {
+    // Off only for measurements and debugging (`scripts/bench-reconcile.sh`).
+    if std::env::var_os("ORANGE_RECONCILE").is_some_and(|v| v == "0") {
+        return;
+    }
     match crate::reconcile::reconcile(&ctx.home, &crate::tmux::Tmux::from_env()) {
         Ok(repairs) => {
             for r in repairs {
