@@ -1019,13 +1019,7 @@ impl Tmux {
             "session_activity",
             "session_windows",
         ];
-        let ran = self.exec(vec![ti::ListSessions::new()
-            .format(format_of(&fields))
-            .build()])?;
-        if ran.no_server() {
-            return Ok(Vec::new());
-        }
-        let out = ran.ok()?;
+        let out = self.list_sessions_as(&fields)?;
         records(&out, fields.len())?
             .iter()
             .map(|r| {
@@ -1040,6 +1034,17 @@ impl Tmux {
             .collect()
     }
 
+    /// `list-sessions` with `fields` (see [`records`]); empty when no server runs.
+    fn list_sessions_as(&self, fields: &[&str]) -> Result<String> {
+        let ran = self.exec(vec![ti::ListSessions::new()
+            .format(format_of(fields))
+            .build()])?;
+        if ran.no_server() {
+            return Ok(String::new());
+        }
+        ran.ok()
+    }
+
     /// Every session with the session options `marks` (`@orange_task`…), in one tmux
     /// call. Empty when no server runs.
     pub fn marked_sessions(&self, marks: &[&str]) -> Result<Vec<MarkedSession>> {
@@ -1048,13 +1053,7 @@ impl Tmux {
         }
         let mut fields = vec!["session_id", "session_name", "pane_id"];
         fields.extend(marks.iter());
-        let ran = self.exec(vec![ti::ListSessions::new()
-            .format(format_of(&fields))
-            .build()])?;
-        if ran.no_server() {
-            return Ok(Vec::new());
-        }
-        let out = ran.ok()?;
+        let out = self.list_sessions_as(&fields)?;
         Ok(records(&out, fields.len())?
             .iter()
             .map(|r| MarkedSession {

@@ -421,6 +421,22 @@ fn gc_force_never_hands_over_a_workspace_an_agent_works_in() {
     assert_eq!(b["outcome"], "queued", "{b}");
 }
 
+/// `lane create` for `task_id`, killed at `point`.
+fn crash_lane_create(env: &TaskEnv, point: &str, task_id: &str) {
+    crash_at(
+        env,
+        point,
+        &[
+            "lane",
+            "create",
+            "--task-id",
+            task_id,
+            "--harness",
+            "fake-wait",
+        ],
+    );
+}
+
 fn lanes(env: &TaskEnv) -> Vec<Value> {
     env.ok(&["lane", "list", "--include-closed"])
         .as_array()
@@ -433,18 +449,7 @@ fn a_lane_whose_create_was_killed_is_settled_running_or_error_and_can_be_closed(
     let env = TaskEnv::new();
     env.add_project(&[]);
     // Killed after its session started: the agent runs, so the lane is running.
-    crash_at(
-        &env,
-        "lane.started",
-        &[
-            "lane",
-            "create",
-            "--task-id",
-            "T-1",
-            "--harness",
-            "fake-wait",
-        ],
-    );
+    crash_lane_create(&env, "lane.started", "T-1");
     let raw = std::fs::read_to_string(env.home.join("lanes/registry.json")).unwrap();
     assert!(raw.contains("\"creating\""), "{raw}");
     let l = lanes(&env);
@@ -456,18 +461,7 @@ fn a_lane_whose_create_was_killed_is_settled_running_or_error_and_can_be_closed(
         Some(true)
     );
     // Killed before its worktree and session: nothing runs, so the lane is in error.
-    crash_at(
-        &env,
-        "lane.recorded",
-        &[
-            "lane",
-            "create",
-            "--task-id",
-            "T-2",
-            "--harness",
-            "fake-wait",
-        ],
-    );
+    crash_lane_create(&env, "lane.recorded", "T-2");
     let l = lanes(&env);
     let broken = l.iter().find(|l| l["task_id"] == "T-2").unwrap();
     assert_eq!(broken["state"], "error", "{broken}");
@@ -495,18 +489,7 @@ fn a_lane_still_being_created_is_left_to_its_creator() {
     let env = TaskEnv::new();
     env.add_project(&[]);
     // A creator that is alive holds the lane's creating lock: reconciliation waits for it.
-    crash_at(
-        &env,
-        "lane.recorded",
-        &[
-            "lane",
-            "create",
-            "--task-id",
-            "T-3",
-            "--harness",
-            "fake-wait",
-        ],
-    );
+    crash_lane_create(&env, "lane.recorded", "T-3");
     let raw: Value = serde_json::from_str(
         &std::fs::read_to_string(env.home.join("lanes/registry.json")).unwrap(),
     )
