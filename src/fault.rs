@@ -14,7 +14,7 @@ pub fn point(name: &str) {
 
 /// Wait here, if this is the point asked for, until the test says go.
 pub fn pause(name: &str) {
-    if !std::env::var_os("ORANGE_PAUSE_AT").is_some_and(|v| v == name) {
+    if std::env::var_os("ORANGE_PAUSE_AT").is_none_or(|v| v != name) {
         return;
     }
     let Some(dir) = std::env::var_os("ORANGE_PAUSE_DIR").map(std::path::PathBuf::from) else {
