@@ -1009,6 +1009,19 @@ impl<'a> Tasks<'a> {
                 task.id, task.status
             )));
         }
+        // A cancelled task keeps a workspace with uncommitted work: deleting the record would
+        // leave that workspace bound to a task that no longer exists.
+        if let Some(w) = &task.workspace {
+            if pool::bindings(self.home, &task.project)?
+                .iter()
+                .any(|(n, l)| n == w && *l == task.id)
+            {
+                return Err(OrangeError::InvalidTransition(format!(
+                    "task {} still holds workspace {w} (kept for its uncommitted work); save that work, then `orange workspace release {w} --force`, then delete the task",
+                    task.id
+                )));
+            }
+        }
         self.store.remove(&task)?;
         let _ = std::fs::remove_file(self.home.sidebar_cache(&task.project, &task.id));
         Ok(task)

@@ -87,7 +87,8 @@ impl Status {
         !self.is_final() && !matches!(self, Status::Pending | Status::Failed)
     }
 
-    /// Can its record be deleted (it holds no workspace and no session)?
+    /// Can its record be deleted (no session; `delete` also checks that it keeps no
+    /// workspace with uncommitted work)?
     pub fn is_deletable(self) -> bool {
         self.is_final() || self == Status::Failed
     }
