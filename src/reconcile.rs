@@ -26,7 +26,7 @@ use crate::pool;
 use crate::project;
 use crate::store::{self, Home};
 use crate::task::{self, Status, TaskStore};
-use crate::tmux::{MarkedSession, ServerId, Tmux};
+use crate::tmux::{Marked, MarkedSession, ServerId, Tmux};
 
 pub const TASK_MARK: &str = task::SESSION_MARK;
 pub const LANE_MARK: &str = "@orange_lane";
@@ -66,9 +66,10 @@ pub fn agent_workspaces(home: &Home, tmux: &Tmux) -> Result<HashMap<String, Stri
     Ok(tmux
         .marked_sessions(MARKS)
         .or_else(|e| match e {
-            OrangeError::BackendNotFound(_) => Ok(vec![]),
+            OrangeError::BackendNotFound(_) => Ok(Marked::default()),
             e => Err(e),
         })?
+        .sessions
         .into_iter()
         .filter(|s| s.mark(HOME_MARK) == Some(root.as_str()))
         .filter_map(|s| Some((s.mark(WORKSPACE_MARK)?.to_string(), s.name.clone())))
@@ -97,15 +98,10 @@ pub fn reconcile(home: &Home, tmux: &Tmux) -> Result<Vec<Repair>> {
     if !home.root.exists() {
         return Ok(vec![]);
     }
-    let sessions = match tmux.marked_sessions(MARKS) {
-        Ok(s) => s,
-        Err(OrangeError::BackendNotFound(_)) => vec![],
+    let Marked { server, sessions } = match tmux.marked_sessions(MARKS) {
+        Ok(m) => m,
+        Err(OrangeError::BackendNotFound(_)) => Marked::default(),
         Err(e) => return Err(e),
-    };
-    let server = if sessions.is_empty() {
-        None
-    } else {
-        tmux.server_identity()?
     };
     let root = home.root.display().to_string();
     let ours: Vec<&MarkedSession> = sessions

@@ -105,6 +105,14 @@ pub struct ServerId {
     pub start_time: u64,
 }
 
+/// What [`Tmux::marked_sessions`] saw.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Marked {
+    /// The server instance that answered (`None`: no server, or no session).
+    pub server: Option<ServerId>,
+    pub sessions: Vec<MarkedSession>,
+}
+
 /// A session and orange's marks on it (empty when unset): see [`Tmux::marked_sessions`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MarkedSession {
@@ -1045,16 +1053,32 @@ impl Tmux {
         ran.ok()
     }
 
-    /// Every session with the session options `marks` (`@orange_task`…), in one tmux
-    /// call. Empty when no server runs.
-    pub fn marked_sessions(&self, marks: &[&str]) -> Result<Vec<MarkedSession>> {
+    /// Every session with the session options `marks` (`@orange_task`…), and the server
+    /// instance that answered, in one tmux call. Empty when no server runs.
+    pub fn marked_sessions(&self, marks: &[&str]) -> Result<Marked> {
         for m in marks {
             validate_word("option name", m)?;
         }
-        let mut fields = vec!["session_id", "session_name", "pane_id"];
+        let mut fields = vec![
+            "session_id",
+            "session_name",
+            "pane_id",
+            "socket_path",
+            "pid",
+            "start_time",
+        ];
         fields.extend(marks.iter());
         let out = self.list_sessions_as(&fields)?;
-        Ok(records(&out, fields.len())?
+        let rows = records(&out, fields.len())?;
+        let server = match rows.first() {
+            Some(r) => Some(ServerId {
+                socket: r[3].to_string(),
+                pid: num(r[4], "pid")?,
+                start_time: num(r[5], "start_time")?,
+            }),
+            None => None,
+        };
+        let sessions = rows
             .iter()
             .map(|r| MarkedSession {
                 id: r[0].to_string(),
@@ -1062,11 +1086,12 @@ impl Tmux {
                 pane_id: r[2].to_string(),
                 marks: marks
                     .iter()
-                    .zip(&r[3..])
+                    .zip(&r[6..])
                     .map(|(k, v)| (k.to_string(), v.to_string()))
                     .collect(),
             })
-            .collect())
+            .collect();
+        Ok(Marked { server, sessions })
     }
 
     /// How the target pane's program ended: `None` while it runs. With `remain-on-exit` (set

@@ -301,7 +301,8 @@ fn hostile_argv_env_and_cwd_arrive_intact() {
     assert_eq!(wait_for_exit(&t, &info.id), PaneExit::Status(0));
     // A mark reaches tmux verbatim, set with the session, and is read back as it was.
     let marked = t.marked_sessions(&["@orange_t", "@unset"]).unwrap();
-    let m = marked.iter().find(|m| m.id == info.id).unwrap();
+    assert_eq!(marked.server, t.server_identity().unwrap());
+    let m = marked.sessions.iter().find(|m| m.id == info.id).unwrap();
     assert_eq!(m.mark("@orange_t"), Some(env_value));
     assert_eq!(m.mark("@unset"), None);
     assert_eq!(m.pane_id, info.pane_id);
