@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 # Tests must never touch a user's tmux server or git identity.
 unset TMUX TMUX_PANE ORANGE_TMUX_SOCKET ORANGE_HOME GIT_DIR GIT_WORK_TREE
 
-cargo test --locked --all-targets "$@"
+# Every test binary runs even when one fails (cargo stops at the first failing one otherwise).
+cargo test --locked --all-targets --no-fail-fast "$@"
 
 shell_files=(scripts/*.sh .ci/run tests/fixtures/*.sh tests/fixtures/bin/*)
 [ -f orange.tmux ] && shell_files+=(orange.tmux)

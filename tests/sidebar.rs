@@ -673,7 +673,10 @@ fn the_loop_in_a_tmux_pane_follows_task_md_git_and_the_agent() {
     assert!(s.lines().all(|l| l.width() <= 24), "{s}");
 
     // Deleting the task: the sidebar says so and keeps running.
-    env.ok(&["task", "cancel", &id, "--yes"]);
+    let c = env.ok(&["task", "cancel", &id, "--yes"]);
+    // Cancel kept the workspace for its uncommitted change; the user lets it go.
+    let ws = c["workspace"].as_str().unwrap().to_string();
+    env.ok(&["workspace", "release", &ws, "--force"]);
     env.ok(&["task", "delete", &id, "--yes"]);
     wait_screen(&env, "=sb:", "the gone notice", 5, |s| {
         s.contains("This task was deleted.")
