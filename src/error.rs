@@ -72,12 +72,16 @@ impl OrangeError {
         }
     }
 
-    /// Would the same command succeed by itself a little later (a full pool, a busy
-    /// lock)? Such a failure leaves a task as it was; any other fails it.
-    pub fn is_transient(&self) -> bool {
-        matches!(
+    /// Does this error, met while starting a recorded task, make that task `failed`? Not
+    /// when it says nothing of the task: a full pool (it waits in the queue), a busy lock,
+    /// a corrupt state file or an I/O error (the same would stop any task).
+    pub fn fails_the_task(&self) -> bool {
+        !matches!(
             self,
-            OrangeError::PoolExhausted { .. } | OrangeError::LockTimeout { .. }
+            OrangeError::PoolExhausted { .. }
+                | OrangeError::LockTimeout { .. }
+                | OrangeError::StateCorrupt { .. }
+                | OrangeError::Io { .. }
         )
     }
 

@@ -560,6 +560,7 @@ impl<'a> Lanes<'a> {
                     action: "stopped",
                     target: format!("session {}", s.name),
                     reason: "no lane is recorded".into(),
+                    freed_in: None,
                 });
             }
             return Ok(repairs);
@@ -583,10 +584,12 @@ impl<'a> Lanes<'a> {
                 (None, "zellij") => self.liveness(rec).is_ok_and(|l| l.session_exists),
                 _ => false,
             };
+            let mut settled = false;
             let updated = self.update(&rec.lane_id, |r| {
                 if r.state != LaneState::Creating {
                     return;
                 }
+                settled = true;
                 if alive {
                     r.state = LaneState::Running;
                     if let Some(s) = session {
@@ -603,6 +606,9 @@ impl<'a> Lanes<'a> {
             })?;
             let _ = std::fs::remove_file(&path);
             drop(held);
+            if !settled {
+                continue;
+            }
             repairs.push(Repair {
                 action: "settled",
                 target: format!("lane {}", rec.lane_id),
@@ -610,6 +616,7 @@ impl<'a> Lanes<'a> {
                     "left creating by a command that died: now {}",
                     updated.state.as_str()
                 ),
+                freed_in: None,
             });
         }
         for s in sessions {
@@ -624,6 +631,7 @@ impl<'a> Lanes<'a> {
                 action: "stopped",
                 target: format!("session {}", s.name),
                 reason: gone,
+                freed_in: None,
             });
         }
         Ok(repairs)

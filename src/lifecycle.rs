@@ -315,6 +315,7 @@ impl<'a> Tasks<'a> {
                 pr: None,
                 failure: None,
                 tmux_server: None,
+                workspace_kept: false,
             };
             let dir = self.store.dir(&project.name, &task.id);
             store::ensure_dir(&dir)?;
@@ -391,7 +392,7 @@ impl<'a> Tasks<'a> {
                 )?;
                 Ok(task)
             }
-            Err(e) if e.is_transient() => Err(e),
+            Err(e) if !e.fails_the_task() => Err(e),
             Err(e) => {
                 self.fail(project_name, id, &e)?;
                 Err(OrangeError::TaskFailed {
@@ -416,10 +417,15 @@ impl<'a> Tasks<'a> {
             crate::fault::point("spawn.started");
         }
         if let Err(e) = started {
-            if let Some(s) = task.tmux_session_id.take() {
-                let _ = self.tmux.kill_session(&s);
+            // Its session, if it started, goes first; if it cannot be stopped, the
+            // workspace stays bound to the task (the crash repair finishes both).
+            let stopped = match task.tmux_session_id.take() {
+                Some(s) => self.tmux.kill_session(&s).is_ok(),
+                None => true,
+            };
+            if stopped {
+                let _ = pool::release(self.home, &project, &ws.name, true);
             }
-            let _ = pool::release(self.home, &project, &ws.name, true);
             return Err(e);
         }
         Ok(ws.name)
@@ -562,6 +568,9 @@ impl<'a> Tasks<'a> {
                 ..Default::default()
             },
         )?;
+        // The intent first: what the agent is started with (its conversation, its
+        // permission mode) is on disk before it runs, for a repair to adopt it with.
+        self.store.save(task)?;
         let mut name = tmux::session_name(&task.project, &task.branch);
         if self.tmux.has_session(&name)? {
             name = format!("{name}-{}", task.id);
@@ -959,6 +968,8 @@ impl<'a> Tasks<'a> {
                     self.store.save(task)?;
                 }
                 Err(OrangeError::WorktreeDirty { detail, .. }) => {
+                    task.workspace_kept = true;
+                    self.store.save(task)?;
                     kept = Some(format!(
                         "workspace {w} kept bound: it has uncommitted work ({detail}); release it with `orange workspace release {w} --force` when you are done with it"
                     ));
@@ -1034,6 +1045,8 @@ impl<'a> Tasks<'a> {
         let mut next = NextSpawn::default();
         let result = (|| -> Result<()> {
             let _lock = self.store.lock(project)?;
+            // No tmux: no task could start; none is failed for it.
+            self.tmux.preflight()?;
             let queued: Vec<Task> = self
                 .store
                 .list(Some(project))?
@@ -1065,6 +1078,16 @@ impl<'a> Tasks<'a> {
             next.error = Some(e.to_string());
         }
         next
+    }
+
+    /// After crash repairs that freed workspaces: start what waits in those projects'
+    /// queues.
+    pub fn after_repairs(&mut self, repairs: &[crate::reconcile::Repair]) -> Vec<NextSpawn> {
+        let projects: std::collections::BTreeSet<&str> = repairs
+            .iter()
+            .filter_map(|r| r.freed_in.as_deref())
+            .collect();
+        projects.into_iter().map(|p| self.spawn_next(p)).collect()
     }
 
     /// The session target of a task with a session.

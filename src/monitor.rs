@@ -153,6 +153,13 @@ pub struct Monitor<'a> {
 }
 
 impl<'a> Monitor<'a> {
+    /// Watch this server instance (the one the monitor loop checked), not whichever
+    /// answers on the socket now.
+    pub fn on_server(mut self, server: crate::tmux::ServerId) -> Self {
+        self.server = Some(server);
+        self
+    }
+
     pub fn new(home: &'a Home, tmux: Tmux) -> Result<Monitor<'a>> {
         let server = tmux.server_identity().ok().flatten();
         Ok(Monitor {
@@ -176,11 +183,18 @@ impl<'a> Monitor<'a> {
         let mut report = PassReport::default();
         // Crash leftovers first: an orphaned agent stopped, an interrupted spawn adopted.
         match crate::reconcile::reconcile(self.home, &self.tmux) {
-            Ok(repairs) => report.actions.extend(
-                repairs
-                    .iter()
-                    .map(|r| json!({"action": "reconciled", "repair": r})),
-            ),
+            Ok(repairs) => {
+                report.actions.extend(
+                    repairs
+                        .iter()
+                        .map(|r| json!({"action": "reconciled", "repair": r})),
+                );
+                for next in self.tasks.after_repairs(&repairs) {
+                    if let Some(id) = next.spawned {
+                        report.actions.push(json!({"task": id, "action": "spawned", "reason": "a repair freed a workspace"}));
+                    }
+                }
+            }
             Err(e) => store::log(
                 self.home,
                 "warn",

@@ -41,11 +41,21 @@ const MARKS: &[&str] = &[
     WORKSPACE_MARK,
 ];
 
+/// How a session names its ORANGE_HOME: the canonical path (however `ORANGE_HOME` was
+/// spelled: a trailing slash, a symlink).
+fn home_key(home: &Home) -> String {
+    home.root
+        .canonicalize()
+        .unwrap_or_else(|_| home.root.clone())
+        .display()
+        .to_string()
+}
+
 /// The marks of a task's session.
 pub fn task_marks(home: &Home, project: &str, id: &str, workspace: &str) -> Vec<(String, String)> {
     vec![
         (TASK_MARK.into(), id.into()),
-        (HOME_MARK.into(), home.root.display().to_string()),
+        (HOME_MARK.into(), home_key(home)),
         (PROJECT_MARK.into(), project.into()),
         (WORKSPACE_MARK.into(), workspace.into()),
     ]
@@ -55,14 +65,14 @@ pub fn task_marks(home: &Home, project: &str, id: &str, workspace: &str) -> Vec<
 pub fn lane_marks(home: &Home, project: &str, lane_id: &str) -> Vec<(String, String)> {
     vec![
         (LANE_MARK.into(), lane_id.into()),
-        (HOME_MARK.into(), home.root.display().to_string()),
+        (HOME_MARK.into(), home_key(home)),
         (PROJECT_MARK.into(), project.into()),
     ]
 }
 
 /// Workspace name → the session of this ORANGE_HOME's agent that runs in it.
 pub fn agent_workspaces(home: &Home, tmux: &Tmux) -> Result<HashMap<String, String>> {
-    let root = home.root.display().to_string();
+    let root = home_key(home);
     Ok(tmux
         .marked_sessions(MARKS)
         .or_else(|e| match e {
@@ -84,6 +94,10 @@ pub struct Repair {
     /// A session, a workspace or a lane.
     pub target: String,
     pub reason: String,
+    /// The task's project, when a workspace may have been freed there (its queue may
+    /// start: see `Tasks::after_repairs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub freed_in: Option<String>,
 }
 
 impl std::fmt::Display for Repair {
@@ -103,7 +117,7 @@ pub fn reconcile(home: &Home, tmux: &Tmux) -> Result<Vec<Repair>> {
         Err(OrangeError::BackendNotFound(_)) => Marked::default(),
         Err(e) => return Err(e),
     };
-    let root = home.root.display().to_string();
+    let root = home_key(home);
     let ours: Vec<&MarkedSession> = sessions
         .iter()
         .filter(|s| s.mark(HOME_MARK) == Some(root.as_str()))
@@ -123,7 +137,11 @@ pub fn reconcile(home: &Home, tmux: &Tmux) -> Result<Vec<Repair>> {
             .map(|s| s.project.clone()),
     );
     for name in projects {
-        let _lock = store.lock(&name)?;
+        // Busy: the command holding it is alive and finishes its own work (a crashed
+        // one holds no lock). Never wait: `task list` must not stall behind a merge.
+        let Some(_lock) = store.try_lock(&name)? else {
+            continue;
+        };
         let mine: Vec<&MarkedSession> = ours
             .iter()
             .copied()
@@ -133,7 +151,6 @@ pub fn reconcile(home: &Home, tmux: &Tmux) -> Result<Vec<Repair>> {
             if let Some(id) = s.mark(TASK_MARK) {
                 let on = Seen {
                     session: s,
-                    all: &mine,
                     server: server.as_ref(),
                 };
                 repairs.extend(task_session(home, tmux, &store, &name, id, &on)?);
@@ -156,8 +173,6 @@ pub fn reconcile(home: &Home, tmux: &Tmux) -> Result<Vec<Repair>> {
 /// A session as one reconciliation saw it.
 struct Seen<'a> {
     session: &'a MarkedSession,
-    /// The project's marked sessions.
-    all: &'a [&'a MarkedSession],
     server: Option<&'a ServerId>,
 }
 
@@ -170,26 +185,45 @@ fn task_session(
     id: &str,
     on: &Seen<'_>,
 ) -> Result<Option<Repair>> {
-    let (s, all) = (on.session, on.all);
-    let stop = |reason: String| -> Result<Option<Repair>> {
+    let s = on.session;
+    // Stop the session; `release`: give back the workspace it was started in (never for
+    // an active task's: its own agent works there).
+    let stop = |reason: String, release: bool| -> Result<Option<Repair>> {
         tmux.kill_session(&s.id)?;
-        if let (Some(ws), Ok(p)) = (s.mark(WORKSPACE_MARK), project::get(home, project)) {
-            release_quietly(home, &p, ws, id);
+        let mut freed_in = None;
+        if let (true, Some(ws), Ok(p)) =
+            (release, s.mark(WORKSPACE_MARK), project::get(home, project))
+        {
+            if release_quietly(home, &p, ws, id) {
+                freed_in = Some(project.to_string());
+            }
         }
         Ok(Some(Repair {
             action: "stopped",
             target: format!("session {}", s.name),
             reason,
+            freed_in,
         }))
     };
     let mut t = match store.load(project, id) {
         Ok(t) => t,
         Err(OrangeError::TaskNotFound(_)) => {
-            return stop(format!("its task {id} no longer exists"));
+            return stop(format!("its task {id} no longer exists"), true);
         }
         // Unreadable: never act on a guess.
         Err(_) => return Ok(None),
     };
+    if t.tmux_session_id.as_deref() == Some(s.id.as_str()) {
+        // The record points to it: nothing to repair (an ended task's is stopped below).
+        if t.status.is_active() {
+            return Ok(None);
+        }
+    } else if t.status.is_active() || t.status == Status::Pending {
+        // The list was read before the lock: look again before acting on it.
+        if !tmux.has_session(&s.id)? {
+            return Ok(None);
+        }
+    }
     let adopt = |t: &mut task::Task| {
         t.tmux_session = Some(s.name.clone());
         t.tmux_session_id = Some(s.id.clone());
@@ -198,18 +232,18 @@ fn task_session(
     };
     match t.status {
         st if st.is_active() => {
-            if t.tmux_session_id.as_deref() == Some(s.id.as_str()) {
-                return Ok(None);
-            }
-            let recorded_lives = t
-                .tmux_session_id
-                .as_deref()
-                .is_some_and(|r| all.iter().any(|o| o.id == r));
+            let recorded_lives = match t.tmux_session_id.as_deref() {
+                Some(r) => tmux.has_session(r)?,
+                None => false,
+            };
             if recorded_lives {
-                return stop(format!(
-                    "a second session of task {id} (its own is {})",
-                    t.tmux_session.as_deref().unwrap_or("?")
-                ));
+                return stop(
+                    format!(
+                        "a second session of task {id} (its own is {})",
+                        t.tmux_session.as_deref().unwrap_or("?")
+                    ),
+                    false,
+                );
             }
             adopt(&mut t);
             t.updated_at = store::now_rfc3339();
@@ -221,6 +255,7 @@ fn task_session(
                 reason: format!(
                     "task {id}'s agent (a respawn was interrupted before it was recorded)"
                 ),
+                freed_in: None,
             }))
         }
         Status::Pending => {
@@ -229,7 +264,10 @@ fn task_session(
                 .iter()
                 .any(|(n, l)| n == ws && l == id);
             if !held {
-                return stop(format!("task {id} is pending and holds no workspace"));
+                return stop(
+                    format!("task {id} is pending and holds no workspace"),
+                    false,
+                );
             }
             adopt(&mut t);
             t.workspace = Some(ws.to_string());
@@ -247,10 +285,11 @@ fn task_session(
                 action: "adopted",
                 target: format!("session {}", s.name),
                 reason: format!("task {id} (its spawn was interrupted before it was recorded)"),
+                freed_in: None,
             }))
         }
         st => {
-            let r = stop(format!("its task {id} is {st}"))?;
+            let r = stop(format!("its task {id} is {st}"), !t.workspace_kept)?;
             store.append_history(
                 &t,
                 "agent.stopped",
@@ -269,7 +308,9 @@ fn bindings(home: &Home, store: &TaskStore, project: &str) -> Result<Vec<Repair>
         let Ok(mut t) = store.load(project, &label) else {
             continue;
         };
-        if t.status.is_active() {
+        // Active: its own. Kept by cancel for its uncommitted work: on purpose.
+        if t.status.is_active() || (t.workspace_kept && t.workspace.as_deref() == Some(ws.as_str()))
+        {
             continue;
         }
         let Ok(p) = project::get(home, project) else {
@@ -289,6 +330,7 @@ fn bindings(home: &Home, store: &TaskStore, project: &str) -> Result<Vec<Repair>
                 action: "released",
                 target: format!("workspace {ws}"),
                 reason: format!("its task {label} is {} and holds no workspace", t.status),
+                freed_in: Some(project.to_string()),
             });
         }
     }

@@ -319,6 +319,7 @@ pub fn lane_task(home: &Home, lane_id: &str) -> Result<Task> {
         pr: None,
         failure: None,
         tmux_server: None,
+        workspace_kept: false,
     })
 }
 

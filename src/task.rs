@@ -155,6 +155,10 @@ pub struct Task {
     pub permission_mode: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pr: Option<serde_json::Value>,
+    /// Cancel kept its workspace bound because it held uncommitted work (on purpose: the
+    /// crash repair leaves such a workspace alone).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub workspace_kept: bool,
     /// The tmux server instance its session was started on: a monitor acts only on the
     /// tasks of its own server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -239,6 +243,18 @@ impl TaskStore {
     /// The lock serializing changes to one project's tasks.
     pub fn lock(&self, project: &str) -> Result<LockGuard> {
         LockGuard::acquire(&self.project_dir(project).join(".lock"))
+    }
+
+    /// The project's lock if it is free now; `None` while a command holds it.
+    pub fn try_lock(&self, project: &str) -> Result<Option<LockGuard>> {
+        match LockGuard::acquire_within(
+            &self.project_dir(project).join(".lock"),
+            std::time::Duration::ZERO,
+        ) {
+            Ok(g) => Ok(Some(g)),
+            Err(OrangeError::LockTimeout { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     pub fn exists(&self, project: &str, id: &str) -> bool {

@@ -724,7 +724,8 @@ impl Tmux {
     /// clients attached to it are moved elsewhere first (see [`Tmux::rescue_clients`]): a
     /// person whose session ends (a menu's Merge or Cancel run inside it) stays in tmux.
     pub fn kill_session(&self, target: &str) -> Result<bool> {
-        self.rescue_clients(target)?;
+        // Best effort: a client that cannot be moved must not keep the session alive.
+        let _ = self.rescue_clients(target);
         self.exec_found(vec![ti::KillSession::new()
             .target_session(session_target(target))
             .build()])
@@ -787,7 +788,8 @@ impl Tmux {
                     info.id
                 }
             };
-            self.switch_client_of(Some(&client), &dest)?;
+            // It may have detached meanwhile: the others are still moved.
+            let _ = self.switch_client_of(Some(&client), &dest);
         }
         Ok(())
     }

@@ -263,14 +263,17 @@ fn a_spawn_killed_after_it_took_a_workspace_gives_it_back() {
     );
     assert_eq!(bound(&env).len(), 1, "the crash left the workspace bound");
     assert!(agent_sessions(&env).is_empty());
-    // The next command releases it; the pending task starts when asked.
+    // The next command gives the workspace back, and the queue starts the task again:
+    // one agent, in the one workspace, which the record and the pool agree on.
     let list = env.ok(&["task", "list"]);
     let tid = id(&list[0]);
-    assert_eq!(list[0]["status"], "pending", "{list}");
-    assert!(bound(&env).is_empty(), "{:?}", bound(&env));
-    let t = env.ok(&["task", "spawn", &tid]);
-    assert_eq!(t["status"], "working", "{t}");
+    let history =
+        std::fs::read_to_string(env.home.join(format!("tasks/app/{tid}/history.jsonl"))).unwrap();
+    assert!(history.contains("workspace.released"), "{history}");
+    assert!(history.contains("auto.spawned"), "{history}");
+    assert_eq!(list[0]["status"], "working", "{list}");
     assert_eq!(bound(&env), vec![("app--1".to_string(), tid)]);
+    assert_eq!(agent_sessions(&env), vec!["app/c/half".to_string()]);
 }
 
 #[test]
@@ -568,7 +571,7 @@ fn a_monitor_exits_when_its_server_is_replaced_on_the_same_socket() {
     std::io::Read::read_to_string(monitor.stdout.as_mut().unwrap(), &mut text).unwrap();
     let v: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["running"], false, "{v}");
-    assert!(v["reason"].as_str().unwrap().contains("gone"), "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("replaced"), "{v}");
     assert!(identity().is_none(), "its identity file is removed");
 }
 
@@ -650,6 +653,63 @@ fn a_task_cancelled_while_a_monitor_pass_looks_at_it_is_never_escalated_or_count
     let after_cancel = history.split("task.cancelled").nth(1).unwrap();
     assert!(!after_cancel.contains("crash"), "{history}");
     assert!(!after_cancel.contains("escalat"), "{history}");
-    let out = env.cmd(&["task", "list"]).output().unwrap();
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("needs you"));
+    let out = env.cmd_in(&env.repo, &["task", "list"]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains(&id(&a)), "{table}");
+    assert!(!table.contains("needs you"), "{table}");
+}
+
+#[test]
+fn a_workspace_freed_by_a_repair_starts_the_queued_task() {
+    let env = TaskEnv::new();
+    env.add_project(&["--pool-size", "1"]);
+    let a = create(&env, &["q/first", "a", "--harness", "fake-wait"]);
+    let b = create(&env, &["q/second", "b", "--harness", "fake-wait"]);
+    assert_eq!(b["outcome"], "queued");
+    crash_at(
+        &env,
+        "cancel.recorded",
+        &["task", "cancel", "--yes", &id(&a)],
+    );
+    // The next command stops a's agent, frees the workspace and starts b.
+    let out = env.cmd_in(&env.repo, &["task", "list"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(&format!("started queued task {}", id(&b))),
+        "{said}"
+    );
+    let tb = env.task(&id(&b));
+    assert_eq!(tb["status"], "working", "{tb}");
+    assert_eq!(bound(&env), vec![("app--1".to_string(), id(&b))]);
+    assert_eq!(agent_sessions(&env), vec!["app/q/second".to_string()]);
+}
+
+#[test]
+fn a_second_session_of_an_active_task_is_stopped_and_its_workspace_stays_with_the_task() {
+    let env = TaskEnv::new();
+    env.add_project(&["--pool-size", "1"]);
+    let a = create(&env, &["d/a", "a", "--harness", "fake-wait"]);
+    let sid = a["tmux_session_id"].as_str().unwrap();
+    // A copy of a's session, marks and all (as a race or a hand-made session leaves it).
+    let marks = env.tmux.ok(&["show-options", "-t", &format!("{sid}:")]);
+    env.tmux
+        .ok(&["new-session", "-d", "-s", "copy", "sleep", "600"]);
+    for line in marks.lines().filter(|l| l.starts_with("@orange_")) {
+        let (k, v) = line.split_once(' ').unwrap();
+        let v = v.trim_matches('"');
+        env.tmux.ok(&["set-option", "-t", "=copy:", k, v]);
+    }
+    let out = env.cmd_in(&env.repo, &["task", "list"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("a second session of task"), "{said}");
+    assert!(!env.tmux.has_session("copy"));
+    let t = env.task(&id(&a));
+    assert_eq!(t["session"]["state"], "live", "{t}");
+    assert_eq!(t["tmux_session_id"], sid);
+    assert_eq!(bound(&env), vec![("app--1".to_string(), id(&a))]);
+    assert!(
+        env.ws_path("app--1").join("TASK.md").exists(),
+        "the workspace was reset"
+    );
 }

@@ -114,6 +114,14 @@ fn violations(env: &TaskEnv) -> Vec<String> {
             }
         }
     }
+    // No lane is left `creating` (its creator is gone: the next command settled it).
+    if let Some(m) = lanes["lanes"].as_object() {
+        for (id, l) in m {
+            if l["state"] == "creating" {
+                v.push(format!("lane {id} is left creating"));
+            }
+        }
+    }
     // Live sessions and their records.
     let out = env.tmux.tmux(&[
         "list-sessions",

@@ -331,7 +331,10 @@ fn cancel_kills_the_session_and_returns_the_workspace_but_keeps_uncommitted_work
     assert_eq!(gc["skipped"][0]["code"], "worktree_dirty", "{gc}");
     // Nor does deleting the task's record: it would leave the workspace bound to nothing.
     let m = env.err(&["task", "delete", &id(&t2), "--yes"], "invalid_transition");
-    assert!(m.contains("workspace release") && m.contains("--force"), "{m}");
+    assert!(
+        m.contains("workspace release") && m.contains("--force"),
+        "{m}"
+    );
     // Only final tasks can be deleted.
     let t3 = create(
         &env,

@@ -128,8 +128,15 @@ pub fn reconcile(ctx: &Ctx) {
     }
     match crate::reconcile::reconcile(&ctx.home, &crate::tmux::Tmux::from_env()) {
         Ok(repairs) => {
-            for r in repairs {
+            for r in &repairs {
                 eprintln!("orange: repaired: {r}");
+            }
+            // A freed workspace starts what waits in its project's queue.
+            let mut tasks = crate::lifecycle::Tasks::new(&ctx.home);
+            for next in tasks.after_repairs(&repairs) {
+                if let Some(id) = next.spawned {
+                    eprintln!("orange: started queued task {id}");
+                }
             }
         }
         Err(e) => store::log(

@@ -79,7 +79,7 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
         // that one is not this monitor's (it gets its own).
         match tmux.server_identity() {
             Ok(Some(now)) if now == server => {}
-            Ok(_) => return stop("the tmux server it watched is gone"),
+            Ok(_) => return stop("the tmux server it watched was stopped or replaced"),
             Err(e) => crate::store::log(
                 &ctx.home,
                 "warn",
@@ -87,7 +87,7 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
                 json!({"error": e.to_string()}),
             ),
         }
-        let mut m = Monitor::new(&ctx.home, tmux.clone())?;
+        let mut m = Monitor::new(&ctx.home, tmux.clone())?.on_server(server.clone());
         if let Err(e) = m.pass() {
             crate::store::log(
                 &ctx.home,
@@ -101,7 +101,7 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
         if tmux.list_sessions().map(|s| s.is_empty()).unwrap_or(true) {
             idle_servers += 1;
             if idle_servers >= 2 {
-                return stop("the tmux server is gone");
+                return stop("the tmux server has no sessions left");
             }
         } else {
             idle_servers = 0;

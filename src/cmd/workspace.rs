@@ -171,6 +171,8 @@ fn run_command(ctx: &Ctx, cmd: WorkspaceCmd) -> Result<Out> {
                 None => crate::project::get(&ctx.home, &ws.project)?,
             };
             let inputs = json!({"project": p.name, "name": name, "force": force});
+            // The task lock: no spawn binds it between the check and the release.
+            let tasks_lock = tasks.lock(&p.name)?;
             let outcome = audited(ctx, "workspace.release", inputs, || {
                 // An active task's agent works in it: freed, it would go to the next task
                 // while that agent runs on. The task gives it back when it ends.
@@ -183,6 +185,7 @@ fn run_command(ctx: &Ctx, cmd: WorkspaceCmd) -> Result<Out> {
                 }
                 pool::release(&ctx.home, &p, &name, force).map(|o| o.describe())
             })?;
+            drop(tasks_lock);
             let ws = pool::find(&ctx.home, &name)?;
             let next = Tasks::new(&ctx.home).spawn_next(&p.name);
             let mut text = match outcome.as_str() {
