@@ -198,7 +198,9 @@ for name, s in slots.items():
         d = dirty(path)
         V.append(f"{name} is bound to {st} task {label}" + (f" (kept: uncommitted work {d.splitlines()[0]!r})" if d else ""))
     elif st == "cancelled":
-        if not dirty(path):
+        # Kept on purpose (cancel saw uncommitted work): the user's, until they release it
+        # or a monitor pass finds it clean. Otherwise a repair must have released it.
+        if not dirty(path) and not (t.get("workspace_kept") and t.get("workspace") == name):
             V.append(f"{name} is bound to cancelled task {label} without uncommitted work")
     elif t.get("workspace") != name:
         V.append(f"{name} is bound to task {label} ({st}), which holds {t.get('workspace')}")
@@ -487,9 +489,9 @@ while ((SECONDS < end)); do
                 fi
                 rescued+=1
                 printf '%4d %-12s %s (task %s, %s)\n' "$n" rescue "$ws" "$label" "$kind" >>"$log"
-                # A cancelled task's workspace is released by the next command; a deleted
-                # task's is the user's to release.
-                [[ $kind != ghost ]] || run_op release "spawn.acquired spawn.started" workspace release "$ws" --json
+                # Then lets it go, as cancel's note says (a monitor pass would too, once the
+                # workspace is clean).
+                run_op release "spawn.acquired spawn.started" workspace release "$ws" --json
             fi
         fi
         ;;

@@ -182,7 +182,7 @@ impl<'a> Monitor<'a> {
         )?;
         let mut report = PassReport::default();
         // Crash leftovers first: an orphaned agent stopped, an interrupted spawn adopted.
-        match crate::reconcile::reconcile(self.home, &self.tmux) {
+        match crate::reconcile::reconcile(self.home, &self.tmux, true) {
             Ok(repairs) => {
                 report.actions.extend(
                     repairs

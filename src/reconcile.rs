@@ -107,8 +107,11 @@ impl std::fmt::Display for Repair {
 }
 
 /// Repair what crashed commands left behind (see the module documentation). No tmux
-/// server (or no tmux at all): only the workspaces and lanes are looked at.
-pub fn reconcile(home: &Home, tmux: &Tmux) -> Result<Vec<Repair>> {
+/// server (or no tmux at all): only the workspaces and lanes are looked at. `thorough`
+/// (the monitor's passes): also look again at workspaces cancel kept for their
+/// uncommitted work, and release those that are clean by now (a `git status` each, too
+/// slow for every command).
+pub fn reconcile(home: &Home, tmux: &Tmux, thorough: bool) -> Result<Vec<Repair>> {
     if !home.root.exists() {
         return Ok(vec![]);
     }
@@ -156,7 +159,7 @@ pub fn reconcile(home: &Home, tmux: &Tmux) -> Result<Vec<Repair>> {
                 repairs.extend(task_session(home, tmux, &store, &name, id, &on)?);
             }
         }
-        repairs.extend(bindings(home, &store, &name)?);
+        repairs.extend(bindings(home, &store, &name, thorough)?);
     }
     let lanes: Vec<&MarkedSession> = ours
         .iter()
@@ -301,16 +304,17 @@ fn task_session(
 }
 
 /// Workspaces bound to tasks of `project` that hold nothing (the project's lock held).
-fn bindings(home: &Home, store: &TaskStore, project: &str) -> Result<Vec<Repair>> {
+fn bindings(home: &Home, store: &TaskStore, project: &str, thorough: bool) -> Result<Vec<Repair>> {
     let mut repairs = vec![];
     for (ws, label) in pool::bindings(home, project)? {
         // A label that is no task is an outside tool's binding (`workspace gc` judges it).
         let Ok(mut t) = store.load(project, &label) else {
             continue;
         };
-        // Active: its own. Kept by cancel for its uncommitted work: on purpose.
-        if t.status.is_active() || (t.workspace_kept && t.workspace.as_deref() == Some(ws.as_str()))
-        {
+        // Active: its own. Kept by cancel for its uncommitted work: on purpose (looked at
+        // again only by the thorough pass).
+        let kept = t.workspace_kept && t.workspace.as_deref() == Some(ws.as_str());
+        if t.status.is_active() || (kept && !thorough) {
             continue;
         }
         let Ok(p) = project::get(home, project) else {

@@ -713,3 +713,26 @@ fn a_second_session_of_an_active_task_is_stopped_and_its_workspace_stays_with_th
         "the workspace was reset"
     );
 }
+
+#[test]
+fn a_workspace_cancel_kept_stays_until_its_work_is_saved_then_a_monitor_pass_frees_it() {
+    let env = TaskEnv::new();
+    env.add_project(&["--pool-size", "1"]);
+    let a = create(&env, &["k/keep", "a", "--harness", "fake-wait"]);
+    let ws = env.ws_path("app--1");
+    std::fs::write(ws.join("precious.txt"), "mine").unwrap();
+    let c = env.ok(&["task", "cancel", "--yes", &id(&a)]);
+    assert!(c["note"].as_str().unwrap().contains("kept bound"), "{c}");
+    // Commands and monitor passes leave it while the work is there.
+    env.ok(&["task", "list"]);
+    env.ok(&["monitor", "--once"]);
+    assert_eq!(bound(&env), vec![("app--1".to_string(), id(&a))]);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("precious.txt")).unwrap(),
+        "mine"
+    );
+    // The user takes their file away: the next monitor pass gives the workspace back.
+    std::fs::rename(ws.join("precious.txt"), env.root().join("precious.txt")).unwrap();
+    env.ok(&["monitor", "--once"]);
+    assert!(bound(&env).is_empty(), "{:?}", bound(&env));
+}

@@ -126,7 +126,7 @@ pub fn reconcile(ctx: &Ctx) {
     if std::env::var_os("ORANGE_RECONCILE").is_some_and(|v| v == "0") {
         return;
     }
-    match crate::reconcile::reconcile(&ctx.home, &crate::tmux::Tmux::from_env()) {
+    match crate::reconcile::reconcile(&ctx.home, &crate::tmux::Tmux::from_env(), false) {
         Ok(repairs) => {
             for r in &repairs {
                 eprintln!("orange: repaired: {r}");
