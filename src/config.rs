@@ -7,6 +7,19 @@ use serde::Deserialize;
 use crate::error::{OrangeError, Result};
 use crate::store::Home;
 
+/// The harnesses orange knows without a `command` (a config entry may tune them).
+pub const BUILTIN: &[&str] = &["claude", "pi", "codex", "opencode"];
+
+/// claude's `--permission-mode` choices (2.1).
+pub const CLAUDE_PERMISSION_MODES: &[&str] = &[
+    "bypassPermissions",
+    "acceptEdits",
+    "auto",
+    "manual",
+    "dontAsk",
+    "plan",
+];
+
 #[derive(Debug, Default, Clone, Deserialize)]
 pub struct Config {
     /// Harness used when `--harness` is not given.
@@ -172,7 +185,7 @@ impl Config {
             if h.command.as_ref().is_some_and(|c| c.trim().is_empty()) {
                 return Err(format!("harness.{name}.command is empty"));
             }
-            if h.command.is_none() && !crate::harness::BUILTIN.contains(&name.as_str()) {
+            if h.command.is_none() && !BUILTIN.contains(&name.as_str()) {
                 return Err(format!("harness.{name} needs a command"));
             }
             if let Some(mode) = &h.permission_mode {
@@ -181,10 +194,10 @@ impl Config {
                         "harness.{name}.permission_mode: only the built-in claude has one"
                     ));
                 }
-                if !crate::harness::CLAUDE_PERMISSION_MODES.contains(&mode.as_str()) {
+                if !CLAUDE_PERMISSION_MODES.contains(&mode.as_str()) {
                     return Err(format!(
                         "harness.claude.permission_mode {mode:?}: one of {}",
-                        crate::harness::CLAUDE_PERMISSION_MODES.join(", ")
+                        CLAUDE_PERMISSION_MODES.join(", ")
                     ));
                 }
             }

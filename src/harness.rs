@@ -12,7 +12,7 @@ use crate::shell;
 
 /// Fallback order when no harness is named: the first one installed.
 pub const FALLBACK_ORDER: &[&str] = &["pi", "opencode", "claude", "codex"];
-pub const BUILTIN: &[&str] = &["claude", "pi", "codex", "opencode"];
+pub use crate::config::{BUILTIN, CLAUDE_PERMISSION_MODES};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Harness {
@@ -32,16 +32,6 @@ pub struct Harness {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub permission_mode: Option<String>,
 }
-
-/// claude's `--permission-mode` choices (2.1).
-pub const CLAUDE_PERMISSION_MODES: &[&str] = &[
-    "bypassPermissions",
-    "acceptEdits",
-    "auto",
-    "manual",
-    "dontAsk",
-    "plan",
-];
 
 /// Claude's conversation: a new one with this id, or the one to continue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -246,11 +236,7 @@ impl Harness {
             let bin = std::env::current_exe()
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|_| "orange".into());
-            let settings = crate::agent::claude_settings_with_hooks(
-                existing,
-                &bin,
-                self.bypasses_permissions(),
-            );
+            let settings = claude_settings_with_hooks(existing, &bin, self.bypasses_permissions());
             let dir = workspace.join(".claude");
             std::fs::create_dir_all(&dir)
                 .map_err(|e| OrangeError::io(format!("creating {}", dir.display()), e))?;
@@ -265,9 +251,86 @@ impl Harness {
     }
 }
 
+/// The Claude Code hook events orange installs.
+pub const CLAUDE_HOOK_EVENTS: &[&str] = &[
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "Stop",
+    "Notification",
+    "PermissionRequest",
+    "StopFailure",
+];
+
+/// The hooks orange adds to a workspace's `.claude/settings.local.json`, merged into
+/// whatever the project's settings already hold. `bypass`: claude is launched with
+/// `--dangerously-skip-permissions`, so its Bypass Permissions warning (default "No,
+/// exit") is turned off (`skipDangerousModePermissionPrompt`) — only then.
+pub fn claude_settings_with_hooks(
+    existing: Option<serde_json::Value>,
+    orange_bin: &str,
+    bypass: bool,
+) -> serde_json::Value {
+    let mut settings = match existing {
+        Some(serde_json::Value::Object(o)) => serde_json::Value::Object(o),
+        _ => serde_json::json!({}),
+    };
+    if bypass {
+        settings["skipDangerousModePermissionPrompt"] = serde_json::json!(true);
+    }
+    let hooks = settings
+        .as_object_mut()
+        .unwrap()
+        .entry("hooks")
+        .or_insert_with(|| serde_json::json!({}));
+    if !hooks.is_object() {
+        *hooks = serde_json::json!({});
+    }
+    for event in CLAUDE_HOOK_EVENTS.iter().copied() {
+        let cmd = format!("{} hook agent {event}", crate::shell::quote(orange_bin));
+        let entry = serde_json::json!({"hooks": [{"type": "command", "command": cmd}]});
+        let list = hooks
+            .as_object_mut()
+            .unwrap()
+            .entry(event)
+            .or_insert_with(|| serde_json::json!([]));
+        if let Some(arr) = list.as_array_mut() {
+            if !arr.iter().any(|e| e.to_string().contains("hook agent")) {
+                arr.push(entry);
+            }
+        }
+    }
+    settings
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hooks_merge_into_existing_settings_once() {
+        let s = claude_settings_with_hooks(
+            Some(
+                serde_json::json!({"model": "x", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "mine"}]}]}}),
+            ),
+            "/o/orange",
+            true,
+        );
+        assert_eq!(s["model"], "x");
+        assert_eq!(s["skipDangerousModePermissionPrompt"], true);
+        assert_eq!(s["hooks"]["Stop"].as_array().unwrap().len(), 2);
+        assert_eq!(s["hooks"]["Stop"][0]["hooks"][0]["command"], "mine");
+        let again = claude_settings_with_hooks(Some(s.clone()), "/o/orange", true);
+        let plain = claude_settings_with_hooks(None, "/o/orange", false);
+        assert!(plain.get("skipDangerousModePermissionPrompt").is_none());
+        assert_eq!(again, s, "merging twice adds nothing");
+        assert!(s["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap()
+            .ends_with("hook agent UserPromptSubmit"));
+    }
+
     use crate::config::HarnessConfig;
 
     fn cfg() -> Config {

@@ -261,7 +261,7 @@ impl<'a> Lanes<'a> {
                 },
                 worktree_path,
                 branch_name,
-                session_id: crate::lifecycle::new_uuid(),
+                session_id: task::new_uuid(),
                 created_at: now.clone(),
                 updated_at: now.clone(),
                 last_activity_at: now.clone(),
@@ -367,7 +367,7 @@ impl<'a> Lanes<'a> {
             command: argv,
             width: None,
             height: None,
-            marks: crate::reconcile::lane_marks(self.home, &rec.project, &rec.lane_id),
+            marks: crate::session::lane_marks(self.home, &rec.project, &rec.lane_id),
         };
         mux.start(&spec, exit)
     }
@@ -550,8 +550,9 @@ impl<'a> Lanes<'a> {
         &self,
         tmux: &crate::tmux::Tmux,
         sessions: &[&crate::tmux::MarkedSession],
-    ) -> Result<Vec<crate::reconcile::Repair>> {
-        use crate::reconcile::{Repair, LANE_MARK};
+    ) -> Result<Vec<crate::repair::Repair>> {
+        use crate::repair::Repair;
+        use crate::session::LANE_MARK;
         let mut repairs = vec![];
         if !registry_file(self.home).exists() {
             for s in sessions {

@@ -18,6 +18,8 @@ pub mod pool;
 pub mod project;
 pub mod provision;
 pub mod reconcile;
+pub mod repair;
+pub mod repo;
 pub mod screen;
 pub mod session;
 pub mod shell;

@@ -173,13 +173,6 @@ impl<'a> Tasks<'a> {
         Ok(self.config.as_ref().unwrap())
     }
 
-    /// After a state change: republish the status widgets and poke sidebars. Never fails
-    /// the caller (no tmux server, a slow one: the next change or monitor pass catches up).
-    pub fn changed(&self) {
-        let _ = crate::status::publish(self.home, &self.tmux);
-        crate::status::poke(self.home);
-    }
-
     /// Find a task by id (any project, or the given one).
     pub fn get(&self, id: &str, project: Option<&str>) -> Result<Task> {
         self.store.find(id, project)
@@ -512,7 +505,7 @@ impl<'a> Tasks<'a> {
                 (task.agent_session_id.clone(), true)
             }
             ("claude", _) if harness.is_builtin() => {
-                let id = new_uuid();
+                let id = task::new_uuid();
                 task.agent_session_id = Some(id.clone());
                 (Some(id), false)
             }
@@ -584,7 +577,7 @@ impl<'a> Tasks<'a> {
             height: None,
             // The task's mark (for the plugin's keys, picker, Ctrl+\\ and Ctrl+]) and what
             // the next command needs to adopt or stop it if this one dies before saving.
-            marks: crate::reconcile::task_marks(self.home, &task.project, &task.id, ws_name),
+            marks: crate::session::task_marks(self.home, &task.project, &task.id, ws_name),
         })?;
         task.workspace = Some(ws_name.to_string());
         task.tmux_session = Some(info.name);
@@ -1082,7 +1075,7 @@ impl<'a> Tasks<'a> {
 
     /// After crash repairs that freed workspaces: start what waits in those projects'
     /// queues.
-    pub fn after_repairs(&mut self, repairs: &[crate::reconcile::Repair]) -> Vec<NextSpawn> {
+    pub fn after_repairs(&mut self, repairs: &[crate::repair::Repair]) -> Vec<NextSpawn> {
         let projects: std::collections::BTreeSet<&str> = repairs
             .iter()
             .filter_map(|r| r.freed_in.as_deref())
@@ -1209,46 +1202,9 @@ pub fn respawn_prompt(task: &Task) -> String {
     )
 }
 
-/// A random (version 4) UUID for Claude's `--session-id`.
-pub fn new_uuid() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut bytes = [0u8; 16];
-    for (i, chunk) in bytes.chunks_mut(8).enumerate() {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_usize(i);
-        h.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default()
-                .as_nanos(),
-        );
-        chunk.copy_from_slice(&h.finish().to_le_bytes());
-    }
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn uuids_have_the_v4_shape() {
-        let u = new_uuid();
-        assert_eq!(u.len(), 36);
-        assert_eq!(&u[14..15], "4");
-        assert!(matches!(&u[19..20], "8" | "9" | "a" | "b"));
-        assert_ne!(new_uuid(), new_uuid());
-    }
 
     #[test]
     fn hostile_branch_names_are_refused() {

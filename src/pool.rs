@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{OrangeError, Result};
-use crate::project::Project;
+use crate::repo::Project;
 use crate::store::{self, Home, LockGuard};
 use crate::{git, provision, shell};
 

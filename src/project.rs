@@ -11,25 +11,7 @@ use crate::{git, pool};
 
 pub const DEFAULT_POOL_SIZE: usize = 2;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Project {
-    pub name: String,
-    pub path: PathBuf,
-    pub default_branch: String,
-    pub pool_size: usize,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub setup_cmd: Option<String>,
-    /// Gitignored files copied from the main repo into a workspace (issue 7).
-    #[serde(default)]
-    pub copy: Vec<String>,
-    /// Gitignored files symlinked from the main repo into a workspace (issue 7).
-    #[serde(default)]
-    pub symlink: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub port_base: Option<u16>,
-    #[serde(default)]
-    pub created_at: String,
-}
+pub use crate::repo::Project;
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Registry {

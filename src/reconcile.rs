@@ -18,7 +18,6 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use serde::Serialize;
 use serde_json::json;
 
 use crate::error::{OrangeError, Result};
@@ -28,47 +27,10 @@ use crate::store::{self, Home};
 use crate::task::{self, Status, TaskStore};
 use crate::tmux::{Marked, MarkedSession, ServerId, Tmux};
 
-pub const TASK_MARK: &str = task::SESSION_MARK;
-pub const LANE_MARK: &str = "@orange_lane";
-pub const HOME_MARK: &str = "@orange_home";
-pub const PROJECT_MARK: &str = "@orange_project";
-pub const WORKSPACE_MARK: &str = "@orange_workspace";
-const MARKS: &[&str] = &[
-    TASK_MARK,
-    LANE_MARK,
-    HOME_MARK,
-    PROJECT_MARK,
+pub use crate::session::{
+    home_key, lane_marks, task_marks, HOME_MARK, LANE_MARK, MARKS, PROJECT_MARK, TASK_MARK,
     WORKSPACE_MARK,
-];
-
-/// How a session names its ORANGE_HOME: the canonical path (however `ORANGE_HOME` was
-/// spelled: a trailing slash, a symlink).
-fn home_key(home: &Home) -> String {
-    home.root
-        .canonicalize()
-        .unwrap_or_else(|_| home.root.clone())
-        .display()
-        .to_string()
-}
-
-/// The marks of a task's session.
-pub fn task_marks(home: &Home, project: &str, id: &str, workspace: &str) -> Vec<(String, String)> {
-    vec![
-        (TASK_MARK.into(), id.into()),
-        (HOME_MARK.into(), home_key(home)),
-        (PROJECT_MARK.into(), project.into()),
-        (WORKSPACE_MARK.into(), workspace.into()),
-    ]
-}
-
-/// The marks of a lane's session.
-pub fn lane_marks(home: &Home, project: &str, lane_id: &str) -> Vec<(String, String)> {
-    vec![
-        (LANE_MARK.into(), lane_id.into()),
-        (HOME_MARK.into(), home_key(home)),
-        (PROJECT_MARK.into(), project.into()),
-    ]
-}
+};
 
 /// Workspace name → the session of this ORANGE_HOME's agent that runs in it.
 pub fn agent_workspaces(home: &Home, tmux: &Tmux) -> Result<HashMap<String, String>> {
@@ -86,25 +48,7 @@ pub fn agent_workspaces(home: &Home, tmux: &Tmux) -> Result<HashMap<String, Stri
         .collect())
 }
 
-/// One repair.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Repair {
-    /// `adopted`, `stopped`, `released`, `settled`.
-    pub action: &'static str,
-    /// A session, a workspace or a lane.
-    pub target: String,
-    pub reason: String,
-    /// The task's project, when a workspace may have been freed there (its queue may
-    /// start: see `Tasks::after_repairs`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub freed_in: Option<String>,
-}
-
-impl std::fmt::Display for Repair {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}: {}", self.action, self.target, self.reason)
-    }
-}
+pub use crate::repair::Repair;
 
 /// Repair what crashed commands left behind (see the module documentation). No tmux
 /// server (or no tmux at all): only the workspaces and lanes are looked at. `thorough`

@@ -6,6 +6,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::error::{OrangeError, Result};
+use crate::store::Home;
 use crate::tmux::{NewSession, PaneExit, PaneInfo, Tmux};
 use crate::zellij::Zellij;
 
@@ -171,4 +172,50 @@ impl Mux {
         };
         crate::tmux::shell_join(&argv)
     }
+}
+
+// --- marks: what every session orange starts carries (see `reconcile`) -------------------
+
+/// A task's session: the value is the task id (the plugin's keys, picker, Ctrl+\\ and
+/// Ctrl+] act only where it is set).
+pub const TASK_MARK: &str = "@orange_task";
+pub const LANE_MARK: &str = "@orange_lane";
+pub const HOME_MARK: &str = "@orange_home";
+pub const PROJECT_MARK: &str = "@orange_project";
+pub const WORKSPACE_MARK: &str = "@orange_workspace";
+pub const MARKS: &[&str] = &[
+    TASK_MARK,
+    LANE_MARK,
+    HOME_MARK,
+    PROJECT_MARK,
+    WORKSPACE_MARK,
+];
+
+/// How a session names its ORANGE_HOME: the canonical path (however `ORANGE_HOME` was
+/// spelled: a trailing slash, a symlink).
+pub fn home_key(home: &Home) -> String {
+    home.root
+        .canonicalize()
+        .unwrap_or_else(|_| home.root.clone())
+        .display()
+        .to_string()
+}
+
+/// The marks of a task's session.
+pub fn task_marks(home: &Home, project: &str, id: &str, workspace: &str) -> Vec<(String, String)> {
+    vec![
+        (TASK_MARK.into(), id.into()),
+        (HOME_MARK.into(), home_key(home)),
+        (PROJECT_MARK.into(), project.into()),
+        (WORKSPACE_MARK.into(), workspace.into()),
+    ]
+}
+
+/// The marks of a lane's session.
+pub fn lane_marks(home: &Home, project: &str, lane_id: &str) -> Vec<(String, String)> {
+    vec![
+        (LANE_MARK.into(), lane_id.into()),
+        (HOME_MARK.into(), home_key(home)),
+        (PROJECT_MARK.into(), project.into()),
+    ]
 }

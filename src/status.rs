@@ -899,6 +899,13 @@ pub fn current(home: &Home, tmux: &Tmux) -> Result<Summary> {
 /// Callers (lifecycle after every state change, `orange hook`) IGNORE its errors: a status
 /// line must never fail a command. A no-op when no tmux server runs: one `stat` of its
 /// socket, or one failed connection when a stale socket file is left.
+/// After a state change: republish the status widgets and poke sidebars. Never fails
+/// the caller (no tmux server, a slow one: the next change or monitor pass catches up).
+pub fn changed(home: &Home, tmux: &Tmux) {
+    let _ = publish(home, tmux);
+    poke(home);
+}
+
 pub fn publish(home: &Home, tmux: &Tmux) -> Result<()> {
     let Some(snap) = take_snapshot(tmux)? else {
         return Ok(());

@@ -12,7 +12,7 @@ use crate::pool::TaskLookup;
 use crate::store::{self, Home, LockGuard};
 
 /// The tmux session option that marks a task's session (its value: the task id).
-pub const SESSION_MARK: &str = "@orange_task";
+pub use crate::session::TASK_MARK as SESSION_MARK;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
@@ -202,6 +202,34 @@ pub fn new_id(mut existing: impl FnMut(&str) -> bool) -> String {
         }
     }
     unreachable!()
+}
+
+/// A random (version 4) UUID for Claude's `--session-id`.
+pub fn new_uuid() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut bytes = [0u8; 16];
+    for (i, chunk) in bytes.chunks_mut(8).enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_usize(i);
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos(),
+        );
+        chunk.copy_from_slice(&h.finish().to_le_bytes());
+    }
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
 }
 
 /// Task ids are `[0-9a-z]+`: anything else cannot name a task (and never a path).
@@ -495,6 +523,15 @@ pub fn is_inside(path: &Path, dir: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uuids_have_the_v4_shape() {
+        let u = new_uuid();
+        assert_eq!(u.len(), 36);
+        assert_eq!(&u[14..15], "4");
+        assert!(matches!(&u[19..20], "8" | "9" | "a" | "b"));
+        assert_ne!(new_uuid(), new_uuid());
+    }
 
     #[test]
     fn transition_map_rejects_what_is_not_listed() {

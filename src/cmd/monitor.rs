@@ -148,7 +148,7 @@ pub fn restore(ctx: &Ctx, a: RestoreArgs) -> Result<Out> {
             Err(e) => failed.push(json!({"id": t.id, "code": e.code(), "message": e.to_string()})),
         }
     }
-    tasks.changed();
+    crate::status::changed(&ctx.home, &tasks.tmux);
     let text = format!(
         "restored {} task(s), {} failed\n",
         restored.len(),

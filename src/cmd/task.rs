@@ -187,7 +187,7 @@ pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
     if mutating {
         // Failed commands change state too (a task recorded as failed).
         let tasks = Tasks::new(&ctx.home);
-        tasks.changed();
+        crate::status::changed(&ctx.home, &tasks.tmux);
         if let Ok(out) = &out {
             auto_sidebar(&tasks, &out.json, starts);
         }

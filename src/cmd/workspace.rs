@@ -103,7 +103,7 @@ pub fn run(ctx: &Ctx, cmd: WorkspaceCmd) -> Result<Out> {
     let out = run_command(ctx, cmd)?;
     if frees {
         // A queued task may have started.
-        Tasks::new(&ctx.home).changed();
+        crate::status::changed(&ctx.home, &crate::tmux::Tmux::from_env());
     }
     Ok(out)
 }

@@ -1,0 +1,27 @@
+//! A registered repository as the execution layer uses it: where it is and how its
+//! workspaces are made (the pool reads it). The registry of them, `projects.json`, and
+//! finding the project of a directory are orchestration's `project`.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Project {
+    pub name: String,
+    pub path: PathBuf,
+    pub default_branch: String,
+    pub pool_size: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup_cmd: Option<String>,
+    /// Gitignored files copied from the main repo into a workspace (issue 7).
+    #[serde(default)]
+    pub copy: Vec<String>,
+    /// Gitignored files symlinked from the main repo into a workspace (issue 7).
+    #[serde(default)]
+    pub symlink: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port_base: Option<u16>,
+    #[serde(default)]
+    pub created_at: String,
+}
