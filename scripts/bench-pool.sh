@@ -131,7 +131,7 @@ bench_log "measuring: $iters iteration(s)"
 run_iterations record "$iters"
 
 # Optional: the git commands release runs, one by one, in a bound workspace (as orange
-# runs them: see src/git.rs unsaved_work, detach_reset_clean and fetch).
+# runs them: see src/adapters/git.rs unsaved_work, detach_reset_clean and fetch).
 if ((breakdown)); then
     bench_log "breakdown of release: $iters iteration(s)"
     "$ORANGE" workspace acquire --task breakdown >"$BENCH_STDOUT"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-reconcile.sh — what the reconcile pass (src/reconcile.rs) adds to a command.
+# bench-reconcile.sh — what the reconcile pass (src/orchestration/reconcile.rs) adds to a command.
 # Every task/workspace/lane command starts with it: one `tmux list-sessions` with the
 # session marks, then per project with marked sessions or bound workspaces the project's
 # task lock and its task.json files (and one `tmux display -p` for the server identity).

@@ -114,7 +114,7 @@ for p in alpha beta gamma delta epsilon; do
         task_json "$ORANGE_HOME/tasks/$p/$id/task.json" "$id" "$p" "feat-$id" "$status" "$sess" "$sid"
     done
 done
-# Task files must be older than the snapshot the cache trusts (see src/status.rs).
+# Task files must be older than the snapshot the cache trusts (see src/ui/status.rs).
 sleep 0.2
 
 expected=$("$ORANGE" status --format json)

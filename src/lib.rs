@@ -1,31 +1,19 @@
 //! orange: a tmux-native orchestrator for parallel coding agents.
+//!
+//! The folders are the layers (DESIGN.md "The layers in the tree"); a module imports only
+//! from its own layer or the layers below, and `tests/layers.rs` checks it:
+//!
+//! ```text
+//! cli            one file per subcommand family
+//! ui             status widgets, sidebar, plugin actions, output
+//! orchestration  projects, tasks, lanes, agent monitor, crash repair
+//! execution      workspace pool, provisioning, sessions, harnesses, config
+//! adapters       tmux, git, zellij, gh, shell, store (the only ones that run programs)
+//! ```
 
-pub mod agent;
-pub mod cmd;
-pub mod config;
-pub mod doctor;
+pub mod adapters;
+pub mod cli;
 pub mod error;
-pub mod fault;
-pub mod gh;
-pub mod git;
-pub mod harness;
-pub mod lane;
-pub mod lifecycle;
-pub mod monitor;
-pub mod output;
-pub mod plugin;
-pub mod pool;
-pub mod project;
-pub mod provision;
-pub mod reconcile;
-pub mod repair;
-pub mod repo;
-pub mod screen;
-pub mod session;
-pub mod shell;
-pub mod sidebar;
-pub mod status;
-pub mod store;
-pub mod task;
-pub mod tmux;
-pub mod zellij;
+pub mod execution;
+pub mod orchestration;
+pub mod ui;

@@ -1,7 +1,7 @@
 use std::io::Write;
 
 use clap::Parser;
-use orange::cmd::{self, Cli, Ctx};
+use orange::cli::{self, Cli, Ctx};
 use orange::error::OrangeError;
 
 fn main() {
@@ -44,7 +44,7 @@ fn main() {
         }
     };
     let json = cli.json;
-    let result = Ctx::new(cli.project).and_then(|ctx| cmd::dispatch(&ctx, cli.command));
+    let result = Ctx::new(cli.project).and_then(|ctx| cli::dispatch(&ctx, cli.command));
     match result {
         Ok(out) => {
             if json {

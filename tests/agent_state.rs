@@ -1,7 +1,7 @@
 //! Agent state from Claude Code session logs: one fixture per state and error kind
 //! (tests/fixtures/claude/<expected>.<case>.jsonl).
 
-use orange::agent::{self, ErrorKind, LogState};
+use orange::orchestration::agent::{self, ErrorKind, LogState};
 
 fn expected(name: &str) -> &str {
     name.split('.').next().unwrap()
@@ -84,7 +84,7 @@ fn fixture(rel: &str) -> String {
 /// Hook payloads captured from the real Claude Code 2.1.330 (tests/fixtures/claude/hooks/).
 #[test]
 fn real_hook_payloads_say_what_happened() {
-    use orange::agent::{Blocker, State};
+    use orange::orchestration::agent::{Blocker, State};
     let says = |f: &str| {
         let file = std::fs::read_dir(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude/hooks"),

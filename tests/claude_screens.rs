@@ -2,8 +2,8 @@
 //! `capture-pane -p -J` of a private tmux server) is classified as what it is: a file's
 //! name says what it shows. A new capture without a rule here fails the test.
 
-use orange::agent::Blocker;
-use orange::screen::{self, Screen};
+use orange::orchestration::agent::Blocker;
+use orange::orchestration::screen::{self, Screen};
 
 fn expected(name: &str) -> Option<Result<Blocker, ()>> {
     let rules: &[(&str, Option<Result<Blocker, ()>>)] = &[

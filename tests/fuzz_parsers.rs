@@ -3,7 +3,10 @@
 //! registries. None may panic, whatever the input; state files that do not parse are
 //! `state_corrupt`, never an empty state.
 
-use orange::{agent, config::Config, lane, pool, store, task};
+use orange::{
+    adapters::store, execution::config::Config, execution::pool, orchestration::agent,
+    orchestration::lane, orchestration::task,
+};
 use proptest::prelude::*;
 
 /// Arbitrary text biased towards the characters these formats care about.
@@ -87,7 +90,7 @@ proptest! {
             let errors = [
                 store::read_json::<pool::PoolFile>(&p).err(),
                 store::read_json::<lane::Registry>(&p).err(),
-                store::read_json::<orange::project::Registry>(&p).err(),
+                store::read_json::<orange::orchestration::project::Registry>(&p).err(),
             ];
             for e in errors.into_iter().flatten() {
                 prop_assert_eq!(e.code(), "state_corrupt");

@@ -443,7 +443,7 @@ fn a_corrupt_registry_is_reported_and_kept() {
 #[test]
 fn a_zellij_lane_runs_reports_its_exit_and_closes() {
     assert!(
-        orange::zellij::Zellij::default().is_available(),
+        orange::adapters::zellij::Zellij::default().is_available(),
         "zellij is not on PATH; run scripts/install-test-deps.sh (cargo install --locked zellij)"
     );
     let env = TaskEnv::new();
@@ -468,7 +468,7 @@ fn a_zellij_lane_runs_reports_its_exit_and_closes() {
     assert_eq!(e["last_error"], "agent exited with status 3");
     let c = env.ok(&["lane", "close", &id, "--force"]);
     assert_eq!(c["state"], "closed");
-    assert!(!orange::zellij::Zellij::default()
+    assert!(!orange::adapters::zellij::Zellij::default()
         .exists(v["lane"]["mux_target"].as_str().unwrap())
         .unwrap());
 }

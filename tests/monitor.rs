@@ -238,12 +238,12 @@ fn a_sub_agents_hook_does_not_flip_its_parent() {
     let id = create(&env, "hook/x", "claude");
     let t = env.task(&id);
     let conv = t["agent_session_id"].as_str().unwrap().to_string();
-    let home = orange::store::Home {
+    let home = orange::adapters::store::Home {
         root: env.home.clone(),
     };
     let ws = env.ws_path(t["workspace"].as_str().unwrap());
     std::env::set_var("ORANGE_HOME", &env.home);
-    let r = orange::monitor::agent_hook(
+    let r = orange::orchestration::monitor::agent_hook(
         &home,
         "Stop",
         &format!("{{\"session_id\":\"nested-{conv}\"}}"),
@@ -252,13 +252,13 @@ fn a_sub_agents_hook_does_not_flip_its_parent() {
     .unwrap();
     assert!(r["ignored"].as_str().unwrap().contains("nested"), "{r}");
     assert!(
-        orange::agent::load(&env.home.join(format!("tasks/app/{id}")))
+        orange::orchestration::agent::load(&env.home.join(format!("tasks/app/{id}")))
             .hook_state
             .is_none()
     );
-    let r = orange::monitor::agent_hook(&home, "SubagentStop", "{}", &ws).unwrap();
+    let r = orange::orchestration::monitor::agent_hook(&home, "SubagentStop", "{}", &ws).unwrap();
     assert!(r["ignored"].is_string());
-    let r = orange::monitor::agent_hook(
+    let r = orange::orchestration::monitor::agent_hook(
         &home,
         "Stop",
         &format!("{{\"session_id\":\"{conv}\"}}"),
@@ -271,7 +271,7 @@ fn a_sub_agents_hook_does_not_flip_its_parent() {
     assert_eq!(e["agent"]["state"], "waiting");
     assert_eq!(e["agent"]["signal"], "hook");
     assert_eq!(e["agent"]["hook_event"], "Stop");
-    let r = orange::monitor::agent_hook(
+    let r = orange::orchestration::monitor::agent_hook(
         &home,
         "UserPromptSubmit",
         &format!("{{\"session_id\":\"{conv}\"}}"),

@@ -28,7 +28,7 @@ const KEY: &str = "sk-ant-test-0123456789abcdefghij";
 const PATIENCE: Duration = Duration::from_secs(60);
 
 fn is_root() -> bool {
-    orange::shell::is_root()
+    orange::adapters::shell::is_root()
 }
 
 /// What the HOME of the claude under test holds (`~/.claude.json`): each missing piece

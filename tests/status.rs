@@ -609,7 +609,7 @@ fn status_asks_tmux_only_when_something_may_have_changed_and_publish_writes_only
 #[test]
 fn the_socket_path_is_the_one_tmux_uses() {
     let env = TaskEnv::new();
-    let ours = orange::tmux::Tmux::with_socket_name(env.tmux.socket.clone())
+    let ours = orange::adapters::tmux::Tmux::with_socket_name(env.tmux.socket.clone())
         .socket_path()
         .unwrap();
     let theirs = env.tmux.ok(&["display-message", "-p", "#{socket_path}"]);

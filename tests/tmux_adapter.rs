@@ -6,7 +6,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use orange::tmux::{session_name, NewSession, OptionScope, PaneExit, Server, Tmux};
+use orange::adapters::tmux::{session_name, NewSession, OptionScope, PaneExit, Server, Tmux};
 use tempfile::TempDir;
 
 static SEQ: AtomicUsize = AtomicUsize::new(0);
@@ -91,7 +91,7 @@ impl TestServer {
     }
 
     /// A session running `command` in the test dir.
-    fn session(&self, name: &str, command: &[&str]) -> orange::tmux::SessionInfo {
+    fn session(&self, name: &str, command: &[&str]) -> orange::adapters::tmux::SessionInfo {
         self.tmux()
             .new_session(&NewSession {
                 name: name.to_string(),
@@ -103,7 +103,7 @@ impl TestServer {
     }
 
     /// A session whose program appends every line it reads to `file`.
-    fn cat_session(&self, name: &str, file: &Path) -> orange::tmux::SessionInfo {
+    fn cat_session(&self, name: &str, file: &Path) -> orange::adapters::tmux::SessionInfo {
         self.session(
             name,
             &["sh", "-c", "exec cat > \"$0\"", file.to_str().unwrap()],

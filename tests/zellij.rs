@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use orange::tmux::NewSession;
-use orange::zellij::Zellij;
+use orange::adapters::tmux::NewSession;
+use orange::adapters::zellij::Zellij;
 
 /// The real zellij: a missing one fails the test (it never passes silently); CI and
 /// `scripts/install-test-deps.sh` install it.

@@ -1,0 +1,454 @@
+//! `orange demo`: a first look in one command. An isolated tmux server (`-L orange-demo`,
+//! or `$ORANGE_TMUX_SOCKET`) with the plugin loaded, a sandbox repository with a bare
+//! origin and its own `ORANGE_HOME` under a new directory, three tasks run by the built-in
+//! demo agent (`tmux/demo-agent.sh`: progress, edits, commits, reports to orange), and the
+//! sidebar open beside the first one. Then it attaches (on a terminal, outside tmux) or
+//! prints how to. The user's own tmux server and `~/orange` are never touched.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use clap::Args;
+use serde_json::json;
+
+use super::Ctx;
+use crate::adapters::store::Home;
+use crate::adapters::tmux::{self, NewSession, OptionScope, Server, Tmux};
+use crate::error::{IoContext, OrangeError, Result};
+use crate::orchestration::lifecycle::{CreateRequest, Tasks};
+use crate::orchestration::project::{self, AddOptions};
+use crate::ui::output::Out;
+use crate::ui::plugin;
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Do not attach: print how to attach instead
+    #[arg(long)]
+    pub no_attach: bool,
+    /// Create the sandbox here (a new or empty directory; default: a new directory under
+    /// the system temp directory)
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// The socket name of the demo server when `ORANGE_TMUX_SOCKET` does not name one.
+pub const DEMO_SOCKET: &str = "orange-demo";
+
+/// The plugin files, built into the binary so that the demo works from any install.
+const PLUGIN_FILES: &[(&str, &str)] = &[
+    ("orange.tmux", include_str!("../../orange.tmux")),
+    ("tmux/run.sh", include_str!("../../tmux/run.sh")),
+    ("tmux/focus.sh", include_str!("../../tmux/focus.sh")),
+    ("tmux/popup.sh", include_str!("../../tmux/popup.sh")),
+    (
+        "tmux/demo-agent.sh",
+        include_str!("../../tmux/demo-agent.sh"),
+    ),
+];
+
+/// The demo's tasks: branch and what the agent is asked.
+const TASKS: &[(&str, &str)] = &[
+    (
+        "demo/dark-mode",
+        "Add a dark mode to the settings page: a theme toggle, dark colours in theme.css, and remember the choice.",
+    ),
+    (
+        "demo/login-lockout",
+        "Lock an account after repeated failed logins, and tell the user how long to wait.",
+    ),
+    (
+        "demo/search",
+        "Make product search tolerate typos and rank exact matches first.",
+    ),
+];
+
+const GIT_IDENTITY: &[&str] = &[
+    "-c",
+    "user.name=orange demo",
+    "-c",
+    "user.email=demo@orange.invalid",
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "init.defaultBranch=main",
+];
+
+fn git(dir: &Path, args: &[&str]) -> Result<()> {
+    let out = Command::new("git")
+        .args(GIT_IDENTITY)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| OrangeError::io("running git (is it installed?)", e))?;
+    if !out.status.success() {
+        return Err(OrangeError::BackendCommandFailed(format!(
+            "git {} failed in {}: {}",
+            args.join(" "),
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).ctx(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(path, text).ctx(|| format!("writing {}", path.display()))
+}
+
+fn make_executable(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .ctx(|| format!("making {} executable", path.display()))
+}
+
+/// A new sandbox directory: `dir` (created, or empty), else a fresh one in the temp dir.
+fn sandbox_dir(dir: Option<&Path>) -> Result<PathBuf> {
+    let dir = match dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).ctx(|| format!("creating {}", d.display()))?;
+            let busy = std::fs::read_dir(d)
+                .ctx(|| format!("reading {}", d.display()))?
+                .next()
+                .is_some();
+            if busy {
+                return Err(OrangeError::invalid(format!(
+                    "{} is not empty; give --dir a new or empty directory",
+                    d.display()
+                )));
+            }
+            d.to_path_buf()
+        }
+        None => tempfile::Builder::new()
+            .prefix("orange-demo-")
+            .tempdir()
+            .ctx(|| "creating a temp directory".into())?
+            .keep(),
+    };
+    dir.canonicalize()
+        .ctx(|| format!("resolving {}", dir.display()))
+}
+
+/// The sandbox repository `shop` with a bare `shop-origin.git`.
+fn make_repo(root: &Path) -> Result<PathBuf> {
+    let origin = root.join("shop-origin.git");
+    let repo = root.join("shop");
+    std::fs::create_dir_all(&repo).ctx(|| format!("creating {}", repo.display()))?;
+    git(
+        root,
+        &["init", "-q", "--bare", "-b", "main", "shop-origin.git"],
+    )?;
+    git(&repo, &["init", "-q", "-b", "main"])?;
+    write(
+        &repo.join("README.md"),
+        "# shop\n\nA tiny web shop: the sandbox of `orange demo`.\n",
+    )?;
+    write(
+        &repo.join("src/theme.css"),
+        "body {\n  color: #222;\n  background: #fff;\n}\n",
+    )?;
+    write(
+        &repo.join("src/settings.js"),
+        "export const settings = {\n  language: 'en',\n};\n",
+    )?;
+    write(
+        &repo.join("src/login.js"),
+        "export function login(user, password) {\n  return check(user, password);\n}\n",
+    )?;
+    write(
+        &repo.join("src/search.js"),
+        "export function search(products, query) {\n  return products.filter((p) => p.name.includes(query));\n}\n",
+    )?;
+    git(&repo, &["add", "-A"])?;
+    git(&repo, &["commit", "-qm", "A tiny shop"])?;
+    let origin_s = origin.display().to_string();
+    git(&repo, &["remote", "add", "origin", &origin_s])?;
+    git(&repo, &["push", "-q", "-u", "origin", "main"])?;
+    git(&repo, &["remote", "set-head", "origin", "-a"])?;
+    Ok(repo)
+}
+
+fn server_label(tmux: &Tmux) -> String {
+    tmux.server_args().join(" ")
+}
+
+pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
+    let json_out = std::env::args_os().any(|a| a == "--json");
+    let tmux_check = Tmux::default();
+    tmux_check.preflight()?;
+    let exe = std::env::current_exe().map_err(|e| OrangeError::io("finding orange", e))?;
+
+    let root = sandbox_dir(args.dir.as_deref())?;
+    let plugin_dir = root.join("plugin");
+    for (name, text) in PLUGIN_FILES {
+        let p = plugin_dir.join(name);
+        write(&p, text)?;
+        if name.ends_with(".sh") || name.ends_with(".tmux") {
+            make_executable(&p)?;
+        }
+    }
+    let home = Home {
+        root: root.join("orange-home"),
+    };
+    crate::adapters::store::ensure_dir(&home.root)?;
+    let agent = plugin_dir.join("tmux/demo-agent.sh");
+    let mut harness = toml::map::Map::new();
+    harness.insert(
+        "command".into(),
+        format!(
+            "sh {} {{prompt}}",
+            tmux::shell_quote(&agent.display().to_string())
+        )
+        .into(),
+    );
+    let mut harnesses = toml::map::Map::new();
+    harnesses.insert("demo".into(), toml::Value::Table(harness));
+    let mut config = toml::map::Map::new();
+    config.insert("default_harness".into(), "demo".into());
+    config.insert("harness".into(), toml::Value::Table(harnesses));
+    let config = toml::to_string(&toml::Value::Table(config))
+        .map_err(|e| OrangeError::invalid(format!("demo config: {e}")))?;
+    write(&home.config_file(), &config)?;
+
+    // Everything started from here (the tmux server, its panes and hooks, the agents and
+    // the `orange` they call) sees the sandbox, never the user's ~/orange or tmux server.
+    let own_socket = std::env::var("ORANGE_TMUX_SOCKET")
+        .map(|s| s.trim().is_empty())
+        .unwrap_or(true);
+    let bin_dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    // SAFETY-free on edition 2021; nothing else runs in this process yet.
+    std::env::set_var("ORANGE_HOME", &home.root);
+    if own_socket {
+        std::env::set_var("ORANGE_TMUX_SOCKET", DEMO_SOCKET);
+    }
+    std::env::set_var("PATH", &path);
+    for v in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "TMUX_PANE"] {
+        std::env::remove_var(v);
+    }
+
+    let repo = make_repo(&root)?;
+
+    let conf = root.join("tmux.conf");
+    write(
+        &conf,
+        &format!(
+            "# The demo server's config: a few friendly settings, then the plugin.\n\
+             set -g mouse on\n\
+             set -g default-size 160x45\n\
+             set -g status-left-length 40\n\
+             set -g status-right-length 90\n\
+             set -g status-right '#{{orange_status}} | %H:%M'\n\
+             set -g @orange-bin {}\n",
+            tmux_conf_quote(&exe.display().to_string())
+        ),
+    )?;
+    let tmux = Tmux::from_env().with_config(&conf);
+    let mut restarted = false;
+    if own_socket && matches!(tmux.server(), Server::Name(n) if n == DEMO_SOCKET) {
+        // A previous demo's server: start afresh.
+        restarted = !tmux.list_sessions()?.is_empty();
+        tmux.kill_server()?;
+    }
+    let welcome = root.join("WELCOME.txt");
+    write(&welcome, &welcome_text(&home, &repo, &tmux))?;
+    let fresh = tmux.list_sessions()?.is_empty();
+    let demo_session = if fresh {
+        "demo".to_string()
+    } else {
+        format!("demo-{}", std::process::id())
+    };
+    tmux.new_session(&NewSession {
+        name: demo_session.clone(),
+        cwd: repo.clone(),
+        env: vec![
+            ("ORANGE_HOME".into(), home.root.display().to_string()),
+            ("PATH".into(), path.clone()),
+        ],
+        command: vec![
+            "sh".into(),
+            "-c".into(),
+            "cat \"$0\"; exec \"${SHELL:-/bin/sh}\"".into(),
+            welcome.display().to_string(),
+        ],
+        width: None,
+        height: None,
+        marks: vec![],
+    })?;
+    if !fresh {
+        // A server that was already running (ORANGE_TMUX_SOCKET): it never read our
+        // config; the plugin still needs its binary. A user's own setting stays.
+        if tmux
+            .get_option(OptionScope::Global, plugin::OPT_BIN)?
+            .is_none()
+        {
+            tmux.set_option(
+                OptionScope::Global,
+                plugin::OPT_BIN,
+                &exe.display().to_string(),
+            )?;
+        }
+        tmux.set_global_environment("ORANGE_HOME", &home.root.display().to_string())?;
+    }
+    tmux.run_shell(&tmux::shell_quote(
+        &plugin_dir.join("orange.tmux").display().to_string(),
+    ))?;
+
+    let project = project::add(
+        &home,
+        AddOptions {
+            path: repo.clone(),
+            name: Some("shop".into()),
+            pool_size: Some(TASKS.len() as i64),
+            default_branch: None,
+            setup_cmd: None,
+            copy: vec![],
+            symlink: vec![],
+            port_base: None,
+        },
+    )?;
+    let plain = Tmux::from_env();
+    let mut tasks = Tasks::new(&home).with_tmux(plain.clone());
+    let mut made = Vec::new();
+    for (branch, summary) in TASKS {
+        let created = tasks.create(
+            &project,
+            CreateRequest {
+                branch: Some(branch.to_string()),
+                summary: summary.to_string(),
+                harness: None,
+                context: None,
+                spawn: true,
+            },
+        )?;
+        let t = created.task;
+        made.push(t);
+    }
+    let first = &made[0];
+    let first_session = first.tmux_session_id.clone().unwrap_or_default();
+    let sidebar = match plain.session_info(&first_session)? {
+        Some(info) => match plugin::toggle_sidebar_at(&home, &plain, &info.pane_id) {
+            Ok(v) => v,
+            Err(e) => json!({"error": e.to_string()}),
+        },
+        None => json!({"error": "the first task's session is gone"}),
+    };
+
+    let attach_argv = plain.attach_command(&first_session);
+    let attach = tmux::shell_join(&attach_argv);
+    let stop = format!(
+        "tmux {} kill-server; rm -rf {}",
+        server_label(&plain),
+        tmux::shell_quote(&root.display().to_string())
+    );
+    let value = json!({
+        "socket": match plain.server() {
+            Server::Name(n) => n.clone(),
+            Server::Path(p) => p.display().to_string(),
+            Server::Default => String::new(),
+        },
+        "server_args": plain.server_args(),
+        "sandbox": root,
+        "home": home.root,
+        "repo": repo,
+        "plugin_dir": plugin_dir,
+        "session": demo_session,
+        "tasks": made.iter().map(|t| json!({
+            "id": t.id,
+            "branch": t.branch,
+            "status": t.status,
+            "session": t.tmux_session,
+            "session_id": t.tmux_session_id,
+        })).collect::<Vec<_>>(),
+        "sidebar": sidebar,
+        "attach": attach,
+        "stop": stop,
+        "restarted": restarted,
+    });
+    let text = format!(
+        "orange demo: {n} demo agents are working on a sandbox shop repository.\n\n\
+         \x20 sandbox      {root}\n\
+         \x20 tmux server  tmux {server}   (isolated: your own tmux server is untouched)\n\
+         \x20 tasks        ORANGE_HOME={home} orange task list\n\
+         \x20 attach       {attach}\n\
+         \x20 stop         {stop}\n\n\
+         In the demo: prefix O s sidebar · O l tasks · O w next waiting · O m actions · O n new task · O ? help;\n\
+         Ctrl+\\ focuses the sidebar and Ctrl+] zooms the agent (in task sessions).\n",
+        n = made.len(),
+        root = root.display(),
+        server = server_label(&plain),
+        home = tmux::shell_quote(&home.root.display().to_string()),
+    );
+    let inside_tmux = std::env::var_os("TMUX").is_some_and(|v| !v.is_empty());
+    let attach_now = !args.no_attach
+        && !json_out
+        && !inside_tmux
+        && std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal();
+    if attach_now {
+        print!("{text}");
+        return Err(plain.attach(&first_session));
+    }
+    let mut text = text;
+    if inside_tmux && !args.no_attach && !json_out {
+        text.push_str(
+            "\nYou are inside tmux: attach from another terminal, or nest it with `TMUX= ` before the attach command.\n",
+        );
+    }
+    Ok(Out { json: value, text })
+}
+
+/// A value for a tmux config line: single-quoted (tmux takes it literally).
+fn tmux_conf_quote(s: &str) -> String {
+    if s.contains('\'') {
+        format!(
+            "\"{}\"",
+            s.replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('$', "\\$")
+        )
+    } else {
+        format!("'{s}'")
+    }
+}
+
+fn welcome_text(home: &Home, repo: &Path, tmux: &Tmux) -> String {
+    format!(
+        "\n  Welcome to the orange demo.\n\n\
+         \x20 Three demo agents work in their own tmux sessions and git worktrees of a\n\
+         \x20 sandbox repository ({repo}).\n\n\
+         \x20 prefix O l   pick a task (live preview)     prefix O s   toggle the sidebar\n\
+         \x20 prefix O w   next task waiting for you     prefix O m   actions for this task\n\
+         \x20 prefix O n   new task                       prefix O ?   all keys\n\
+         \x20 Ctrl+\\       focus the sidebar (in a task)  Ctrl+]       zoom the agent pane\n\n\
+         \x20 This shell has ORANGE_HOME={home}: try `orange task list`.\n\
+         \x20 Leave with prefix d; stop everything with `tmux {server} kill-server`.\n\n",
+        repo = repo.display(),
+        home = home.root.display(),
+        server = server_label(tmux),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conf_quoting() {
+        assert_eq!(tmux_conf_quote("/a b/orange"), "'/a b/orange'");
+        assert_eq!(tmux_conf_quote("/it's/$x\""), "\"/it's/\\$x\\\"\"");
+    }
+}

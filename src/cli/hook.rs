@@ -1,0 +1,235 @@
+//! `orange hook EVENT [ARGS…]`: the entry point tmux hooks (installed by orange.tmux) and
+//! agent hooks call, so a dead agent, a closed session or a focus change shows at once.
+//!
+//! | event | arguments | does |
+//! |---|---|---|
+//! | `pane-died` | `--pane %N --session NAME` | record exits, publish, poke |
+//! | `pane-exited` | `--pane %N --session NAME` | record exits, publish, poke |
+//! | `session-closed` | `--session NAME` | record exits, publish, poke |
+//! | `client-session-changed` | `--session NAME --client NAME` | publish, poke |
+//! | `refresh` | none | record exits, publish, poke |
+//! | `agent` | `EVENT` (+ the agent's JSON on stdin) | the agent monitor's hook (issue 6), then publish, poke |
+//!
+//! "Record exits" is [`status::record_exits`]: it looks at every open task in the one tmux
+//! snapshot the hook takes anyway, so the arguments are informational (logged on errors)
+//! and a missed or out-of-order hook is caught up by the next one. "Publish" is
+//! [`status::publish`]'s work on the same snapshot; "poke" touches `run/poke` for sidebars.
+//!
+//! A tmux hook must never show the user anything: whatever happens (an unknown event, odd
+//! arguments, an error, a panic) this prints nothing, exits 0 and writes one JSON line to
+//! `$ORANGE_HOME/orange.log`. It takes no lock that others hold long (only `run/hook.lock`,
+//! for at most 300 ms, between hooks) and never waits for an agent. With `--json` (anywhere
+//! on the line) it prints what it did as one JSON value.
+
+use std::io::{IsTerminal, Read};
+use std::time::Instant;
+
+use clap::Args;
+use serde_json::{json, Value};
+
+use super::Ctx;
+use crate::adapters::tmux::Tmux;
+use crate::error::Result;
+use crate::ui::output::Out;
+use crate::ui::status;
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The event and its arguments
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub event: Vec<String>,
+}
+
+/// The arguments of an event: `--name value`, `--name=value`, or positional (`%N` is a
+/// pane, `$N` a session id, anything else fills session then client).
+#[derive(Debug, Default, PartialEq)]
+struct HookFlags {
+    pane: Option<String>,
+    session: Option<String>,
+    client: Option<String>,
+    json: bool,
+    positional: Vec<String>,
+    unknown: Vec<String>,
+}
+
+fn parse(args: &[String]) -> HookFlags {
+    let mut f = HookFlags::default();
+    let mut it = args.iter().peekable();
+    while let Some(a) = it.next() {
+        let (name, inline) = match a.strip_prefix("--") {
+            Some(rest) => match rest.split_once('=') {
+                Some((n, v)) => (Some(n), Some(v.to_string())),
+                None => (Some(rest), None),
+            },
+            None => (None, None),
+        };
+        match name {
+            Some("json") => f.json = true,
+            Some(n @ ("pane" | "session" | "client")) => {
+                let v = inline.or_else(|| it.next().cloned());
+                match n {
+                    "pane" => f.pane = v,
+                    "session" => f.session = v,
+                    _ => f.client = v,
+                }
+            }
+            Some(_) => f.unknown.push(a.clone()),
+            None => f.positional.push(a.clone()),
+        }
+    }
+    for p in std::mem::take(&mut f.positional) {
+        if p.starts_with('%') && f.pane.is_none() {
+            f.pane = Some(p);
+        } else if f.session.is_none() {
+            f.session = Some(p);
+        } else if f.client.is_none() {
+            f.client = Some(p);
+        } else {
+            f.positional.push(p);
+        }
+    }
+    f
+}
+
+pub fn run(ctx: &Ctx, args: HookArgs) -> Result<Out> {
+    let started = Instant::now();
+    let (event, rest) = match args.event.split_first() {
+        Some((e, rest)) => (e.clone(), rest.to_vec()),
+        None => (String::new(), Vec::new()),
+    };
+    let flags = parse(&rest);
+    // A panic must not reach tmux either: log it instead of printing it.
+    let home = ctx.home.clone();
+    std::panic::set_hook(Box::new(move |info| {
+        status::log(
+            &home,
+            "error",
+            "orange hook panicked",
+            json!({"component": "hook", "panic": info.to_string()}),
+        );
+    }));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        handle(ctx, &event, &rest, &flags)
+    }));
+    let mut report = match outcome {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            status::log(
+                &ctx.home,
+                "error",
+                "orange hook failed",
+                json!({"component": "hook", "event": event, "args": rest, "error": e.to_string(), "code": e.code()}),
+            );
+            json!({"event": event, "error": {"code": e.code(), "message": e.to_string()}})
+        }
+        Err(_) => json!({"event": event, "error": {"code": "panic", "message": "see orange.log"}}),
+    };
+    report["ms"] = json!((started.elapsed().as_secs_f64() * 1e5).round() / 100.0);
+    let text = if flags.json {
+        format!("{report}\n")
+    } else {
+        String::new()
+    };
+    Ok(Out { json: report, text })
+}
+
+fn handle(ctx: &Ctx, event: &str, rest: &[String], flags: &HookFlags) -> Result<Value> {
+    let tmux = Tmux::from_env();
+    let via = format!("hook:{event}");
+    match event {
+        "pane-died" | "pane-exited" | "session-closed" | "refresh" => {
+            let snap = status::take_snapshot(&tmux)?;
+            let recorded = status::record_exits(&ctx.home, snap.as_ref(), &via);
+            let published = publish(ctx, &tmux, snap.as_ref())?;
+            Ok(json!({
+                "event": event,
+                "pane": flags.pane,
+                "session": flags.session,
+                "recorded": recorded,
+                "published": published,
+            }))
+        }
+        "client-session-changed" => {
+            let snap = status::take_snapshot(&tmux)?;
+            let published = publish(ctx, &tmux, snap.as_ref())?;
+            Ok(json!({
+                "event": event,
+                "session": flags.session,
+                "client": flags.client,
+                "published": published,
+            }))
+        }
+        // Agent hooks (Claude Code's settings call `orange hook agent EVENT`): the monitor's
+        // (issue 6) routing and state, then the widgets follow at once.
+        "agent" => {
+            let agent_event = rest.first().cloned().unwrap_or_default();
+            let mut payload = String::new();
+            let stdin = std::io::stdin();
+            if !stdin.is_terminal() {
+                let _ = stdin.lock().take(1 << 20).read_to_string(&mut payload);
+            }
+            let result = crate::orchestration::monitor::agent_hook(
+                &ctx.home,
+                &agent_event,
+                &payload,
+                &ctx.cwd,
+            )?;
+            let snap = status::take_snapshot(&tmux)?;
+            let published = publish(ctx, &tmux, snap.as_ref())?;
+            Ok(json!({"event": event, "agent": result, "published": published}))
+        }
+        _ => {
+            status::log(
+                &ctx.home,
+                "warn",
+                "unknown hook event (ignored)",
+                json!({"component": "hook", "event": event, "unknown_flags": flags.unknown, "positional": flags.positional}),
+            );
+            status::poke(&ctx.home);
+            Ok(json!({"event": event, "ignored": "unknown event"}))
+        }
+    }
+}
+
+/// Publish on the hook's snapshot; `false` when no tmux server runs.
+fn publish(ctx: &Ctx, tmux: &Tmux, snap: Option<&status::Snapshot>) -> Result<bool> {
+    match snap {
+        Some(s) => status::publish_snapshot(&ctx.home, tmux, s).map(|_| true),
+        None => {
+            status::poke(&ctx.home);
+            Ok(false)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn flags_and_positionals() {
+        let f = parse(&v(&[
+            "--pane",
+            "%3",
+            "--session=app/x",
+            "--client",
+            "/dev/pts/1",
+        ]));
+        assert_eq!(f.pane.as_deref(), Some("%3"));
+        assert_eq!(f.session.as_deref(), Some("app/x"));
+        assert_eq!(f.client.as_deref(), Some("/dev/pts/1"));
+        let f = parse(&v(&["%7", "$2", "--json", "--what", "extra", "more"]));
+        assert_eq!(f.pane.as_deref(), Some("%7"));
+        assert_eq!(f.session.as_deref(), Some("$2"));
+        assert_eq!(f.client.as_deref(), Some("extra"));
+        assert!(f.json);
+        assert_eq!(f.unknown, v(&["--what"]));
+        assert_eq!(f.positional, v(&["more"]));
+        // A flag without its value at the end is just absent.
+        assert_eq!(parse(&v(&["--session"])).session, None);
+    }
+}

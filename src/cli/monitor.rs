@@ -1,0 +1,168 @@
+//! `orange monitor [--once]` and `orange restore`: the agent monitor and recovery after
+//! a reboot or a tmux server restart.
+
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::json;
+
+use super::{audited, Ctx};
+use crate::adapters::tmux::Tmux;
+use crate::error::{OrangeError, Result};
+use crate::orchestration::lifecycle::Tasks;
+use crate::orchestration::monitor::{self, Monitor};
+use crate::ui::output::Out;
+
+#[derive(Debug, Args)]
+pub struct MonitorArgs {
+    /// Run one pass and exit (prints what it saw and did)
+    #[arg(long)]
+    pub once: bool,
+    /// Time between passes
+    #[arg(long, default_value = "5s", value_name = "DURATION")]
+    pub interval: String,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// Recreate the sessions (without it, only list what would be restored)
+    #[arg(long)]
+    pub yes: bool,
+}
+
+pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
+    let tmux = Tmux::from_env();
+    if a.once {
+        let mut m = Monitor::new(&ctx.home, tmux.clone())?;
+        let r = m.pass()?;
+        publish(&ctx.home, &tmux);
+        let text = format!(
+            "checked {} task(s); {} action(s)\n{}",
+            r.checked,
+            r.actions.len(),
+            r.actions
+                .iter()
+                .map(|a| format!("  {a}\n"))
+                .collect::<String>()
+        );
+        return Ok(Out::new(r, text));
+    }
+    let interval = humantime::parse_duration(&a.interval)
+        .map_err(|e| OrangeError::invalid(format!("invalid --interval {:?}: {e}", a.interval)))?;
+    let Some(server) = tmux.server_identity()? else {
+        return Ok(Out::new(
+            json!({"running": false, "reason": "no tmux server runs"}),
+            "orange monitor: no tmux server runs\n",
+        ));
+    };
+    let Some(guard) = monitor::singleton(&ctx.home, &server)? else {
+        return Ok(Out::new(
+            json!({"running": false, "reason": "a monitor already runs for this tmux server"}),
+            "orange monitor already runs for this tmux server\n",
+        ));
+    };
+    let stop = |reason: &str| {
+        let _ = std::fs::remove_file(guard.path().with_extension("json"));
+        let _ = std::fs::remove_file(guard.path());
+        Ok(Out::new(json!({"running": false, "reason": reason}), ""))
+    };
+    let mut idle_servers = 0;
+    loop {
+        // Its data root is gone (a removed sandbox): nothing to watch, nothing to write.
+        if !ctx.home.root.exists() {
+            return Ok(Out::new(
+                json!({"running": false, "reason": "ORANGE_HOME is gone"}),
+                "",
+            ));
+        }
+        // The server it watches is gone, or replaced by a new one on the same socket:
+        // that one is not this monitor's (it gets its own).
+        match tmux.server_identity() {
+            Ok(Some(now)) if now == server => {}
+            Ok(_) => return stop("the tmux server it watched was stopped or replaced"),
+            Err(e) => crate::adapters::store::log(
+                &ctx.home,
+                "warn",
+                "monitor: tmux did not answer",
+                json!({"error": e.to_string()}),
+            ),
+        }
+        let mut m = Monitor::new(&ctx.home, tmux.clone())?.on_server(server.clone());
+        if let Err(e) = m.pass() {
+            crate::adapters::store::log(
+                &ctx.home,
+                "error",
+                "monitor pass failed",
+                json!({"error": e.to_string(), "code": e.code()}),
+            );
+        }
+        publish(&ctx.home, &tmux);
+        // Stop with the tmux server: a monitor must not outlive what it watches.
+        if tmux.list_sessions().map(|s| s.is_empty()).unwrap_or(true) {
+            idle_servers += 1;
+            if idle_servers >= 2 {
+                return stop("the tmux server has no sessions left");
+            }
+        } else {
+            idle_servers = 0;
+        }
+        std::thread::sleep(interval.max(Duration::from_millis(200)));
+    }
+}
+
+pub fn restore(ctx: &Ctx, a: RestoreArgs) -> Result<Out> {
+    super::reconcile(ctx);
+    let mut tasks = Tasks::new(&ctx.home);
+    let orphans = tasks.orphaned()?;
+    if !a.yes {
+        let mut text = format!("{} task(s) whose session is gone:\n", orphans.len());
+        for t in &orphans {
+            text.push_str(&format!(
+                "  {} {}/{} [{}] {}\n",
+                t.id,
+                t.project,
+                t.branch,
+                t.status,
+                if t.agent_session_id.is_some() {
+                    "(conversation resumable)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        if !orphans.is_empty() {
+            text.push_str("run `orange restore --yes` to recreate them\n");
+        }
+        return Ok(Out::new(
+            json!({"restorable": orphans, "restored": []}),
+            text,
+        ));
+    }
+    let mut restored = vec![];
+    let mut failed = vec![];
+    for t in orphans {
+        match audited(ctx, "task.restore", json!({"id": t.id}), || {
+            tasks.respawn(&t.id, Some(&t.project))
+        }) {
+            Ok(t) => restored.push(t),
+            Err(e) => failed.push(json!({"id": t.id, "code": e.code(), "message": e.to_string()})),
+        }
+    }
+    crate::ui::status::changed(&ctx.home, &tasks.tmux);
+    let text = format!(
+        "restored {} task(s), {} failed\n",
+        restored.len(),
+        failed.len()
+    );
+    Ok(Out::new(
+        json!({"restored": restored, "failed": failed}),
+        text,
+    ))
+}
+
+/// Publish the status widgets after a pass, and tell sidebars to redraw. Errors are not
+/// the monitor's business: the next pass publishes again.
+fn publish(home: &crate::adapters::store::Home, tmux: &Tmux) {
+    let _ = crate::ui::status::publish(home, tmux);
+    crate::ui::status::poke(home);
+}

@@ -1,0 +1,534 @@
+//! `orange sidebar [--task ID] [--once] [--width N]` and `orange sidebar toggle`.
+//!
+//! `--once` prints one frame (plain text unless stdout is a colour terminal; `--json`: the
+//! model). Without it the sidebar redraws its terminal until killed: the task's directory
+//! and `$ORANGE_HOME/run/poke` are checked every 250 ms (a few `stat`s), tmux once a second
+//! (one call: the pane's size and the agent's session), git every 10 s, on a poke and on a
+//! key press. Drawing never clears the whole screen unless the size changed (no flicker).
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+
+use clap::Args;
+use serde_json::json;
+use unicode_width::UnicodeWidthStr;
+
+use super::Ctx;
+use crate::adapters::tmux::{PaneInfo, Tmux};
+use crate::error::{OrangeError, Result};
+use crate::orchestration::lifecycle::{SessionView, Tasks};
+use crate::orchestration::task::{self, Task, TaskStore};
+use crate::ui::output::{color_enabled, Out};
+use crate::ui::sidebar::{self, GitPart, Model};
+
+#[derive(Debug, Args)]
+pub struct SidebarArgs {
+    /// Task to show (default: $ORANGE_TASK_ID, else the task of the tmux session this pane
+    /// is in, else the task bound to the workspace containing the current directory)
+    #[arg(long, conflicts_with = "lane")]
+    pub task: Option<String>,
+    /// Show a lane instead of a task
+    #[arg(long)]
+    pub lane: Option<String>,
+    /// Render one frame and exit (with --json: the model as JSON)
+    #[arg(long)]
+    pub once: bool,
+    /// Width in columns (default: $COLUMNS, else the pane's width, else 40)
+    #[arg(long)]
+    pub width: Option<usize>,
+    /// Height in lines (default: --once unlimited; the loop: the pane's height)
+    #[arg(long)]
+    pub height: Option<usize>,
+    /// `toggle`: open or close the sidebar beside the current pane
+    pub action: Option<String>,
+}
+
+/// How often the loop looks at the task's files and the poke file.
+const TICK: Duration = Duration::from_millis(250);
+/// How often it asks tmux for the pane's size and the agent's session.
+const HEALTH_EVERY: Duration = Duration::from_secs(1);
+/// How often it reads git again without being poked.
+const GIT_EVERY: Duration = Duration::from_secs(10);
+const DEFAULT_WIDTH: usize = 40;
+const CTRL_C: u8 = 0x03;
+const CTRL_D: u8 = 0x04;
+const DEFAULT_HEIGHT: usize = 24;
+
+pub fn run(ctx: &Ctx, args: SidebarArgs) -> Result<Out> {
+    match args.action.as_deref() {
+        None => {}
+        Some("toggle") => return toggle(ctx),
+        Some(other) => {
+            return Err(OrangeError::invalid(format!(
+                "unknown sidebar action {other:?}: the only one is `toggle`"
+            )))
+        }
+    }
+    for (name, v) in [("--width", args.width), ("--height", args.height)] {
+        if v == Some(0) {
+            return Err(OrangeError::invalid(format!("{name} must be at least 1")));
+        }
+    }
+    let task = match &args.lane {
+        Some(id) => sidebar::lane_task(&ctx.home, id)?,
+        None => find_task(ctx, args.task.as_deref())?,
+    };
+    // This process only reads git.
+    crate::adapters::git::fast_reads();
+    if args.once {
+        let width = args
+            .width
+            .or_else(|| env_usize("COLUMNS"))
+            .or_else(|| pane_size(&pane_tmux()).map(|(w, _)| w))
+            .unwrap_or(DEFAULT_WIDTH);
+        let model = sidebar::model_for_task(&ctx.home, &task, chrono::Utc::now())?;
+        let text = if color_enabled() {
+            sidebar::render_ansi(&model, width, args.height)
+        } else {
+            sidebar::render(&model, width, args.height)
+        };
+        return Ok(Out::new(&model, text));
+    }
+    if std::env::args_os().any(|a| a == "--json") {
+        return Err(OrangeError::invalid(
+            "--json needs --once (the sidebar loop draws a terminal)",
+        ));
+    }
+    run_loop(ctx, task, args.lane.is_some(), args.width, args.height)
+}
+
+fn toggle(ctx: &Ctx) -> Result<Out> {
+    let tmux = Tmux::from_env();
+    let v = crate::ui::plugin::toggle_sidebar(&ctx.home, &tmux)?;
+    let text = match v["action"].as_str() {
+        Some("opened") => format!("sidebar opened ({})\n", v["pane"].as_str().unwrap_or("?")),
+        Some("closed") => "sidebar closed\n".to_string(),
+        _ => String::new(),
+    };
+    Ok(Out::new(v, text))
+}
+
+fn env_usize(name: &str) -> Option<usize> {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|n| *n > 0)
+}
+
+/// The tmux server this very pane is on (`$TMUX`), which may differ from the one tasks
+/// run on when `ORANGE_TMUX_SOCKET` names another.
+fn pane_tmux() -> Tmux {
+    Tmux::new(Tmux::server_from(
+        None,
+        std::env::var("TMUX").ok().as_deref(),
+    ))
+}
+
+/// `$TMUX_PANE`, when this process runs in a tmux pane (`$TMUX` set too).
+fn own_pane() -> Option<String> {
+    std::env::var_os("TMUX").filter(|v| !v.is_empty())?;
+    std::env::var("TMUX_PANE")
+        .ok()
+        .filter(|p| p.starts_with('%'))
+}
+
+/// The size of this pane, asked of tmux (one call).
+fn pane_size(tmux: &Tmux) -> Option<(usize, usize)> {
+    let pane = own_pane()?;
+    let v = tmux
+        .pane_values(&pane, &["pane_width", "pane_height"])
+        .ok()??;
+    Some((v[0].parse().ok()?, v[1].parse().ok()?))
+}
+
+/// The task the sidebar follows: `--task`, `$ORANGE_TASK_ID`, the task whose tmux session
+/// holds this pane, the task bound to the workspace containing the current directory.
+fn find_task(ctx: &Ctx, explicit: Option<&str>) -> Result<Task> {
+    let tasks = Tasks::new(&ctx.home);
+    if let Some(id) = explicit {
+        return tasks.get(id, ctx.project.as_deref());
+    }
+    if let Some(id) = task::id_from_env() {
+        return tasks.get(&id, ctx.project.as_deref());
+    }
+    // Only inside tmux: `$TMUX` names the server the pane ids belong to.
+    let panes = own_pane()
+        .map(|p| {
+            vec![
+                Some(p),
+                std::env::var(crate::ui::plugin::ENV_AGENT_PANE).ok(),
+            ]
+        })
+        .unwrap_or_default();
+    for pane in panes.into_iter().flatten() {
+        if let Some(t) = task_of_pane(&ctx.home, &pane_tmux(), &pane) {
+            return Ok(t);
+        }
+    }
+    tasks.infer(&ctx.cwd).map_err(|_| {
+        OrangeError::invalid(
+            "which task? pass --task ID (or run the sidebar in a task's tmux session, with ORANGE_TASK_ID set, or inside a task's workspace)",
+        )
+    })
+}
+
+fn task_of_pane(home: &crate::adapters::store::Home, tmux: &Tmux, pane: &str) -> Option<Task> {
+    let v = tmux
+        .pane_values(pane, &["session_id", "session_name"])
+        .ok()??;
+    crate::ui::plugin::task_of_session(home, tmux, &v[0], &v[1]).ok()?
+}
+
+// ---------------------------------------------------------------------------------------
+// The loop
+// ---------------------------------------------------------------------------------------
+
+/// What a file looked like at the last check: any change (an edit in place, an append, a
+/// replacement by rename, a removal) changes it.
+type Stamp = Option<(SystemTime, u64, u64)>;
+
+fn stamp(p: &Path) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(p).ok()?;
+    Some((m.modified().ok()?, m.len(), m.ino()))
+}
+
+/// The paths whose stamps decide a refresh: the task directory itself (editors and
+/// atomic writers replace files by rename, which changes the directory) and its files
+/// (appends and in-place edits change only the file).
+fn task_paths(store: &TaskStore, task: &Task) -> Vec<PathBuf> {
+    let dir = store.dir(&task.project, &task.id);
+    let mut v = vec![dir.clone()];
+    for f in ["task.json", "TASK.md", "history.jsonl", "agent.json"] {
+        v.push(dir.join(f));
+    }
+    v
+}
+
+/// The terminal in drawing mode: alternate screen, no cursor, no echo, keys one by one and
+/// `-isig`, so Ctrl+C arrives as a byte and quits cleanly (std alone cannot catch SIGINT).
+/// A watchdog (`sh`, waiting for EOF on a pipe only this process holds) restores the
+/// terminal when this process dies by a signal anyway (SIGTERM, SIGKILL).
+struct Term {
+    saved_stty: Option<String>,
+    watchdog: Option<Child>,
+    _watchdog_pipe: Option<std::process::ChildStdin>,
+}
+
+const RESTORE: &str = "\x1b[0m\x1b[?25h\x1b[?1049l";
+
+impl Term {
+    fn enter() -> Term {
+        let tty_in = std::io::stdin().is_terminal();
+        let saved_stty = if tty_in {
+            // `output()` would give stty an empty stdin: it must see the terminal.
+            Command::new("stty")
+                .arg("-g")
+                .stdin(Stdio::inherit())
+                .stderr(Stdio::null())
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .filter(|s| !s.is_empty())
+        } else {
+            None
+        };
+        if saved_stty.is_some() {
+            let _ = Command::new("stty")
+                .args(["-echo", "-icanon", "-isig", "min", "1", "time", "0"])
+                .stderr(Stdio::null())
+                .status();
+        }
+        let script = format!(
+            "trap '' INT TERM HUP QUIT; cat >/dev/null; \
+             if [ -n \"$1\" ]; then stty \"$1\" </dev/tty 2>/dev/null; fi; printf '{}'",
+            RESTORE.replace('\x1b', "\\033")
+        );
+        let mut watchdog = Command::new("sh")
+            .args(["-c", &script, "orange-sidebar-watchdog"])
+            .arg(saved_stty.clone().unwrap_or_default())
+            .stdin(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok();
+        let pipe = watchdog.as_mut().and_then(|c| c.stdin.take());
+        let mut so = std::io::stdout().lock();
+        let _ = so.write_all(b"\x1b[?1049h\x1b[?25l\x1b[2J\x1b[H");
+        let _ = so.flush();
+        Term {
+            saved_stty,
+            watchdog,
+            _watchdog_pipe: pipe,
+        }
+    }
+}
+
+impl Drop for Term {
+    fn drop(&mut self) {
+        // We restore ourselves; the watchdog must not do it again later (its escape codes
+        // would land after the shell's prompt).
+        if let Some(mut c) = self.watchdog.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if let Some(s) = &self.saved_stty {
+            let _ = Command::new("stty").arg(s).stderr(Stdio::null()).status();
+        }
+        let mut so = std::io::stdout().lock();
+        let _ = so.write_all(RESTORE.as_bytes());
+        let _ = so.flush();
+    }
+}
+
+enum Input {
+    Key(u8),
+}
+
+/// Read keys (one by one: the terminal is in `-icanon`) on a thread; `q` quits, any other
+/// key refreshes at once.
+fn keys() -> (mpsc::Sender<Input>, mpsc::Receiver<Input>) {
+    let (tx, rx) = mpsc::channel();
+    if std::io::stdin().is_terminal() {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let mut stdin = std::io::stdin().lock();
+            let mut buf = [0u8; 64];
+            while let Ok(n) = stdin.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                for b in &buf[..n] {
+                    if tx.send(Input::Key(*b)).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+    }
+    (tx, rx)
+}
+
+/// The loop's view of the world between frames.
+struct Follow {
+    task: Option<Task>,
+    id: String,
+    session: SessionView,
+    git: GitPart,
+    model: Option<Model>,
+}
+
+fn run_loop(
+    ctx: &Ctx,
+    task: Task,
+    lane: bool,
+    fixed_width: Option<usize>,
+    fixed_height: Option<usize>,
+) -> Result<Out> {
+    let store = TaskStore::new(&ctx.home);
+    let tasks_tmux = Tmux::from_env();
+    let pane_tmux = pane_tmux();
+    // One snapshot serves both the session state and this pane's size when the sidebar's
+    // server is the tasks' server (ORANGE_TMUX_SOCKET unset: both come from $TMUX).
+    let same_server = std::env::var("ORANGE_TMUX_SOCKET").map_or(true, |s| s.trim().is_empty());
+    let poke = ctx.home.root.join("run").join("poke");
+    let paths = task_paths(&store, &task);
+    let project = task.project.clone();
+
+    let term = Term::enter();
+    let (_tx, rx) = keys();
+    let color = color_enabled();
+
+    let mut st = Follow {
+        id: task.id.clone(),
+        task: Some(task),
+        session: SessionView::NONE,
+        git: GitPart::default(),
+        model: None,
+    };
+    let mut stamps: Vec<Stamp> = paths.iter().map(|p| stamp(p)).collect();
+    let mut poke_stamp = stamp(&poke);
+    let mut size = (
+        fixed_width.unwrap_or(DEFAULT_WIDTH),
+        fixed_height.unwrap_or(DEFAULT_HEIGHT),
+    );
+    let mut last_health: Option<Instant> = None;
+    let mut last_git: Option<Instant> = None;
+    let mut last_frame = String::new();
+    let mut last_size = (0, 0);
+    let mut force_git = true;
+    let mut reload = true;
+    loop {
+        // Files: a few stats.
+        let now_stamps: Vec<Stamp> = paths.iter().map(|p| stamp(p)).collect();
+        if now_stamps != stamps {
+            stamps = now_stamps;
+            reload = true;
+        }
+        let p = stamp(&poke);
+        if p != poke_stamp {
+            poke_stamp = p;
+            force_git = true;
+            last_health = None;
+        }
+        if reload {
+            let loaded = if lane {
+                sidebar::lane_task(&ctx.home, &st.id)
+            } else {
+                store.load(&project, &st.id)
+            };
+            match loaded {
+                Ok(t) => {
+                    let moved = st.task.as_ref().is_none_or(|old| {
+                        old.workspace != t.workspace
+                            || old.branch != t.branch
+                            || old.status != t.status
+                    });
+                    force_git |= moved;
+                    st.task = Some(t);
+                }
+                Err(OrangeError::TaskNotFound(_) | OrangeError::LaneNotFound(_)) => {
+                    // Its line counts are of no use to anyone now.
+                    if let Some(old) = st.task.take() {
+                        let _ = std::fs::remove_file(sidebar::line_cache_path(&ctx.home, &old));
+                    }
+                }
+                // A half-written or unreadable task.json: keep the last good one.
+                Err(_) => {}
+            }
+        }
+        // tmux: once a second, or when poked.
+        if last_health.is_none_or(|t| t.elapsed() >= HEALTH_EVERY) {
+            last_health = Some(Instant::now());
+            let panes: Vec<PaneInfo> = sidebar::panes(&tasks_tmux);
+            if let Some(t) = &st.task {
+                st.session = SessionView::of(t, &panes);
+            }
+            let measured = if same_server {
+                own_pane().and_then(|id| {
+                    panes
+                        .iter()
+                        .find(|p| p.pane_id == id)
+                        .map(|p| (p.pane_width as usize, p.pane_height as usize))
+                })
+            } else {
+                pane_size(&pane_tmux)
+            }
+            .or_else(stty_size)
+            .or_else(|| Some((env_usize("COLUMNS")?, env_usize("LINES")?)));
+            if let Some((w, h)) = measured {
+                size = (fixed_width.unwrap_or(w), fixed_height.unwrap_or(h));
+            }
+            reload = true;
+        }
+        // git: every 10 s, when poked, on a key, when the task moved.
+        if force_git || last_git.is_none_or(|t| t.elapsed() >= GIT_EVERY) {
+            if let Some(t) = &st.task {
+                st.git = sidebar::git_part(&ctx.home, t);
+            }
+            last_git = Some(Instant::now());
+            force_git = false;
+            reload = true;
+        }
+        let now = chrono::Utc::now();
+        if reload {
+            st.model = st
+                .task
+                .as_ref()
+                .map(|t| sidebar::assemble(&ctx.home, t, &st.session, &st.git, now));
+            reload = false;
+        }
+        let (w, h) = size;
+        let (plain, shown) = match &mut st.model {
+            Some(m) => {
+                m.now = now.timestamp();
+                let plain = sidebar::render(m, w, Some(h));
+                let shown = if color {
+                    sidebar::render_ansi(m, w, Some(h))
+                } else {
+                    plain.clone()
+                };
+                (plain, shown)
+            }
+            None => {
+                let plain = sidebar::render_gone(&st.id, w, Some(h));
+                (plain.clone(), plain)
+            }
+        };
+        if shown != last_frame || size != last_size {
+            if draw(&plain, &shown, w, h, size != last_size).is_err() {
+                // The terminal is gone (the pane was closed): nothing left to draw on.
+                return Ok(Out::new(
+                    json!({"task": st.id, "ended": "terminal closed"}),
+                    "",
+                ));
+            }
+            last_frame = shown;
+            last_size = size;
+        }
+        match rx.recv_timeout(TICK) {
+            Ok(Input::Key(b'q' | b'Q' | CTRL_D)) => {
+                return Ok(Out::new(json!({"task": st.id, "ended": "quit"}), ""));
+            }
+            Ok(Input::Key(CTRL_C)) => {
+                drop(term);
+                // What a shell expects of a program stopped by Ctrl+C.
+                std::process::exit(130);
+            }
+            Ok(Input::Key(_)) => {
+                force_git = true;
+                last_health = None;
+                while rx.try_recv().is_ok() {}
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// `stty size` of the controlling terminal (outside tmux).
+fn stty_size() -> Option<(usize, usize)> {
+    if own_pane().is_some() {
+        return None;
+    }
+    let tty = std::fs::File::open("/dev/tty").ok()?;
+    let out = Command::new("stty")
+        .arg("size")
+        .stdin(tty)
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut it = text.split_whitespace().map(|n| n.parse::<usize>().ok());
+    let (rows, cols) = (it.next()??, it.next()??);
+    (rows > 0 && cols > 0).then_some((cols, rows))
+}
+
+/// Draw a frame from the top left: each line cleared after its text (not before: no
+/// flicker), the rest of the screen cleared when the frame is shorter than the screen.
+fn draw(plain: &str, shown: &str, cols: usize, rows: usize, clear: bool) -> std::io::Result<()> {
+    let mut buf = String::from(if clear { "\x1b[H\x1b[2J" } else { "\x1b[H" });
+    let widths: Vec<usize> = plain.lines().map(|l| l.width()).collect();
+    let lines: Vec<&str> = shown.lines().take(rows).collect();
+    for (i, l) in lines.iter().enumerate() {
+        if i > 0 {
+            buf.push_str("\r\n");
+        }
+        buf.push_str(l);
+        // At the last column the terminal waits to wrap: an erase there would eat the
+        // last character, and nothing is left to erase anyway.
+        if widths.get(i).copied().unwrap_or(0) < cols {
+            buf.push_str("\x1b[K");
+        }
+    }
+    if lines.is_empty() {
+        buf.push_str("\x1b[J");
+    } else if lines.len() < rows {
+        buf.push_str("\r\n\x1b[J");
+    }
+    let mut so = std::io::stdout().lock();
+    so.write_all(buf.as_bytes())?;
+    so.flush()
+}

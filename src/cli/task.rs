@@ -1,0 +1,629 @@
+//! `orange task create|list|show|peek|spawn|attach|respawn|update|complete|stuck|merge|cancel|delete`
+
+use std::io::{IsTerminal, Read, Write};
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+use unicode_width::UnicodeWidthStr;
+
+use super::{audited, Ctx};
+use crate::error::{OrangeError, Result};
+use crate::orchestration::lifecycle::{CreateRequest, TaskView, Tasks};
+use crate::orchestration::task::Status;
+use crate::ui::output::{status_word, table, Out};
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCmd {
+    /// Create a task and start its agent (queued when the pool is full)
+    Create(CreateArgs),
+    /// List the project's tasks (oldest first) with their session state
+    List {
+        /// Only tasks with this status
+        #[arg(long)]
+        status: Option<String>,
+        /// Every project's tasks, grouped by project
+        #[arg(long)]
+        all: bool,
+    },
+    /// Show one task: fields, session, TASK.md and history
+    Show { id: String },
+    /// Which signal decided the agent's current state, and when
+    Explain { id: String },
+    /// Print the last lines of the task's agent pane
+    Peek {
+        id: String,
+        #[arg(long, default_value_t = 40)]
+        lines: usize,
+    },
+    /// Start the agent of a pending task
+    Spawn { id: String },
+    /// Attach to the task's session (switch-client inside tmux, attach-session outside)
+    Attach { id: String },
+    /// Restart the agent of an active task whose agent exited or whose session is gone,
+    /// or retry a failed task from the start
+    Respawn { id: String },
+    /// Change a task's status, summary or branch (ID defaults to $ORANGE_TASK_ID or the
+    /// workspace you are in)
+    Update {
+        id: Option<String>,
+        /// New status (pending … stuck; done/cancelled go through merge/cancel)
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long, allow_hyphen_values = true)]
+        summary: Option<String>,
+        /// Rename the branch to NAME, or without NAME record the branch the workspace is on
+        #[arg(long, num_args = 0..=1, value_name = "NAME")]
+        branch: Option<Option<String>>,
+    },
+    /// Mark the task ready for review (agents call this when done)
+    Complete { id: Option<String> },
+    /// Mark the task stuck (agents call this when they cannot go on)
+    Stuck { id: Option<String> },
+    /// Merge the task's branch into the default branch, return its workspace, mark it done
+    Merge {
+        id: String,
+        /// ff (fast-forward only, default) or merge (always a merge commit)
+        #[arg(long, value_parser = ["ff", "merge"], default_value = "ff")]
+        strategy: String,
+        /// Do not look for a pull request with gh
+        #[arg(long)]
+        local: bool,
+    },
+    /// Cancel a task: kill its session and return its workspace (kept if it has uncommitted work)
+    Cancel {
+        id: String,
+        /// Do not ask for confirmation
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Delete a done, cancelled or failed task's record (its branch stays)
+    Delete {
+        id: String,
+        #[arg(long)]
+        yes: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    /// Branch for the task (default: orange-tasks/<id>); an existing local or remote
+    /// branch is reused
+    pub branch: Option<String>,
+    /// What the agent should do (its first prompt; quotes, $(…) and newlines are safe)
+    #[arg(allow_hyphen_values = true)]
+    pub summary: Option<String>,
+    /// Agent harness: claude, pi, codex, opencode, or one from config.toml
+    /// (default: config's default_harness, else the first installed of pi, opencode, claude, codex)
+    #[arg(long)]
+    pub harness: Option<String>,
+    /// Extra context for TASK.md's ## Context: "-" reads standard input
+    #[arg(long, value_name = "TEXT|-", allow_hyphen_values = true)]
+    pub context: Option<String>,
+    /// Create the task as pending (queued) without starting the agent
+    #[arg(long)]
+    pub no_spawn: bool,
+}
+
+fn first_line(s: &str, max: usize) -> String {
+    let line = s.lines().next().unwrap_or("");
+    let mut out = String::new();
+    for c in line.chars() {
+        if out.width() + c.to_string().width() > max {
+            out.push('…');
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn describe(v: &TaskView) -> String {
+    format!(
+        "{} {}/{} [{}] [{}] {} {}",
+        v.task.id,
+        v.task.project,
+        v.task.branch,
+        v.task.status,
+        v.task.harness,
+        v.session.icon(),
+        v.session.state
+    )
+}
+
+/// The task `id`, once the user said yes to `<verb> task …?` (or passed --yes).
+fn confirmed(
+    tasks: &Tasks,
+    id: &str,
+    project: Option<&str>,
+    verb: &str,
+    yes: bool,
+) -> Result<crate::orchestration::task::Task> {
+    let t = tasks.get(id, project)?;
+    confirm(
+        &format!("{verb} task {} ({}/{})?", t.id, t.project, t.branch),
+        yes,
+    )?;
+    Ok(t)
+}
+
+fn confirm(question: &str, yes: bool) -> Result<()> {
+    if yes {
+        return Ok(());
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err(OrangeError::invalid(format!(
+            "{question} — pass --yes to confirm (no terminal to ask on)"
+        )));
+    }
+    eprint!("{question} [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .map_err(|e| OrangeError::io("reading the answer", e))?;
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        Ok(())
+    } else {
+        Err(OrangeError::invalid("not confirmed; nothing changed"))
+    }
+}
+
+pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
+    let starts = matches!(
+        cmd,
+        TaskCmd::Create(_) | TaskCmd::Spawn { .. } | TaskCmd::Respawn { .. }
+    );
+    let mutating = !matches!(
+        cmd,
+        TaskCmd::List { .. }
+            | TaskCmd::Show { .. }
+            | TaskCmd::Explain { .. }
+            | TaskCmd::Peek { .. }
+            | TaskCmd::Attach { .. }
+    );
+    // Every task command sees repaired state (a crashed command's leftovers).
+    super::reconcile(ctx);
+    let out = run_command(ctx, cmd);
+    if mutating {
+        // Failed commands change state too (a task recorded as failed).
+        let tasks = Tasks::new(&ctx.home);
+        crate::ui::status::changed(&ctx.home, &tasks.tmux);
+        if let Ok(out) = &out {
+            auto_sidebar(&tasks, &out.json, starts);
+        }
+    }
+    out
+}
+
+/// `@orange-sidebar-auto on`: a session that just started (this task's, or the queued
+/// task a merge or cancel started) opens with the sidebar. Best effort: the plugin side
+/// must never fail a task command.
+fn auto_sidebar(tasks: &Tasks, out: &serde_json::Value, starts: bool) {
+    let mut sessions: Vec<String> = vec![];
+    if starts {
+        sessions.extend(out["tmux_session_id"].as_str().map(str::to_string));
+    }
+    if let Some(id) = out["next"]["spawned"].as_str() {
+        if let Ok(t) = tasks.get(id, None) {
+            sessions.extend(t.tmux_session_id);
+        }
+    }
+    for s in sessions {
+        let _ = crate::ui::plugin::auto_sidebar(tasks.home, &tasks.tmux, &s);
+    }
+}
+
+fn run_command(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
+    let mut tasks = Tasks::new(&ctx.home);
+    let project_filter = ctx.project.clone();
+    match cmd {
+        TaskCmd::Create(a) => {
+            let project = ctx.project()?;
+            let context = match a.context.as_deref() {
+                Some("-") => {
+                    let mut s = String::new();
+                    std::io::stdin()
+                        .read_to_string(&mut s)
+                        .map_err(|e| OrangeError::io("reading --context from standard input", e))?;
+                    Some(s)
+                }
+                other => other.map(str::to_string),
+            };
+            let inputs = json!({"project": project.name, "branch": a.branch, "summary": a.summary, "harness": a.harness, "no_spawn": a.no_spawn});
+            let created = audited(ctx, "task.create", inputs, || {
+                tasks.create(
+                    &project,
+                    CreateRequest {
+                        branch: a.branch.filter(|b| !b.is_empty()),
+                        summary: a.summary.unwrap_or_default(),
+                        harness: a.harness,
+                        context,
+                        spawn: !a.no_spawn,
+                    },
+                )
+            })?;
+            let t = &created.task;
+            let mut text = format!(
+                "created task {} ({}/{}) [{}] [{}]",
+                t.id, t.project, t.branch, t.status, t.harness
+            );
+            match created.outcome {
+                "spawned" => text.push_str(&format!(
+                    " in {} → tmux session {}",
+                    t.workspace.as_deref().unwrap_or("?"),
+                    t.tmux_session.as_deref().unwrap_or("?")
+                )),
+                "queued" => text.push_str(&format!(
+                    "; queued: {}",
+                    created.note.as_deref().unwrap_or("")
+                )),
+                _ => {}
+            }
+            text.push('\n');
+            Ok(Out::new(created, text))
+        }
+        TaskCmd::List { status, all } => {
+            let status = status.as_deref().map(Status::parse).transpose()?;
+            let project = if all { None } else { Some(ctx.project()?.name) };
+            let mut list = tasks.list(project.as_deref(), status)?;
+            if all {
+                // Many projects in one view: grouped by project, oldest first in each.
+                list.sort_by(|a, b| {
+                    a.task
+                        .project
+                        .cmp(&b.task.project)
+                        .then(a.task.created_at.cmp(&b.task.created_at))
+                });
+            }
+            let text = if list.is_empty() {
+                "no tasks\n".to_string()
+            } else {
+                let rows: Vec<Vec<String>> = list
+                    .iter()
+                    .map(|v| {
+                        let mut r = vec![
+                            v.task.id.clone(),
+                            status_word(v.task.status.as_str()),
+                            format!("{} {}", v.session.icon(), v.session.state),
+                            match (v.agent.state, &v.agent.escalated) {
+                                (_, Some(_)) => "needs you".to_string(),
+                                (Some(st), _) if v.task.status.is_active() => {
+                                    st.as_str().to_string()
+                                }
+                                _ => "-".to_string(),
+                            },
+                            v.task.branch.clone(),
+                            v.task.harness.clone(),
+                            first_line(&v.task.summary, 48),
+                        ];
+                        if all {
+                            r.insert(0, v.task.project.clone());
+                        }
+                        r
+                    })
+                    .collect();
+                if all {
+                    table(
+                        &[
+                            "PROJECT", "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS",
+                            "SUMMARY",
+                        ],
+                        &rows,
+                    )
+                } else {
+                    table(
+                        &[
+                            "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "SUMMARY",
+                        ],
+                        &rows,
+                    )
+                }
+            };
+            Ok(Out::new(list, text))
+        }
+        TaskCmd::Show { id } => {
+            let t = tasks.get(&id, project_filter.as_deref())?;
+            let history = tasks.store.history(&t.project, &t.id);
+            let md_path = tasks.store.task_md(&t.project, &t.id);
+            let md = std::fs::read_to_string(&md_path).unwrap_or_default();
+            let view = tasks.view(t, &tasks.panes());
+            let mut text = format!(
+                "{}\nsummary: {}\nworkspace: {}\nsession: {}{}\nTASK.md: {}\n",
+                describe(&view),
+                view.task.summary,
+                view.task.workspace.as_deref().unwrap_or("-"),
+                view.task.tmux_session.as_deref().unwrap_or("-"),
+                match (view.session.exit_status, view.session.exit_signal) {
+                    (Some(c), _) => format!(" (agent exited with status {c})"),
+                    (_, Some(s)) => format!(" (agent killed by signal {s})"),
+                    _ => String::new(),
+                },
+                md_path.display()
+            );
+            if let Some(f) = &view.task.failure {
+                text.push_str(&format!(
+                    "failed: {f}\nto do: `orange task respawn {id}` retries, `orange task delete {id}` removes it\n",
+                    id = view.task.id
+                ));
+            }
+            text.push_str(&agent_text(&view.agent, &view.task.id));
+            text.push_str("history:\n");
+            for e in history.iter().rev().take(10) {
+                text.push_str(&format!("  {}  {}\n", e.ts, e.event));
+            }
+            let mut v = serde_json::to_value(&view).unwrap();
+            v["history"] = serde_json::to_value(&history).unwrap();
+            v["task_md"] = json!(md);
+            v["task_md_path"] = json!(md_path);
+            Ok(Out { json: v, text })
+        }
+        TaskCmd::Explain { id } => {
+            let t = tasks.get(&id, project_filter.as_deref())?;
+            let view = tasks.view(t, &tasks.panes());
+            let a = &view.agent;
+            let state = a.state.map(|s| s.as_str()).unwrap_or("unknown");
+            let mut text = format!("task {}: agent {state}", view.task.id);
+            match a.signal {
+                Some(sig) if !a.at.is_empty() => text.push_str(&format!(
+                    ", decided by {} at {} (in this state since {})",
+                    match sig {
+                        crate::orchestration::agent::Signal::Hook => "an agent hook",
+                        crate::orchestration::agent::Signal::Log => "the Claude session log",
+                        crate::orchestration::agent::Signal::Pane => "the tmux pane (process exit)",
+                        crate::orchestration::agent::Signal::Screen => "screen activity",
+                        crate::orchestration::agent::Signal::None => "nothing",
+                    },
+                    a.at,
+                    a.since
+                )),
+                _ => text.push_str(" (the monitor has not looked at it yet)"),
+            }
+            text.push('\n');
+            if let (Some(e), Some(at)) = (&a.hook_event, &a.hook_at) {
+                text.push_str(&format!("last agent hook: {e} at {at}\n"));
+            }
+            text.push_str(&agent_text(a, &view.task.id));
+            if a.nudges > 0 {
+                text.push_str(&format!("nudged {} time(s)\n", a.nudges));
+            }
+            if view.task.crash_count > 0 {
+                text.push_str(&format!("crashes: {}\n", view.task.crash_count));
+            }
+            if let Some(e) = &a.escalated {
+                text.push_str(&format!("ESCALATED at {}: {}\n", e.at, e.reason));
+            }
+            Ok(Out::new(
+                json!({"id": view.task.id, "agent": view.agent, "session": view.session, "crash_count": view.task.crash_count}),
+                text,
+            ))
+        }
+        TaskCmd::Peek { id, lines } => {
+            let t = tasks.get(&id, project_filter.as_deref())?;
+            let target = tasks.session_target(&t)?;
+            if !tasks.tmux.has_session(&target)? {
+                return Err(OrangeError::invalid(format!(
+                    "task {}'s session is gone; `orange task respawn {}` starts a new one",
+                    t.id, t.id
+                )));
+            }
+            let screen = tasks.tmux.capture_pane(&target, lines)?;
+            // A quiet agent leaves the screen mostly blank: fold runs of blank lines so the
+            // last N lines are the ones with something on them.
+            let mut all: Vec<&str> = vec![];
+            for l in screen.lines() {
+                if !(l.trim().is_empty() && all.last().is_none_or(|p: &&str| p.trim().is_empty())) {
+                    all.push(l);
+                }
+            }
+            let tail = all[all.len().saturating_sub(lines)..].join("\n");
+            let text = format!("{tail}\n");
+            Ok(Out::new(
+                json!({"id": t.id, "session": target, "lines": tail}),
+                text,
+            ))
+        }
+        TaskCmd::Spawn { id } => {
+            let t = audited(ctx, "task.spawn", json!({"id": id}), || {
+                tasks.spawn(&id, project_filter.as_deref())
+            })?;
+            let text = format!(
+                "spawned task {} in {} → tmux session {}\n",
+                t.id,
+                t.workspace.as_deref().unwrap_or("?"),
+                t.tmux_session.as_deref().unwrap_or("?")
+            );
+            Ok(Out::new(t, text))
+        }
+        TaskCmd::Respawn { id } => {
+            let t = audited(ctx, "task.respawn", json!({"id": id}), || {
+                tasks.respawn(&id, project_filter.as_deref())
+            })?;
+            let text = if t.status == Status::Pending {
+                format!(
+                    "task {} is queued: the pool is full; it starts when a workspace is released\n",
+                    t.id
+                )
+            } else {
+                format!(
+                    "respawned task {} → tmux session {}\n",
+                    t.id,
+                    t.tmux_session.as_deref().unwrap_or("?")
+                )
+            };
+            Ok(Out::new(t, text))
+        }
+        TaskCmd::Attach { id } => {
+            let t = tasks.get(&id, project_filter.as_deref())?;
+            let target = tasks.session_target(&t)?;
+            if !tasks.tmux.has_session(&target)? {
+                return Err(OrangeError::invalid(format!(
+                    "task {}'s session is gone; `orange task respawn {}` starts a new one",
+                    t.id, t.id
+                )));
+            }
+            if std::env::var_os("TMUX").is_some_and(|v| !v.is_empty()) {
+                tasks.tmux.switch_client(&target)?;
+                Ok(Out::new(
+                    json!({"id": t.id, "session": target, "via": "switch-client"}),
+                    "",
+                ))
+            } else {
+                Err(tasks.tmux.attach(&target))
+            }
+        }
+        TaskCmd::Update {
+            id,
+            status,
+            summary,
+            branch,
+        } => {
+            let t = match id {
+                Some(id) => tasks.get(&id, project_filter.as_deref())?,
+                None => tasks.infer(&ctx.cwd)?,
+            };
+            if status.is_none() && summary.is_none() && branch.is_none() {
+                return Err(OrangeError::invalid(
+                    "nothing to update: pass --status, --summary or --branch",
+                ));
+            }
+            let inputs =
+                json!({"id": t.id, "status": status, "summary": summary, "branch": branch});
+            let t = audited(ctx, "task.update", inputs, || {
+                let mut t = t;
+                if let Some(s) = &summary {
+                    t = tasks.set_summary(&t, s)?;
+                }
+                if let Some(b) = &branch {
+                    t = tasks.set_branch(&t, b.as_deref())?;
+                }
+                if let Some(s) = &status {
+                    t = tasks.set_status(&t, Status::parse(s)?, "update")?;
+                }
+                Ok(t)
+            })?;
+            let text = format!(
+                "task {} ({}/{}) [{}]\n",
+                t.id, t.project, t.branch, t.status
+            );
+            Ok(Out::new(t, text))
+        }
+        TaskCmd::Complete { id } => report(ctx, &mut tasks, id, Status::Reviewing, "task.complete"),
+        TaskCmd::Stuck { id } => report(ctx, &mut tasks, id, Status::Stuck, "task.stuck"),
+        TaskCmd::Merge {
+            id,
+            strategy,
+            local,
+        } => {
+            let inputs = json!({"id": id, "strategy": strategy, "local": local});
+            let (t, info, next) = audited(ctx, "task.merge", inputs, || {
+                tasks.merge(&id, project_filter.as_deref(), strategy == "ff", local)
+            })?;
+            let mut text = format!(
+                "merged task {} ({}) via {}",
+                t.id,
+                t.branch,
+                info["via"].as_str().unwrap_or("")
+            );
+            if let Some(c) = info["commit"].as_str() {
+                text.push_str(&format!(" → {}", &c[..c.len().min(12)]));
+            }
+            if let Some(reason) = info["pr"]["reason"].as_str() {
+                text.push_str(&format!(" ({reason})"));
+            }
+            text.push('\n');
+            push_next(&mut text, &next);
+            let mut v = serde_json::to_value(&t).unwrap();
+            v["merge"] = info;
+            v["next"] = serde_json::to_value(&next).unwrap();
+            Ok(Out { json: v, text })
+        }
+        TaskCmd::Cancel { id, yes } => {
+            let t = confirmed(&tasks, &id, project_filter.as_deref(), "Cancel", yes)?;
+            let (t, note, next) = audited(ctx, "task.cancel", json!({"id": id}), || {
+                tasks.cancel(&t.id, Some(&t.project))
+            })?;
+            let mut text = format!(
+                "cancelled task {} ({}); branch {} kept\n",
+                t.id, t.project, t.branch
+            );
+            if let Some(n) = &note {
+                text.push_str(&format!("{n}\n"));
+            }
+            push_next(&mut text, &next);
+            let mut v = serde_json::to_value(&t).unwrap();
+            v["note"] = json!(note);
+            v["next"] = serde_json::to_value(&next).unwrap();
+            Ok(Out { json: v, text })
+        }
+        TaskCmd::Delete { id, yes } => {
+            let t = confirmed(&tasks, &id, project_filter.as_deref(), "Delete", yes)?;
+            let t = audited(ctx, "task.delete", json!({"id": id}), || {
+                tasks.delete(&t.id, Some(&t.project))
+            })?;
+            let text = format!("deleted task {} (branch {} is kept)\n", t.id, t.branch);
+            Ok(Out::new(t, text))
+        }
+    }
+}
+
+fn report(ctx: &Ctx, tasks: &mut Tasks, id: Option<String>, to: Status, op: &str) -> Result<Out> {
+    let t = match id {
+        Some(id) => tasks.get(&id, ctx.project.as_deref())?,
+        None => tasks.infer(&ctx.cwd)?,
+    };
+    let t = audited(ctx, op, json!({"id": t.id}), || {
+        tasks.set_status(&t, to, op)
+    })?;
+    let text = format!("task {} is now {}\n", t.id, t.status);
+    Ok(Out::new(t, text))
+}
+
+fn push_next(text: &mut String, next: &crate::orchestration::lifecycle::NextSpawn) {
+    for f in &next.failed {
+        text.push_str(&format!(
+            "queued task {} could not start (now failed): {}\n",
+            f.id, f.error
+        ));
+    }
+    if let Some(id) = &next.spawned {
+        text.push_str(&format!("started queued task {id}\n"));
+    }
+    if let Some(e) = &next.error {
+        text.push_str(&format!("could not start the next queued task: {e}\n"));
+    }
+}
+
+/// The agent's detail, what the person must do about a dialog, and a dead agent's last
+/// lines: the part of `task show` and `task explain` that says why.
+fn agent_text(a: &crate::orchestration::agent::AgentInfo, task: &str) -> String {
+    let mut text = String::new();
+    if let Some(state) = a.state {
+        text.push_str(&format!("agent: {}", state.as_str()));
+        if let Some(k) = a
+            .error_kind
+            .filter(|_| state == crate::orchestration::agent::State::Error)
+        {
+            text.push_str(&format!(" ({})", k.as_str()));
+        }
+        text.push('\n');
+    }
+    if let Some(d) = &a.detail {
+        text.push_str(&format!("detail: {d}\n"));
+    }
+    if let Some(b) = a.blocker {
+        if !a
+            .detail
+            .as_deref()
+            .is_some_and(|d| d.contains(&b.advice(task)))
+        {
+            text.push_str(&format!("to do: {}\n", b.advice(task)));
+        }
+    }
+    if !a.last_lines.is_empty() {
+        text.push_str("last lines of its pane:\n");
+        for l in &a.last_lines {
+            text.push_str(&format!("  | {l}\n"));
+        }
+    }
+    text
+}

@@ -1,0 +1,291 @@
+//! `$ORANGE_HOME/config.toml`: user harnesses and defaults (policies come with the monitor).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::adapters::store::Home;
+use crate::error::{OrangeError, Result};
+
+/// The harnesses orange knows without a `command` (a config entry may tune them).
+pub const BUILTIN: &[&str] = &["claude", "pi", "codex", "opencode"];
+
+/// claude's `--permission-mode` choices (2.1).
+pub const CLAUDE_PERMISSION_MODES: &[&str] = &[
+    "bypassPermissions",
+    "acceptEdits",
+    "auto",
+    "manual",
+    "dontAsk",
+    "plan",
+];
+
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct Config {
+    /// Harness used when `--harness` is not given.
+    #[serde(default)]
+    pub default_harness: Option<String>,
+    #[serde(default)]
+    pub harness: BTreeMap<String, HarnessConfig>,
+    /// Monitor policies for every agent (seed 003).
+    #[serde(default)]
+    pub policy: Policy,
+    /// Per-project settings, `[project.<name>]`: used where `orange project update`
+    /// left a field empty.
+    #[serde(default)]
+    pub project: BTreeMap<String, ProjectConfig>,
+    /// Per-task settings, keyed by task id: `[task.<id>.policy]`.
+    #[serde(default)]
+    pub task: BTreeMap<String, TaskConfig>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct ProjectConfig {
+    #[serde(default)]
+    pub copy: Vec<String>,
+    #[serde(default)]
+    pub symlink: Vec<String>,
+    #[serde(default)]
+    pub setup_cmd: Option<String>,
+    #[serde(default)]
+    pub port_base: Option<u16>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct TaskConfig {
+    #[serde(default)]
+    pub policy: Policy,
+}
+
+/// What the monitor does when an agent idles, exits or errs. Every field is optional:
+/// a task's policy falls back to its harness's, then to the global one, then to the
+/// defaults (nudge once after 60 s idle; escalate on exit without an outcome; escalate on
+/// error).
+#[derive(Debug, Default, Clone, Deserialize, PartialEq)]
+pub struct Policy {
+    /// How long an agent must be waiting before on_idle fires (e.g. "60s").
+    #[serde(default)]
+    pub idle_grace: Option<String>,
+    #[serde(default)]
+    pub on_idle: Option<Action>,
+    /// Idle periods nudged without progress (no tool call since) before the monitor
+    /// escalates instead of nudging again (default 2).
+    #[serde(default)]
+    pub max_nudges: Option<u32>,
+    #[serde(default)]
+    pub on_exit: Option<Action>,
+    /// One action for every error kind, or a table per kind (unauthorized, out_of_credits,
+    /// rate_limited, no_network, other, and `default` as the catch-all).
+    #[serde(default)]
+    pub on_error: Option<ErrorPolicy>,
+}
+
+/// `"escalate"`, or `{ action = "nudge", message = "…" }`, or
+/// `{ action = "recover", message = "…", mode = "prompt" | "append" }`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum Action {
+    Name(String),
+    Full {
+        action: String,
+        #[serde(default)]
+        message: Option<String>,
+        #[serde(default)]
+        mode: Option<String>,
+    },
+}
+
+impl Action {
+    pub fn name(&self) -> &str {
+        match self {
+            Action::Name(n) => n,
+            Action::Full { action, .. } => action,
+        }
+    }
+    pub fn message(&self) -> Option<&str> {
+        match self {
+            Action::Name(_) => None,
+            Action::Full { message, .. } => message.as_deref(),
+        }
+    }
+    pub fn mode(&self) -> Option<&str> {
+        match self {
+            Action::Name(_) => None,
+            Action::Full { mode, .. } => mode.as_deref(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum ErrorPolicy {
+    All(Action),
+    PerKind(BTreeMap<String, Action>),
+}
+
+impl ErrorPolicy {
+    pub fn for_kind(&self, kind: &str) -> Option<&Action> {
+        match self {
+            ErrorPolicy::All(a) => Some(a),
+            ErrorPolicy::PerKind(m) => m.get(kind).or_else(|| m.get("default")),
+        }
+    }
+}
+
+impl Policy {
+    /// Field-wise: `self` where set, else `other`.
+    pub fn or(&self, other: &Policy) -> Policy {
+        Policy {
+            idle_grace: self.idle_grace.clone().or(other.idle_grace.clone()),
+            on_idle: self.on_idle.clone().or(other.on_idle.clone()),
+            max_nudges: self.max_nudges.or(other.max_nudges),
+            on_exit: self.on_exit.clone().or(other.on_exit.clone()),
+            on_error: self.on_error.clone().or(other.on_error.clone()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct HarnessConfig {
+    /// Shell command line; `{prompt}` is replaced by the shell-quoted prompt
+    /// (appended when absent). Absent for a built-in harness given only a policy.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Command used by `orange task respawn` (default: `command`).
+    #[serde(default)]
+    pub respawn_command: Option<String>,
+    /// Keys sent before a nudge's text, in tmux's key names (e.g. `["C-u"]`); none by
+    /// default. `Escape` is refused for claude: there it means "No, exit".
+    #[serde(default)]
+    pub nudge_keys: Option<Vec<String>>,
+    /// claude only: its permission mode (`bypassPermissions` by default, as
+    /// `--dangerously-skip-permissions`; or `acceptEdits`, `auto`, `manual`, `dontAsk`,
+    /// `plan`). Kept by respawn and restore.
+    #[serde(default)]
+    pub permission_mode: Option<String>,
+    #[serde(default)]
+    pub policy: Policy,
+}
+
+impl Config {
+    /// Read `config.toml`; a missing file is the default configuration.
+    pub fn load(home: &Home) -> Result<Config> {
+        let path = home.config_file();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(e) => return Err(OrangeError::io(format!("reading {}", path.display()), e)),
+        };
+        Self::parse(&text).map_err(|detail| OrangeError::StateCorrupt { path, detail })
+    }
+
+    pub fn parse(text: &str) -> Result<Config, String> {
+        let cfg: Config = toml::from_str(text).map_err(|e| e.to_string())?;
+        for (name, h) in &cfg.harness {
+            if h.command.as_ref().is_some_and(|c| c.trim().is_empty()) {
+                return Err(format!("harness.{name}.command is empty"));
+            }
+            if h.command.is_none() && !BUILTIN.contains(&name.as_str()) {
+                return Err(format!("harness.{name} needs a command"));
+            }
+            if let Some(mode) = &h.permission_mode {
+                if name != "claude" {
+                    return Err(format!(
+                        "harness.{name}.permission_mode: only the built-in claude has one"
+                    ));
+                }
+                if !CLAUDE_PERMISSION_MODES.contains(&mode.as_str()) {
+                    return Err(format!(
+                        "harness.claude.permission_mode {mode:?}: one of {}",
+                        CLAUDE_PERMISSION_MODES.join(", ")
+                    ));
+                }
+            }
+            let escape = h
+                .nudge_keys
+                .iter()
+                .flatten()
+                .any(|k| matches!(k.to_ascii_lowercase().as_str(), "escape" | "esc" | "c-["));
+            if escape && name == "claude" {
+                return Err(format!(
+                    "harness.{name}.nudge_keys: Escape is never sent to Claude Code (on its dialogs it means \"No, exit\"; on an approval prompt it rejects the call)"
+                ));
+            }
+        }
+        for p in std::iter::once(&cfg.policy)
+            .chain(cfg.harness.values().map(|h| &h.policy))
+            .chain(cfg.task.values().map(|t| &t.policy))
+        {
+            if let Some(g) = &p.idle_grace {
+                humantime::parse_duration(g).map_err(|e| format!("idle_grace {g:?}: {e}"))?;
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// The policy for a task: task, then harness, then global settings.
+    pub fn policy_for(&self, task_id: &str, harness: &str) -> Policy {
+        let task = self
+            .task
+            .get(task_id)
+            .map(|t| t.policy.clone())
+            .unwrap_or_default();
+        let harness = self
+            .harness
+            .get(harness)
+            .map(|h| h.policy.clone())
+            .unwrap_or_default();
+        task.or(&harness).or(&self.policy)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_user_harnesses() {
+        let c = Config::parse(
+            "default_harness = \"mine\"\n[harness.mine]\ncommand = \"mine --yes {prompt}\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.default_harness.as_deref(), Some("mine"));
+        assert_eq!(
+            c.harness["mine"].command.as_deref(),
+            Some("mine --yes {prompt}")
+        );
+        assert!(Config::parse("[harness.x]\ncommand = \"  \"\n").is_err());
+        assert!(Config::parse("[harness.x\n").is_err());
+        assert!(Config::parse("").unwrap().harness.is_empty());
+        assert!(Config::parse("[harness.nocmd]\n").is_err());
+    }
+
+    #[test]
+    fn policies_layer_task_over_harness_over_global() {
+        let c = Config::parse(
+            r#"
+[policy]
+idle_grace = "30s"
+on_exit = "escalate"
+on_error = { unauthorized = "escalate", default = { action = "recover", message = "retry" } }
+[harness.claude.policy]
+on_idle = { action = "nudge", message = "go on" }
+[task.abc123.policy]
+on_exit = { action = "recover", message = "try again", mode = "append" }
+"#,
+        )
+        .unwrap();
+        let p = c.policy_for("abc123", "claude");
+        assert_eq!(p.idle_grace.as_deref(), Some("30s"));
+        assert_eq!(p.on_idle.as_ref().unwrap().message(), Some("go on"));
+        assert_eq!(p.on_exit.as_ref().unwrap().name(), "recover");
+        assert_eq!(p.on_exit.as_ref().unwrap().mode(), Some("append"));
+        let e = p.on_error.unwrap();
+        assert_eq!(e.for_kind("unauthorized").unwrap().name(), "escalate");
+        assert_eq!(e.for_kind("rate_limited").unwrap().message(), Some("retry"));
+        let other = c.policy_for("zzz", "pi");
+        assert_eq!(other.on_exit.unwrap().name(), "escalate");
+        assert!(other.on_idle.is_none());
+        assert!(Config::parse("[policy]\nidle_grace = \"soon\"\n").is_err());
+    }
+}

@@ -1,0 +1,8 @@
+//! Execution: workspaces (the pooled worktrees, their provisioning), sessions (tmux or zellij), the agent harnesses and the configuration. Built on the adapters only.
+
+pub mod config;
+pub mod harness;
+pub mod pool;
+pub mod provision;
+pub mod repo;
+pub mod session;

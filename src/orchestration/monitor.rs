@@ -1,0 +1,923 @@
+//! The agent monitor (seed 003): one pass looks at every active task with ONE tmux query,
+//! decides each agent's state from the best signal (hook > Claude log > pane > screen),
+//! and applies the task's policies: on_idle (nudge once per idle period), on_exit
+//! (recover, escalate, done; two crashes make the task stuck), on_error (per kind).
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::adapters::store::{self, Home, LockGuard};
+use crate::adapters::tmux::{PaneExit, PaneInfo, Tmux};
+use crate::error::{OrangeError, Result};
+use crate::execution::config::{Action, Config, Policy};
+use crate::orchestration::agent::{self, AgentInfo, Escalation, LogState, Signal, State};
+use crate::orchestration::lifecycle::{Recovery, Tasks};
+use crate::orchestration::screen;
+use crate::orchestration::task::{Status, Task};
+
+pub const DEFAULT_IDLE_GRACE: Duration = Duration::from_secs(60);
+pub const DEFAULT_NUDGE: &str = "Please continue with the task.";
+/// Crashes (exits without the required outcome) after which a task is stuck.
+pub const CRASH_LIMIT: u32 = 2;
+/// Idle periods nudged without progress before the monitor escalates instead.
+pub const DEFAULT_MAX_NUDGES: u32 = 2;
+
+/// What one pass saw and did, per task.
+#[derive(Debug, Default, Serialize)]
+pub struct PassReport {
+    pub checked: usize,
+    pub actions: Vec<serde_json::Value>,
+    pub states: Vec<serde_json::Value>,
+}
+
+/// Agent timestamps are precise: a hook and a monitor pass often fall in the same second.
+fn now_s() -> String {
+    store::now_precise()
+}
+
+fn age(since: &str, now: chrono::DateTime<chrono::Utc>) -> Duration {
+    chrono::DateTime::parse_from_rfc3339(since)
+        .map(|t| now.signed_duration_since(t).to_std().unwrap_or_default())
+        .unwrap_or_default()
+}
+
+/// The resolved policy of one task, with defaults applied.
+pub struct Resolved {
+    pub idle_grace: Duration,
+    pub on_idle: Action,
+    pub on_exit: Action,
+    pub max_nudges: u32,
+    policy: Policy,
+}
+
+impl Resolved {
+    pub fn of(config: &Config, task: &Task) -> Resolved {
+        let policy = config.policy_for(&task.id, &task.harness);
+        Resolved {
+            idle_grace: policy
+                .idle_grace
+                .as_deref()
+                .and_then(|g| humantime::parse_duration(g).ok())
+                .unwrap_or(DEFAULT_IDLE_GRACE),
+            on_idle: policy.on_idle.clone().unwrap_or(Action::Full {
+                action: "nudge".into(),
+                message: Some(DEFAULT_NUDGE.into()),
+                mode: None,
+            }),
+            max_nudges: policy.max_nudges.unwrap_or(DEFAULT_MAX_NUDGES),
+            on_exit: policy
+                .on_exit
+                .clone()
+                .unwrap_or(Action::Name("escalate".into())),
+            policy,
+        }
+    }
+
+    pub fn on_error(&self, kind: &str) -> Action {
+        self.policy
+            .on_error
+            .as_ref()
+            .and_then(|p| p.for_kind(kind))
+            .cloned()
+            .unwrap_or(Action::Name("escalate".into()))
+    }
+}
+
+/// One observation of an agent.
+#[derive(Default)]
+struct Seen {
+    state: Option<State>,
+    signal: Option<Signal>,
+    exit: Option<PaneExit>,
+    death: Option<String>,
+    error: Option<(agent::ErrorKind, String)>,
+    blocker: Option<(agent::Blocker, String)>,
+    /// `attempt 2/10` while retrying.
+    retry: Option<String>,
+    /// The question its turn ended on.
+    asked: Option<String>,
+    /// It called a tool since the last pass (the log grew with a tool call).
+    progress: bool,
+    log_len: Option<u64>,
+    /// When the state began, when the signal knows (screen: the last activity).
+    since: Option<String>,
+    /// A dead agent's last lines (scrollback included).
+    last_lines: Vec<String>,
+    /// The pane whose screen this pass must read.
+    look: Option<String>,
+}
+
+impl Seen {
+    /// What the screen shows outranks a busy or idle guess: a dialog blocks the agent
+    /// whatever the last hook said; a retry shows only while it looks busy.
+    fn apply(&mut self, s: screen::Screen) {
+        match s {
+            screen::Screen::Blocked(b, line) => {
+                self.state = Some(State::Blocked);
+                self.signal = Some(Signal::Screen);
+                self.blocker = Some((b, line));
+            }
+            screen::Screen::Retrying(detail)
+                if matches!(self.state, Some(State::Working | State::Unknown) | None) =>
+            {
+                self.state = Some(State::Retrying);
+                self.signal = Some(Signal::Screen);
+                self.retry = Some(detail);
+            }
+            screen::Screen::Retrying(_) => {}
+        }
+    }
+}
+
+/// Lines of scrollback read above a dead agent's screen for its last words.
+const DEATH_SCROLLBACK: usize = 200;
+/// How many of a dead agent's last lines are kept.
+const LAST_LINES: usize = 12;
+/// How long after a death its last words are still looked for when none were read.
+const LATE_WORDS: Duration = Duration::from_secs(10);
+
+pub struct Monitor<'a> {
+    home: &'a Home,
+    tasks: Tasks<'a>,
+    config: Config,
+    tmux: Tmux,
+    /// Workspace name → path, read once per pass (not once per task).
+    workspaces: std::collections::HashMap<String, std::path::PathBuf>,
+    /// The task being checked was respawned by its policy (its agent.json is new).
+    respawned: bool,
+    /// The tmux server instance watched: tasks started on another are not this monitor's.
+    server: Option<crate::adapters::tmux::ServerId>,
+}
+
+impl<'a> Monitor<'a> {
+    /// Watch this server instance (the one the monitor loop checked), not whichever
+    /// answers on the socket now.
+    pub fn on_server(mut self, server: crate::adapters::tmux::ServerId) -> Self {
+        self.server = Some(server);
+        self
+    }
+
+    pub fn new(home: &'a Home, tmux: Tmux) -> Result<Monitor<'a>> {
+        let server = tmux.server_identity().ok().flatten();
+        Ok(Monitor {
+            home,
+            tasks: Tasks::new(home).with_tmux(tmux.clone()),
+            config: Config::load(home)?,
+            tmux,
+            workspaces: Default::default(),
+            respawned: false,
+            server,
+        })
+    }
+
+    /// One pass over every active task. Passes are serialized (a short lock), so a pass
+    /// started by hand never races the background monitor into a double nudge.
+    pub fn pass(&mut self) -> Result<PassReport> {
+        let _pass = LockGuard::acquire_within(
+            &self.home.root.join("run/monitor-pass.lock"),
+            Duration::from_secs(30),
+        )?;
+        let mut report = PassReport::default();
+        // Crash leftovers first: an orphaned agent stopped, an interrupted spawn adopted.
+        match crate::orchestration::reconcile::reconcile(self.home, &self.tmux, true) {
+            Ok(repairs) => {
+                report.actions.extend(
+                    repairs
+                        .iter()
+                        .map(|r| json!({"action": "reconciled", "repair": r})),
+                );
+                for next in self.tasks.after_repairs(&repairs) {
+                    if let Some(id) = next.spawned {
+                        report.actions.push(json!({"task": id, "action": "spawned", "reason": "a repair freed a workspace"}));
+                    }
+                }
+            }
+            Err(e) => store::log(
+                self.home,
+                "warn",
+                "reconcile failed",
+                json!({"error": e.to_string(), "code": e.code()}),
+            ),
+        }
+        let panes = if self.tmux.is_available() {
+            self.tmux.snapshot()?
+        } else {
+            vec![]
+        };
+        let now = chrono::Utc::now();
+        self.workspaces = crate::execution::pool::list(self.home, None)?
+            .into_iter()
+            .map(|w| (w.name, w.path))
+            .collect();
+        // Observe every agent; the screens that must be read are read together, in one
+        // tmux process for the whole pass.
+        let mut observed = Vec::new();
+        for task in self.tasks.store.list(None)? {
+            if !task.status.is_active() || task.tmux_session_id.is_none() {
+                continue;
+            }
+            // Its session lives on another tmux server (or on one that is gone): not ours
+            // to judge. (`orange restore` restarts tasks of a server that is gone.)
+            if task.tmux_server.is_some() && task.tmux_server != self.server {
+                continue;
+            }
+            report.checked += 1;
+            let dir = self.tasks.store.dir(&task.project, &task.id);
+            // Taken before looking: a hook that comes while this pass looks is newer.
+            let stamp = now_s();
+            let info = agent::load(&dir);
+            let policy = Resolved::of(&self.config, &task);
+            let seen = self.observe(&task, &info, &panes, now, policy.idle_grace);
+            observed.push((task, info, stamp, policy, seen));
+        }
+        let looks: Vec<&str> = observed
+            .iter()
+            .filter_map(|o| o.4.look.as_deref())
+            .collect();
+        let mut screens = self
+            .tmux
+            .capture_panes(&looks)
+            .unwrap_or_default()
+            .into_iter();
+        let mut observed_with_screens = Vec::new();
+        for (task, info, stamp, policy, mut seen) in observed {
+            if seen.look.is_some() {
+                if let Some(s) = screens
+                    .next()
+                    .flatten()
+                    .and_then(|text| screen::classify(&task.harness, &text))
+                {
+                    seen.apply(s);
+                }
+            }
+            observed_with_screens.push((task, info, stamp, policy, seen));
+        }
+        for (task, info, stamp, policy, seen) in observed_with_screens {
+            if let Err(e) = self.check(&task, info, stamp, &policy, seen, now, &mut report) {
+                report.actions.push(json!({"task": task.id, "action": "error", "error": e.to_string(), "code": e.code()}));
+            }
+        }
+        Ok(report)
+    }
+
+    fn observe(
+        &self,
+        task: &Task,
+        info: &AgentInfo,
+        panes: &[PaneInfo],
+        now: chrono::DateTime<chrono::Utc>,
+        grace: Duration,
+    ) -> Seen {
+        let sid = task.tmux_session_id.as_deref().unwrap_or("");
+        let Some(pane) = crate::orchestration::lifecycle::agent_pane(task, panes) else {
+            return Seen {
+                state: Some(State::Dead),
+                signal: Some(Signal::Pane),
+                death: Some(format!("gone:{sid}")),
+                ..Seen::default()
+            };
+        };
+        if pane.pane_dead {
+            let death = format!("{sid}:{}", pane.pane_pid);
+            let mut seen = Seen {
+                state: Some(State::Dead),
+                signal: Some(Signal::Pane),
+                exit: pane.exit(),
+                ..Seen::default()
+            };
+            // Its last words, once per death: the reason is usually a line that scrolled
+            // off the visible screen. tmux may mark a pane dead before it has drained what
+            // the program wrote last: an empty read is tried again (briefly, and on the
+            // next pass too while none was kept).
+            let new_death = info.handled_death.as_deref() != Some(death.as_str());
+            let words_late = info.last_lines.is_empty() && age(&info.since, now) < LATE_WORDS;
+            if new_death || words_late {
+                let attempts = if new_death { 4 } else { 1 };
+                for attempt in 0..attempts {
+                    if attempt > 0 {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    if let Ok(text) = self.tmux.capture_pane(&pane.pane_id, DEATH_SCROLLBACK) {
+                        seen.last_lines = screen::last_lines(&text, LAST_LINES);
+                    }
+                    if !seen.last_lines.is_empty() {
+                        break;
+                    }
+                }
+                if let Some(screen::Screen::Blocked(b, line)) =
+                    screen::classify(&task.harness, &seen.last_lines.join("\n"))
+                {
+                    seen.blocker = Some((b, line));
+                }
+            }
+            seen.death = Some(death);
+            return seen;
+        }
+        // Claude's log, when we know its name.
+        // `log_len`: where the log's last line that says something ends (bookkeeping
+        // lines after it, such as one per retry attempt, are not progress).
+        let mut log_len = None;
+        let mut log_at = None;
+        let mut from_log = None;
+        if let (Some(conv), Some(ws)) = (&task.agent_session_id, self.workspace_path(task)) {
+            if let Some((tail, start)) = agent::read_log_tail(&agent::claude_log_path(&ws, conv)) {
+                log_len = Some(start + tail.len() as u64);
+                if let Some((state, end)) = agent::state_of_log_at(&tail) {
+                    log_len = Some(start + end as u64);
+                    log_at = tail[..end].lines().last().and_then(agent::line_time);
+                    from_log = Some(state);
+                }
+            }
+        }
+        let log_grew = log_len.is_some() && log_len != info.log_len;
+        let mut seen = Seen {
+            log_len,
+            progress: log_grew && matches!(from_log, Some(LogState::Working { tool: true })),
+            ..Seen::default()
+        };
+        // Hooks are the best signal, unless the log has news after them (an error).
+        // Hooks are the best signal, unless the log has news after them: an error (no
+        // hook may tell it), or a line written after the last hook (a hook can be lost or
+        // late: the turn ended in the transcript while the last hook said working).
+        // An error line without a time (no such line from Claude Code 2.1) counts as news.
+        let log_is_newer = match (&log_at, &info.hook_at) {
+            (Some(l), Some(h)) => agent::after(l, h),
+            (None, _) => matches!(from_log, Some(LogState::Error(..))),
+            _ => false,
+        };
+        match (info.hook_state, from_log) {
+            (Some(h), from_log) if !log_is_newer => {
+                seen.state = Some(h);
+                seen.signal = Some(Signal::Hook);
+                seen.blocker = info
+                    .hook_blocker
+                    .map(|b| (b, info.hook_detail.clone().unwrap_or_default()));
+                if h == State::Error {
+                    seen.error = Some((
+                        info.hook_error.unwrap_or(agent::ErrorKind::Other),
+                        info.hook_detail.clone().unwrap_or_default(),
+                    ));
+                }
+                if h == State::Waiting {
+                    seen.asked = match from_log {
+                        Some(LogState::Waiting { question }) => question,
+                        _ => None,
+                    }
+                    .or_else(|| info.hook_detail.clone());
+                }
+            }
+            (_, Some(LogState::Working { .. })) => {
+                seen.state = Some(State::Working);
+                seen.signal = Some(Signal::Log);
+            }
+            (_, Some(LogState::Waiting { question })) => {
+                seen.state = Some(State::Waiting);
+                seen.signal = Some(Signal::Log);
+                seen.asked = question;
+            }
+            (_, Some(LogState::Error(k, m))) => {
+                seen.state = Some(State::Error);
+                seen.signal = Some(Signal::Log);
+                seen.error = Some((k, m));
+            }
+            (_, None) => {
+                // Screen activity: quiet for longer than the grace → waiting (debounced).
+                let quiet = now
+                    .timestamp()
+                    .saturating_sub(pane.window_activity as i64)
+                    .max(0) as u64;
+                let state = if Duration::from_secs(quiet) >= grace {
+                    State::Waiting
+                } else {
+                    State::Working
+                };
+                seen.since = (state == State::Waiting)
+                    .then(|| chrono::DateTime::from_timestamp(pane.window_activity as i64, 0))
+                    .flatten()
+                    .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+                seen.state = Some(state);
+                seen.signal = Some(Signal::Screen);
+            }
+        }
+        let stalled = seen.state == Some(State::Working) && !log_grew;
+        // Working by the transcript but idle by claude's own account: a turn cut short
+        // (Esc while the request waited) that no hook and no transcript line tells.
+        if stalled
+            && seen.signal != Some(Signal::Screen)
+            && task.harness == "claude"
+            && agent::claude_session_status(pane.pane_pid).as_deref() == Some("idle")
+        {
+            seen.state = Some(State::Waiting);
+        }
+        // A claude that works: a retry shows only on its screen (and at once); before its
+        // first hook: the first-run screens; blocked or retrying: to see that end.
+        let was_stuck = matches!(info.state, Some(State::Blocked | State::Retrying));
+        let busy = seen.state == Some(State::Working);
+        if task.harness == "claude" && (info.hook_state.is_none() || busy || was_stuck) {
+            seen.look = Some(pane.pane_id.clone());
+        }
+        seen
+    }
+
+    /// What the agent's screen shows (one `capture-pane` of its visible screen).
+    fn look(&self, task: &Task, pane: &str) -> Option<screen::Screen> {
+        let text = self.tmux.capture_pane(pane, 0).ok()?;
+        screen::classify(&task.harness, &text)
+    }
+
+    fn workspace_path(&self, task: &Task) -> Option<std::path::PathBuf> {
+        task.workspace
+            .as_ref()
+            .and_then(|w| self.workspaces.get(w))
+            .cloned()
+    }
+
+    /// Record what was seen of one agent and apply its task's policies.
+    #[allow(clippy::too_many_arguments)]
+    fn check(
+        &mut self,
+        task: &Task,
+        mut info: AgentInfo,
+        stamp: String,
+        policy: &Resolved,
+        seen: Seen,
+        now: chrono::DateTime<chrono::Utc>,
+        report: &mut PassReport,
+    ) -> Result<()> {
+        crate::adapters::fault::pause("monitor.observed");
+        let dir = self.tasks.store.dir(&task.project, &task.id);
+        let before = info.clone();
+        let state = seen.state.unwrap_or(State::Unknown);
+        self.respawned = false;
+        let blocker = seen.blocker.as_ref().map(|(b, _)| *b);
+        let log_grew = seen.log_len.is_some() && seen.log_len != info.log_len;
+        if info.state != Some(state) || (state == State::Blocked && info.blocker != blocker) {
+            info.since = seen.since.clone().unwrap_or_else(|| stamp.clone());
+            // An escalation belongs to the state it was raised in (a dialog, an error, an
+            // idle period): the agent moved on. A death's stays until a respawn.
+            if state != State::Dead {
+                info.escalated = None;
+            }
+        } else if state == State::Waiting {
+            // Still waiting, but it did something in between that no pass saw (answered a
+            // nudge, printed): a new idle period begins.
+            let newer = |t: &str| agent::after(t, &info.since);
+            let began = match seen.signal {
+                Some(Signal::Hook) => info.hook_at.clone().filter(|t| newer(t)),
+                Some(Signal::Screen) => seen.since.clone().filter(|t| newer(t)),
+                _ if log_grew => Some(stamp.clone()),
+                _ => None,
+            };
+            if let Some(t) = began {
+                info.since = t;
+            }
+        }
+        if seen.progress {
+            info.progress_at = Some(stamp.clone());
+            info.idle_nudges = 0;
+        }
+        info.state = Some(state);
+        info.signal = seen.signal;
+        info.at = stamp.clone();
+        info.log_len = seen.log_len;
+        info.exit_status = match seen.exit {
+            Some(PaneExit::Status(c)) => Some(c),
+            _ => None,
+        };
+        info.error_kind = seen.error.as_ref().map(|(k, _)| *k);
+        info.asked = seen.asked.clone().filter(|_| state == State::Waiting);
+        if state != State::Dead {
+            info.blocker = blocker;
+            info.last_lines.clear();
+        } else if seen.death.as_deref() != info.handled_death.as_deref()
+            || (info.last_lines.is_empty() && !seen.last_lines.is_empty())
+        {
+            // A new death (or its words read late): its own last words and reason, kept
+            // while it stays dead.
+            info.blocker = blocker;
+            info.last_lines = seen.last_lines.clone();
+        }
+        info.detail = match state {
+            State::Error => seen.error.as_ref().map(|(_, m)| m.clone()),
+            State::Blocked => seen.blocker.as_ref().map(|(b, line)| {
+                let advice = b.advice(&task.id);
+                if line.is_empty() {
+                    advice
+                } else {
+                    format!("{line} — {advice}")
+                }
+            }),
+            State::Retrying => seen
+                .retry
+                .as_ref()
+                .map(|r| format!("retrying an API error by itself ({r})")),
+            State::Waiting => info.asked.as_ref().map(|q| format!("asked: {q}")),
+            State::Dead => Some(death_detail(seen.exit, &info, &task.id)),
+            _ => None,
+        };
+        report.states.push(
+            json!({"task": task.id, "state": state, "signal": seen.signal, "detail": info.detail}),
+        );
+
+        match state {
+            State::Waiting => {
+                let idle = age(&info.since, now);
+                let period = info.since.clone();
+                if idle >= policy.idle_grace
+                    && !log_grew
+                    && info.nudged_for.as_deref() != Some(period.as_str())
+                {
+                    info.nudged_for = Some(period);
+                    self.on_idle(task, policy, &mut info, report)?;
+                }
+            }
+            State::Dead => {
+                let death = seen.death.clone().unwrap_or_default();
+                if info.handled_death.as_deref() != Some(death.as_str()) {
+                    info.handled_death = Some(death);
+                    agent::save_observation(&dir, &info, &before)?;
+                    self.on_exit(task, policy, &mut info, report)?;
+                }
+            }
+            State::Error | State::Blocked => {
+                if info.handled_error.as_deref() != Some(info.since.as_str()) {
+                    info.handled_error = Some(info.since.clone());
+                    if state == State::Blocked {
+                        let b = info.blocker.map(|b| b.as_str()).unwrap_or("dialog");
+                        self.tasks.store.append_history(
+                            task,
+                            "agent.blocked",
+                            json!({"blocker": b, "detail": info.detail}),
+                        )?;
+                        let why = format!(
+                            "blocked ({})",
+                            info.blocker.map(|b| b.label()).unwrap_or("dialog")
+                        );
+                        self.escalate(task, &why, &mut info, report)?;
+                    } else {
+                        let kind = info.error_kind.map(|k| k.as_str()).unwrap_or("other");
+                        let action = policy.on_error(kind);
+                        self.tasks.store.append_history(
+                            task,
+                            "agent.error",
+                            json!({"kind": kind, "detail": info.detail}),
+                        )?;
+                        self.act(
+                            task,
+                            &action,
+                            &format!("agent error ({kind})"),
+                            &mut info,
+                            report,
+                        )?;
+                    }
+                }
+            }
+            State::Working | State::Retrying | State::Unknown => {}
+        }
+        // A respawn (the recover policy) started a new agent with a fresh agent.json.
+        if info != before && !self.respawned {
+            agent::save_observation(&dir, &info, &before)?;
+        }
+        Ok(())
+    }
+
+    /// An idle agent: nudge it only when that cannot harm it — its task is in `working`
+    /// status, no dialog or approval prompt is on its screen, it did not end its turn on a
+    /// question, and it made progress since the last nudges (else escalate).
+    fn on_idle(
+        &mut self,
+        task: &Task,
+        policy: &Resolved,
+        info: &mut AgentInfo,
+        report: &mut PassReport,
+    ) -> Result<()> {
+        let current = self.tasks.store.load(&task.project, &task.id)?;
+        if current.status != Status::Working {
+            report.actions.push(json!({"task": task.id, "action": "none", "reason": format!("idle; task is {} (only working tasks are nudged)", current.status)}));
+            return Ok(());
+        }
+        // Idle since it started, before its first turn: a claude still starting up (its
+        // prompt not submitted yet), or one started without a prompt. Nothing to continue.
+        if info.hook_state == Some(State::Waiting)
+            && info.hook_event.as_deref() == Some("SessionStart")
+        {
+            report.actions.push(json!({"task": task.id, "action": "none", "reason": "idle since it started (no turn yet)"}));
+            return Ok(());
+        }
+        let action = policy.on_idle.clone();
+        if action.name() == "nudge" {
+            if let Some(pane) = task.tmux_pane_id.as_deref() {
+                if let Some(screen::Screen::Blocked(b, line)) = self.look(task, pane) {
+                    info.state = Some(State::Blocked);
+                    info.blocker = Some(b);
+                    info.since = now_s();
+                    info.handled_error = Some(info.since.clone());
+                    info.detail = Some(format!("{line} — {}", b.advice(&task.id)));
+                    let why = format!("blocked ({})", b.label());
+                    return self.escalate(task, &why, info, report);
+                }
+            }
+            if let Some(q) = info.asked.clone() {
+                return self.escalate(task, &format!("the agent asks: {q}"), info, report);
+            }
+            if info.idle_nudges >= policy.max_nudges {
+                let why = format!(
+                    "idle again after {} nudge(s) without progress",
+                    info.idle_nudges
+                );
+                return self.escalate(task, &why, info, report);
+            }
+        }
+        self.act(task, &action, "idle", info, report)
+    }
+
+    fn on_exit(
+        &mut self,
+        task: &Task,
+        policy: &Resolved,
+        info: &mut AgentInfo,
+        report: &mut PassReport,
+    ) -> Result<()> {
+        let current = self.tasks.store.load(&task.project, &task.id)?;
+        if !current.status.is_active() {
+            report.actions.push(json!({"task": task.id, "action": "none", "reason": format!("exited; the task is {} now", current.status)}));
+            return Ok(());
+        }
+        let outcome = self
+            .workspace_path(&current)
+            .map(|w| w.join(".orange-outcome"))
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .map(|s| s.trim().to_string());
+        let reported = outcome.is_some()
+            || matches!(
+                current.status,
+                Status::Reviewing | Status::Stuck | Status::AgentReview
+            );
+        let how = info.detail.clone().unwrap_or_else(|| "exited".into());
+        if reported {
+            self.tasks.store.append_history(
+                &current,
+                "agent.exited",
+                json!({"detail": how, "outcome": outcome, "exit_status": info.exit_status}),
+            )?;
+            report.actions.push(
+                json!({"task": task.id, "action": "none", "reason": "exited with an outcome"}),
+            );
+            return Ok(());
+        }
+        // It cannot start until the person acts (claude as root): no crash to count, no
+        // respawn that would fail the same way.
+        if let Some(b) = info.blocker.filter(|b| *b != agent::Blocker::Approval) {
+            self.tasks.store.append_history(
+                &current,
+                "agent.exited",
+                json!({"detail": how, "blocker": b.as_str(), "exit_status": info.exit_status}),
+            )?;
+            let why = format!("{} — {}", b.label(), b.advice(&task.id));
+            return self.escalate(task, &why, info, report);
+        }
+        // A crash: the agent ended without reporting complete or stuck.
+        let crashes = self.tasks.record_crash(&current, &how)?;
+        if crashes >= CRASH_LIMIT {
+            let t = self.tasks.store.load(&task.project, &task.id)?;
+            if t.status.can_become(Status::Stuck) {
+                self.tasks
+                    .set_status(&t, Status::Stuck, "monitor: crashed twice")?;
+            }
+            self.escalate(
+                task,
+                &format!("crashed {crashes} times; task is stuck"),
+                info,
+                report,
+            )?;
+            return Ok(());
+        }
+        let action = policy.on_exit.clone();
+        self.act(
+            task,
+            &action,
+            &format!("agent {how} without an outcome (crash {crashes})"),
+            info,
+            report,
+        )
+    }
+
+    /// Carry out a policy action.
+    fn act(
+        &mut self,
+        task: &Task,
+        action: &Action,
+        why: &str,
+        info: &mut AgentInfo,
+        report: &mut PassReport,
+    ) -> Result<()> {
+        // Keystrokes and respawns only for a task in `working` status.
+        if matches!(action.name(), "nudge" | "recover") {
+            let status = self.tasks.store.load(&task.project, &task.id)?.status;
+            if status != Status::Working {
+                report.actions.push(json!({"task": task.id, "action": "none", "reason": format!("{why}; task is {status} (the monitor acts only on working tasks)")}));
+                return Ok(());
+            }
+        }
+        match action.name() {
+            "nudge" => {
+                let msg = action.message().unwrap_or(DEFAULT_NUDGE);
+                // The agent's own pane (a sidebar may be the active one), else the session.
+                let target = match &task.tmux_pane_id {
+                    Some(p) => p.clone(),
+                    None => self.tasks.session_target(task)?,
+                };
+                let harness =
+                    crate::execution::harness::Harness::named(&task.harness, &self.config)?;
+                let keys: Vec<&str> = harness.nudge_keys.iter().map(String::as_str).collect();
+                self.tmux.send_text(&target, msg, &keys)?;
+                info.nudges += 1;
+                info.idle_nudges += 1;
+                self.tasks.store.append_history(
+                    task,
+                    "agent.nudged",
+                    json!({"reason": why, "message": msg}),
+                )?;
+                report
+                    .actions
+                    .push(json!({"task": task.id, "action": "nudge", "reason": why}));
+            }
+            "recover" => {
+                let msg = action
+                    .message()
+                    .unwrap_or("Your previous session ended. Continue the task.")
+                    .to_string();
+                let rec = if action.mode() == Some("prompt") {
+                    Recovery::Prompt(msg)
+                } else {
+                    Recovery::Append(msg)
+                };
+                self.tasks
+                    .respawn_with(&task.id, Some(&task.project), Some(rec))?;
+                self.respawned = true;
+                report
+                    .actions
+                    .push(json!({"task": task.id, "action": "recover", "reason": why}));
+            }
+            "done" => {
+                let t = self.tasks.store.load(&task.project, &task.id)?;
+                if t.status.can_become(Status::Reviewing) {
+                    self.tasks
+                        .set_status(&t, Status::Reviewing, "monitor: policy done")?;
+                }
+                report
+                    .actions
+                    .push(json!({"task": task.id, "action": "done", "reason": why}));
+            }
+            "ignore" | "none" => {
+                report
+                    .actions
+                    .push(json!({"task": task.id, "action": "none", "reason": why}));
+            }
+            _ => self.escalate(task, why, info, report)?,
+        }
+        Ok(())
+    }
+
+    /// Visible in the status line and sidebar, a history event, the bell in the task's
+    /// window; no further automatic action.
+    fn escalate(
+        &mut self,
+        task: &Task,
+        why: &str,
+        info: &mut AgentInfo,
+        report: &mut PassReport,
+    ) -> Result<()> {
+        // Under the task's lock, as it is now: a task cancelled or merged since this pass
+        // began is never escalated.
+        {
+            let _lock = self.tasks.store.lock(&task.project)?;
+            let now = self.tasks.store.load(&task.project, &task.id)?;
+            if !now.status.is_active() {
+                report.actions.push(json!({"task": task.id, "action": "none", "reason": format!("{why}; the task is {} now", now.status)}));
+                return Ok(());
+            }
+            info.escalated = Some(Escalation {
+                reason: why.to_string(),
+                at: now_s(),
+            });
+            self.tasks
+                .store
+                .append_history(task, "agent.escalated", json!({"reason": why}))?;
+        }
+        if let Ok(target) = self.tasks.session_target(task) {
+            let _ = self.tmux.ring_bell(&target);
+        }
+        report
+            .actions
+            .push(json!({"task": task.id, "action": "escalate", "reason": why}));
+        Ok(())
+    }
+}
+
+/// A dead agent's detail: how it ended, and its last line (the reason is usually there).
+fn death_detail(exit: Option<PaneExit>, info: &AgentInfo, task: &str) -> String {
+    let how = match exit {
+        Some(PaneExit::Signal(s)) => format!("killed by signal {s}"),
+        Some(PaneExit::Status(c)) => format!("exited with status {c}"),
+        None => "session gone".into(),
+    };
+    match (info.blocker, info.last_lines.last()) {
+        (Some(b), _) => format!("{how}: {}", b.advice(task)),
+        (None, Some(line)) => format!("{how}: {}", line.trim()),
+        (None, None) => how,
+    }
+}
+
+/// An agent hook (`orange hook agent EVENT`, Claude Code's settings hooks): route it by
+/// `$ORANGE_TASK_ID` (else by the cwd's workspace), ignore sub-agents' events, record the
+/// state. `payload` is the hook's JSON from standard input (may be empty).
+pub fn agent_hook(
+    home: &Home,
+    event: &str,
+    payload: &str,
+    cwd: &Path,
+) -> Result<serde_json::Value> {
+    let tasks = Tasks::new(home);
+    let task = tasks.infer(cwd)?;
+    let payload: serde_json::Value =
+        serde_json::from_str(payload).unwrap_or(serde_json::Value::Null);
+    let Some(says) = agent::state_of_hook(event, &payload) else {
+        return Ok(
+            json!({"task": task.id, "event": event, "ignored": "event says nothing about the agent's turn"}),
+        );
+    };
+    // A nested agent runs its hooks with its own session id: it must not flip its parent.
+    if let (Some(mine), Some(theirs)) = (
+        task.agent_session_id.as_deref(),
+        payload.get("session_id").and_then(|s| s.as_str()),
+    ) {
+        if mine != theirs {
+            return Ok(
+                json!({"task": task.id, "event": event, "ignored": "a different (nested) agent session"}),
+            );
+        }
+    }
+    let dir = tasks.store.dir(&task.project, &task.id);
+    let _lock = agent::lock(&dir)?;
+    let mut info = agent::load(&dir);
+    // Claude's reminder a minute after a turn ended (`idle_prompt`) is no new idle period.
+    if event == "Notification"
+        && says.state == State::Waiting
+        && info.hook_state == Some(State::Waiting)
+    {
+        return Ok(json!({"task": task.id, "event": event, "ignored": "already waiting"}));
+    }
+    let at = now_s();
+    info.hook_state = Some(says.state);
+    info.hook_at = Some(at.clone());
+    info.hook_event = Some(event.to_string());
+    info.hook_blocker = says.blocker;
+    info.hook_error = says.error;
+    info.hook_detail = says.detail.clone();
+    if says.progress {
+        info.progress_at = Some(at);
+        info.idle_nudges = 0;
+    }
+    agent::save(&dir, &info)?;
+    Ok(
+        json!({"task": task.id, "event": event, "state": says.state, "blocker": says.blocker, "error": says.error, "detail": says.detail}),
+    )
+}
+
+/// The lock that makes `orange monitor` one per tmux server instance and ORANGE_HOME
+/// (`run/monitor-<socket>-<pid>-<start>.lock`, its identity beside it in `.json`): a new
+/// server on the same socket gets its own monitor while the old one notices its server is
+/// gone and exits.
+pub fn singleton(
+    home: &Home,
+    server: &crate::adapters::tmux::ServerId,
+) -> Result<Option<LockGuard>> {
+    let socket: String = server
+        .socket
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let key = format!("{socket}-{}-{}", server.pid, server.start_time);
+    let path = home.root.join("run").join(format!("monitor-{key}.lock"));
+    match LockGuard::acquire_within(&path, Duration::from_millis(0)) {
+        Ok(g) => {
+            let _ = store::write_json_atomic(
+                &path.with_extension("json"),
+                &json!({"pid": std::process::id(), "server": server}),
+            );
+            Ok(Some(g))
+        }
+        Err(OrangeError::LockTimeout { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,318 @@
+//! Crash leftovers, repaired. A command killed at any point (SIGKILL, a closed terminal)
+//! leaves state the next command can use:
+//!
+//! - Every session orange starts carries marks: its task (or lane), project, workspace and
+//!   `ORANGE_HOME`, set in the same tmux command that creates the session, so no session
+//!   exists without them.
+//! - Each intent is on disk before its side effect: a workspace is bound to the task before
+//!   the session starts; a task is recorded cancelled or done before its session is killed
+//!   and its workspace released.
+//! - [`reconcile`] runs first in every mutating command and every monitor pass, under each
+//!   project's task lock (so never in the middle of another command's spawn or cancel):
+//!   a session whose task is active is adopted (the record points to it); one whose record
+//!   is missing or ended is stopped, and the workspace it held released; a workspace bound
+//!   to a task that holds nothing (pending, failed, done, cancelled) is released (kept,
+//!   as always, when it has uncommitted work); a lane left `creating` by a dead creator
+//!   becomes `running` or `error`. Each repair is logged (`orange.log`) and, for a task,
+//!   in its history.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::json;
+
+use crate::adapters::store::{self, Home};
+use crate::adapters::tmux::{Marked, MarkedSession, ServerId, Tmux};
+use crate::error::{OrangeError, Result};
+use crate::execution::pool;
+use crate::orchestration::project;
+use crate::orchestration::task::{self, Status, TaskStore};
+
+pub use crate::execution::session::{
+    home_key, lane_marks, task_marks, HOME_MARK, LANE_MARK, MARKS, PROJECT_MARK, TASK_MARK,
+    WORKSPACE_MARK,
+};
+
+/// Workspace name → the session of this ORANGE_HOME's agent that runs in it.
+pub fn agent_workspaces(home: &Home, tmux: &Tmux) -> Result<HashMap<String, String>> {
+    let root = home_key(home);
+    Ok(tmux
+        .marked_sessions(MARKS)
+        .or_else(|e| match e {
+            OrangeError::BackendNotFound(_) => Ok(Marked::default()),
+            e => Err(e),
+        })?
+        .sessions
+        .into_iter()
+        .filter(|s| s.mark(HOME_MARK) == Some(root.as_str()))
+        .filter_map(|s| Some((s.mark(WORKSPACE_MARK)?.to_string(), s.name.clone())))
+        .collect())
+}
+
+pub use crate::orchestration::repair::Repair;
+
+/// Repair what crashed commands left behind (see the module documentation). No tmux
+/// server (or no tmux at all): only the workspaces and lanes are looked at. `thorough`
+/// (the monitor's passes): also look again at workspaces cancel kept for their
+/// uncommitted work, and release those that are clean by now (a `git status` each, too
+/// slow for every command).
+pub fn reconcile(home: &Home, tmux: &Tmux, thorough: bool) -> Result<Vec<Repair>> {
+    if !home.root.exists() {
+        return Ok(vec![]);
+    }
+    let Marked { server, sessions } = match tmux.marked_sessions(MARKS) {
+        Ok(m) => m,
+        Err(OrangeError::BackendNotFound(_)) => Marked::default(),
+        Err(e) => return Err(e),
+    };
+    let root = home_key(home);
+    let ours: Vec<&MarkedSession> = sessions
+        .iter()
+        .filter(|s| s.mark(HOME_MARK) == Some(root.as_str()))
+        .collect();
+    let mut repairs = vec![];
+    let store = TaskStore::new(home);
+    let mut projects: BTreeSet<String> = ours
+        .iter()
+        .filter(|s| s.mark(TASK_MARK).is_some())
+        .filter_map(|s| s.mark(PROJECT_MARK).map(str::to_string))
+        .collect();
+    projects.extend(
+        pool::load(home)?
+            .workspaces
+            .values()
+            .filter(|s| s.task.is_some())
+            .map(|s| s.project.clone()),
+    );
+    for name in projects {
+        // Busy: the command holding it is alive and finishes its own work (a crashed
+        // one holds no lock). Never wait: `task list` must not stall behind a merge.
+        let Some(_lock) = store.try_lock(&name)? else {
+            continue;
+        };
+        let mine: Vec<&MarkedSession> = ours
+            .iter()
+            .copied()
+            .filter(|s| s.mark(PROJECT_MARK) == Some(name.as_str()))
+            .collect();
+        for s in &mine {
+            if let Some(id) = s.mark(TASK_MARK) {
+                let on = Seen {
+                    session: s,
+                    server: server.as_ref(),
+                };
+                repairs.extend(task_session(home, tmux, &store, &name, id, &on)?);
+            }
+        }
+        repairs.extend(bindings(home, &store, &name, thorough)?);
+    }
+    let lanes: Vec<&MarkedSession> = ours
+        .iter()
+        .copied()
+        .filter(|s| s.mark(LANE_MARK).is_some())
+        .collect();
+    repairs.extend(crate::orchestration::lane::Lanes::new(home).reconcile(tmux, &lanes)?);
+    for r in &repairs {
+        store::log(home, "warn", "reconciled", json!({"repair": r}));
+    }
+    Ok(repairs)
+}
+
+/// A session as one reconciliation saw it.
+struct Seen<'a> {
+    session: &'a MarkedSession,
+    server: Option<&'a ServerId>,
+}
+
+/// One task session (the project's lock held).
+fn task_session(
+    home: &Home,
+    tmux: &Tmux,
+    store: &TaskStore,
+    project: &str,
+    id: &str,
+    on: &Seen<'_>,
+) -> Result<Option<Repair>> {
+    let s = on.session;
+    // Stop the session; `release`: give back the workspace it was started in (never for
+    // an active task's: its own agent works there).
+    let stop = |reason: String, release: bool| -> Result<Option<Repair>> {
+        tmux.kill_session(&s.id)?;
+        let mut freed_in = None;
+        if let (true, Some(ws), Ok(p)) =
+            (release, s.mark(WORKSPACE_MARK), project::get(home, project))
+        {
+            if release_quietly(home, &p, ws, id) {
+                freed_in = Some(project.to_string());
+            }
+        }
+        Ok(Some(Repair {
+            action: "stopped",
+            target: format!("session {}", s.name),
+            reason,
+            freed_in,
+        }))
+    };
+    let mut t = match store.load(project, id) {
+        Ok(t) => t,
+        Err(OrangeError::TaskNotFound(_)) => {
+            return stop(format!("its task {id} no longer exists"), true);
+        }
+        // Unreadable: never act on a guess.
+        Err(_) => return Ok(None),
+    };
+    if t.tmux_session_id.as_deref() == Some(s.id.as_str()) {
+        // The record points to it: nothing to repair (an ended task's is stopped below).
+        if t.status.is_active() {
+            return Ok(None);
+        }
+    } else if t.status.is_active() || t.status == Status::Pending {
+        // The list was read before the lock: look again before acting on it.
+        if !tmux.has_session(&s.id)? {
+            return Ok(None);
+        }
+    }
+    let adopt = |t: &mut task::Task| {
+        t.tmux_session = Some(s.name.clone());
+        t.tmux_session_id = Some(s.id.clone());
+        t.tmux_pane_id = Some(s.pane_id.clone());
+        t.tmux_server = on.server.cloned();
+    };
+    match t.status {
+        st if st.is_active() => {
+            let recorded_lives = match t.tmux_session_id.as_deref() {
+                Some(r) => tmux.has_session(r)?,
+                None => false,
+            };
+            if recorded_lives {
+                return stop(
+                    format!(
+                        "a second session of task {id} (its own is {})",
+                        t.tmux_session.as_deref().unwrap_or("?")
+                    ),
+                    false,
+                );
+            }
+            adopt(&mut t);
+            t.updated_at = store::now_rfc3339();
+            store.save(&t)?;
+            store.append_history(&t, "agent.adopted", json!({"tmux_session": s.name, "reason": "its record was not saved (a command was interrupted)"}))?;
+            Ok(Some(Repair {
+                action: "adopted",
+                target: format!("session {}", s.name),
+                reason: format!(
+                    "task {id}'s agent (a respawn was interrupted before it was recorded)"
+                ),
+                freed_in: None,
+            }))
+        }
+        Status::Pending => {
+            let ws = s.mark(WORKSPACE_MARK).unwrap_or_default();
+            let held = pool::bindings(home, project)?
+                .iter()
+                .any(|(n, l)| n == ws && l == id);
+            if !held {
+                return stop(
+                    format!("task {id} is pending and holds no workspace"),
+                    false,
+                );
+            }
+            adopt(&mut t);
+            t.workspace = Some(ws.to_string());
+            t.status = Status::Working;
+            t.failure = None;
+            t.updated_at = store::now_rfc3339();
+            store.save(&t)?;
+            store.append_history(&t, "agent.adopted", json!({"tmux_session": s.name, "workspace": ws, "reason": "its spawn was interrupted before it was recorded"}))?;
+            store.append_history(
+                &t,
+                "status.changed",
+                json!({"from": Status::Pending, "to": Status::Working, "via": "reconcile"}),
+            )?;
+            Ok(Some(Repair {
+                action: "adopted",
+                target: format!("session {}", s.name),
+                reason: format!("task {id} (its spawn was interrupted before it was recorded)"),
+                freed_in: None,
+            }))
+        }
+        st => {
+            let r = stop(format!("its task {id} is {st}"), !t.workspace_kept)?;
+            store.append_history(
+                &t,
+                "agent.stopped",
+                json!({"tmux_session": s.name, "reason": format!("the task is {st}")}),
+            )?;
+            Ok(r)
+        }
+    }
+}
+
+/// Workspaces bound to tasks of `project` that hold nothing (the project's lock held).
+fn bindings(home: &Home, store: &TaskStore, project: &str, thorough: bool) -> Result<Vec<Repair>> {
+    let mut repairs = vec![];
+    for (ws, label) in pool::bindings(home, project)? {
+        // A label that is no task is an outside tool's binding (`workspace gc` judges it).
+        let Ok(mut t) = store.load(project, &label) else {
+            continue;
+        };
+        // Active: its own. Kept by cancel for its uncommitted work: on purpose (looked at
+        // again only by the thorough pass).
+        let kept = t.workspace_kept && t.workspace.as_deref() == Some(ws.as_str());
+        if t.status.is_active() || (kept && !thorough) {
+            continue;
+        }
+        let Ok(p) = project::get(home, project) else {
+            continue;
+        };
+        if release_quietly(home, &p, &ws, &label) {
+            if t.workspace.as_deref() == Some(ws.as_str()) {
+                t.workspace = None;
+                store.save(&t)?;
+            }
+            store.append_history(
+                &t,
+                "workspace.released",
+                json!({"workspace": ws, "reason": format!("the task is {}", t.status)}),
+            )?;
+            repairs.push(Repair {
+                action: "released",
+                target: format!("workspace {ws}"),
+                reason: format!("its task {label} is {} and holds no workspace", t.status),
+                freed_in: Some(project.to_string()),
+            });
+        }
+    }
+    Ok(repairs)
+}
+
+/// Release `ws` if it is still bound to `label`; kept (false) when it has uncommitted work
+/// (a cancelled task keeps such a workspace on purpose) or cannot be released now.
+fn release_quietly(home: &Home, project: &project::Project, ws: &str, label: &str) -> bool {
+    if let Ok(w) = pool::find(home, ws) {
+        let keep = pool::load(home)
+            .ok()
+            .and_then(|p| p.workspaces.get(ws).map(|s| s.keep.clone()))
+            .unwrap_or_default();
+        if w.path.exists()
+            && !matches!(
+                crate::adapters::git::unsaved_work(&w.path, "HEAD", &keep),
+                Ok(None)
+            )
+        {
+            return false;
+        }
+    }
+    match pool::release_held_by(home, project, ws, label, false) {
+        Ok(Some(_)) => true,
+        Ok(None) => false,
+        Err(e) => {
+            store::log(
+                home,
+                "warn",
+                "reconcile: workspace kept",
+                json!({"workspace": ws, "task": label, "error": e.to_string()}),
+            );
+            false
+        }
+    }
+}

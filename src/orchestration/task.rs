@@ -1,0 +1,592 @@
+//! Tasks: the model, the status map, and the store under `tasks/<project>/<id>/`
+//! (`task.json` system-owned, `TASK.md` agent-editable, `history.jsonl` append-only).
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::adapters::store::{self, Home, LockGuard};
+use crate::error::{IoContext, OrangeError, Result};
+use crate::execution::pool::TaskLookup;
+
+/// The tmux session option that marks a task's session (its value: the task id).
+pub use crate::execution::session::TASK_MARK as SESSION_MARK;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Pending,
+    Planning,
+    Clarification,
+    Working,
+    AgentReview,
+    Reviewing,
+    Stuck,
+    /// It could not start (or restart): the reason is in `failure`; it holds no workspace
+    /// and no session. `task respawn` retries, `task delete` removes it.
+    Failed,
+    Done,
+    Cancelled,
+}
+
+pub const ALL_STATUSES: &[Status] = &[
+    Status::Pending,
+    Status::Planning,
+    Status::Clarification,
+    Status::Working,
+    Status::AgentReview,
+    Status::Reviewing,
+    Status::Stuck,
+    Status::Failed,
+    Status::Done,
+    Status::Cancelled,
+];
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Planning => "planning",
+            Status::Clarification => "clarification",
+            Status::Working => "working",
+            Status::AgentReview => "agent-review",
+            Status::Reviewing => "reviewing",
+            Status::Stuck => "stuck",
+            Status::Failed => "failed",
+            Status::Done => "done",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Status> {
+        ALL_STATUSES
+            .iter()
+            .copied()
+            .find(|st| st.as_str() == s)
+            .ok_or_else(|| {
+                OrangeError::invalid(format!(
+                    "unknown status {s:?}; one of: {}",
+                    ALL_STATUSES
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+    }
+
+    /// Done and cancelled tasks hold no workspace and no session.
+    pub fn is_final(self) -> bool {
+        matches!(self, Status::Done | Status::Cancelled)
+    }
+
+    /// Has an agent been spawned for it (a workspace and a session belong to it)?
+    pub fn is_active(self) -> bool {
+        !self.is_final() && !matches!(self, Status::Pending | Status::Failed)
+    }
+
+    /// Can its record be deleted (no session; `delete` also checks that it keeps no
+    /// workspace with uncommitted work)?
+    pub fn is_deletable(self) -> bool {
+        self.is_final() || self == Status::Failed
+    }
+
+    /// The transition map (the original's, plus merge from working/stuck):
+    /// anything not listed is `invalid_transition`.
+    pub fn can_become(self, to: Status) -> bool {
+        use Status::*;
+        let allowed: &[Status] = match self {
+            Pending => &[Planning, Working, Failed, Cancelled],
+            Planning => &[Working, Clarification, Stuck, Cancelled],
+            Clarification => &[Planning, Working, Cancelled],
+            Working => &[
+                AgentReview,
+                Reviewing,
+                Clarification,
+                Stuck,
+                Done,
+                Cancelled,
+            ],
+            AgentReview => &[Reviewing, Working, Stuck, Cancelled],
+            Reviewing => &[Working, Done, Cancelled],
+            Stuck => &[Working, Reviewing, Done, Cancelled],
+            // Given up; `task respawn` retries it from the start (not a transition).
+            Failed => &[Cancelled],
+            Done | Cancelled => &[],
+        };
+        allowed.contains(&to)
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `task.json`: the seed field names, plus what orange needs to find things again.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Task {
+    pub id: String,
+    pub project: String,
+    pub branch: String,
+    pub harness: String,
+    pub status: Status,
+    pub workspace: Option<String>,
+    pub tmux_session: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmux_session_id: Option<String>,
+    /// The agent's own pane (`%7`): a sidebar split into its window is another pane.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmux_pane_id: Option<String>,
+    pub summary: String,
+    pub created_at: String,
+    pub updated_at: String,
+    #[serde(default)]
+    pub crash_count: u32,
+    /// Claude Code conversation id (`--session-id`), for the monitor and `restore`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_session_id: Option<String>,
+    /// The permission mode of the agent's first launch (claude: `bypassPermissions`,
+    /// `acceptEdits`, …), kept by respawn and restore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pr: Option<serde_json::Value>,
+    /// Cancel kept its workspace bound because it held uncommitted work (on purpose: the
+    /// crash repair leaves such a workspace alone).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub workspace_kept: bool,
+    /// The tmux server instance its session was started on: a monitor acts only on the
+    /// tasks of its own server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmux_server: Option<crate::adapters::tmux::ServerId>,
+    /// Why a `failed` task could not start (cleared when it starts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+/// One line of `history.jsonl`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Event {
+    pub ts: String,
+    pub event: String,
+    #[serde(flatten)]
+    pub data: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A short id: `[0-9a-z]`, never starting with `-`, unique in the project.
+pub fn new_id(mut existing: impl FnMut(&str) -> bool) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    const ALPHABET: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    for attempt in 0u64.. {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(attempt);
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos(),
+        );
+        h.write_u32(std::process::id());
+        let mut n = h.finish();
+        let mut id = String::new();
+        for _ in 0..6 {
+            id.push(ALPHABET[(n % 36) as usize] as char);
+            n /= 36;
+        }
+        if !existing(&id) {
+            return id;
+        }
+    }
+    unreachable!()
+}
+
+/// A random (version 4) UUID for Claude's `--session-id`.
+pub fn new_uuid() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut bytes = [0u8; 16];
+    for (i, chunk) in bytes.chunks_mut(8).enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_usize(i);
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos(),
+        );
+        chunk.copy_from_slice(&h.finish().to_le_bytes());
+    }
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+/// Task ids are `[0-9a-z]+`: anything else cannot name a task (and never a path).
+pub fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 32
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+}
+
+pub struct TaskStore {
+    root: PathBuf,
+}
+
+impl TaskStore {
+    pub fn new(home: &Home) -> TaskStore {
+        TaskStore {
+            root: home.tasks_dir(),
+        }
+    }
+
+    pub fn project_dir(&self, project: &str) -> PathBuf {
+        self.root.join(project)
+    }
+
+    pub fn dir(&self, project: &str, id: &str) -> PathBuf {
+        self.root.join(project).join(id)
+    }
+
+    pub fn task_md(&self, project: &str, id: &str) -> PathBuf {
+        self.dir(project, id).join("TASK.md")
+    }
+
+    fn json_path(&self, project: &str, id: &str) -> PathBuf {
+        self.dir(project, id).join("task.json")
+    }
+
+    /// The lock serializing changes to one project's tasks.
+    pub fn lock(&self, project: &str) -> Result<LockGuard> {
+        LockGuard::acquire(&self.project_dir(project).join(".lock"))
+    }
+
+    /// The project's lock if it is free now; `None` while a command holds it.
+    pub fn try_lock(&self, project: &str) -> Result<Option<LockGuard>> {
+        match LockGuard::acquire_within(
+            &self.project_dir(project).join(".lock"),
+            std::time::Duration::ZERO,
+        ) {
+            Ok(g) => Ok(Some(g)),
+            Err(OrangeError::LockTimeout { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub fn exists(&self, project: &str, id: &str) -> bool {
+        valid_id(id) && self.json_path(project, id).exists()
+    }
+
+    pub fn load(&self, project: &str, id: &str) -> Result<Task> {
+        if !valid_id(id) {
+            return Err(OrangeError::TaskNotFound(id.to_string()));
+        }
+        let path = self.json_path(project, id);
+        if !path.exists() {
+            return Err(OrangeError::TaskNotFound(format!(
+                "{id} (in project {project})"
+            )));
+        }
+        let text = std::fs::read(&path).ctx(|| format!("reading {}", path.display()))?;
+        serde_json::from_slice(&text).map_err(|e| OrangeError::StateCorrupt {
+            path,
+            detail: e.to_string(),
+        })
+    }
+
+    /// Find a task by id in any project (ids are unique enough to be typed alone).
+    pub fn find(&self, id: &str, project: Option<&str>) -> Result<Task> {
+        if let Some(p) = project {
+            return self.load(p, id);
+        }
+        if !valid_id(id) {
+            return Err(OrangeError::TaskNotFound(id.to_string()));
+        }
+        let mut found = vec![];
+        for entry in std::fs::read_dir(&self.root)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let p = entry.file_name().to_string_lossy().into_owned();
+            if self.json_path(&p, id).exists() {
+                found.push(p);
+            }
+        }
+        match found.len() {
+            0 => Err(OrangeError::TaskNotFound(id.to_string())),
+            1 => self.load(&found[0], id),
+            _ => Err(OrangeError::invalid(format!(
+                "task id {id} exists in several projects ({}); pass --project",
+                found.join(", ")
+            ))),
+        }
+    }
+
+    pub fn save(&self, task: &Task) -> Result<()> {
+        store::write_json_atomic(&self.json_path(&task.project, &task.id), task)
+    }
+
+    /// Every task of `project` (or of all projects), oldest first. Unreadable task files
+    /// are reported, not skipped.
+    pub fn list(&self, project: Option<&str>) -> Result<Vec<Task>> {
+        let projects: Vec<String> = match project {
+            Some(p) => vec![p.to_string()],
+            None => std::fs::read_dir(&self.root)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|e| e.path().is_dir())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect(),
+        };
+        let mut out = vec![];
+        for p in projects {
+            for entry in std::fs::read_dir(self.project_dir(&p))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let id = entry.file_name().to_string_lossy().into_owned();
+                if valid_id(&id) && self.json_path(&p, &id).exists() {
+                    out.push(self.load(&p, &id)?);
+                }
+            }
+        }
+        out.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(out)
+    }
+
+    pub fn append_history(&self, task: &Task, event: &str, data: serde_json::Value) -> Result<()> {
+        let mut line = serde_json::json!({"ts": store::now_rfc3339(), "event": event});
+        if let (Some(obj), serde_json::Value::Object(extra)) = (line.as_object_mut(), data) {
+            obj.extend(extra);
+        }
+        let mut text = line.to_string();
+        text.push('\n');
+        let path = self.dir(&task.project, &task.id).join("history.jsonl");
+        let mut f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .ctx(|| format!("opening {}", path.display()))?;
+        f.write_all(text.as_bytes())
+            .ctx(|| format!("writing {}", path.display()))
+    }
+
+    /// History events, oldest first. Lines that do not parse (an agent or a crash may
+    /// have left half a line) are skipped: history is informational.
+    pub fn history(&self, project: &str, id: &str) -> Vec<Event> {
+        let path = self.dir(project, id).join("history.jsonl");
+        parse_history(&std::fs::read_to_string(path).unwrap_or_default())
+    }
+
+    pub fn remove(&self, task: &Task) -> Result<()> {
+        let dir = self.dir(&task.project, &task.id);
+        std::fs::remove_dir_all(&dir).ctx(|| format!("removing {}", dir.display()))
+    }
+}
+
+pub fn parse_history(text: &str) -> Vec<Event> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// The text of TASK.md for a new task.
+pub fn task_md(summary: &str, context: Option<&str>) -> String {
+    let mut s = String::new();
+    let title = summary.lines().next().unwrap_or("").trim();
+    s.push_str(&format!(
+        "# {}\n\n",
+        if title.is_empty() {
+            "(no summary)"
+        } else {
+            title
+        }
+    ));
+    if summary.lines().count() > 1 {
+        s.push_str(summary.trim());
+        s.push_str("\n\n");
+    }
+    if let Some(c) = context.filter(|c| !c.trim().is_empty()) {
+        s.push_str("## Context\n\n");
+        s.push_str(c.trim_end());
+        s.push_str("\n\n");
+    }
+    s.push_str("## Notes\n\n");
+    s
+}
+
+/// The body of TASK.md (everything after the title line), trimmed.
+pub fn task_md_body(text: &str) -> String {
+    let mut lines = text.lines();
+    let first = lines.clone().next().unwrap_or("");
+    if first.starts_with("# ") {
+        lines.next();
+    }
+    lines.collect::<Vec<_>>().join("\n").trim().to_string()
+}
+
+/// A named `## Section` of TASK.md (its lines up to the next `## ` heading).
+pub fn task_md_section(text: &str, name: &str) -> Option<String> {
+    let mut out: Option<Vec<&str>> = None;
+    for line in text.lines() {
+        if let Some(h) = line.strip_prefix("## ") {
+            if out.is_some() {
+                break;
+            }
+            if h.trim().eq_ignore_ascii_case(name) {
+                out = Some(vec![]);
+            }
+            continue;
+        }
+        if let Some(v) = out.as_mut() {
+            v.push(line);
+        }
+    }
+    out.map(|v| v.join("\n").trim().to_string())
+}
+
+/// The two fields the pool needs, read leniently from `task.json`.
+#[derive(Debug, Deserialize)]
+struct TaskHead {
+    #[serde(default)]
+    status: String,
+    #[serde(default)]
+    workspace: Option<String>,
+}
+
+impl TaskStore {
+    fn head(&self, project: &str, id: &str) -> Option<TaskHead> {
+        if !valid_id(id) {
+            return None;
+        }
+        let text = std::fs::read(self.json_path(project, id)).ok()?;
+        // An unreadable task file counts as alive: gc must never free a workspace
+        // because of a parse error.
+        Some(serde_json::from_slice(&text).unwrap_or(TaskHead {
+            status: "unknown".into(),
+            workspace: None,
+        }))
+    }
+}
+
+/// Done, cancelled, failed and pending tasks hold no workspace (a pending one bound to a
+/// slot is the leftover of a spawn killed half-way).
+fn head_is_final(h: &TaskHead) -> bool {
+    Status::parse(&h.status).is_ok_and(|s| !s.is_active())
+}
+
+impl TaskLookup for TaskStore {
+    fn is_live(&self, project: &str, label: &str) -> bool {
+        self.head(project, label)
+            .is_some_and(|h| !head_is_final(&h))
+    }
+
+    fn holder_of(&self, project: &str, workspace: &str) -> Option<String> {
+        let dir = std::fs::read_dir(self.project_dir(project)).ok()?;
+        for entry in dir.flatten() {
+            let id = entry.file_name().to_string_lossy().into_owned();
+            if let Some(h) = self.head(project, &id) {
+                if h.workspace.as_deref() == Some(workspace) && !head_is_final(&h) {
+                    return Some(id);
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Which task a directory belongs to: the workspace that contains it, or `$ORANGE_TASK_ID`.
+pub fn id_from_env() -> Option<String> {
+    std::env::var("ORANGE_TASK_ID").ok().filter(|s| valid_id(s))
+}
+
+pub fn is_inside(path: &Path, dir: &Path) -> bool {
+    path.starts_with(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuids_have_the_v4_shape() {
+        let u = new_uuid();
+        assert_eq!(u.len(), 36);
+        assert_eq!(&u[14..15], "4");
+        assert!(matches!(&u[19..20], "8" | "9" | "a" | "b"));
+        assert_ne!(new_uuid(), new_uuid());
+    }
+
+    #[test]
+    fn transition_map_rejects_what_is_not_listed() {
+        use Status::*;
+        assert!(Pending.can_become(Working));
+        assert!(Working.can_become(Reviewing));
+        assert!(Reviewing.can_become(Done));
+        assert!(!Pending.can_become(Done));
+        assert!(!Done.can_become(Working));
+        assert!(!Cancelled.can_become(Pending));
+        for s in ALL_STATUSES {
+            assert!(!s.can_become(Pending), "nothing goes back to pending");
+            assert_eq!(Status::parse(s.as_str()).unwrap(), *s);
+        }
+        assert!(Status::parse("finished").is_err());
+        assert!(Pending.can_become(Failed) && Failed.can_become(Cancelled));
+        assert!(!Failed.can_become(Working) && !Failed.is_active() && Failed.is_deletable());
+    }
+
+    #[test]
+    fn ids_are_short_lowercase_alphanumerics() {
+        for _ in 0..200 {
+            let id = new_id(|_| false);
+            assert_eq!(id.len(), 6);
+            assert!(valid_id(&id), "{id}");
+        }
+        let mut n = 0;
+        let id = new_id(|_| {
+            n += 1;
+            n < 3
+        });
+        assert!(valid_id(&id));
+        for bad in ["", "-x", "A1", "a/b", "..", "a b"] {
+            assert!(!valid_id(bad));
+        }
+    }
+
+    #[test]
+    fn task_md_round_trips_summary_context_and_sections() {
+        let md = task_md(
+            "Fix \"login\" $(rm -rf /) `x`;\nsecond line",
+            Some("line1\nline2\n"),
+        );
+        assert!(md.starts_with("# Fix \"login\" $(rm -rf /) `x`;\n"));
+        assert_eq!(task_md_section(&md, "context").unwrap(), "line1\nline2");
+        assert!(task_md_body(&md).contains("second line"));
+        assert_eq!(task_md_section(&md, "missing"), None);
+        assert_eq!(task_md_body(""), "");
+    }
+
+    #[test]
+    fn history_skips_half_written_lines() {
+        let text = "{\"ts\":\"t\",\"event\":\"task.created\"}\n\n{\"ts\":\"t\",\"event\":\"agent.spawned\",\"workspace\":\"a--1\"}\n{\"ts\":";
+        let h = parse_history(text);
+        assert_eq!(h.len(), 2);
+        assert_eq!(h[1].data["workspace"], "a--1");
+    }
+}

@@ -1,0 +1,435 @@
+//! The tmux plugin side: sidebar panes, the task-session marker and "next task waiting for
+//! you", driven through the tmux adapter (`orange.tmux` and `tmux/*.sh` bind the keys and
+//! install the hooks; everything they bind calls the binary).
+//!
+//! Names shared with `orange.tmux`, `tmux/*.sh` and the other modules:
+//! - user options `@orange-*` (global; orange reads them, never sets them): see [`OPTIONS`];
+//! - orange's own options `@orange_*`: [`SESSION_TASK`] (session: the task id of an orange
+//!   task session), [`PANE_SIDEBAR`] (pane: `1` on a sidebar pane), [`PANE_SIDEBAR_FOR`]
+//!   (pane: the agent pane a sidebar sits beside), `@orange_bin`/`@orange_dir` (global: set by
+//!   `orange.tmux`: the binary and the plugin directory in use).
+
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use serde_json::{json, Value};
+
+use crate::adapters::store::Home;
+use crate::adapters::tmux::{OptionScope, Tmux};
+use crate::error::{OrangeError, Result};
+use crate::orchestration::lifecycle::{TaskView, Tasks};
+use crate::orchestration::task::{Status, Task, TaskStore};
+use crate::ui::output::Out;
+
+/// Session option naming the task of an orange task session (its id). Set at spawn and
+/// respawn; `orange.tmux`'s root keys (Ctrl+\, Ctrl+]) act only where it is set.
+pub const SESSION_TASK: &str = crate::orchestration::task::SESSION_MARK;
+/// Pane option set to `1` on a sidebar pane, so a toggle finds it again.
+pub const PANE_SIDEBAR: &str = "@orange_sidebar";
+/// Pane option of a sidebar pane: the id of the agent pane it sits beside.
+pub const PANE_SIDEBAR_FOR: &str = "@orange_sidebar_for";
+/// Environment of a sidebar pane: the agent pane it sits beside.
+pub const ENV_AGENT_PANE: &str = "ORANGE_AGENT_PANE";
+
+pub const OPT_BIN: &str = "@orange-bin";
+pub const OPT_KEY: &str = "@orange-key";
+pub const OPT_SIDEBAR_KEY: &str = "@orange-sidebar-key";
+pub const OPT_ZOOM_KEY: &str = "@orange-zoom-key";
+pub const OPT_SIDEBAR_WIDTH: &str = "@orange-sidebar-width";
+pub const OPT_SIDEBAR_SIDE: &str = "@orange-sidebar-side";
+pub const OPT_SIDEBAR_AUTO: &str = "@orange-sidebar-auto";
+pub const OPT_REFRESH_INTERVAL: &str = "@orange-refresh-interval";
+pub const OPT_STATUS_FORMAT: &str = "@orange-status-format";
+pub const OPT_HOOKS: &str = "@orange-hooks";
+
+/// Every user option with its default (the same table is at the top of `orange.tmux`).
+pub const OPTIONS: &[(&str, &str)] = &[
+    (OPT_BIN, ""),
+    (OPT_KEY, "O"),
+    (OPT_SIDEBAR_KEY, "C-\\"),
+    (OPT_ZOOM_KEY, "C-]"),
+    (OPT_SIDEBAR_WIDTH, "30%"),
+    (OPT_SIDEBAR_SIDE, "left"),
+    (OPT_SIDEBAR_AUTO, "off"),
+    (OPT_REFRESH_INTERVAL, "10"),
+    (OPT_STATUS_FORMAT, "tmux"),
+    (OPT_HOOKS, "on"),
+];
+
+/// Below this window size the sidebar is refused (the original hid it below 80×15).
+pub const SIDEBAR_MIN_WINDOW: (u32, u32) = (80, 15);
+/// The sidebar's width is kept between these percentages of the window.
+pub const SIDEBAR_WIDTH_RANGE: (u32, u32) = (15, 50);
+
+/// A user option's value: the global value when set and not empty, else its default.
+pub fn user_option(tmux: &Tmux, name: &str) -> Result<String> {
+    let default = OPTIONS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, d)| *d)
+        .unwrap_or("");
+    Ok(tmux
+        .get_option(OptionScope::Global, name)?
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| default.to_string()))
+}
+
+/// Is an on/off option on?
+pub fn is_on(value: &str) -> bool {
+    matches!(
+        value.trim().to_ascii_lowercase().as_str(),
+        "on" | "1" | "yes" | "true"
+    )
+}
+
+/// The sidebar width for `split-window -l`: `N%` kept within [`SIDEBAR_WIDTH_RANGE`], or
+/// `N` columns kept within the same share of a `window_width`-wide window. Anything else
+/// is the default, 30%.
+pub fn sidebar_width(value: &str, window_width: u32) -> String {
+    let (lo, hi) = SIDEBAR_WIDTH_RANGE;
+    let v = value.trim();
+    if let Some(p) = v
+        .strip_suffix('%')
+        .and_then(|p| p.trim().parse::<u32>().ok())
+    {
+        return format!("{}%", p.clamp(lo, hi));
+    }
+    if let Ok(cols) = v.parse::<u32>() {
+        let min = (window_width * lo).div_ceil(100).max(1);
+        let max = (window_width * hi / 100).max(min);
+        return cols.clamp(min, max).to_string();
+    }
+    "30%".to_string()
+}
+
+/// Mark `session` (name or id) as the session of `task_id` ([`SESSION_TASK`]). Call it
+/// whenever a task's session is created.
+pub fn mark_task_session(tmux: &Tmux, session: &str, task_id: &str) -> Result<()> {
+    tmux.set_option(OptionScope::Session(session), SESSION_TASK, task_id)
+}
+
+/// The task whose session is `session_id` (or, for records without an id, `session_name`):
+/// the [`SESSION_TASK`] option when it names a task, else a scan of the task store.
+pub fn task_of_session(
+    home: &Home,
+    tmux: &Tmux,
+    session_id: &str,
+    session_name: &str,
+) -> Result<Option<Task>> {
+    let store = TaskStore::new(home);
+    if let Some(id) = tmux.get_option(OptionScope::Session(session_id), SESSION_TASK)? {
+        if let Ok(t) = store.find(&id, None) {
+            return Ok(Some(t));
+        }
+    }
+    let found = store.list(None)?.into_iter().find(|t| {
+        !t.status.is_final()
+            && (t.tmux_session_id.as_deref() == Some(session_id)
+                || (t.tmux_session_id.is_none() && t.tmux_session.as_deref() == Some(session_name)))
+    });
+    Ok(found)
+}
+
+/// `orange sidebar toggle`: open the sidebar beside the current pane (`$TMUX_PANE`), or
+/// close it when the window has one. See [`toggle_sidebar_at`].
+pub fn toggle_sidebar(home: &Home, tmux: &Tmux) -> Result<Value> {
+    let pane = std::env::var("TMUX_PANE")
+        .ok()
+        .filter(|p| p.starts_with('%'))
+        .ok_or_else(|| {
+            OrangeError::invalid(
+                "`orange sidebar toggle` runs inside tmux: TMUX_PANE is not set (from a key binding, pass the pane: TMUX_PANE=#{pane_id})",
+            )
+        })?;
+    toggle_sidebar_at(home, tmux, &pane)
+}
+
+/// Open or close the sidebar of the window holding `pane`. One sidebar per window: when
+/// the window has one (a pane marked [`PANE_SIDEBAR`]), it is closed, whichever pane asked.
+/// Otherwise a pane is split off `pane` with `-d` (the focus stays on `pane`), on the side of
+/// `@orange-sidebar-side`, `@orange-sidebar-width` wide (a percentage, so it follows
+/// resizes), running `orange sidebar` (`--task ID` when the session is a task's). A window
+/// smaller than [`SIDEBAR_MIN_WINDOW`] is refused: a message on the status line and an error.
+pub fn toggle_sidebar_at(home: &Home, tmux: &Tmux, pane: &str) -> Result<Value> {
+    let fields = [
+        "pane_id",
+        "window_id",
+        "session_id",
+        "session_name",
+        "window_width",
+        "window_height",
+        "pane_current_path",
+    ];
+    let here = tmux
+        .pane_values(pane, &fields)?
+        .ok_or_else(|| OrangeError::invalid(format!("no tmux pane {pane:?}")))?;
+    let (pane, window, session_id, session_name) = (&here[0], &here[1], &here[2], &here[3]);
+    let open: Vec<String> = tmux
+        .window_pane_values(window, &["pane_id", PANE_SIDEBAR])?
+        .into_iter()
+        .filter(|r| r[1] == "1")
+        .map(|r| r[0].clone())
+        .collect();
+    if !open.is_empty() {
+        for p in &open {
+            tmux.kill_pane(p)?;
+        }
+        return Ok(json!({"action": "closed", "panes": open, "window": window}));
+    }
+    let width: u32 = here[4].parse().unwrap_or(0);
+    let height: u32 = here[5].parse().unwrap_or(0);
+    let (min_w, min_h) = SIDEBAR_MIN_WINDOW;
+    if width < min_w || height < min_h {
+        let msg = format!(
+            "orange: the window is too small for the sidebar ({width}×{height}; it needs {min_w}×{min_h})"
+        );
+        // Best effort: the error below says the same to a caller without a client.
+        let _ = tmux.display_message_to(None, Some(pane), &msg);
+        return Err(OrangeError::invalid(msg.trim_start_matches("orange: ")));
+    }
+    let task = task_of_session(home, tmux, session_id, session_name)?;
+    let size = sidebar_width(&user_option(tmux, OPT_SIDEBAR_WIDTH)?, width);
+    let side = user_option(tmux, OPT_SIDEBAR_SIDE)?;
+    let left = side.trim() != "right";
+    let mut command = vec![exe_path()?.display().to_string(), "sidebar".to_string()];
+    if let Some(t) = &task {
+        command.extend(["--task".to_string(), t.id.clone()]);
+    }
+    let mut env = vec![
+        ("ORANGE_HOME".to_string(), home.root.display().to_string()),
+        (ENV_AGENT_PANE.to_string(), pane.clone()),
+    ];
+    if let Ok(sock) = std::env::var("ORANGE_TMUX_SOCKET") {
+        if !sock.trim().is_empty() {
+            env.push(("ORANGE_TMUX_SOCKET".to_string(), sock));
+        }
+    }
+    let cwd = Path::new(&here[6]);
+    let cwd = cwd.is_dir().then_some(cwd);
+    let new = tmux.split_pane(pane, left, &size, cwd, &env, &command)?;
+    tmux.set_options(&[
+        (OptionScope::Pane(&new), PANE_SIDEBAR, Some("1")),
+        (
+            OptionScope::Pane(&new),
+            PANE_SIDEBAR_FOR,
+            Some(pane.as_str()),
+        ),
+    ])?;
+    if let Some(t) = &task {
+        // Sessions made before orange marked them: mark now, so the root keys know them.
+        if tmux
+            .get_option(OptionScope::Session(session_id), SESSION_TASK)?
+            .is_none()
+        {
+            mark_task_session(tmux, session_id, &t.id)?;
+        }
+    }
+    Ok(json!({
+        "action": "opened",
+        "pane": new,
+        "agent_pane": pane,
+        "window": window,
+        "session": session_name,
+        "task": task.as_ref().map(|t| t.id.clone()),
+        "side": if left { "left" } else { "right" },
+        "width": size,
+    }))
+}
+
+/// Open the sidebar in a new task session when `@orange-sidebar-auto` is on (call after
+/// the session is created). `Ok(None)` when the option is off or the window has a sidebar.
+pub fn auto_sidebar(home: &Home, tmux: &Tmux, session: &str) -> Result<Option<Value>> {
+    if !is_on(&user_option(tmux, OPT_SIDEBAR_AUTO)?) {
+        return Ok(None);
+    }
+    let Some(info) = tmux.session_info(session)? else {
+        return Ok(None);
+    };
+    let has_one = tmux
+        .window_pane_values(&info.window_id, &[PANE_SIDEBAR])?
+        .iter()
+        .any(|r| r[0] == "1");
+    if has_one {
+        return Ok(None);
+    }
+    toggle_sidebar_at(home, tmux, &info.pane_id).map(Some)
+}
+
+/// The orange binary that is running (what the panes and keys it sets up call again).
+fn exe_path() -> Result<PathBuf> {
+    std::env::current_exe().map_err(|e| OrangeError::io("finding the orange binary", e))
+}
+
+/// Does the task wait for its user: a question asked, stuck, ready for review; or, while
+/// it is active, an agent waiting for input, in error, or no longer running?
+pub fn waits_for_user(v: &TaskView) -> bool {
+    use crate::orchestration::agent::State;
+    match v.task.status {
+        Status::Clarification | Status::Stuck | Status::Reviewing => true,
+        s if s.is_active() => {
+            v.session.state == "dead"
+                || matches!(
+                    v.agent.state,
+                    Some(State::Waiting | State::Blocked | State::Error | State::Dead)
+                )
+        }
+        _ => false,
+    }
+}
+
+/// The next task waiting for its user after the task of `current_session` (a session id),
+/// in creation order and round again; only tasks whose session exists.
+pub fn next_waiting<'v>(
+    list: &'v [TaskView],
+    current_session: Option<&str>,
+) -> Option<&'v TaskView> {
+    let waiting: Vec<&TaskView> = list
+        .iter()
+        .filter(|v| v.session.state != "none" && v.task.tmux_session_id.is_some())
+        .filter(|v| waits_for_user(v))
+        .collect();
+    let mut sorted = waiting;
+    sorted.sort_by(|a, b| {
+        (a.task.created_at.as_str(), a.task.id.as_str())
+            .cmp(&(b.task.created_at.as_str(), b.task.id.as_str()))
+    });
+    let here = current_session.and_then(|s| {
+        list.iter()
+            .find(|v| v.task.tmux_session_id.as_deref() == Some(s))
+            .map(|v| (v.task.created_at.as_str(), v.task.id.as_str()))
+    });
+    match here {
+        Some(key) => sorted
+            .iter()
+            .find(|v| (v.task.created_at.as_str(), v.task.id.as_str()) > key)
+            .or(sorted.first())
+            .copied(),
+        None => sorted.first().copied(),
+    }
+}
+
+/// `orange plugin …`: what the plugin's keys run (hidden from `--help`).
+#[derive(Debug, Subcommand)]
+pub enum PluginCmd {
+    /// Switch a client to the next task waiting for you (a question, stuck, ready for
+    /// review, or its agent exited), in creation order after the current one (prefix O w)
+    Next {
+        /// The client to switch (default: the one tmux finds current)
+        #[arg(long)]
+        client: Option<String>,
+        /// The client's session id (the search starts after its task)
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Open or close the sidebar beside a pane (`orange sidebar toggle` with the pane given)
+    Sidebar {
+        /// The agent pane (default: $TMUX_PANE)
+        #[arg(long)]
+        pane: Option<String>,
+    },
+}
+
+pub fn run(home: &Home, cmd: PluginCmd) -> Result<Out> {
+    let tmux = Tmux::from_env();
+    match cmd {
+        PluginCmd::Next { client, session } => {
+            let tasks = Tasks::new(home).with_tmux(tmux.clone());
+            let list = tasks.list(None, None)?;
+            let Some(next) = next_waiting(&list, session.as_deref()) else {
+                let msg = "orange: no task is waiting for you";
+                let _ = tmux.display_message_to(client.as_deref(), None, msg);
+                return Ok(Out::new(json!({"switched": null}), format!("{msg}\n")));
+            };
+            let target = next.task.tmux_session_id.clone().unwrap_or_default();
+            tmux.switch_client_of(client.as_deref(), &target)?;
+            let msg = format!(
+                "orange: {} {}/{} [{}]",
+                next.task.id, next.task.project, next.task.branch, next.task.status
+            );
+            let _ = tmux.display_message_to(client.as_deref(), None, &msg);
+            Ok(Out::new(
+                json!({"switched": next.task.id, "session": target, "status": next.task.status}),
+                format!("{msg}\n"),
+            ))
+        }
+        PluginCmd::Sidebar { pane } => {
+            let v = match pane {
+                Some(p) => toggle_sidebar_at(home, &tmux, &p)?,
+                None => toggle_sidebar(home, &tmux)?,
+            };
+            let text = format!("sidebar {}\n", v["action"].as_str().unwrap_or(""));
+            Ok(Out { json: v, text })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::orchestration::lifecycle::SessionView;
+
+    #[test]
+    fn sidebar_widths_are_clamped() {
+        assert_eq!(sidebar_width("30%", 200), "30%");
+        assert_eq!(sidebar_width(" 5% ", 200), "15%");
+        assert_eq!(sidebar_width("90%", 200), "50%");
+        assert_eq!(sidebar_width("40", 200), "40");
+        assert_eq!(sidebar_width("10", 200), "30");
+        assert_eq!(sidebar_width("150", 200), "100");
+        assert_eq!(sidebar_width("wide", 200), "30%");
+        assert_eq!(sidebar_width("", 200), "30%");
+    }
+
+    #[test]
+    fn on_off_values() {
+        for on in ["on", "ON", "1", "yes", "true"] {
+            assert!(is_on(on), "{on}");
+        }
+        for off in ["off", "", "0", "no", "nope"] {
+            assert!(!is_on(off), "{off}");
+        }
+    }
+
+    fn view(id: &str, created: &str, status: Status, session: &'static str) -> TaskView {
+        let task: Task = serde_json::from_value(json!({
+            "id": id, "project": "p", "branch": format!("b/{id}"), "harness": "h",
+            "status": status, "workspace": null, "tmux_session": format!("p/b/{id}"),
+            "tmux_session_id": format!("${id}"), "summary": "", "created_at": created,
+            "updated_at": created,
+        }))
+        .unwrap();
+        TaskView {
+            task,
+            session: SessionView {
+                state: session,
+                exit_status: None,
+                exit_signal: None,
+            },
+            agent: Default::default(),
+        }
+    }
+
+    #[test]
+    fn next_waiting_cycles_in_creation_order() {
+        let list = vec![
+            view("1", "2024-01-01T00:00:01", Status::Working, "live"),
+            view("2", "2024-01-01T00:00:02", Status::Stuck, "live"),
+            view("3", "2024-01-01T00:00:03", Status::Working, "dead"),
+            view("4", "2024-01-01T00:00:04", Status::Reviewing, "none"),
+            view("5", "2024-01-01T00:00:05", Status::Clarification, "live"),
+            view("6", "2024-01-01T00:00:06", Status::Done, "dead"),
+            view("7", "2024-01-01T00:00:07", Status::Working, "live"),
+        ];
+        let mut list = list;
+        list[6].agent.state = Some(crate::orchestration::agent::State::Waiting);
+        let id = |v: Option<&TaskView>| v.map(|v| v.task.id.clone());
+        assert_eq!(id(next_waiting(&list, None)), Some("2".into()));
+        assert_eq!(id(next_waiting(&list, Some("$1"))), Some("2".into()));
+        assert_eq!(id(next_waiting(&list, Some("$2"))), Some("3".into()));
+        assert_eq!(id(next_waiting(&list, Some("$3"))), Some("5".into()));
+        assert_eq!(id(next_waiting(&list, Some("$5"))), Some("7".into()));
+        assert_eq!(id(next_waiting(&list, Some("$7"))), Some("2".into()));
+        assert_eq!(id(next_waiting(&list, Some("$99"))), Some("2".into()));
+        assert_eq!(id(next_waiting(&list[..1], None)), None);
+    }
+}
