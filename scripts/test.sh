@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 # Tests must never touch a user's tmux server or git identity.
 unset TMUX TMUX_PANE ORANGE_TMUX_SOCKET ORANGE_HOME GIT_DIR GIT_WORK_TREE
 
+# Lints first, warnings as errors: clippy.toml keeps `std::process::Command` in src/adapters/.
+cargo clippy --locked --all-targets -- -D warnings
+
 # Every test binary runs even when one fails (cargo stops at the first failing one otherwise).
 cargo test --locked --all-targets --no-fail-fast "$@"
 

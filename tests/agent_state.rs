@@ -1,6 +1,9 @@
 //! Agent state from Claude Code session logs: one fixture per state and error kind
 //! (tests/fixtures/claude/<expected>.<case>.jsonl).
 
+// Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
+#![allow(clippy::disallowed_methods)]
+
 use orange::orchestration::agent::{self, ErrorKind, LogState};
 
 fn expected(name: &str) -> &str {

@@ -2,6 +2,9 @@
 //! `capture-pane -p -J` of a private tmux server) is classified as what it is: a file's
 //! name says what it shows. A new capture without a rule here fails the test.
 
+// Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
+#![allow(clippy::disallowed_methods)]
+
 use orange::orchestration::agent::Blocker;
 use orange::orchestration::screen::{self, Screen};
 

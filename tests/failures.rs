@@ -2,6 +2,9 @@
 //! visible as `failed`, the queue never jams, crashes leave state the next command repairs.
 //! Real git, a real tmux server with the hostile config, the fake agent.
 
+// Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::{git, TaskEnv};

@@ -11,6 +11,9 @@
 //! Bounded (100 operations by default, `KILL_LOOP_ITERATIONS`); `KILL_LOOP_SEED` replays a
 //! run. `scripts/soak.sh` is the long version.
 
+// Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::collections::{BTreeMap, HashMap};

@@ -1,6 +1,9 @@
 //! Lanes (seed 001) against real git and a real tmux server with a hostile config
 //! (base-index 1, pane-base-index 1, custom status-right); zellij when it is on PATH.
 
+// Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::sync::Arc;

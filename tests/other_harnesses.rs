@@ -26,6 +26,9 @@
 //! stays up is ended by the test (SIGTERM to its pane's process). Either way orange must
 //! record the death.
 
+// Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};

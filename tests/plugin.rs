@@ -3,6 +3,9 @@
 //! server running in a pane of a second, outer server: `send-keys` to the outer pane is
 //! typing on the inner client's terminal, so the keys go through the inner key tables).
 
+// Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::collections::BTreeSet;

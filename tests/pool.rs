@@ -1,5 +1,8 @@
 //! The workspace pool against real git: init, acquire, release, gc, shutdown, healing.
 
+// Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::Path;

@@ -1,5 +1,8 @@
 //! Many processes at once, and processes killed mid-operation.
 
+// Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::fs::OpenOptions;

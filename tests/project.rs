@@ -1,5 +1,8 @@
 //! `orange project …` against real git repositories.
 
+// Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::{git, make_repo, Env};

@@ -3,6 +3,9 @@
 //! tmux server: `--once` frames of a task whose fake agent changed files, and the loop
 //! running in a tmux pane, read back with `capture-pane` as a user would see it.
 
+// Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,9 @@
 //! Tests of the stand-in Messages API alone (tests/common/standin.rs), with a raw TcpStream
 //! client. The `#[ignore]`d `standin_serve` is a runner for exploring the real claude by hand.
 
+// Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
+#![allow(clippy::disallowed_methods)]
+
 #[path = "common/standin.rs"]
 mod standin;
 

@@ -1,6 +1,9 @@
 //! The status widgets and the tmux hooks, end to end: real git, a real tmux server on a
 //! private socket with a hostile config, fake agents (tests/fixtures/fake-agent.sh).
 
+// Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,9 @@
 //! Tasks end to end: real git, a real tmux server on a private socket with a hostile
 //! config, and a fake agent (tests/fixtures/fake-agent.sh) as a user harness.
 
+// Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::PathBuf;

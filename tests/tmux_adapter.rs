@@ -1,6 +1,9 @@
 //! The tmux adapter against a REAL tmux server: each test runs its own server on a private
 //! socket with a hostile user config, and kills it when done, even on panic.
 
+// Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
+#![allow(clippy::disallowed_methods)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};

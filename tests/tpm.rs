@@ -3,6 +3,9 @@
 //! TMUX_PLUGIN_MANAGER_PATH, then sources it, on a private tmux server whose user
 //! (`$HOME/.tmux.conf`) lists it with `set -g @plugin`.
 
+// Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -72,6 +72,12 @@ where
     }
 }
 
+/// Run `git ARGS` in `dir` and require success (the CLI, for what git2 does not do: the
+/// demo's sandbox repository is made this way).
+pub fn run_in(dir: &Path, args: &[&str]) -> Result<()> {
+    run_ok(dir, args).map(|_| ())
+}
+
 fn open(path: &Path) -> Result<git2::Repository> {
     git2::Repository::open(path).map_err(|e| {
         OrangeError::BackendCommandFailed(format!(

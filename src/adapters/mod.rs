@@ -1,9 +1,14 @@
-//! The adapters: the only modules that run tmux, git, zellij and gh or touch the state files's format (store). Nothing here imports from a layer above.
+//! The adapters: the only modules that run programs (tmux, git, zellij, gh, stty) or know
+//! the state files' format (store). Nothing here imports from a layer above.
+
+// The layer where programs run (clippy.toml keeps `Command::new` here).
+#![allow(clippy::disallowed_methods)]
 
 pub mod fault;
 pub mod gh;
 pub mod git;
 pub mod shell;
 pub mod store;
+pub mod terminal;
 pub mod tmux;
 pub mod zellij;

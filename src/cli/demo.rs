@@ -7,7 +7,6 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use clap::Args;
 use serde_json::json;
@@ -77,25 +76,9 @@ const GIT_IDENTITY: &[&str] = &[
 ];
 
 fn git(dir: &Path, args: &[&str]) -> Result<()> {
-    let out = Command::new("git")
-        .args(GIT_IDENTITY)
-        .args(args)
-        .current_dir(dir)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| OrangeError::io("running git (is it installed?)", e))?;
-    if !out.status.success() {
-        return Err(OrangeError::BackendCommandFailed(format!(
-            "git {} failed in {}: {}",
-            args.join(" "),
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(())
+    let mut all = GIT_IDENTITY.to_vec();
+    all.extend_from_slice(args);
+    crate::adapters::git::run_in(dir, &all)
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {

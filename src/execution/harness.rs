@@ -467,6 +467,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::disallowed_methods)] // the test runs a shell on purpose
     fn user_harness_prompts_are_quoted_once_and_survive_a_shell() {
         let c = cfg();
         let hostile = "it's \"quoted\" $(touch pwned) `id`; echo no\nsecond line;";

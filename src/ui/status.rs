@@ -1429,6 +1429,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::disallowed_methods)] // the test runs a shell on purpose
     fn pid_check_tells_running_from_gone_and_zombie() {
         if !Path::new("/proc/self/exe").exists() {
             return;
