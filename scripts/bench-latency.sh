@@ -30,7 +30,7 @@ fi
 cd "$root"
 unset TMUX TMUX_PANE ORANGE_TMUX_SOCKET ORANGE_HOME
 for _ in $(seq "$runs"); do
-    ORANGE_LATENCY_LOG=$log cargo test --quiet --release --test real_claude >&2
+    ORANGE_LATENCY_LOG=$log cargo test --quiet --release --test runner real_claude:: >&2
 done
 python3 - "$log" "$json" <<'PY'
 import json, sys, statistics

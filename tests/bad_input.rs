@@ -4,7 +4,7 @@
 // Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
 #![allow(clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use std::os::unix::ffi::OsStrExt;
 use std::process::Command;
@@ -100,7 +100,16 @@ fn state_files_without_their_required_fields_are_corrupt_not_empty() {
     let list = env.ok(&["workspace", "list"]);
     assert!(list.to_string().contains("keep-me"), "{list}");
     // A task.json without its fields, or with a wrong type: state_corrupt with its path.
-    let t = env.ok(&["task", "create", "sc/a", "x", "--no-spawn"]);
+    // (A harness named: a task that is not started needs no agent CLI installed.)
+    let t = env.ok(&[
+        "task",
+        "create",
+        "sc/a",
+        "x",
+        "--harness",
+        "claude",
+        "--no-spawn",
+    ]);
     let path = env
         .home
         .join(format!("tasks/app/{}/task.json", t["id"].as_str().unwrap()));
@@ -123,21 +132,46 @@ fn overlong_branches_and_summaries_are_refused_at_the_door() {
     let long_branch = format!("feat/{}", "b".repeat(100 * 1024));
     let msg = expect_error(
         &["task", "create"],
-        env.json(&["task", "create", &long_branch, "x", "--no-spawn"]),
+        env.json(&[
+            "task",
+            "create",
+            &long_branch,
+            "x",
+            "--harness",
+            "claude",
+            "--no-spawn",
+        ]),
         "invalid_argument",
     );
     assert!(msg.contains("at most 200"), "{msg}");
     let long_summary = "s".repeat(100 * 1024);
     let msg = expect_error(
         &["task", "create"],
-        env.json(&["task", "create", "feat/ok", &long_summary, "--no-spawn"]),
+        env.json(&[
+            "task",
+            "create",
+            "feat/ok",
+            &long_summary,
+            "--harness",
+            "claude",
+            "--no-spawn",
+        ]),
         "invalid_argument",
     );
     assert!(msg.contains("at most 2000"), "{msg}");
     assert_eq!(env.ok(&["task", "list"]).as_array().unwrap().len(), 0);
-    // The longest accepted ones work; a table shows them cut, --json whole.
+    // The longest accepted ones work; a table shows them cut, --json whole. (A harness
+    // named: a task that is not started needs no agent CLI installed.)
     let branch = format!("feat/{}", "b".repeat(195));
-    env.ok(&["task", "create", &branch, &"s".repeat(2000), "--no-spawn"]);
+    env.ok(&[
+        "task",
+        "create",
+        &branch,
+        &"s".repeat(2000),
+        "--harness",
+        "claude",
+        "--no-spawn",
+    ]);
     let out = env.cmd(&["task", "list"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);

@@ -5,7 +5,7 @@
 // Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
 #![allow(clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use common::{git, TaskEnv};
 use serde_json::Value;

@@ -33,7 +33,8 @@ fn module_of(src: &Path, file: &Path) -> Option<(String, String)> {
         .map(|c| c.to_string_lossy().trim_end_matches(".rs").to_string())
         .collect();
     match parts.as_slice() {
-        [layer, module] if rank(layer).is_some() => Some((layer.clone(), module.clone())),
+        // `src/adapters/git/worktree.rs` belongs to module `git` of `adapters`.
+        [layer, module, ..] if rank(layer).is_some() => Some((layer.clone(), module.clone())),
         _ => None,
     }
 }

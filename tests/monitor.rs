@@ -3,7 +3,7 @@
 // Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
 #![allow(clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::time::Duration;
@@ -63,8 +63,12 @@ fn an_idle_agent_is_nudged_exactly_once_per_idle_period_and_the_nudge_is_submitt
     // Right after it started: not idle for the grace yet.
     let r = pass(&env);
     assert!(r["actions"].as_array().unwrap().is_empty(), "{r}");
-    std::thread::sleep(Duration::from_millis(4200));
-    let r = pass(&env);
+    // Passes until the grace is over: the first action is the nudge.
+    let mut r = Value::Null;
+    wait_for("the idle grace to pass", 10, || {
+        r = pass(&env);
+        !r["actions"].as_array().unwrap().is_empty()
+    });
     assert_eq!(r["actions"][0]["action"], "nudge", "{r}");
     // Delivered AND submitted: the agent read it as one line.
     wait_for("the nudge to arrive", 10, || {
@@ -245,7 +249,6 @@ fn a_sub_agents_hook_does_not_flip_its_parent() {
         root: env.home.clone(),
     };
     let ws = env.ws_path(t["workspace"].as_str().unwrap());
-    std::env::set_var("ORANGE_HOME", &env.home);
     let r = orange::orchestration::monitor::agent_hook(
         &home,
         "Stop",
@@ -435,11 +438,16 @@ fn only_tasks_in_working_status_are_nudged() {
     // The agent reported its work; it sits at its prompt while the person reviews.
     env.ok(&["task", "complete", &id]);
     assert_eq!(env.task(&id)["status"], "reviewing");
-    std::thread::sleep(Duration::from_millis(1500));
-    for _ in 0..3 {
+    // Passes until the monitor sees it idle (past the grace, when it decides on a nudge),
+    // then two more: never a nudge.
+    wait_for("the agent to be seen idle", 10, || {
         let r = pass(&env);
         assert_eq!(nudges_in(&r), 0, "{r}");
-        std::thread::sleep(Duration::from_millis(1100));
+        env.task(&id)["agent"]["state"] == "waiting"
+    });
+    for _ in 0..2 {
+        let r = pass(&env);
+        assert_eq!(nudges_in(&r), 0, "{r}");
     }
     assert!(history_events(&env, &id, "agent.nudged").is_empty());
     assert!(input_lines(&env, &id).is_empty());
@@ -452,28 +460,24 @@ fn idle_periods_without_progress_escalate_instead_of_nudging_forever() {
     append_config(&env, "[policy]\nidle_grace = \"1s\"\nmax_nudges = 1\n");
     let id = create(&env, "loop/x", "fake-wait");
     env.agent_log(&id, "cwd");
-    std::thread::sleep(Duration::from_millis(1500));
-    assert_eq!(nudges_in(&pass(&env)), 1);
+    wait_for("the idle grace to pass and the nudge", 10, || {
+        let n = nudges_in(&pass(&env));
+        assert!(n <= 1, "{n} nudges in one pass");
+        n == 1
+    });
     wait_for("the nudge to arrive", 10, || {
         input_lines(&env, &id).len() == 1
     });
     // The nudge's echo is activity: a new idle period begins after it, with no tool call.
-    let mut escalated = false;
-    for _ in 0..8 {
-        std::thread::sleep(Duration::from_millis(1100));
+    wait_for("the escalation", 10, || {
         let r = pass(&env);
         assert_eq!(nudges_in(&r), 0, "a second nudge without progress: {r}");
-        if r["actions"]
+        r["actions"]
             .as_array()
             .unwrap()
             .iter()
             .any(|a| a["action"] == "escalate")
-        {
-            escalated = true;
-            break;
-        }
-    }
-    assert!(escalated, "{}", env.task(&id));
+    });
     let t = env.task(&id);
     assert!(
         t["agent"]["escalated"]["reason"]
@@ -504,12 +508,13 @@ fn an_approval_prompt_from_hooks_is_blocked_escalated_and_never_nudged() {
         serde_json::json!({"session_id": conv, "hook_event_name": "Notification", "message": "Claude needs your permission to use Bash", "notification_type": "permission_prompt"}),
     );
     assert_eq!(r["agent"]["state"], "blocked", "{r}");
-    std::thread::sleep(Duration::from_millis(1500));
-    for _ in 0..3 {
-        let r = pass(&env);
-        assert_eq!(nudges_in(&r), 0, "{r}");
-        std::thread::sleep(Duration::from_millis(600));
-    }
+    // Something that must NOT happen: passes for twice the grace (the screen's activity is
+    // counted in whole seconds) never nudge.
+    common::holds_for(
+        "no nudge of a blocked agent",
+        Duration::from_secs(2),
+        || nudges_in(&pass(&env)) == 0,
+    );
     let t = env.task(&id);
     assert_eq!(t["agent"]["state"], "blocked", "{t}");
     assert_eq!(t["agent"]["blocker"], "approval", "{t}");

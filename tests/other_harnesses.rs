@@ -29,7 +29,7 @@
 // Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
 #![allow(clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -227,28 +227,19 @@ fn serve(conn: TcpStream, shared: Arc<(Mutex<StubState>, Condvar)>) {
 // ---------------------------------------------------------------------------------------
 // Environment: the real program on PATH, its own HOME, its provider at the stub.
 
-/// The real `program` on the PATH the agents get; fails (never skips) when it is missing.
-fn require(env: &TaskEnv, program: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let fixtures = common::fixtures().join("bin");
-    let found = env.path.split(':').find_map(|dir| {
-        let p = Path::new(dir).join(program);
-        std::fs::metadata(&p)
-            .ok()
-            .filter(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            .map(|_| p)
-    });
-    let Some(p) = found else {
-        panic!(
-            "`{program}` is not installed (not on PATH): these tests drive the real {program}; install it with scripts/install-test-deps.sh"
+/// The real `program` on the PATH the agents get (the test's own, which `TaskEnv::real`
+/// keeps), or None when it is missing outside CI (the test returns; `common::require`).
+fn require(program: &str) -> Option<PathBuf> {
+    let found = common::find_program(&std::env::var("PATH").unwrap_or_default(), program);
+    if let Some(p) = &found {
+        assert!(
+            !p.starts_with(common::fixtures().join("bin")),
+            "{} is a test fixture, not the real {program}; install it with scripts/install-test-deps.sh",
+            p.display()
         );
-    };
-    assert!(
-        !p.starts_with(&fixtures),
-        "{} is a test fixture, not the real {program}; install it with scripts/install-test-deps.sh",
-        p.display()
-    );
-    p
+    }
+    let why = format!("these tests drive the real {program} (npm)");
+    common::require(program, found.is_some(), &why).then(|| found.unwrap())
 }
 
 /// A private home for the agents under `root`, with pi, codex and opencode pointed at the
@@ -416,7 +407,9 @@ impl Run {
         (m, state)
     }
 
-    fn new(harness: &'static str) -> Run {
+    /// None (the test returns) when the harness's program is missing outside CI.
+    fn new(harness: &'static str) -> Option<Run> {
+        let program = require(harness)?;
         let stub = Stub::start();
         let base = common::Env::new();
         let (home, extra) = isolate(&base.root(), &stub);
@@ -426,17 +419,16 @@ impl Run {
         for k in UNSET {
             let _ = env.tmux.tmux(&["set-environment", "-g", "-u", k]);
         }
-        let program = require(&env, harness);
         env.add_project(&[]);
         let marker = format!("orange-probe-{harness}-{}", std::process::id());
-        Run {
+        Some(Run {
             env,
             stub,
             harness,
             program,
             home,
             marker,
-        }
+        })
     }
 
     fn peek(&self, id: &str) -> String {
@@ -462,8 +454,8 @@ impl Run {
             }
             let t = self.env.task(id);
             if t["session"]["state"] == "dead" {
-                std::thread::sleep(Duration::from_millis(300));
-                if let Some(r) = find() {
+                // A last look: its request may still be on its way to the stub.
+                if let Some(r) = common::poll(Duration::from_secs(1), find) {
                     return r;
                 }
                 panic!(
@@ -737,7 +729,7 @@ impl Run {
 }
 
 fn lifecycle(harness: &'static str) {
-    let run = Run::new(harness);
+    let Some(run) = Run::new(harness) else { return };
     let (id, _) = run.create();
     run.assert_live(&id);
     let exited = run.end(&id);
@@ -763,7 +755,7 @@ fn lifecycle(harness: &'static str) {
 }
 
 fn continues_conversation(harness: &'static str) {
-    let run = Run::new(harness);
+    let Some(run) = Run::new(harness) else { return };
     let (id, _) = run.create();
     run.end(&id);
     run.env.wait_session(&id, "dead");
@@ -812,7 +804,7 @@ fn excerpt(body: &str, needle: &str) -> String {
 /// orange adds are accepted) and waits for the person; orange sees it live, and dead once
 /// the test ends it.
 fn without_a_prompt(harness: &'static str) {
-    let run = Run::new(harness);
+    let Some(run) = Run::new(harness) else { return };
     let branch = format!("{harness}/tui");
     // Recorded without a summary (--no-spawn), then started: no prompt.
     let v = run.env.ok(&[
@@ -868,7 +860,7 @@ fn without_a_prompt(harness: &'static str) {
 /// "--version …"`, `opencode run "--version …"`; codex and opencode take `--` before the
 /// prompt, pi does not (a leading space works)).
 fn dash_summary(harness: &'static str) {
-    let run = Run::new(harness);
+    let Some(run) = Run::new(harness) else { return };
     let branch = format!("{harness}/dash");
     let summary = format!("--version {}", run.marker);
     let v = run

@@ -3,7 +3,7 @@
 // Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
 #![allow(clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
@@ -177,8 +177,13 @@ fn wait_returns_when_a_slot_is_released_and_times_out_otherwise() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // Released only once the waiter found the pool full and sleeps before its next try
+    // (the kernel names where a process sleeps in /proc/<pid>/wchan).
+    let pid = waiter.id();
+    common::wait_for("the waiter to wait", 10, || {
+        std::fs::read_to_string(format!("/proc/{pid}/wchan")).is_ok_and(|w| w.contains("nanosleep"))
+    });
     let waiter = std::thread::spawn(move || waiter.wait_with_output().unwrap());
-    std::thread::sleep(std::time::Duration::from_millis(300));
     env.ok(&["workspace", "release", "app--1"]);
     let out = waiter.join().unwrap();
     let (ok, v) = common::parse_json_output(&["acquire --wait"], &out);

@@ -3,14 +3,14 @@
 // Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
 #![allow(clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use std::fs::OpenOptions;
 use std::process::Stdio;
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{parse_json_output, Env};
+use common::{parse_json_output, wait_until, Env};
 
 #[test]
 fn sixteen_processes_racing_for_a_pool_of_four_bind_exactly_four() {
@@ -122,14 +122,6 @@ fn parallel_acquire_release_loops_never_bind_one_workspace_twice() {
         .filter(|l| l["op"] == "workspace.acquire" && l["ok"] == true)
         .count();
     assert_eq!(acquires, workers * rounds);
-}
-
-fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]

@@ -6,13 +6,13 @@
 // Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
 #![allow(clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{git, wait_for, TaskEnv};
-use orange::adapters::git::ChangedFile;
+use orange::ui::diff::ChangedFile;
 use orange::ui::sidebar::{render, render_ansi, render_gone, HistoryEntry, Model, FOOTER};
 use serde_json::Value;
 use unicode_width::UnicodeWidthStr;
@@ -279,7 +279,7 @@ fn agent_changes(ws: &Path) {
     std::fs::write(ws.join("untracked.txt"), "u1\nu2\nu3\n").unwrap();
 }
 
-/// `git::branch_diff` against what git itself says: every kind of change, committed,
+/// `ui::diff::branch_diff` against what git itself says: every kind of change, committed,
 /// staged, unstaged and untracked, renames exact and edited, reverts, type changes.
 #[test]
 fn branch_diff_agrees_with_git() {
@@ -328,7 +328,7 @@ fn branch_diff_agrees_with_git() {
     std::os::unix::fs::symlink("src/lib.txt", r.join("link-me.txt")).unwrap();
     std::fs::rename(r.join("moved-later.txt"), r.join("moved-now.txt")).unwrap();
 
-    let d = orange::adapters::git::branch_diff(r, "origin/main", None).unwrap();
+    let d = orange::ui::diff::branch_diff(r, "origin/main", None).unwrap();
     let got: Vec<String> = d
         .files
         .iter()
@@ -380,17 +380,17 @@ fn branch_diff_agrees_with_git() {
     assert_eq!((a, rm), (8, 4), "{numstat}");
 
     // A line cache makes the second pass read nothing new, with the same answer.
-    let mut cache = orange::adapters::git::LineCache::default();
-    let first = orange::adapters::git::branch_diff(r, "origin/main", Some(&mut cache)).unwrap();
+    let mut cache = orange::ui::diff::LineCache::default();
+    let first = orange::ui::diff::branch_diff(r, "origin/main", Some(&mut cache)).unwrap();
     assert!(cache.dirty && !cache.counts.is_empty());
     cache.dirty = false;
-    let second = orange::adapters::git::branch_diff(r, "origin/main", Some(&mut cache)).unwrap();
+    let second = orange::ui::diff::branch_diff(r, "origin/main", Some(&mut cache)).unwrap();
     assert!(!cache.dirty);
     assert_eq!(first, second);
     assert_eq!(first, d);
 
     // The branch alone (no work tree): committed changes only.
-    let c = orange::adapters::git::branch_diff_committed(r, "task", "origin/main", None).unwrap();
+    let c = orange::ui::diff::branch_diff_committed(r, "task", "origin/main", None).unwrap();
     let paths: Vec<&str> = c.files.iter().map(|f| f.path.as_str()).collect();
     assert!(paths.contains(&"revert.txt"), "{paths:?}");
     assert!(!paths.contains(&"staged.txt"), "{paths:?}");

@@ -4,12 +4,12 @@
 // Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
 #![allow(clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 
-use common::{make_repo, wait_for, TaskEnv, TmuxServer};
+use common::{calls, counting_tmux, make_repo, wait_for, TaskEnv, TmuxServer};
 use serde_json::Value;
 
 /// An agent that waits for one line, then exits 3: its exit is ours to trigger.
@@ -196,9 +196,13 @@ fn nothing_open_renders_nothing_and_unreadable_files_are_counted_not_fatal() {
         "working 0 · waiting 0 · dead 0 · review 0\n"
     );
     let t = create(&env, &["feat/q", "Q", "--no-spawn"]);
-    let bad = env.home.join("tasks/app/zzz999");
-    std::fs::create_dir_all(&bad).unwrap();
+    // An open task whose file is damaged behind orange's back.
+    let damaged = create(&env, &["feat/damaged", "D", "--no-spawn"]);
+    let bad = env.home.join("tasks/app").join(id(&damaged));
     std::fs::write(bad.join("task.json"), "{ half a file").unwrap();
+    // Damage is no change orange made (nothing pokes): the next observation (a monitor
+    // pass, a hook) sees it.
+    hook(&env, &["refresh"]);
     let s = status_json(&env);
     assert_eq!(s["unreadable"], 1);
     assert_eq!(s["queued"], 1);
@@ -330,8 +334,14 @@ fn real_tmux_hooks_update_the_options_when_the_agent_exits() {
 
     env.tmux
         .ok(&["send-keys", "-t", &format!("={sess}:"), "go", "Enter"]);
+    // Done when both are there: the option published and the exit recorded (one may
+    // come a moment after the other).
     let start = std::time::Instant::now();
-    while !session_option(&env, &sess).contains("✗ exited 3") {
+    let done = || {
+        session_option(&env, &sess).contains("✗ exited 3")
+            && !events(&history(&env, &id(&t)), "agent.exited").is_empty()
+    };
+    while !done() {
         // The user's status line polls `orange status`. Debian's tmux sometimes never reaps
         // the agent, and then never runs pane-died: the poll sees the zombie, asks tmux,
         // which nudges its reaper, and tmux then runs the hook. It publishes nothing itself.
@@ -498,39 +508,6 @@ fn hooks_poke_the_sidebars() {
     assert!(std::fs::metadata(&poke).unwrap().modified().unwrap() > first);
 }
 
-/// A `tmux` on PATH that logs every call, then runs the real one.
-fn counting_tmux(dir: &Path) -> (PathBuf, PathBuf) {
-    let bin = dir.join("counting-bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let log = dir.join("tmux-calls.log");
-    let real = String::from_utf8(
-        std::process::Command::new("sh")
-            .args(["-c", "command -v tmux"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
-    let script = format!(
-        "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
-        log.display(),
-        real.trim()
-    );
-    let path = bin.join("tmux");
-    std::fs::write(&path, script).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    (bin, log)
-}
-
-fn calls(log: &Path) -> Vec<String> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
 #[test]
 fn status_asks_tmux_only_when_something_may_have_changed_and_publish_writes_only_changes() {
     let env = TaskEnv::new();
@@ -600,7 +577,13 @@ fn status_asks_tmux_only_when_something_may_have_changed_and_publish_writes_only
     assert_eq!(none.len(), 0);
     let s = status_json(&env);
     assert_eq!(item(&s, &id(&t))["reason"], "killed (signal 9)");
-    assert!(env.home.join("run/status-cache.json").exists());
+    // The observer's snapshot, one file per tmux server.
+    let snapshots: Vec<_> = std::fs::read_dir(env.home.join("run"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("snapshot-"))
+        .collect();
+    assert_eq!(snapshots.len(), 1, "{snapshots:?}");
 
     // A new task (a task file changed) is seen at once.
     let t2 = create(&env, &["feat/cache2", "Cache 2", "--harness", "fake-wait"]);

@@ -4,10 +4,12 @@
 // Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
 #![allow(clippy::disallowed_methods)]
 
+use crate::common::wait_until;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use orange::adapters::tmux::{session_name, NewSession, OptionScope, PaneExit, Server, Tmux};
 use tempfile::TempDir;
@@ -131,15 +133,6 @@ impl Drop for TestServer {
 fn chmod_x(p: &Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
-/// Poll `cond` every 20 ms until it holds; panic with `what` after `timeout`.
-fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 const WAIT: Duration = Duration::from_secs(5);

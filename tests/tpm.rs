@@ -6,7 +6,7 @@
 // Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
 #![allow(clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 
@@ -54,12 +54,15 @@ fn plugin_repo(root: &Path) -> PathBuf {
 
 #[test]
 fn tpm_installs_the_plugin_from_a_git_url_and_sources_it() {
-    let Some(tpm) = tpm_dir() else {
-        eprintln!(
-            "SKIP: TPM is not installed (apt-get install tmux-plugin-manager, or set ORANGE_TEST_TPM); the TPM install is not tested"
-        );
+    let tpm = tpm_dir();
+    if !common::require(
+        "TPM (apt-get install tmux-plugin-manager, or set ORANGE_TEST_TPM)",
+        tpm.is_some(),
+        "the plugin is installed by the real tmux plugin manager",
+    ) {
         return;
-    };
+    }
+    let tpm = tpm.unwrap();
     let tmp = tempfile::Builder::new()
         .prefix("orange-tpm-")
         .tempdir()

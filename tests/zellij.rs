@@ -1,34 +1,29 @@
 //! The zellij adapter against a real zellij (`scripts/install-test-deps.sh` installs the
-//! pinned version); without one the tests fail, never skip.
+//! pinned version); without one the tests fail in CI and say SKIP elsewhere (never pass
+//! silently).
 
 // Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
 #![allow(clippy::disallowed_methods)]
 
-use std::time::{Duration, Instant};
+use crate::common;
 
 use orange::adapters::tmux::NewSession;
 use orange::adapters::zellij::Zellij;
 
-/// The real zellij: a missing one fails the test (it never passes silently); CI and
-/// `scripts/install-test-deps.sh` install it.
-fn real_zellij(test: &str) -> Zellij {
+/// The real zellij, or None (the test returns) when it is missing outside CI; missing in
+/// CI, the test fails (`common::require`).
+fn real_zellij() -> Option<Zellij> {
     let z = Zellij::default();
-    assert!(
+    common::require(
+        "zellij",
         z.is_available(),
-        "{test}: zellij is not on PATH; run scripts/install-test-deps.sh (cargo install --locked zellij)"
-    );
-    z
+        "the adapter drives a real zellij",
+    )
+    .then_some(z)
 }
 
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+fn wait_for(what: &str, f: impl FnMut() -> bool) {
+    common::wait_for(what, 20, f)
 }
 
 fn unique(prefix: &str) -> String {
@@ -59,7 +54,7 @@ fn preflight_reports_backend_not_found_without_zellij() {
 
 #[test]
 fn create_exists_send_text_exit_status_and_kill() {
-    let z = real_zellij("create_exists_send_text_exit_status_and_kill");
+    let Some(z) = real_zellij() else { return };
     let dir = tempfile::tempdir().unwrap();
     let name = unique("orange-zj");
     let _guard = Kill(&z, name.clone());
@@ -93,12 +88,12 @@ fn create_exists_send_text_exit_status_and_kill() {
     .unwrap();
     assert!(z.exists(&name).unwrap());
     assert!(!z.exists(&format!("{name}-x")).unwrap());
-    wait_for("argv.txt", || dir.path().join("argv.txt").exists());
-    std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("argv.txt")).unwrap(),
-        format!("{hostile}\ntwo words\n")
-    );
+    // The shell creates argv.txt before printf writes to it: wait for its lines.
+    let argv = || std::fs::read_to_string(dir.path().join("argv.txt")).unwrap_or_default();
+    wait_for("argv.txt", || {
+        argv().ends_with("\n") && argv().lines().count() >= 2
+    });
+    assert_eq!(argv(), format!("{hostile}\ntwo words\n"));
     assert!(!dir.path().join("pwned").exists());
     z.send_text(&name, "typed; with 'quotes'").unwrap();
     wait_for("the exit status file", || {

@@ -7,6 +7,7 @@
 pub mod fault;
 pub mod gh;
 pub mod git;
+pub mod mux;
 pub mod shell;
 pub mod store;
 pub mod terminal;

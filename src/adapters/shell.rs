@@ -114,6 +114,14 @@ fn is_executable(p: &Path) -> bool {
         .unwrap_or(false)
 }
 
+/// Quote an argv for POSIX `sh`, words separated by spaces.
+pub fn join<S: AsRef<str>>(argv: &[S]) -> String {
+    argv.iter()
+        .map(|a| quote(a.as_ref()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

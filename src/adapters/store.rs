@@ -61,6 +61,14 @@ impl Home {
     pub fn config_file(&self) -> PathBuf {
         self.root.join("config.toml")
     }
+    /// Derived, per-machine files: locks of the monitor, the observer's snapshot, `poke`.
+    pub fn run_dir(&self) -> PathBuf {
+        self.root.join("run")
+    }
+    /// Touched by every change a reader must see (`poke`).
+    pub fn poke_file(&self) -> PathBuf {
+        self.run_dir().join("poke")
+    }
     /// The sidebar's line-count cache of one task (derived data: safe to delete).
     pub fn sidebar_cache(&self, project: &str, id: &str) -> PathBuf {
         self.root
@@ -123,6 +131,62 @@ pub fn write_cache(path: &Path, data: &[u8]) -> std::io::Result<()> {
     let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
     tmp.write_all(data)?;
     tmp.persist(path).map(|_| ()).map_err(|e| e.error)
+}
+
+/// Say "something changed": one byte appended to `run/poke` (created if needed). Its size
+/// counts the pokes exactly (file times are too coarse to order a poke against an
+/// observation taken in the same few milliseconds): an observation that began at another
+/// count is stale, and the monitor, which waits for the count to move, looks again at
+/// once. Sidebars see its time and size change and redraw. Never fails: a missed poke is
+/// caught up by the next monitor pass.
+pub fn poke(home: &Home) {
+    let path = home.poke_file();
+    let open = || OpenOptions::new().create(true).append(true).open(&path);
+    let file = open().or_else(|_| {
+        fs::create_dir_all(home.run_dir())?;
+        open()
+    });
+    if let Ok(mut f) = file {
+        let _ = f.write_all(b".");
+        // A megabyte of pokes: start again (the count changes, as a poke's must).
+        if f.metadata().is_ok_and(|m| m.len() >= 1 << 20) {
+            let _ = f.set_len(0);
+        }
+    }
+}
+
+/// How many pokes `run/poke` holds (see [`poke`]): 0 when never poked.
+pub fn pokes(home: &Home) -> u64 {
+    fs::metadata(home.poke_file()).map_or(0, |m| m.len())
+}
+
+/// Read a small file into `buf` with as few system calls as the kernel allows (open, one
+/// `statx` for its size and time, one `read`, close: `std::fs::read` makes six or seven,
+/// which shows at a hundred files per status line). Returns its modification time.
+pub fn read_small(
+    path: &Path,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<Option<std::time::SystemTime>> {
+    use std::io::Read;
+    let mut f = File::open(path)?;
+    let meta = f.metadata()?;
+    let len = meta.len() as usize;
+    buf.clear();
+    buf.resize(len + 1, 0);
+    let mut filled = 0;
+    loop {
+        let n = f.read(&mut buf[filled..])?;
+        filled += n;
+        if n == 0 || filled < buf.len() {
+            // A short read of a regular file is its end (or, rarely, a concurrent write:
+            // the next read sees the whole new file, as files are replaced by rename).
+            break;
+        }
+        // The file grew since statx: read on.
+        buf.resize(buf.len() * 2, 0);
+    }
+    buf.truncate(filled);
+    Ok(meta.modified().ok())
 }
 
 /// How long a command waits for a state lock (`ORANGE_LOCK_TIMEOUT`, default 30s).

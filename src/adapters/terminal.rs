@@ -81,6 +81,21 @@ impl Drop for Term {
 }
 
 /// `stty size` of the controlling terminal: (columns, rows).
+/// The size (columns, rows) of the terminal on standard output, asked of the kernel
+/// (`TIOCGWINSZ`): no process, so a sidebar can follow a resize every tick.
+pub fn window_size() -> Option<(usize, usize)> {
+    let mut ws = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one `winsize` into the pointer given, which outlives the
+    // call; a descriptor that is not a terminal makes it fail, and nothing is written.
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    (ok && ws.ws_col > 0 && ws.ws_row > 0).then_some((ws.ws_col as usize, ws.ws_row as usize))
+}
+
 pub fn tty_size() -> Option<(usize, usize)> {
     let tty = std::fs::File::open("/dev/tty").ok()?;
     let out = Command::new("stty")

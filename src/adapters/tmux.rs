@@ -77,24 +77,7 @@ pub struct Tmux {
     binary: OsString,
 }
 
-/// What [`Tmux::new_session`] creates.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NewSession {
-    /// Exact session name; see [`session_name`]. Only `[A-Za-z0-9_/-]`, so tmux never rewrites it.
-    pub name: String,
-    /// Start directory of the session's first pane.
-    pub cwd: PathBuf,
-    /// Environment of the session (`new-session -e`), visible to the command.
-    pub env: Vec<(String, String)>,
-    /// The program and its arguments, passed unchanged (no shell parsing). Empty: the user's
-    /// default shell.
-    pub command: Vec<String>,
-    pub width: Option<u16>,
-    pub height: Option<u16>,
-    /// Session user options (`@name`, value) set in the same tmux command as the session:
-    /// a session is never seen without them, even by a command killed half-way.
-    pub marks: Vec<(String, String)>,
-}
+pub use crate::adapters::mux::{submit_pause, NewSession};
 
 /// One tmux server instance: its socket, and the pid and start time that tell it from a
 /// later server on the same socket.
@@ -105,6 +88,17 @@ pub struct ServerId {
     pub start_time: u64,
 }
 
+impl ServerId {
+    /// From tmux's `#{socket_path}`, `#{pid}` and `#{start_time}`.
+    fn parse(socket: &str, pid: &str, start_time: &str) -> Result<ServerId> {
+        Ok(ServerId {
+            socket: socket.to_string(),
+            pid: num(pid, "pid")?,
+            start_time: num(start_time, "start_time")?,
+        })
+    }
+}
+
 /// What [`Tmux::marked_sessions`] saw.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Marked {
@@ -113,8 +107,18 @@ pub struct Marked {
     pub sessions: Vec<MarkedSession>,
 }
 
+/// What [`Tmux::observe`] saw in its one call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Observed {
+    /// The server instance that answered (`None`: no server runs).
+    pub server: Option<ServerId>,
+    pub panes: Vec<PaneInfo>,
+    /// Each session once, with the options asked for.
+    pub sessions: Vec<MarkedSession>,
+}
+
 /// A session and orange's marks on it (empty when unset): see [`Tmux::marked_sessions`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct MarkedSession {
     pub id: String,
     pub name: String,
@@ -157,7 +161,7 @@ pub struct SessionRow {
 }
 
 /// One pane of [`Tmux::snapshot`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct PaneInfo {
     pub session_id: String,
     pub session_name: String,
@@ -202,12 +206,6 @@ pub enum PaneExit {
     Signal(i32),
 }
 
-impl PaneExit {
-    pub fn success(&self) -> bool {
-        matches!(self, PaneExit::Status(0))
-    }
-}
-
 /// Where an option lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OptionScope<'a> {
@@ -236,19 +234,7 @@ fn session_char_ok(c: char) -> bool {
 
 pub use crate::adapters::shell::quote as shell_quote;
 
-/// Quote an argv for POSIX `sh`, words separated by spaces.
-pub fn shell_join<S: AsRef<str>>(argv: &[S]) -> String {
-    argv.iter()
-        .map(|a| shell_quote(a.as_ref()))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// How long [`Tmux::send_text`] waits between the text and `Enter`: programs that read a
-/// burst of input as a paste swallow an `Enter` arriving inside it.
-pub fn submit_pause(text_len: usize) -> Duration {
-    Duration::from_millis((60 + text_len as u64 / 4).min(2000))
-}
+pub use crate::adapters::shell::join as shell_join;
 
 /// `=name` for session commands; ids and already-exact targets pass through.
 fn session_target(target: &str) -> String {
@@ -375,12 +361,12 @@ const PANE_FIELDS: &[&str] = &[
     "pid",
 ];
 
-fn parse_pane(r: &[&str]) -> Result<PaneInfo> {
-    let attached: u32 = num(r[2], "session_attached")?;
+/// The first 13 of [`PANE_FIELDS`] (what every pane listing asks first), the rest empty.
+fn parse_pane_head(r: &[&str]) -> Result<PaneInfo> {
     Ok(PaneInfo {
         session_id: r[0].to_string(),
         session_name: r[1].to_string(),
-        session_attached: attached > 0,
+        session_attached: num::<u32>(r[2], "session_attached")? > 0,
         window_id: r[3].to_string(),
         window_index: num(r[4], "window_index")?,
         window_activity: num(r[5], "window_activity")?,
@@ -391,10 +377,20 @@ fn parse_pane(r: &[&str]) -> Result<PaneInfo> {
         pane_dead: r[10] == "1",
         pane_dead_status: opt_num(r[11], "pane_dead_status")?,
         pane_dead_signal: opt_num(r[12], "pane_dead_signal")?,
+        pane_current_command: String::new(),
+        pane_current_path: String::new(),
+        pane_width: 0,
+        pane_height: 0,
+    })
+}
+
+fn parse_pane(r: &[&str]) -> Result<PaneInfo> {
+    Ok(PaneInfo {
         pane_current_command: r[13].to_string(),
         pane_current_path: r[14].to_string(),
         pane_width: num(r[15], "pane_width")?,
         pane_height: num(r[16], "pane_height")?,
+        ..parse_pane_head(r)?
     })
 }
 
@@ -1073,11 +1069,7 @@ impl Tmux {
         let out = self.list_sessions_as(&fields)?;
         let rows = records(&out, fields.len())?;
         let server = match rows.first() {
-            Some(r) => Some(ServerId {
-                socket: r[3].to_string(),
-                pid: num(r[4], "pid")?,
-                start_time: num(r[5], "start_time")?,
-            }),
+            Some(r) => Some(ServerId::parse(r[3], r[4], r[5])?),
             None => None,
         };
         let sessions = rows
@@ -1277,11 +1269,7 @@ impl Tmux {
         let Some(r) = r.first() else {
             return Ok(None);
         };
-        Ok(Some(ServerId {
-            socket: r[0].to_string(),
-            pid: num(r[1], "pid")?,
-            start_time: num(r[2], "start_time")?,
-        }))
+        Ok(Some(ServerId::parse(r[0], r[1], r[2])?))
     }
 
     /// Kill the whole server. Fine when none runs.
@@ -1401,14 +1389,6 @@ impl Tmux {
             .build()])
     }
 
-    /// Make the pane the active one of its window.
-    pub fn select_pane(&self, target: &str) -> Result<()> {
-        self.run(vec![ti::SelectPane::new()
-            .target_pane(pane_target(target))
-            .build()])?;
-        Ok(())
-    }
-
     /// Show `msg` literally (`#` is not a format) on `client`'s status line (default: the
     /// client tmux finds current); `target` gives the pane whose client is meant when no
     /// client is named.
@@ -1488,30 +1468,42 @@ impl Tmux {
         Some(dir.join(format!("tmux-{uid}")).join(name))
     }
 
-    /// Every pane's liveness, plus `extra` format fields of each (`"@orange_status"`…, each
-    /// read as `#{field}`), in ONE tmux call (repeated only while a dead pane's exit status
-    /// is not collected, like [`Tmux::snapshot`]). Only what liveness needs is asked:
-    /// `session_id`, `session_name`, `pane_id`, `pane_pid`, `pane_active`, `pane_dead`,
-    /// `pane_dead_status`, `pane_dead_signal`; the other [`PaneInfo`] fields are left empty
-    /// or zero. That halves tmux's work (`pane_current_command` and `pane_current_path` make
-    /// the server read `/proc` for every pane): with 80 panes it costs about what a bare
-    /// `display -p` does. The server's pid comes first among the extras. Empty when no
-    /// server runs (a running server always has a pane).
-    pub fn liveness_snapshot(&self, extra: &[&str]) -> Result<Vec<(PaneInfo, Vec<String>)>> {
-        const LIVENESS_FIELDS: &[&str] = &[
+    /// Everything the observer needs, in ONE tmux call (repeated only while a dead pane's
+    /// exit status is not collected, like [`Tmux::snapshot`]): every pane (all of
+    /// [`PaneInfo`] but `pane_current_command` and `pane_current_path`, which make the
+    /// server read `/proc` for every pane), the server instance, and for each session the
+    /// `extra` user options (`@orange_task`…, each read as `#{name}`: a session's value, else
+    /// the global one). `server` is `None` when no server runs (a running server always has a
+    /// pane).
+    pub fn observe(&self, extra: &[&str]) -> Result<Observed> {
+        for m in extra {
+            validate_word("option name", m)?;
+        }
+        const FIELDS: &[&str] = &[
             "session_id",
             "session_name",
+            "session_attached",
+            "window_id",
+            "window_index",
+            "window_activity",
             "pane_id",
-            "pane_pid",
+            "pane_index",
             "pane_active",
+            "pane_pid",
             "pane_dead",
             "pane_dead_status",
             "pane_dead_signal",
+            "pane_width",
+            "pane_height",
+            "window_active",
+            "socket_path",
+            "start_time",
+            // The server's pid, last of ours: see `nudge_reaper`.
             "pid",
         ];
-        let mut fields: Vec<&str> = LIVENESS_FIELDS.to_vec();
+        let mut fields: Vec<&str> = FIELDS.to_vec();
         fields.extend_from_slice(extra);
-        let base = LIVENESS_FIELDS.len() - 1;
+        let base = FIELDS.len();
         let mut attempt = 0;
         loop {
             let ran = self.exec(vec![ti::ListPanes::new()
@@ -1519,7 +1511,7 @@ impl Tmux {
                 .format(format_of(&fields))
                 .build()])?;
             if ran.no_server() {
-                return Ok(Vec::new());
+                return Ok(Observed::default());
             }
             let out = ran.ok()?;
             let rows = records(&out, fields.len())?;
@@ -1527,39 +1519,50 @@ impl Tmux {
                 .iter()
                 .map(|r| {
                     Ok(PaneInfo {
-                        session_id: r[0].to_string(),
-                        session_name: r[1].to_string(),
-                        session_attached: false,
-                        window_id: String::new(),
-                        window_index: 0,
-                        window_activity: 0,
-                        pane_id: r[2].to_string(),
-                        pane_index: 0,
-                        pane_active: r[4] == "1",
-                        pane_pid: num(r[3], "pane_pid")?,
-                        pane_dead: r[5] == "1",
-                        pane_dead_status: opt_num(r[6], "pane_dead_status")?,
-                        pane_dead_signal: opt_num(r[7], "pane_dead_signal")?,
-                        pane_current_command: String::new(),
-                        pane_current_path: String::new(),
-                        pane_width: 0,
-                        pane_height: 0,
+                        pane_width: num(r[13], "pane_width")?,
+                        pane_height: num(r[14], "pane_height")?,
+                        ..parse_pane_head(r)?
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
             let unreaped = panes.iter().any(|p| {
                 p.pane_dead && p.pane_dead_status.is_none() && p.pane_dead_signal.is_none()
             });
-            if !unreaped || attempt == REAP_RETRIES {
-                return Ok(panes
-                    .into_iter()
-                    .zip(&rows)
-                    .map(|(p, r)| (p, r[base..].iter().map(|f| f.to_string()).collect()))
-                    .collect());
+            if unreaped && attempt < REAP_RETRIES {
+                let server_pid = rows.first().map(|r| r[base - 1]).unwrap_or("");
+                self.nudge_reaper(server_pid);
+                attempt += 1;
+                continue;
             }
-            let server_pid = rows.first().map(|r| r[base]).unwrap_or("");
-            self.nudge_reaper(server_pid);
-            attempt += 1;
+            let server = match rows.first() {
+                Some(r) => Some(ServerId::parse(r[16], r[18], r[17])?),
+                None => None,
+            };
+            // Each session once: the active pane of its current window stands for it.
+            let mut sessions: Vec<MarkedSession> = Vec::new();
+            for (p, r) in panes.iter().zip(&rows) {
+                let front = r[15] == "1" && p.pane_active;
+                let row = MarkedSession {
+                    id: p.session_id.clone(),
+                    name: p.session_name.clone(),
+                    pane_id: p.pane_id.clone(),
+                    marks: extra
+                        .iter()
+                        .zip(&r[base..])
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                };
+                match sessions.iter_mut().find(|s| s.id == p.session_id) {
+                    Some(s) if front => *s = row,
+                    Some(_) => {}
+                    None => sessions.push(row),
+                }
+            }
+            return Ok(Observed {
+                server,
+                panes,
+                sessions,
+            });
         }
     }
 

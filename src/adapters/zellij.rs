@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::adapters::mux::{submit_pause, NewSession};
 use crate::adapters::shell;
-use crate::adapters::tmux::{shell_join, NewSession};
+use crate::adapters::shell::join as shell_join;
 use crate::error::{OrangeError, Result};
 
 #[derive(Debug, Clone)]
@@ -187,7 +188,7 @@ impl Zellij {
             &[],
             None,
         )?;
-        std::thread::sleep(crate::adapters::tmux::submit_pause(text.len()));
+        std::thread::sleep(submit_pause(text.len()));
         self.run(
             &[
                 "--session",

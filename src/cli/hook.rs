@@ -3,22 +3,24 @@
 //!
 //! | event | arguments | does |
 //! |---|---|---|
-//! | `pane-died` | `--pane %N --session NAME` | record exits, publish, poke |
-//! | `pane-exited` | `--pane %N --session NAME` | record exits, publish, poke |
-//! | `session-closed` | `--session NAME` | record exits, publish, poke |
-//! | `client-session-changed` | `--session NAME --client NAME` | publish, poke |
-//! | `refresh` | none | record exits, publish, poke |
-//! | `agent` | `EVENT` (+ the agent's JSON on stdin) | the agent monitor's hook (issue 6), then publish, poke |
+//! | `pane-died` | `--pane %N --session NAME` | observe |
+//! | `pane-exited` | `--pane %N --session NAME` | observe |
+//! | `session-closed` | `--session NAME` | observe |
+//! | `client-session-changed` | `--session NAME --client NAME` | observe |
+//! | `refresh` | none | observe |
+//! | `agent` | `EVENT` (+ the agent's JSON on stdin) | the agent monitor's hook (issue 6), then `status::changed` (poke; publish here if no monitor runs) |
 //!
-//! "Record exits" is [`status::record_exits`]: it looks at every open task in the one tmux
-//! snapshot the hook takes anyway, so the arguments are informational (logged on errors)
-//! and a missed or out-of-order hook is caught up by the next one. "Publish" is
-//! [`status::publish`]'s work on the same snapshot; "poke" touches `run/poke` for sidebars.
+//! "Observe" pokes (`run/poke`): the monitor of this tmux server wakes, looks at every open
+//! task in its one tmux call, records what died (only the monitor writes `agent.exited` and
+//! `session.closed`), applies the policies, writes the snapshot the widgets and sidebars
+//! read, and publishes. When no monitor runs, the hook runs that same pass itself. The
+//! arguments are informational (logged on errors): a missed or out-of-order hook is caught
+//! up by the next one.
 //!
 //! A tmux hook must never show the user anything: whatever happens (an unknown event, odd
 //! arguments, an error, a panic) this prints nothing, exits 0 and writes one JSON line to
-//! `$ORANGE_HOME/orange.log`. It takes no lock that others hold long (only `run/hook.lock`,
-//! for at most 300 ms, between hooks) and never waits for an agent. With `--json` (anywhere
+//! `$ORANGE_HOME/orange.log`. It takes no lock that others hold long (only
+//! `run/monitor-pass.lock`, for at most 300 ms, between passes) and never waits for an agent. With `--json` (anywhere
 //! on the line) it prints what it did as one JSON value.
 
 use std::io::{IsTerminal, Read};
@@ -28,8 +30,11 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::Ctx;
+use crate::adapters::store;
 use crate::adapters::tmux::Tmux;
-use crate::error::Result;
+use crate::error::{OrangeError, Result};
+use crate::orchestration::monitor::Monitor;
+use crate::orchestration::observer;
 use crate::ui::output::Out;
 use crate::ui::status;
 
@@ -137,27 +142,13 @@ fn handle(ctx: &Ctx, event: &str, rest: &[String], flags: &HookFlags) -> Result<
     let tmux = Tmux::from_env();
     let via = format!("hook:{event}");
     match event {
-        "pane-died" | "pane-exited" | "session-closed" | "refresh" => {
-            let snap = status::take_snapshot(&tmux)?;
-            let recorded = status::record_exits(&ctx.home, snap.as_ref(), &via);
-            let published = publish(ctx, &tmux, snap.as_ref())?;
-            Ok(json!({
-                "event": event,
-                "pane": flags.pane,
-                "session": flags.session,
-                "recorded": recorded,
-                "published": published,
-            }))
-        }
-        "client-session-changed" => {
-            let snap = status::take_snapshot(&tmux)?;
-            let published = publish(ctx, &tmux, snap.as_ref())?;
-            Ok(json!({
-                "event": event,
-                "session": flags.session,
-                "client": flags.client,
-                "published": published,
-            }))
+        "pane-died" | "pane-exited" | "session-closed" | "refresh" | "client-session-changed" => {
+            let mut report = observe_now(ctx, &tmux, &via)?;
+            report["event"] = event.into();
+            report["pane"] = json!(flags.pane);
+            report["session"] = json!(flags.session);
+            report["client"] = json!(flags.client);
+            Ok(report)
         }
         // Agent hooks (Claude Code's settings call `orange hook agent EVENT`): the monitor's
         // (issue 6) routing and state, then the widgets follow at once.
@@ -174,9 +165,10 @@ fn handle(ctx: &Ctx, event: &str, rest: &[String], flags: &HookFlags) -> Result<
                 &payload,
                 &ctx.cwd,
             )?;
-            let snap = status::take_snapshot(&tmux)?;
-            let published = publish(ctx, &tmux, snap.as_ref())?;
-            Ok(json!({"event": event, "agent": result, "published": published}))
+            // The agent told its own state: nothing died, no policy is due from here.
+            // The widgets follow (the monitor's, or here the same observation).
+            status::changed(&ctx.home, &tmux);
+            Ok(json!({"event": event, "agent": result, "published": true}))
         }
         _ => {
             status::log(
@@ -185,22 +177,40 @@ fn handle(ctx: &Ctx, event: &str, rest: &[String], flags: &HookFlags) -> Result<
                 "unknown hook event (ignored)",
                 json!({"component": "hook", "event": event, "unknown_flags": flags.unknown, "positional": flags.positional}),
             );
-            status::poke(&ctx.home);
+            store::poke(&ctx.home);
             Ok(json!({"event": event, "ignored": "unknown event"}))
         }
     }
 }
 
-/// Publish on the hook's snapshot; `false` when no tmux server runs.
-fn publish(ctx: &Ctx, tmux: &Tmux, snap: Option<&status::Snapshot>) -> Result<bool> {
-    match snap {
-        Some(s) => status::publish_snapshot(&ctx.home, tmux, s).map(|_| true),
-        None => {
-            status::poke(&ctx.home);
-            Ok(false)
-        }
+/// Something happened in tmux or to an agent: poke. The monitor of this server, if one
+/// runs, wakes at once, observes, records and publishes. Without one, the hook runs one
+/// monitor pass itself (the same code: only the monitor records deaths), waiting at most
+/// [`PASS_WAIT`] for a pass already under way (which then catches it, or the next does).
+fn observe_now(ctx: &Ctx, tmux: &Tmux, via: &str) -> Result<Value> {
+    store::poke(&ctx.home);
+    if observer::monitor_running(&ctx.home, tmux) {
+        return Ok(json!({"monitor": "poked", "published": true}));
     }
+    let mut m = Monitor::new(&ctx.home, tmux.clone())?.via(via);
+    let mut r = match m.pass_within(PASS_WAIT) {
+        Ok(r) => r,
+        Err(OrangeError::LockTimeout { .. }) => {
+            return Ok(json!({"monitor": "busy", "published": false}))
+        }
+        Err(e) => return Err(e),
+    };
+    let snap = r.snapshot.take().unwrap_or_default();
+    super::monitor::publish(&ctx.home, tmux, &snap);
+    Ok(json!({
+        "monitor": "pass",
+        "actions": r.actions,
+        "published": snap.server_id.is_some(),
+    }))
 }
+
+/// How long a hook waits for another pass (another hook's) to end.
+const PASS_WAIT: std::time::Duration = std::time::Duration::from_millis(300);
 
 #[cfg(test)]
 mod tests {

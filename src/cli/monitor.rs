@@ -1,7 +1,7 @@
 //! `orange monitor [--once]` and `orange restore`: the agent monitor and recovery after
 //! a reboot or a tmux server restart.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde_json::json;
@@ -11,6 +11,7 @@ use crate::adapters::tmux::Tmux;
 use crate::error::{OrangeError, Result};
 use crate::orchestration::lifecycle::Tasks;
 use crate::orchestration::monitor::{self, Monitor};
+use crate::orchestration::observer::{self, Snapshot};
 use crate::ui::output::Out;
 
 #[derive(Debug, Args)]
@@ -33,9 +34,13 @@ pub struct RestoreArgs {
 pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
     let tmux = Tmux::from_env();
     if a.once {
+        let started = Instant::now();
         let mut m = Monitor::new(&ctx.home, tmux.clone())?;
-        let r = m.pass()?;
-        publish(&ctx.home, &tmux);
+        let mut r = m.pass()?;
+        if let Some(snap) = r.snapshot.take() {
+            publish(&ctx.home, &tmux, &snap);
+        }
+        r.pass_ms = (started.elapsed().as_secs_f64() * 1e5).round() / 100.0;
         let text = format!(
             "checked {} task(s); {} action(s)\n{}",
             r.checked,
@@ -75,38 +80,66 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
                 "",
             ));
         }
-        // The server it watches is gone, or replaced by a new one on the same socket:
-        // that one is not this monitor's (it gets its own).
-        match tmux.server_identity() {
-            Ok(Some(now)) if now == server => {}
-            Ok(_) => return stop("the tmux server it watched was stopped or replaced"),
-            Err(e) => crate::adapters::store::log(
-                &ctx.home,
-                "warn",
-                "monitor: tmux did not answer",
-                json!({"error": e.to_string()}),
-            ),
-        }
+        let started = Instant::now();
+        let pokes = crate::adapters::store::pokes(&ctx.home);
         let mut m = Monitor::new(&ctx.home, tmux.clone())?.on_server(server.clone());
-        if let Err(e) = m.pass() {
-            crate::adapters::store::log(
+        match m.pass() {
+            Ok(mut r) => {
+                let snap = r.snapshot.take().unwrap_or_default();
+                // The server it watches is gone, or replaced by a new one on the same
+                // socket: that one is not this monitor's (it gets its own).
+                if snap.server_id.as_ref() != Some(&server) {
+                    return stop("the tmux server it watched was stopped or replaced");
+                }
+                publish(&ctx.home, &tmux, &snap);
+                // Stop with the tmux server: a monitor must not outlive what it watches.
+                if snap.sessions.is_empty() {
+                    idle_servers += 1;
+                    if idle_servers >= 2 {
+                        return stop("the tmux server has no sessions left");
+                    }
+                } else {
+                    idle_servers = 0;
+                }
+            }
+            Err(e) => crate::adapters::store::log(
                 &ctx.home,
                 "error",
                 "monitor pass failed",
                 json!({"error": e.to_string(), "code": e.code()}),
-            );
+            ),
         }
-        publish(&ctx.home, &tmux);
-        // Stop with the tmux server: a monitor must not outlive what it watches.
-        if tmux.list_sessions().map(|s| s.is_empty()).unwrap_or(true) {
-            idle_servers += 1;
-            if idle_servers >= 2 {
-                return stop("the tmux server has no sessions left");
-            }
-        } else {
-            idle_servers = 0;
+        wait_for_poke(
+            &ctx.home,
+            started,
+            pokes,
+            interval.max(Duration::from_millis(200)),
+        );
+    }
+}
+
+/// Sleep until `interval` has passed since `started`, or until something is poked after
+/// the pass began (the count of pokes moved from `pokes`: a command changed a task, a
+/// hook fired, the pass itself changed something): one `stat` every 50 ms, and never sooner than
+/// 250 ms after the last pass began.
+fn wait_for_poke(
+    home: &crate::adapters::store::Home,
+    started: Instant,
+    pokes: u64,
+    interval: Duration,
+) {
+    const TICK: Duration = Duration::from_millis(50);
+    // Passes at most four times a second, even when each pokes (its own changes do).
+    const MIN_GAP: Duration = Duration::from_millis(250);
+    if let Some(rest) = MIN_GAP.checked_sub(started.elapsed()) {
+        std::thread::sleep(rest);
+    }
+    while crate::adapters::store::pokes(home) == pokes {
+        let waited = started.elapsed();
+        if waited >= interval {
+            return;
         }
-        std::thread::sleep(interval.max(Duration::from_millis(200)));
+        std::thread::sleep(TICK.min(interval - waited));
     }
 }
 
@@ -160,9 +193,9 @@ pub fn restore(ctx: &Ctx, a: RestoreArgs) -> Result<Out> {
     ))
 }
 
-/// Publish the status widgets after a pass, and tell sidebars to redraw. Errors are not
+/// Write a pass's snapshot for the readers and publish the status widgets. Errors are not
 /// the monitor's business: the next pass publishes again.
-fn publish(home: &crate::adapters::store::Home, tmux: &Tmux) {
-    let _ = crate::ui::status::publish(home, tmux);
-    crate::ui::status::poke(home);
+pub fn publish(home: &crate::adapters::store::Home, tmux: &Tmux, snap: &Snapshot) {
+    observer::write(home, tmux, snap);
+    let _ = crate::ui::status::publish(tmux, snap);
 }

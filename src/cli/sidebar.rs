@@ -1,10 +1,13 @@
 //! `orange sidebar [--task ID] [--once] [--width N]` and `orange sidebar toggle`.
 //!
 //! `--once` prints one frame (plain text unless stdout is a colour terminal; `--json`: the
-//! model). Without it the sidebar redraws its terminal until killed: the task's directory
-//! and `$ORANGE_HOME/run/poke` are checked every 250 ms (a few `stat`s), tmux once a second
-//! (one call: the pane's size and the agent's session), git every 10 s, on a poke and on a
-//! key press. Drawing never clears the whole screen unless the size changed (no flicker).
+//! model). Without it the sidebar redraws its terminal until killed: the task's directory,
+//! `$ORANGE_HOME/run/poke` and the observer's snapshot are checked every 250 ms (a few
+//! `stat`s), the terminal's size too (an `ioctl`); git runs every 10 s, on a poke and on a
+//! key press. The sidebar does not poll tmux: the agent's session state comes from the
+//! snapshot the monitor writes; only when no monitor renews a stale snapshot does the
+//! sidebar observe (one tmux call, at most once a second). Drawing never clears the whole
+//! screen unless the size changed (no flicker).
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -17,9 +20,10 @@ use unicode_width::UnicodeWidthStr;
 
 use super::Ctx;
 use crate::adapters::terminal::{self, Term};
-use crate::adapters::tmux::{PaneInfo, Tmux};
+use crate::adapters::tmux::Tmux;
 use crate::error::{OrangeError, Result};
 use crate::orchestration::lifecycle::{SessionView, Tasks};
+use crate::orchestration::observer;
 use crate::orchestration::task::{self, Task, TaskStore};
 use crate::ui::output::{color_enabled, Out};
 use crate::ui::sidebar::{self, GitPart, Model};
@@ -52,6 +56,8 @@ const TICK: Duration = Duration::from_millis(250);
 const HEALTH_EVERY: Duration = Duration::from_secs(1);
 /// How often it reads git again without being poked.
 const GIT_EVERY: Duration = Duration::from_secs(10);
+/// A snapshot this old while a monitor runs: the monitor is late, the sidebar looks itself.
+const MONITOR_LATE: Duration = Duration::from_secs(10);
 const DEFAULT_WIDTH: usize = 40;
 const CTRL_C: u8 = 0x03;
 const CTRL_D: u8 = 0x04;
@@ -255,9 +261,6 @@ fn run_loop(
     let store = TaskStore::new(&ctx.home);
     let tasks_tmux = Tmux::from_env();
     let pane_tmux = pane_tmux();
-    // One snapshot serves both the session state and this pane's size when the sidebar's
-    // server is the tasks' server (ORANGE_TMUX_SOCKET unset: both come from $TMUX).
-    let same_server = std::env::var("ORANGE_TMUX_SOCKET").map_or(true, |s| s.trim().is_empty());
     let poke = ctx.home.root.join("run").join("poke");
     let paths = task_paths(&store, &task);
     let project = task.project.clone();
@@ -280,6 +283,10 @@ fn run_loop(
         fixed_height.unwrap_or(DEFAULT_HEIGHT),
     );
     let mut last_health: Option<Instant> = None;
+    let snap_path = observer::path(&ctx.home, &tasks_tmux);
+    let mut snap_stamp = stamp(&snap_path);
+    let mut snapshot: Option<observer::Snapshot> = observer::read(&ctx.home, &tasks_tmux);
+    let mut renew = true;
     let mut last_git: Option<Instant> = None;
     let mut last_frame = String::new();
     let mut last_size = (0, 0);
@@ -324,29 +331,56 @@ fn run_loop(
                 Err(_) => {}
             }
         }
-        // tmux: once a second, or when poked.
+        // The session's state: from the observer's snapshot, re-read when it changes (one
+        // `stat` a tick). Once a second, a stale snapshot that no monitor renews (none runs,
+        // or it is late) is renewed here: one tmux call.
+        let snap_now = stamp(&snap_path);
+        if snap_now != snap_stamp {
+            snap_stamp = snap_now;
+            if let Some(s) = observer::read(&ctx.home, &tasks_tmux) {
+                snapshot = Some(s);
+                renew = true;
+            }
+        }
         if last_health.is_none_or(|t| t.elapsed() >= HEALTH_EVERY) {
             last_health = Some(Instant::now());
-            let panes: Vec<PaneInfo> = sidebar::panes(&tasks_tmux);
-            if let Some(t) = &st.task {
-                st.session = SessionView::of(t, &panes);
+            let stale = snapshot
+                .as_ref()
+                .is_none_or(|s| !observer::is_fresh(&ctx.home, &tasks_tmux, s));
+            let late = snapshot.as_ref().is_none_or(|s| {
+                observer::now_ms().saturating_sub(s.taken_at_ms) > MONITOR_LATE.as_millis() as u64
+            });
+            if stale && (late || !observer::monitor_running(&ctx.home, &tasks_tmux)) {
+                if let Ok(s) = observer::observe(&ctx.home, &tasks_tmux) {
+                    observer::write(&ctx.home, &tasks_tmux, &s);
+                    snap_stamp = stamp(&snap_path);
+                    snapshot = Some(s);
+                    renew = true;
+                }
             }
-            let measured = if same_server {
-                own_pane().and_then(|id| {
-                    panes
-                        .iter()
-                        .find(|p| p.pane_id == id)
-                        .map(|p| (p.pane_width as usize, p.pane_height as usize))
-                })
-            } else {
-                pane_size(&pane_tmux)
+            // No terminal to ask (output redirected): tmux or stty, once a second.
+            if terminal::window_size().is_none() {
+                let measured = pane_size(&pane_tmux)
+                    .or_else(stty_size)
+                    .or_else(|| Some((env_usize("COLUMNS")?, env_usize("LINES")?)));
+                if let Some((w, h)) = measured {
+                    size = (fixed_width.unwrap_or(w), fixed_height.unwrap_or(h));
+                }
             }
-            .or_else(stty_size)
-            .or_else(|| Some((env_usize("COLUMNS")?, env_usize("LINES")?)));
-            if let Some((w, h)) = measured {
-                size = (fixed_width.unwrap_or(w), fixed_height.unwrap_or(h));
+        }
+        if renew {
+            renew = false;
+            if let (Some(t), Some(s)) = (&st.task, &snapshot) {
+                let session = SessionView::of(t, &s.panes);
+                if session != st.session {
+                    st.session = session;
+                    reload = true;
+                }
             }
-            reload = true;
+        }
+        // The terminal's size: asked of the kernel every tick (no process).
+        if let Some((w, h)) = terminal::window_size() {
+            size = (fixed_width.unwrap_or(w), fixed_height.unwrap_or(h));
         }
         // git: every 10 s, when poked, on a key, when the task moved.
         if force_git || last_git.is_none_or(|t| t.elapsed() >= GIT_EVERY) {

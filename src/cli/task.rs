@@ -215,357 +215,400 @@ fn auto_sidebar(tasks: &Tasks, out: &serde_json::Value, starts: bool) {
 
 fn run_command(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
     let mut tasks = Tasks::new(&ctx.home);
-    let project_filter = ctx.project.clone();
+    let t = &mut tasks;
     match cmd {
-        TaskCmd::Create(a) => {
-            let project = ctx.project()?;
-            let context = match a.context.as_deref() {
-                Some("-") => {
-                    let mut s = String::new();
-                    std::io::stdin()
-                        .read_to_string(&mut s)
-                        .map_err(|e| OrangeError::io("reading --context from standard input", e))?;
-                    Some(s)
-                }
-                other => other.map(str::to_string),
-            };
-            let inputs = json!({"project": project.name, "branch": a.branch, "summary": a.summary, "harness": a.harness, "no_spawn": a.no_spawn});
-            let created = audited(ctx, "task.create", inputs, || {
-                tasks.create(
-                    &project,
-                    CreateRequest {
-                        branch: a.branch.filter(|b| !b.is_empty()),
-                        summary: a.summary.unwrap_or_default(),
-                        harness: a.harness,
-                        context,
-                        spawn: !a.no_spawn,
-                    },
-                )
-            })?;
-            let t = &created.task;
-            let mut text = format!(
-                "created task {} ({}/{}) [{}] [{}]",
-                t.id, t.project, t.branch, t.status, t.harness
-            );
-            match created.outcome {
-                "spawned" => text.push_str(&format!(
-                    " in {} → tmux session {}",
-                    t.workspace.as_deref().unwrap_or("?"),
-                    t.tmux_session.as_deref().unwrap_or("?")
-                )),
-                "queued" => text.push_str(&format!(
-                    "; queued: {}",
-                    created.note.as_deref().unwrap_or("")
-                )),
-                _ => {}
-            }
-            text.push('\n');
-            Ok(Out::new(created, text))
-        }
-        TaskCmd::List { status, all } => {
-            let status = status.as_deref().map(Status::parse).transpose()?;
-            let project = if all { None } else { Some(ctx.project()?.name) };
-            let mut list = tasks.list(project.as_deref(), status)?;
-            if all {
-                // Many projects in one view: grouped by project, oldest first in each.
-                list.sort_by(|a, b| {
-                    a.task
-                        .project
-                        .cmp(&b.task.project)
-                        .then(a.task.created_at.cmp(&b.task.created_at))
-                });
-            }
-            let text = if list.is_empty() {
-                "no tasks\n".to_string()
-            } else {
-                let rows: Vec<Vec<String>> = list
-                    .iter()
-                    .map(|v| {
-                        let mut r = vec![
-                            v.task.id.clone(),
-                            status_word(v.task.status.as_str()),
-                            format!("{} {}", v.session.icon(), v.session.state),
-                            match (v.agent.state, &v.agent.escalated) {
-                                (_, Some(_)) => "needs you".to_string(),
-                                (Some(st), _) if v.task.status.is_active() => {
-                                    st.as_str().to_string()
-                                }
-                                _ => "-".to_string(),
-                            },
-                            v.task.branch.clone(),
-                            v.task.harness.clone(),
-                            first_line(&v.task.summary, 48),
-                        ];
-                        if all {
-                            r.insert(0, v.task.project.clone());
-                        }
-                        r
-                    })
-                    .collect();
-                if all {
-                    table(
-                        &[
-                            "PROJECT", "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS",
-                            "SUMMARY",
-                        ],
-                        &rows,
-                    )
-                } else {
-                    table(
-                        &[
-                            "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "SUMMARY",
-                        ],
-                        &rows,
-                    )
-                }
-            };
-            Ok(Out::new(list, text))
-        }
-        TaskCmd::Show { id } => {
-            let t = tasks.get(&id, project_filter.as_deref())?;
-            let history = tasks.store.history(&t.project, &t.id);
-            let md_path = tasks.store.task_md(&t.project, &t.id);
-            let md = std::fs::read_to_string(&md_path).unwrap_or_default();
-            let view = tasks.view(t, &tasks.panes());
-            let mut text = format!(
-                "{}\nsummary: {}\nworkspace: {}\nsession: {}{}\nTASK.md: {}\n",
-                describe(&view),
-                view.task.summary,
-                view.task.workspace.as_deref().unwrap_or("-"),
-                view.task.tmux_session.as_deref().unwrap_or("-"),
-                match (view.session.exit_status, view.session.exit_signal) {
-                    (Some(c), _) => format!(" (agent exited with status {c})"),
-                    (_, Some(s)) => format!(" (agent killed by signal {s})"),
-                    _ => String::new(),
-                },
-                md_path.display()
-            );
-            if let Some(f) = &view.task.failure {
-                text.push_str(&format!(
-                    "failed: {f}\nto do: `orange task respawn {id}` retries, `orange task delete {id}` removes it\n",
-                    id = view.task.id
-                ));
-            }
-            text.push_str(&agent_text(&view.agent, &view.task.id));
-            text.push_str("history:\n");
-            for e in history.iter().rev().take(10) {
-                text.push_str(&format!("  {}  {}\n", e.ts, e.event));
-            }
-            let mut v = serde_json::to_value(&view).unwrap();
-            v["history"] = serde_json::to_value(&history).unwrap();
-            v["task_md"] = json!(md);
-            v["task_md_path"] = json!(md_path);
-            Ok(Out { json: v, text })
-        }
-        TaskCmd::Explain { id } => {
-            let t = tasks.get(&id, project_filter.as_deref())?;
-            let view = tasks.view(t, &tasks.panes());
-            let a = &view.agent;
-            let state = a.state.map(|s| s.as_str()).unwrap_or("unknown");
-            let mut text = format!("task {}: agent {state}", view.task.id);
-            match a.signal {
-                Some(sig) if !a.at.is_empty() => text.push_str(&format!(
-                    ", decided by {} at {} (in this state since {})",
-                    match sig {
-                        crate::orchestration::agent::Signal::Hook => "an agent hook",
-                        crate::orchestration::agent::Signal::Log => "the Claude session log",
-                        crate::orchestration::agent::Signal::Pane => "the tmux pane (process exit)",
-                        crate::orchestration::agent::Signal::Screen => "screen activity",
-                        crate::orchestration::agent::Signal::None => "nothing",
-                    },
-                    a.at,
-                    a.since
-                )),
-                _ => text.push_str(" (the monitor has not looked at it yet)"),
-            }
-            text.push('\n');
-            if let (Some(e), Some(at)) = (&a.hook_event, &a.hook_at) {
-                text.push_str(&format!("last agent hook: {e} at {at}\n"));
-            }
-            text.push_str(&agent_text(a, &view.task.id));
-            if a.nudges > 0 {
-                text.push_str(&format!("nudged {} time(s)\n", a.nudges));
-            }
-            if view.task.crash_count > 0 {
-                text.push_str(&format!("crashes: {}\n", view.task.crash_count));
-            }
-            if let Some(e) = &a.escalated {
-                text.push_str(&format!("ESCALATED at {}: {}\n", e.at, e.reason));
-            }
-            Ok(Out::new(
-                json!({"id": view.task.id, "agent": view.agent, "session": view.session, "crash_count": view.task.crash_count}),
-                text,
-            ))
-        }
-        TaskCmd::Peek { id, lines } => {
-            let t = tasks.get(&id, project_filter.as_deref())?;
-            let target = tasks.session_target(&t)?;
-            if !tasks.tmux.has_session(&target)? {
-                return Err(OrangeError::invalid(format!(
-                    "task {}'s session is gone; `orange task respawn {}` starts a new one",
-                    t.id, t.id
-                )));
-            }
-            let screen = tasks.tmux.capture_pane(&target, lines)?;
-            // A quiet agent leaves the screen mostly blank: fold runs of blank lines so the
-            // last N lines are the ones with something on them.
-            let mut all: Vec<&str> = vec![];
-            for l in screen.lines() {
-                if !(l.trim().is_empty() && all.last().is_none_or(|p: &&str| p.trim().is_empty())) {
-                    all.push(l);
-                }
-            }
-            let tail = all[all.len().saturating_sub(lines)..].join("\n");
-            let text = format!("{tail}\n");
-            Ok(Out::new(
-                json!({"id": t.id, "session": target, "lines": tail}),
-                text,
-            ))
-        }
-        TaskCmd::Spawn { id } => {
-            let t = audited(ctx, "task.spawn", json!({"id": id}), || {
-                tasks.spawn(&id, project_filter.as_deref())
-            })?;
-            let text = format!(
-                "spawned task {} in {} → tmux session {}\n",
-                t.id,
-                t.workspace.as_deref().unwrap_or("?"),
-                t.tmux_session.as_deref().unwrap_or("?")
-            );
-            Ok(Out::new(t, text))
-        }
-        TaskCmd::Respawn { id } => {
-            let t = audited(ctx, "task.respawn", json!({"id": id}), || {
-                tasks.respawn(&id, project_filter.as_deref())
-            })?;
-            let text = if t.status == Status::Pending {
-                format!(
-                    "task {} is queued: the pool is full; it starts when a workspace is released\n",
-                    t.id
-                )
-            } else {
-                format!(
-                    "respawned task {} → tmux session {}\n",
-                    t.id,
-                    t.tmux_session.as_deref().unwrap_or("?")
-                )
-            };
-            Ok(Out::new(t, text))
-        }
-        TaskCmd::Attach { id } => {
-            let t = tasks.get(&id, project_filter.as_deref())?;
-            let target = tasks.session_target(&t)?;
-            if !tasks.tmux.has_session(&target)? {
-                return Err(OrangeError::invalid(format!(
-                    "task {}'s session is gone; `orange task respawn {}` starts a new one",
-                    t.id, t.id
-                )));
-            }
-            if std::env::var_os("TMUX").is_some_and(|v| !v.is_empty()) {
-                tasks.tmux.switch_client(&target)?;
-                Ok(Out::new(
-                    json!({"id": t.id, "session": target, "via": "switch-client"}),
-                    "",
-                ))
-            } else {
-                Err(tasks.tmux.attach(&target))
-            }
-        }
+        TaskCmd::Create(a) => create(ctx, t, a),
+        TaskCmd::List { status, all } => list(ctx, t, status, all),
+        TaskCmd::Show { id } => show(ctx, t, &id),
+        TaskCmd::Explain { id } => explain(ctx, t, &id),
+        TaskCmd::Peek { id, lines } => peek(ctx, t, &id, lines),
+        TaskCmd::Spawn { id } => spawn(ctx, t, id),
+        TaskCmd::Respawn { id } => respawn(ctx, t, id),
+        TaskCmd::Attach { id } => attach(ctx, t, &id),
         TaskCmd::Update {
             id,
             status,
             summary,
             branch,
-        } => {
-            let t = match id {
-                Some(id) => tasks.get(&id, project_filter.as_deref())?,
-                None => tasks.infer(&ctx.cwd)?,
-            };
-            if status.is_none() && summary.is_none() && branch.is_none() {
-                return Err(OrangeError::invalid(
-                    "nothing to update: pass --status, --summary or --branch",
-                ));
-            }
-            let inputs =
-                json!({"id": t.id, "status": status, "summary": summary, "branch": branch});
-            let t = audited(ctx, "task.update", inputs, || {
-                let mut t = t;
-                if let Some(s) = &summary {
-                    t = tasks.set_summary(&t, s)?;
-                }
-                if let Some(b) = &branch {
-                    t = tasks.set_branch(&t, b.as_deref())?;
-                }
-                if let Some(s) = &status {
-                    t = tasks.set_status(&t, Status::parse(s)?, "update")?;
-                }
-                Ok(t)
-            })?;
-            let text = format!(
-                "task {} ({}/{}) [{}]\n",
-                t.id, t.project, t.branch, t.status
-            );
-            Ok(Out::new(t, text))
-        }
-        TaskCmd::Complete { id } => report(ctx, &mut tasks, id, Status::Reviewing, "task.complete"),
-        TaskCmd::Stuck { id } => report(ctx, &mut tasks, id, Status::Stuck, "task.stuck"),
+        } => update(ctx, t, id, status, summary, branch),
+        TaskCmd::Complete { id } => report(ctx, t, id, Status::Reviewing, "task.complete"),
+        TaskCmd::Stuck { id } => report(ctx, t, id, Status::Stuck, "task.stuck"),
         TaskCmd::Merge {
             id,
             strategy,
             local,
-        } => {
-            let inputs = json!({"id": id, "strategy": strategy, "local": local});
-            let (t, info, next) = audited(ctx, "task.merge", inputs, || {
-                tasks.merge(&id, project_filter.as_deref(), strategy == "ff", local)
-            })?;
-            let mut text = format!(
-                "merged task {} ({}) via {}",
-                t.id,
-                t.branch,
-                info["via"].as_str().unwrap_or("")
-            );
-            if let Some(c) = info["commit"].as_str() {
-                text.push_str(&format!(" → {}", &c[..c.len().min(12)]));
-            }
-            if let Some(reason) = info["pr"]["reason"].as_str() {
-                text.push_str(&format!(" ({reason})"));
-            }
-            text.push('\n');
-            push_next(&mut text, &next);
-            let mut v = serde_json::to_value(&t).unwrap();
-            v["merge"] = info;
-            v["next"] = serde_json::to_value(&next).unwrap();
-            Ok(Out { json: v, text })
-        }
-        TaskCmd::Cancel { id, yes } => {
-            let t = confirmed(&tasks, &id, project_filter.as_deref(), "Cancel", yes)?;
-            let (t, note, next) = audited(ctx, "task.cancel", json!({"id": id}), || {
-                tasks.cancel(&t.id, Some(&t.project))
-            })?;
-            let mut text = format!(
-                "cancelled task {} ({}); branch {} kept\n",
-                t.id, t.project, t.branch
-            );
-            if let Some(n) = &note {
-                text.push_str(&format!("{n}\n"));
-            }
-            push_next(&mut text, &next);
-            let mut v = serde_json::to_value(&t).unwrap();
-            v["note"] = json!(note);
-            v["next"] = serde_json::to_value(&next).unwrap();
-            Ok(Out { json: v, text })
-        }
-        TaskCmd::Delete { id, yes } => {
-            let t = confirmed(&tasks, &id, project_filter.as_deref(), "Delete", yes)?;
-            let t = audited(ctx, "task.delete", json!({"id": id}), || {
-                tasks.delete(&t.id, Some(&t.project))
-            })?;
-            let text = format!("deleted task {} (branch {} is kept)\n", t.id, t.branch);
-            Ok(Out::new(t, text))
-        }
+        } => merge(ctx, t, id, strategy, local),
+        TaskCmd::Cancel { id, yes } => cancel(ctx, t, id, yes),
+        TaskCmd::Delete { id, yes } => delete(ctx, t, id, yes),
     }
 }
 
+/// `task create`
+fn create(ctx: &Ctx, tasks: &mut Tasks, a: CreateArgs) -> Result<Out> {
+    let project = ctx.project()?;
+    let context = match a.context.as_deref() {
+        Some("-") => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| OrangeError::io("reading --context from standard input", e))?;
+            Some(s)
+        }
+        other => other.map(str::to_string),
+    };
+    let inputs = json!({"project": project.name, "branch": a.branch, "summary": a.summary, "harness": a.harness, "no_spawn": a.no_spawn});
+    let created = audited(ctx, "task.create", inputs, || {
+        tasks.create(
+            &project,
+            CreateRequest {
+                branch: a.branch.filter(|b| !b.is_empty()),
+                summary: a.summary.unwrap_or_default(),
+                harness: a.harness,
+                context,
+                spawn: !a.no_spawn,
+            },
+        )
+    })?;
+    let t = &created.task;
+    let mut text = format!(
+        "created task {} ({}/{}) [{}] [{}]",
+        t.id, t.project, t.branch, t.status, t.harness
+    );
+    match created.outcome {
+        "spawned" => text.push_str(&format!(
+            " in {} → tmux session {}",
+            t.workspace.as_deref().unwrap_or("?"),
+            t.tmux_session.as_deref().unwrap_or("?")
+        )),
+        "queued" => text.push_str(&format!(
+            "; queued: {}",
+            created.note.as_deref().unwrap_or("")
+        )),
+        _ => {}
+    }
+    text.push('\n');
+    Ok(Out::new(created, text))
+}
+
+/// `task list [--status S] [--all]`
+fn list(ctx: &Ctx, tasks: &mut Tasks, status: Option<String>, all: bool) -> Result<Out> {
+    let status = status.as_deref().map(Status::parse).transpose()?;
+    let project = if all { None } else { Some(ctx.project()?.name) };
+    let mut list = tasks.list(project.as_deref(), status)?;
+    if all {
+        // Many projects in one view: grouped by project, oldest first in each.
+        list.sort_by(|a, b| {
+            a.task
+                .project
+                .cmp(&b.task.project)
+                .then(a.task.created_at.cmp(&b.task.created_at))
+        });
+    }
+    let text = if list.is_empty() {
+        "no tasks\n".to_string()
+    } else {
+        let rows: Vec<Vec<String>> = list
+            .iter()
+            .map(|v| {
+                let mut r = vec![
+                    v.task.id.clone(),
+                    status_word(v.task.status.as_str()),
+                    format!("{} {}", v.session.icon(), v.session.state),
+                    match (v.agent.state, &v.agent.escalated) {
+                        (_, Some(_)) => "needs you".to_string(),
+                        (Some(st), _) if v.task.status.is_active() => st.as_str().to_string(),
+                        _ => "-".to_string(),
+                    },
+                    v.task.branch.clone(),
+                    v.task.harness.clone(),
+                    first_line(&v.task.summary, 48),
+                ];
+                if all {
+                    r.insert(0, v.task.project.clone());
+                }
+                r
+            })
+            .collect();
+        if all {
+            table(
+                &[
+                    "PROJECT", "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "SUMMARY",
+                ],
+                &rows,
+            )
+        } else {
+            table(
+                &[
+                    "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "SUMMARY",
+                ],
+                &rows,
+            )
+        }
+    };
+    Ok(Out::new(list, text))
+}
+
+/// `task show ID`
+fn show(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
+    let t = tasks.get(id, ctx.project.as_deref())?;
+    let history = tasks.store.history(&t.project, &t.id);
+    let md_path = tasks.store.task_md(&t.project, &t.id);
+    let md = std::fs::read_to_string(&md_path).unwrap_or_default();
+    let view = tasks.view(t, &tasks.panes());
+    let mut text = format!(
+        "{}\nsummary: {}\nworkspace: {}\nsession: {}{}\nTASK.md: {}\n",
+        describe(&view),
+        view.task.summary,
+        view.task.workspace.as_deref().unwrap_or("-"),
+        view.task.tmux_session.as_deref().unwrap_or("-"),
+        match (view.session.exit_status, view.session.exit_signal) {
+            (Some(c), _) => format!(" (agent exited with status {c})"),
+            (_, Some(s)) => format!(" (agent killed by signal {s})"),
+            _ => String::new(),
+        },
+        md_path.display()
+    );
+    if let Some(f) = &view.task.failure {
+        text.push_str(&format!(
+            "failed: {f}\nto do: `orange task respawn {id}` retries, `orange task delete {id}` removes it\n",
+            id = view.task.id
+        ));
+    }
+    text.push_str(&agent_text(&view.agent, &view.task.id));
+    text.push_str("history:\n");
+    for e in history.iter().rev().take(10) {
+        text.push_str(&format!("  {}  {}\n", e.ts, e.event));
+    }
+    let mut v = serde_json::to_value(&view).unwrap();
+    v["history"] = serde_json::to_value(&history).unwrap();
+    v["task_md"] = json!(md);
+    v["task_md_path"] = json!(md_path);
+    Ok(Out { json: v, text })
+}
+
+/// `task explain ID`
+fn explain(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
+    let t = tasks.get(id, ctx.project.as_deref())?;
+    let view = tasks.view(t, &tasks.panes());
+    let a = &view.agent;
+    let state = a.state.map(|s| s.as_str()).unwrap_or("unknown");
+    let mut text = format!("task {}: agent {state}", view.task.id);
+    match a.signal {
+        Some(sig) if !a.at.is_empty() => text.push_str(&format!(
+            ", decided by {} at {} (in this state since {})",
+            match sig {
+                crate::orchestration::agent::Signal::Hook => "an agent hook",
+                crate::orchestration::agent::Signal::Log => "the Claude session log",
+                crate::orchestration::agent::Signal::Pane => "the tmux pane (process exit)",
+                crate::orchestration::agent::Signal::Screen => "screen activity",
+                crate::orchestration::agent::Signal::None => "nothing",
+            },
+            a.at,
+            a.since
+        )),
+        _ => text.push_str(" (the monitor has not looked at it yet)"),
+    }
+    text.push('\n');
+    if let (Some(e), Some(at)) = (&a.hook_event, &a.hook_at) {
+        text.push_str(&format!("last agent hook: {e} at {at}\n"));
+    }
+    text.push_str(&agent_text(a, &view.task.id));
+    if a.nudges > 0 {
+        text.push_str(&format!("nudged {} time(s)\n", a.nudges));
+    }
+    if view.task.crash_count > 0 {
+        text.push_str(&format!("crashes: {}\n", view.task.crash_count));
+    }
+    if let Some(e) = &a.escalated {
+        text.push_str(&format!("ESCALATED at {}: {}\n", e.at, e.reason));
+    }
+    Ok(Out::new(
+        json!({"id": view.task.id, "agent": view.agent, "session": view.session, "crash_count": view.task.crash_count}),
+        text,
+    ))
+}
+
+/// The task and its session's target, which must exist.
+fn live_session(
+    ctx: &Ctx,
+    tasks: &Tasks,
+    id: &str,
+) -> Result<(crate::orchestration::task::Task, String)> {
+    let t = tasks.get(id, ctx.project.as_deref())?;
+    let target = tasks.session_target(&t)?;
+    if !tasks.tmux.has_session(&target)? {
+        return Err(OrangeError::invalid(format!(
+            "task {}'s session is gone; `orange task respawn {}` starts a new one",
+            t.id, t.id
+        )));
+    }
+    Ok((t, target))
+}
+
+/// `task peek ID [--lines N]`
+fn peek(ctx: &Ctx, tasks: &mut Tasks, id: &str, lines: usize) -> Result<Out> {
+    let (t, target) = live_session(ctx, tasks, id)?;
+    let screen = tasks.tmux.capture_pane(&target, lines)?;
+    // A quiet agent leaves the screen mostly blank: fold runs of blank lines so the
+    // last N lines are the ones with something on them.
+    let mut all: Vec<&str> = vec![];
+    for l in screen.lines() {
+        if !(l.trim().is_empty() && all.last().is_none_or(|p: &&str| p.trim().is_empty())) {
+            all.push(l);
+        }
+    }
+    let tail = all[all.len().saturating_sub(lines)..].join("\n");
+    let text = format!("{tail}\n");
+    Ok(Out::new(
+        json!({"id": t.id, "session": target, "lines": tail}),
+        text,
+    ))
+}
+
+/// `task spawn ID`
+fn spawn(ctx: &Ctx, tasks: &mut Tasks, id: String) -> Result<Out> {
+    let t = audited(ctx, "task.spawn", json!({"id": id}), || {
+        tasks.spawn(&id, ctx.project.as_deref())
+    })?;
+    let text = format!(
+        "spawned task {} in {} → tmux session {}\n",
+        t.id,
+        t.workspace.as_deref().unwrap_or("?"),
+        t.tmux_session.as_deref().unwrap_or("?")
+    );
+    Ok(Out::new(t, text))
+}
+
+/// `task respawn ID`
+fn respawn(ctx: &Ctx, tasks: &mut Tasks, id: String) -> Result<Out> {
+    let t = audited(ctx, "task.respawn", json!({"id": id}), || {
+        tasks.respawn(&id, ctx.project.as_deref())
+    })?;
+    let text = if t.status == Status::Pending {
+        format!(
+            "task {} is queued: the pool is full; it starts when a workspace is released\n",
+            t.id
+        )
+    } else {
+        format!(
+            "respawned task {} → tmux session {}\n",
+            t.id,
+            t.tmux_session.as_deref().unwrap_or("?")
+        )
+    };
+    Ok(Out::new(t, text))
+}
+
+/// `task attach ID`
+fn attach(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
+    let (t, target) = live_session(ctx, tasks, id)?;
+    if std::env::var_os("TMUX").is_some_and(|v| !v.is_empty()) {
+        tasks.tmux.switch_client(&target)?;
+        Ok(Out::new(
+            json!({"id": t.id, "session": target, "via": "switch-client"}),
+            "",
+        ))
+    } else {
+        Err(tasks.tmux.attach(&target))
+    }
+}
+
+/// `task update [ID] [--status S] [--summary TEXT] [--branch [NAME]]`
+fn update(
+    ctx: &Ctx,
+    tasks: &mut Tasks,
+    id: Option<String>,
+    status: Option<String>,
+    summary: Option<String>,
+    branch: Option<Option<String>>,
+) -> Result<Out> {
+    let t = match id {
+        Some(id) => tasks.get(&id, ctx.project.as_deref())?,
+        None => tasks.infer(&ctx.cwd)?,
+    };
+    if status.is_none() && summary.is_none() && branch.is_none() {
+        return Err(OrangeError::invalid(
+            "nothing to update: pass --status, --summary or --branch",
+        ));
+    }
+    let inputs = json!({"id": t.id, "status": status, "summary": summary, "branch": branch});
+    let t = audited(ctx, "task.update", inputs, || {
+        let mut t = t;
+        if let Some(s) = &summary {
+            t = tasks.set_summary(&t, s)?;
+        }
+        if let Some(b) = &branch {
+            t = tasks.set_branch(&t, b.as_deref())?;
+        }
+        if let Some(s) = &status {
+            t = tasks.set_status(&t, Status::parse(s)?, "update")?;
+        }
+        Ok(t)
+    })?;
+    let text = format!(
+        "task {} ({}/{}) [{}]\n",
+        t.id, t.project, t.branch, t.status
+    );
+    Ok(Out::new(t, text))
+}
+
+/// `task merge ID [--strategy ff|merge] [--local]`
+fn merge(ctx: &Ctx, tasks: &mut Tasks, id: String, strategy: String, local: bool) -> Result<Out> {
+    let inputs = json!({"id": id, "strategy": strategy, "local": local});
+    let (t, info, next) = audited(ctx, "task.merge", inputs, || {
+        tasks.merge(&id, ctx.project.as_deref(), strategy == "ff", local)
+    })?;
+    let mut text = format!(
+        "merged task {} ({}) via {}",
+        t.id,
+        t.branch,
+        info["via"].as_str().unwrap_or("")
+    );
+    if let Some(c) = info["commit"].as_str() {
+        text.push_str(&format!(" → {}", &c[..c.len().min(12)]));
+    }
+    if let Some(reason) = info["pr"]["reason"].as_str() {
+        text.push_str(&format!(" ({reason})"));
+    }
+    text.push('\n');
+    push_next(&mut text, &next);
+    let mut v = serde_json::to_value(&t).unwrap();
+    v["merge"] = info;
+    v["next"] = serde_json::to_value(&next).unwrap();
+    Ok(Out { json: v, text })
+}
+
+/// `task cancel ID [--yes]`
+fn cancel(ctx: &Ctx, tasks: &mut Tasks, id: String, yes: bool) -> Result<Out> {
+    let t = confirmed(tasks, &id, ctx.project.as_deref(), "Cancel", yes)?;
+    let (t, note, next) = audited(ctx, "task.cancel", json!({"id": id}), || {
+        tasks.cancel(&t.id, Some(&t.project))
+    })?;
+    let mut text = format!(
+        "cancelled task {} ({}); branch {} kept\n",
+        t.id, t.project, t.branch
+    );
+    if let Some(n) = &note {
+        text.push_str(&format!("{n}\n"));
+    }
+    push_next(&mut text, &next);
+    let mut v = serde_json::to_value(&t).unwrap();
+    v["note"] = json!(note);
+    v["next"] = serde_json::to_value(&next).unwrap();
+    Ok(Out { json: v, text })
+}
+
+/// `task delete ID [--yes]`
+fn delete(ctx: &Ctx, tasks: &mut Tasks, id: String, yes: bool) -> Result<Out> {
+    let t = confirmed(tasks, &id, ctx.project.as_deref(), "Delete", yes)?;
+    let t = audited(ctx, "task.delete", json!({"id": id}), || {
+        tasks.delete(&t.id, Some(&t.project))
+    })?;
+    let text = format!("deleted task {} (branch {} is kept)\n", t.id, t.branch);
+    Ok(Out::new(t, text))
+}
+
+/// `task complete [ID]` and `task stuck [ID]`: an agent reports its task's state.
 fn report(ctx: &Ctx, tasks: &mut Tasks, id: Option<String>, to: Status, op: &str) -> Result<Out> {
     let t = match id {
         Some(id) => tasks.get(&id, ctx.project.as_deref())?,

@@ -12,7 +12,7 @@ use crate::execution::config::Config;
 
 /// Fallback order when no harness is named: the first one installed.
 pub const FALLBACK_ORDER: &[&str] = &["pi", "opencode", "claude", "codex"];
-pub use crate::execution::config::{BUILTIN, CLAUDE_PERMISSION_MODES};
+pub use crate::execution::config::BUILTIN;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Harness {

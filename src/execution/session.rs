@@ -22,6 +22,8 @@ pub struct Started {
     pub target: String,
     /// tmux's session id (`$3`); none for zellij.
     pub id: Option<String>,
+    /// tmux's id of the agent's pane (`%7`); none for zellij.
+    pub pane: Option<String>,
 }
 
 /// Is the session there, and did its program exit (how)?
@@ -71,6 +73,7 @@ impl Mux {
                 Ok(Started {
                     target: info.name,
                     id: Some(info.id),
+                    pane: Some(info.pane_id),
                 })
             }
             Mux::Zellij(z) => {
@@ -79,6 +82,7 @@ impl Mux {
                 Ok(Started {
                     target: spec.name.clone(),
                     id: None,
+                    pane: None,
                 })
             }
         }
@@ -154,13 +158,6 @@ impl Mux {
         match self {
             Mux::Tmux(t) => t.kill_session(target),
             Mux::Zellij(z) => z.kill(target),
-        }
-    }
-
-    pub fn send_text(&self, target: &str, text: &str) -> Result<()> {
-        match self {
-            Mux::Tmux(t) => t.send_text(target, text, &[]),
-            Mux::Zellij(z) => z.send_text(target, text),
         }
     }
 

@@ -71,6 +71,38 @@ pub struct LaneRecord {
     pub worktree_removed: bool,
 }
 
+impl LaneRecord {
+    /// THE one mapping of a lane onto what orange shows for tasks (the sidebar, the
+    /// widgets): its worktree (by absolute path) as the workspace, its state as a status
+    /// (creating → pending, running → working, finished → reviewing, error → stuck,
+    /// closed → done), its task key as the summary.
+    pub fn as_task(&self) -> task::Task {
+        use task::Status;
+        let status = match self.state {
+            LaneState::Creating => Status::Pending,
+            LaneState::Running => Status::Working,
+            LaneState::Finished => Status::Reviewing,
+            LaneState::Error => Status::Stuck,
+            LaneState::Closed => Status::Done,
+        };
+        task::Task {
+            id: self.lane_id.clone(),
+            project: self.project.clone(),
+            branch: self.branch_name.clone(),
+            harness: self.harness.clone(),
+            status,
+            workspace: (!self.worktree_removed).then(|| self.worktree_path.display().to_string()),
+            tmux_session: Some(self.mux_target.clone()),
+            tmux_session_id: self.mux_session_id.clone(),
+            tmux_pane_id: None,
+            summary: format!("lane for {}", self.task_id),
+            created_at: self.created_at.clone(),
+            updated_at: self.updated_at.clone(),
+            ..task::Task::default()
+        }
+    }
+}
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Registry {
     /// Required (a missing file is the empty registry; `{}` is corrupt).
@@ -168,7 +200,10 @@ impl<'a> Lanes<'a> {
     }
 
     fn save(&self, reg: &Registry) -> Result<()> {
-        store::write_json_atomic(&registry_file(self.home), reg)
+        store::write_json_atomic(&registry_file(self.home), reg)?;
+        // Every observation taken before this is stale; the monitor looks again.
+        store::poke(self.home);
+        Ok(())
     }
 
     /// Update one record under the lock.

@@ -2,91 +2,23 @@
 //! FIFO queue. Built from the workspace pool (`pool`), the session layer (`tmux`), git
 //! and the task store; it owns no worktree or tmux code of its own.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 use serde_json::json;
 
 use crate::adapters::store::{self, Home};
-use crate::adapters::tmux::{self, NewSession, PaneExit, PaneInfo, Tmux};
+use crate::adapters::tmux::{self, NewSession, PaneInfo, Tmux};
 use crate::error::{OrangeError, Result};
 use crate::execution::config::Config;
 use crate::execution::harness::{Conversation, Harness, Launch};
-use crate::execution::pool::{self, TaskLookup};
+use crate::execution::pool;
+use crate::execution::session::Mux;
 use crate::orchestration::project::{self, Project};
 use crate::orchestration::task::{self, Status, Task, TaskStore};
 use crate::{adapters::gh, adapters::git};
 
-/// Where a task's session stands, as tmux reports it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SessionView {
-    /// `live` (agent running), `dead` (agent exited; the pane is kept), `none`.
-    pub state: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exit_status: Option<i32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exit_signal: Option<i32>,
-}
-
-/// The agent's pane of a task: by pane id when known (a sidebar may share its window),
-/// else the first pane of its session (by id, else by exact name).
-pub fn agent_pane<'p>(task: &Task, panes: &'p [PaneInfo]) -> Option<&'p PaneInfo> {
-    if let Some(pid) = task.tmux_pane_id.as_deref() {
-        // Known pane: that one or none (never a sidebar left in its session).
-        return panes.iter().find(|p| {
-            p.pane_id == pid
-                && task
-                    .tmux_session_id
-                    .as_deref()
-                    .is_none_or(|s| s == p.session_id)
-        });
-    }
-    panes.iter().find(|p| {
-        task.tmux_session_id.as_deref() == Some(p.session_id.as_str())
-            || (task.tmux_session_id.is_none()
-                && task.tmux_session.as_deref() == Some(p.session_name.as_str()))
-    })
-}
-
-impl SessionView {
-    pub const NONE: SessionView = SessionView {
-        state: "none",
-        exit_status: None,
-        exit_signal: None,
-    };
-
-    pub fn of(task: &Task, panes: &[PaneInfo]) -> SessionView {
-        let pane = agent_pane(task, panes);
-        match pane {
-            None => SessionView::NONE,
-            Some(p) => match p.exit() {
-                None => SessionView {
-                    state: "live",
-                    exit_status: None,
-                    exit_signal: None,
-                },
-                Some(PaneExit::Status(c)) => SessionView {
-                    state: "dead",
-                    exit_status: Some(c),
-                    exit_signal: None,
-                },
-                Some(PaneExit::Signal(s)) => SessionView {
-                    state: "dead",
-                    exit_status: None,
-                    exit_signal: Some(s),
-                },
-            },
-        }
-    }
-
-    pub fn icon(&self) -> &'static str {
-        match self.state {
-            "live" => "●",
-            "dead" => "✗",
-            _ => "○",
-        }
-    }
-}
+pub use crate::orchestration::attention::{agent_pane, agent_state, SessionView};
 
 /// A task as commands print it: task.json plus its session state.
 #[derive(Debug, Clone, Serialize)]
@@ -196,15 +128,7 @@ impl<'a> Tasks<'a> {
 
     pub fn view(&self, task: Task, panes: &[PaneInfo]) -> TaskView {
         let session = SessionView::of(&task, panes);
-        let mut agent =
-            crate::orchestration::agent::load(&self.store.dir(&task.project, &task.id)).current();
-        // The pane is the ground truth for life and death, whatever was last recorded.
-        if session.state == "dead" || (session.state == "none" && task.status.is_active()) {
-            agent.state = Some(crate::orchestration::agent::State::Dead);
-            agent.exit_status = session.exit_status;
-        } else if session.state == "none" {
-            agent.state = None;
-        }
+        let agent = agent_state(&self.store, &task, &session);
         TaskView {
             task,
             session,
@@ -220,8 +144,10 @@ impl<'a> Tasks<'a> {
         self.tmux.snapshot().unwrap_or_default()
     }
 
+    /// Every task (of a project, in a status) with its session state, which comes from the
+    /// observer's snapshot (no process while it is fresh).
     pub fn list(&self, project: Option<&str>, status: Option<Status>) -> Result<Vec<TaskView>> {
-        let panes = self.panes();
+        let panes = crate::orchestration::observer::current(self.home, &self.tmux)?.panes;
         Ok(self
             .store
             .list(project)?
@@ -232,7 +158,7 @@ impl<'a> Tasks<'a> {
     }
 
     fn check_branch_free(&self, project: &str, branch: &str, except: Option<&str>) -> Result<()> {
-        for t in self.store.list(Some(project))? {
+        for t in self.store.list_open(Some(project))? {
             if t.branch == branch && !t.status.is_final() && Some(t.id.as_str()) != except {
                 let hint = match t.status {
                     Status::Failed | Status::Pending => format!(
@@ -296,20 +222,10 @@ impl<'a> Tasks<'a> {
                 branch,
                 harness: harness.name.clone(),
                 status: Status::Pending,
-                workspace: None,
-                tmux_session: None,
-                tmux_session_id: None,
-                tmux_pane_id: None,
                 summary: req.summary.clone(),
                 created_at: now.clone(),
                 updated_at: now,
-                crash_count: 0,
-                agent_session_id: None,
-                permission_mode: None,
-                pr: None,
-                failure: None,
-                tmux_server: None,
-                workspace_kept: false,
+                ..Task::default()
             };
             let dir = self.store.dir(&project.name, &task.id);
             store::ensure_dir(&dir)?;
@@ -571,27 +487,33 @@ impl<'a> Tasks<'a> {
         if self.tmux.has_session(&name)? {
             name = format!("{name}-{}", task.id);
         }
-        let info = self.tmux.new_session(&NewSession {
-            name,
-            cwd: ws_path.to_path_buf(),
-            env: session_env(self.home, project, task, ws_name, ws_path),
-            command: argv,
-            width: None,
-            height: None,
-            // The task's mark (for the plugin's keys, picker, Ctrl+\\ and Ctrl+]) and what
-            // the next command needs to adopt or stop it if this one dies before saving.
-            marks: crate::execution::session::task_marks(
-                self.home,
-                &task.project,
-                &task.id,
-                ws_name,
-            ),
-        })?;
+        // Tasks run in tmux, started through the session layer as lanes are.
+        let mux = Mux::Tmux(self.tmux.clone());
+        let started = mux.start(
+            &NewSession {
+                name,
+                cwd: ws_path.to_path_buf(),
+                env: session_env(self.home, project, task, ws_name, ws_path),
+                command: argv,
+                width: None,
+                height: None,
+                // The task's mark (for the plugin's keys, picker, Ctrl+\\ and Ctrl+]) and what
+                // the next command needs to adopt or stop it if this one dies before saving.
+                marks: crate::execution::session::task_marks(
+                    self.home,
+                    &task.project,
+                    &task.id,
+                    ws_name,
+                ),
+            },
+            // tmux keeps a dead pane's exit status itself: no exit file.
+            Path::new(""),
+        )?;
         task.workspace = Some(ws_name.to_string());
-        task.tmux_session = Some(info.name);
-        task.tmux_session_id = Some(info.id);
+        task.tmux_session = Some(started.target);
+        task.tmux_session_id = started.id;
         task.tmux_server = self.tmux.server_identity()?;
-        task.tmux_pane_id = Some(info.pane_id);
+        task.tmux_pane_id = started.pane;
         Ok(())
     }
 
@@ -773,7 +695,7 @@ impl<'a> Tasks<'a> {
         let panes = self.panes();
         Ok(self
             .store
-            .list(None)?
+            .list_open(None)?
             .into_iter()
             .filter(|t| {
                 t.status.is_active()
@@ -1050,7 +972,7 @@ impl<'a> Tasks<'a> {
             self.tmux.preflight()?;
             let queued: Vec<Task> = self
                 .store
-                .list(Some(project))?
+                .list_open(Some(project))?
                 .into_iter()
                 .filter(|t| t.status == Status::Pending)
                 .collect();
@@ -1105,17 +1027,6 @@ impl<'a> Tasks<'a> {
                     task.id, task.status
                 ))
             })
-    }
-
-    pub fn workspace_path(&self, task: &Task) -> Option<PathBuf> {
-        task.workspace
-            .as_ref()
-            .and_then(|w| pool::find(self.home, w).ok())
-            .map(|w| w.path)
-    }
-
-    pub fn is_live_label(&self, project: &str, label: &str) -> bool {
-        self.store.is_live(project, label)
     }
 }
 

@@ -1,10 +1,12 @@
 //! Orchestration: projects, tasks (lifecycle, queue, merge), lanes, the agent monitor and the crash repair. Built on execution and the adapters.
 
 pub mod agent;
+pub mod attention;
 pub mod doctor;
 pub mod lane;
 pub mod lifecycle;
 pub mod monitor;
+pub mod observer;
 pub mod project;
 pub mod reconcile;
 pub mod repair;

@@ -15,6 +15,7 @@ use crate::error::{OrangeError, Result};
 use crate::execution::config::{Action, Config, Policy};
 use crate::orchestration::agent::{self, AgentInfo, Escalation, LogState, Signal, State};
 use crate::orchestration::lifecycle::{Recovery, Tasks};
+use crate::orchestration::observer::{self, Snapshot};
 use crate::orchestration::screen;
 use crate::orchestration::task::{Status, Task};
 
@@ -31,6 +32,12 @@ pub struct PassReport {
     pub checked: usize,
     pub actions: Vec<serde_json::Value>,
     pub states: Vec<serde_json::Value>,
+    /// What the pass saw, classified after its policies acted: the observer's snapshot.
+    #[serde(skip)]
+    pub snapshot: Option<Snapshot>,
+    /// How long the pass took in the monitor (ms): looking, repairing, judging, writing the
+    /// snapshot and publishing; not the start of an `orange` process.
+    pub pass_ms: f64,
 }
 
 /// Agent timestamps are precise: a hook and a monitor pass often fall in the same second.
@@ -108,6 +115,8 @@ struct Seen {
     last_lines: Vec<String>,
     /// The pane whose screen this pass must read.
     look: Option<String>,
+    /// A dead agent's pane: its id and the pid its program had.
+    pane: Option<(String, u32)>,
 }
 
 impl Seen {
@@ -150,6 +159,8 @@ pub struct Monitor<'a> {
     respawned: bool,
     /// The tmux server instance watched: tasks started on another are not this monitor's.
     server: Option<crate::adapters::tmux::ServerId>,
+    /// What started the pass (`monitor`, `hook:pane-died`…), written with what it records.
+    via: String,
 }
 
 impl<'a> Monitor<'a> {
@@ -160,8 +171,13 @@ impl<'a> Monitor<'a> {
         self
     }
 
+    /// Name what started the passes (recorded as `via` in the events they write).
+    pub fn via(mut self, via: &str) -> Self {
+        self.via = via.to_string();
+        self
+    }
+
     pub fn new(home: &'a Home, tmux: Tmux) -> Result<Monitor<'a>> {
-        let server = tmux.server_identity().ok().flatten();
         Ok(Monitor {
             home,
             tasks: Tasks::new(home).with_tmux(tmux.clone()),
@@ -169,21 +185,49 @@ impl<'a> Monitor<'a> {
             tmux,
             workspaces: Default::default(),
             respawned: false,
-            server,
+            server: None,
+            via: "monitor".into(),
         })
     }
 
     /// One pass over every active task. Passes are serialized (a short lock), so a pass
     /// started by hand never races the background monitor into a double nudge.
     pub fn pass(&mut self) -> Result<PassReport> {
-        let _pass = LockGuard::acquire_within(
-            &self.home.root.join("run/monitor-pass.lock"),
-            Duration::from_secs(30),
-        )?;
+        self.pass_within(Duration::from_secs(30))
+    }
+
+    /// [`Self::pass`], waiting at most `wait` for another pass to end (`lock_timeout`
+    /// after that). It asks tmux ONCE ([`observer::look`]): the sessions and their marks
+    /// for the crash repair, the panes for every agent; screens are read (one more call)
+    /// only for agents whose state the screen can tell. The report carries the snapshot,
+    /// classified after the policies acted, for the caller to write and publish.
+    pub fn pass_within(&mut self, wait: Duration) -> Result<PassReport> {
+        let _pass = LockGuard::acquire_within(&self.home.root.join("run/monitor-pass.lock"), wait)?;
         let mut report = PassReport::default();
+        let mut snap = observer::look(self.home, &self.tmux)?;
         // Crash leftovers first: an orphaned agent stopped, an interrupted spawn adopted.
-        match crate::orchestration::reconcile::reconcile(self.home, &self.tmux, true) {
+        // The open tasks, read once for the whole pass (again only if a repair changed
+        // some). A damaged task file must not blind the monitor to every other task: it
+        // is counted (the widgets show it) and skipped here.
+        let (mut open, mut unreadable) = self.tasks.store.list_open_lenient();
+        let active: std::collections::HashSet<(String, String)> = open
+            .iter()
+            .filter(|t| t.status.is_active())
+            .map(|t| (t.project.clone(), t.id.clone()))
+            .collect();
+        match crate::orchestration::reconcile::reconcile_seen(
+            self.home,
+            &self.tmux,
+            snap.marked(),
+            true,
+            &active,
+        ) {
             Ok(repairs) => {
+                if !repairs.is_empty() {
+                    // Sessions were stopped or adopted: look again.
+                    snap = observer::look(self.home, &self.tmux)?;
+                    (open, unreadable) = self.tasks.store.list_open_lenient();
+                }
                 report.actions.extend(
                     repairs
                         .iter()
@@ -202,11 +246,10 @@ impl<'a> Monitor<'a> {
                 json!({"error": e.to_string(), "code": e.code()}),
             ),
         }
-        let panes = if self.tmux.is_available() {
-            self.tmux.snapshot()?
-        } else {
-            vec![]
-        };
+        if self.server.is_none() {
+            self.server = snap.server_id.clone();
+        }
+        let panes = std::mem::take(&mut snap.panes);
         let now = chrono::Utc::now();
         self.workspaces = crate::execution::pool::list(self.home, None)?
             .into_iter()
@@ -215,7 +258,7 @@ impl<'a> Monitor<'a> {
         // Observe every agent; the screens that must be read are read together, in one
         // tmux process for the whole pass.
         let mut observed = Vec::new();
-        for task in self.tasks.store.list(None)? {
+        for task in open.iter().cloned() {
             if !task.status.is_active() || task.tmux_session_id.is_none() {
                 continue;
             }
@@ -255,11 +298,39 @@ impl<'a> Monitor<'a> {
             }
             observed_with_screens.push((task, info, stamp, policy, seen));
         }
+        let mut agents = std::collections::HashMap::new();
         for (task, info, stamp, policy, seen) in observed_with_screens {
-            if let Err(e) = self.check(&task, info, stamp, &policy, seen, now, &mut report) {
-                report.actions.push(json!({"task": task.id, "action": "error", "error": e.to_string(), "code": e.code()}));
+            match self.check(&task, info, stamp, &policy, seen, now, &mut report) {
+                Ok(Some(info)) => {
+                    agents.insert((task.project.clone(), task.id.clone()), info);
+                }
+                Ok(None) => {}
+                Err(e) => report.actions.push(json!({"task": task.id, "action": "error", "error": e.to_string(), "code": e.code()})),
             }
         }
+        snap.panes = panes;
+        // The tasks as this pass read them, but those its policies acted on read again.
+        let acted: std::collections::HashSet<&str> = report
+            .actions
+            .iter()
+            .filter_map(|a| a.get("task").and_then(|t| t.as_str()))
+            .collect();
+        let open: Vec<Task> = open
+            .into_iter()
+            .filter_map(|t| {
+                if !acted.contains(t.id.as_str()) {
+                    return Some(t);
+                }
+                agents.remove(&(t.project.clone(), t.id.clone()));
+                self.tasks
+                    .store
+                    .load(&t.project, &t.id)
+                    .ok()
+                    .filter(|t| !t.status.is_final())
+            })
+            .collect();
+        observer::summarize_tasks(self.home, &mut snap, &open, unreadable, &agents);
+        report.snapshot = Some(snap);
         Ok(report)
     }
 
@@ -286,6 +357,7 @@ impl<'a> Monitor<'a> {
                 state: Some(State::Dead),
                 signal: Some(Signal::Pane),
                 exit: pane.exit(),
+                pane: Some((pane.pane_id.clone(), pane.pane_pid)),
                 ..Seen::default()
             };
             // Its last words, once per death: the reason is usually a line that scrolled
@@ -446,7 +518,7 @@ impl<'a> Monitor<'a> {
         seen: Seen,
         now: chrono::DateTime<chrono::Utc>,
         report: &mut PassReport,
-    ) -> Result<()> {
+    ) -> Result<Option<AgentInfo>> {
         crate::adapters::fault::pause("monitor.observed");
         let dir = self.tasks.store.dir(&task.project, &task.id);
         let before = info.clone();
@@ -537,9 +609,19 @@ impl<'a> Monitor<'a> {
             State::Dead => {
                 let death = seen.death.clone().unwrap_or_default();
                 if info.handled_death.as_deref() != Some(death.as_str()) {
+                    // The session went after its agent died: the same death, told again.
+                    let sid = task.tmux_session_id.as_deref().unwrap_or("");
+                    let same_agent = death.starts_with("gone:")
+                        && info
+                            .handled_death
+                            .as_deref()
+                            .is_some_and(|d| d.starts_with(&format!("{sid}:")));
+                    self.record_death(task, &seen, &info)?;
                     info.handled_death = Some(death);
                     agent::save_observation(&dir, &info, &before)?;
-                    self.on_exit(task, policy, &mut info, report)?;
+                    if !same_agent {
+                        self.on_exit(task, policy, &mut info, report)?;
+                    }
                 }
             }
             State::Error | State::Blocked => {
@@ -578,10 +660,22 @@ impl<'a> Monitor<'a> {
             State::Working | State::Retrying | State::Unknown => {}
         }
         // A respawn (the recover policy) started a new agent with a fresh agent.json.
-        if info != before && !self.respawned {
+        // Nothing new (only the time of this look): no write, no fsync. The observation
+        // is still rewritten when the task changed since it was made (readers trust only
+        // an observation made after the task's last change) or a hook came since (its
+        // state was weighed against the log in this pass).
+        let mut unchanged = info.clone();
+        unchanged.at = before.at.clone();
+        let older_than_task = !agent::at_or_after(&before.at, &task.updated_at);
+        let hook_since = before
+            .hook_at
+            .as_deref()
+            .is_some_and(|h| agent::at_or_after(h, &before.at));
+        if (unchanged != before || older_than_task || hook_since) && !self.respawned {
             agent::save_observation(&dir, &info, &before)?;
         }
-        Ok(())
+        // What the summary of this pass uses (none after a respawn: its file is new).
+        Ok((!self.respawned).then_some(info))
     }
 
     /// An idle agent: nudge it only when that cannot harm it — its task is in `working`
@@ -646,23 +740,13 @@ impl<'a> Monitor<'a> {
             report.actions.push(json!({"task": task.id, "action": "none", "reason": format!("exited; the task is {} now", current.status)}));
             return Ok(());
         }
-        let outcome = self
-            .workspace_path(&current)
-            .map(|w| w.join(".orange-outcome"))
-            .and_then(|p| std::fs::read_to_string(p).ok())
-            .map(|s| s.trim().to_string());
-        let reported = outcome.is_some()
+        let reported = self.outcome(&current).is_some()
             || matches!(
                 current.status,
                 Status::Reviewing | Status::Stuck | Status::AgentReview
             );
         let how = info.detail.clone().unwrap_or_else(|| "exited".into());
         if reported {
-            self.tasks.store.append_history(
-                &current,
-                "agent.exited",
-                json!({"detail": how, "outcome": outcome, "exit_status": info.exit_status}),
-            )?;
             report.actions.push(
                 json!({"task": task.id, "action": "none", "reason": "exited with an outcome"}),
             );
@@ -671,11 +755,6 @@ impl<'a> Monitor<'a> {
         // It cannot start until the person acts (claude as root): no crash to count, no
         // respawn that would fail the same way.
         if let Some(b) = info.blocker.filter(|b| *b != agent::Blocker::Approval) {
-            self.tasks.store.append_history(
-                &current,
-                "agent.exited",
-                json!({"detail": how, "blocker": b.as_str(), "exit_status": info.exit_status}),
-            )?;
             let why = format!("{} — {}", b.label(), b.advice(&task.id));
             return self.escalate(task, &why, info, report);
         }
@@ -703,6 +782,66 @@ impl<'a> Monitor<'a> {
             info,
             report,
         )
+    }
+
+    /// What the agent reported in `.orange-outcome`, if it did.
+    fn outcome(&self, task: &Task) -> Option<String> {
+        self.workspace_path(task)
+            .map(|w| w.join(".orange-outcome"))
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .map(|s| s.trim().to_string())
+    }
+
+    /// THE record of a death in the task's history (nothing else writes these): an
+    /// `agent.exited` when its pane is dead (with `exit_status` or `exit_signal`, the pane
+    /// and its pid), a `session.closed` when its session is gone; with the session's name
+    /// and id, what the agent said last (`detail`), its outcome or what blocked it, and
+    /// `via` (what noticed it). Written once per death, even if a pass is cut short between
+    /// writing it and saving the agent's state.
+    fn record_death(&self, task: &Task, seen: &Seen, info: &AgentInfo) -> Result<()> {
+        let event = if seen.pane.is_some() {
+            "agent.exited"
+        } else {
+            "session.closed"
+        };
+        let mut data = json!({
+            "tmux_session": task.tmux_session,
+            "tmux_session_id": task.tmux_session_id,
+        });
+        if let Some((pane_id, pid)) = &seen.pane {
+            data["pane_id"] = pane_id.clone().into();
+            data["pane_pid"] = (*pid).into();
+        }
+        match seen.exit {
+            Some(PaneExit::Status(c)) => data["exit_status"] = c.into(),
+            Some(PaneExit::Signal(sig)) => data["exit_signal"] = sig.into(),
+            None => {}
+        }
+        let same = |e: &crate::orchestration::task::Event| {
+            e.event == event
+                && e.data.get("tmux_session_id") == data.get("tmux_session_id")
+                && e.data.get("pane_pid") == data.get("pane_pid")
+        };
+        if self
+            .tasks
+            .store
+            .history(&task.project, &task.id)
+            .iter()
+            .any(same)
+        {
+            return Ok(());
+        }
+        if let Some(d) = &info.detail {
+            data["detail"] = d.clone().into();
+        }
+        if let Some(o) = self.outcome(task) {
+            data["outcome"] = o.into();
+        }
+        if let Some(b) = info.blocker {
+            data["blocker"] = b.as_str().into();
+        }
+        data["via"] = self.via.clone().into();
+        self.tasks.store.append_history(task, event, data)
     }
 
     /// Carry out a policy action.
@@ -896,17 +1035,7 @@ pub fn singleton(
     home: &Home,
     server: &crate::adapters::tmux::ServerId,
 ) -> Result<Option<LockGuard>> {
-    let socket: String = server
-        .socket
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let socket = observer::file_key(&server.socket);
     let key = format!("{socket}-{}-{}", server.pid, server.start_time);
     let path = home.root.join("run").join(format!("monitor-{key}.lock"));
     match LockGuard::acquire_within(&path, Duration::from_millis(0)) {

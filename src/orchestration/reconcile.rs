@@ -16,7 +16,7 @@
 //!   becomes `running` or `error`. Each repair is logged (`orange.log`) and, for a task,
 //!   in its history.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::json;
 
@@ -27,9 +27,8 @@ use crate::execution::pool;
 use crate::orchestration::project;
 use crate::orchestration::task::{self, Status, TaskStore};
 
-pub use crate::execution::session::{
-    home_key, lane_marks, task_marks, HOME_MARK, LANE_MARK, MARKS, PROJECT_MARK, TASK_MARK,
-    WORKSPACE_MARK,
+use crate::execution::session::{
+    home_key, HOME_MARK, LANE_MARK, MARKS, PROJECT_MARK, TASK_MARK, WORKSPACE_MARK,
 };
 
 /// Workspace name → the session of this ORANGE_HOME's agent that runs in it.
@@ -59,11 +58,31 @@ pub fn reconcile(home: &Home, tmux: &Tmux, thorough: bool) -> Result<Vec<Repair>
     if !home.root.exists() {
         return Ok(vec![]);
     }
-    let Marked { server, sessions } = match tmux.marked_sessions(MARKS) {
+    let marked = match tmux.marked_sessions(MARKS) {
         Ok(m) => m,
         Err(OrangeError::BackendNotFound(_)) => Marked::default(),
         Err(e) => return Err(e),
     };
+    reconcile_seen(home, tmux, marked, thorough, &HashSet::new())
+}
+
+/// [`reconcile`] on sessions already listed (the observer's one tmux call lists them with
+/// their marks; tmux is asked again only to confirm a session before acting on it).
+///
+/// `active`: `(project, id)` of tasks the caller has just read as active (the monitor's
+/// pass reads them anyway): a workspace bound to one of them is theirs, without reading
+/// the task again.
+pub fn reconcile_seen(
+    home: &Home,
+    tmux: &Tmux,
+    marked: Marked,
+    thorough: bool,
+    active: &HashSet<(String, String)>,
+) -> Result<Vec<Repair>> {
+    if !home.root.exists() {
+        return Ok(vec![]);
+    }
+    let Marked { server, sessions } = marked;
     let root = home_key(home);
     let ours: Vec<&MarkedSession> = sessions
         .iter()
@@ -103,7 +122,7 @@ pub fn reconcile(home: &Home, tmux: &Tmux, thorough: bool) -> Result<Vec<Repair>
                 repairs.extend(task_session(home, tmux, &store, &name, id, &on)?);
             }
         }
-        repairs.extend(bindings(home, &store, &name, thorough)?);
+        repairs.extend(bindings(home, &store, &name, thorough, active)?);
     }
     let lanes: Vec<&MarkedSession> = ours
         .iter()
@@ -248,9 +267,18 @@ fn task_session(
 }
 
 /// Workspaces bound to tasks of `project` that hold nothing (the project's lock held).
-fn bindings(home: &Home, store: &TaskStore, project: &str, thorough: bool) -> Result<Vec<Repair>> {
+fn bindings(
+    home: &Home,
+    store: &TaskStore,
+    project: &str,
+    thorough: bool,
+    active: &HashSet<(String, String)>,
+) -> Result<Vec<Repair>> {
     let mut repairs = vec![];
     for (ws, label) in pool::bindings(home, project)? {
+        if active.contains(&(project.to_string(), label.clone())) {
+            continue;
+        }
         // A label that is no task is an outside tool's binding (`workspace gc` judges it).
         let Ok(mut t) = store.load(project, &label) else {
             continue;

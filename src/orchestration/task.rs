@@ -3,7 +3,7 @@
 
 use std::fs::OpenOptions;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -14,9 +14,12 @@ use crate::execution::pool::TaskLookup;
 /// The tmux session option that marks a task's session (its value: the task id).
 pub use crate::execution::session::TASK_MARK as SESSION_MARK;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
+    #[default]
     Pending,
     Planning,
     Clarification,
@@ -126,8 +129,9 @@ impl std::fmt::Display for Status {
     }
 }
 
-/// `task.json`: the seed field names, plus what orange needs to find things again.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// `task.json`: the seed field names, plus what orange needs to find things again. The
+/// default is a pending task with nothing bound (what a new record starts from).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Task {
     pub id: String,
     pub project: String,
@@ -243,12 +247,14 @@ pub fn valid_id(id: &str) -> bool {
 
 pub struct TaskStore {
     root: PathBuf,
+    home: Home,
 }
 
 impl TaskStore {
     pub fn new(home: &Home) -> TaskStore {
         TaskStore {
             root: home.tasks_dir(),
+            home: home.clone(),
         }
     }
 
@@ -285,10 +291,6 @@ impl TaskStore {
         }
     }
 
-    pub fn exists(&self, project: &str, id: &str) -> bool {
-        valid_id(id) && self.json_path(project, id).exists()
-    }
-
     pub fn load(&self, project: &str, id: &str) -> Result<Task> {
         if !valid_id(id) {
             return Err(OrangeError::TaskNotFound(id.to_string()));
@@ -299,7 +301,8 @@ impl TaskStore {
                 "{id} (in project {project})"
             )));
         }
-        let text = std::fs::read(&path).ctx(|| format!("reading {}", path.display()))?;
+        let mut text = Vec::with_capacity(2048);
+        store::read_small(&path, &mut text).ctx(|| format!("reading {}", path.display()))?;
         serde_json::from_slice(&text).map_err(|e| OrangeError::StateCorrupt {
             path,
             detail: e.to_string(),
@@ -335,8 +338,118 @@ impl TaskStore {
         }
     }
 
+    /// Write `task.json` and keep the index of open tasks right. The order makes a crash
+    /// harmless: an open task is indexed before its file says so; a finished one leaves
+    /// the index after. (A stale entry costs one read and is pruned by [`Self::list_open`].)
     pub fn save(&self, task: &Task) -> Result<()> {
-        store::write_json_atomic(&self.json_path(&task.project, &task.id), task)
+        let marker = self.open_marker(&task.project, &task.id);
+        if !task.status.is_final() && !marker.exists() {
+            if let Some(dir) = marker.parent() {
+                store::ensure_dir(dir)?;
+            }
+            std::fs::File::create(&marker).ctx(|| format!("indexing {}", marker.display()))?;
+        }
+        store::write_json_atomic(&self.json_path(&task.project, &task.id), task)?;
+        if task.status.is_final() {
+            let _ = std::fs::remove_file(&marker);
+        }
+        // Every observation taken before this is stale; the monitor looks again.
+        store::poke(&self.home);
+        Ok(())
+    }
+
+    /// `tasks/<project>/.open/`: one empty file per task that is not done or cancelled, so
+    /// the hot paths (the observer, create, the queue) never read finished tasks.
+    fn open_dir(&self, project: &str) -> PathBuf {
+        self.project_dir(project).join(".open")
+    }
+
+    fn open_marker(&self, project: &str, id: &str) -> PathBuf {
+        self.open_dir(project).join(id)
+    }
+
+    /// Every project that has a task folder.
+    fn projects(&self) -> Vec<String> {
+        std::fs::read_dir(&self.root)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// The ids in the index of open tasks of `project`, building it from the task files
+    /// the first time (a data root from before the index).
+    fn open_ids(&self, project: &str) -> Vec<String> {
+        let dir = self.open_dir(project);
+        let built = dir.join(".built");
+        if !built.exists() {
+            let _ = std::fs::create_dir_all(&dir);
+            for entry in std::fs::read_dir(self.project_dir(project))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let id = entry.file_name().to_string_lossy().into_owned();
+                if self
+                    .head(project, &id)
+                    .is_some_and(|h| Status::parse(&h.status).map_or(true, |s| !s.is_final()))
+                {
+                    let _ = std::fs::File::create(dir.join(&id));
+                }
+            }
+            let _ = std::fs::File::create(&built);
+        }
+        std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|id| valid_id(id))
+            .collect()
+    }
+
+    /// Every task of `project` (or of all projects) that is not done or cancelled, oldest
+    /// first, read through the index: the cost does not grow with finished tasks. An
+    /// unreadable task file is an error, as in [`Self::list`].
+    pub fn list_open(&self, project: Option<&str>) -> Result<Vec<Task>> {
+        let (tasks, errors) = self.read_open(project);
+        match errors.into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok(tasks),
+        }
+    }
+
+    /// Like [`Self::list_open`], but lenient: unreadable task files are counted, not an
+    /// error (what a status line must do). Returns the tasks and the count of unreadable.
+    pub fn list_open_lenient(&self) -> (Vec<Task>, u32) {
+        let (tasks, errors) = self.read_open(None);
+        (tasks, errors.len() as u32)
+    }
+
+    /// The open tasks that read well, oldest first, and the errors of those that did not.
+    /// Entries of finished or removed tasks are stale: pruned from the index.
+    fn read_open(&self, project: Option<&str>) -> (Vec<Task>, Vec<OrangeError>) {
+        let projects = match project {
+            Some(p) => vec![p.to_string()],
+            None => self.projects(),
+        };
+        let mut out = vec![];
+        let mut errors = vec![];
+        for p in projects {
+            for id in self.open_ids(&p) {
+                match self.load(&p, &id) {
+                    Ok(t) if !t.status.is_final() => out.push(t),
+                    Ok(_) | Err(OrangeError::TaskNotFound(_)) => {
+                        let _ = std::fs::remove_file(self.open_marker(&p, &id));
+                    }
+                    Err(e) => errors.push(e),
+                }
+            }
+        }
+        out.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        (out, errors)
     }
 
     /// Every task of `project` (or of all projects), oldest first. Unreadable task files
@@ -344,13 +457,7 @@ impl TaskStore {
     pub fn list(&self, project: Option<&str>) -> Result<Vec<Task>> {
         let projects: Vec<String> = match project {
             Some(p) => vec![p.to_string()],
-            None => std::fs::read_dir(&self.root)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .filter(|e| e.path().is_dir())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect(),
+            None => self.projects(),
         };
         let mut out = vec![];
         for p in projects {
@@ -395,7 +502,10 @@ impl TaskStore {
 
     pub fn remove(&self, task: &Task) -> Result<()> {
         let dir = self.dir(&task.project, &task.id);
-        std::fs::remove_dir_all(&dir).ctx(|| format!("removing {}", dir.display()))
+        std::fs::remove_dir_all(&dir).ctx(|| format!("removing {}", dir.display()))?;
+        let _ = std::fs::remove_file(self.open_marker(&task.project, &task.id));
+        store::poke(&self.home);
+        Ok(())
     }
 }
 
@@ -498,9 +608,7 @@ impl TaskLookup for TaskStore {
     }
 
     fn holder_of(&self, project: &str, workspace: &str) -> Option<String> {
-        let dir = std::fs::read_dir(self.project_dir(project)).ok()?;
-        for entry in dir.flatten() {
-            let id = entry.file_name().to_string_lossy().into_owned();
+        for id in self.open_ids(project) {
             if let Some(h) = self.head(project, &id) {
                 if h.workspace.as_deref() == Some(workspace) && !head_is_final(&h) {
                     return Some(id);
@@ -514,10 +622,6 @@ impl TaskLookup for TaskStore {
 /// Which task a directory belongs to: the workspace that contains it, or `$ORANGE_TASK_ID`.
 pub fn id_from_env() -> Option<String> {
     std::env::var("ORANGE_TASK_ID").ok().filter(|s| valid_id(s))
-}
-
-pub fn is_inside(path: &Path, dir: &Path) -> bool {
-    path.starts_with(dir)
 }
 
 #[cfg(test)]

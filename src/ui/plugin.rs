@@ -17,8 +17,8 @@ use serde_json::{json, Value};
 use crate::adapters::store::Home;
 use crate::adapters::tmux::{OptionScope, Tmux};
 use crate::error::{OrangeError, Result};
-use crate::orchestration::lifecycle::{TaskView, Tasks};
-use crate::orchestration::task::{Status, Task, TaskStore};
+use crate::orchestration::attention::{self, Item};
+use crate::orchestration::task::{Task, TaskStore};
 use crate::ui::output::Out;
 
 /// Session option naming the task of an orange task session (its id). Set at spawn and
@@ -122,7 +122,7 @@ pub fn task_of_session(
             return Ok(Some(t));
         }
     }
-    let found = store.list(None)?.into_iter().find(|t| {
+    let found = store.list_open(None)?.into_iter().find(|t| {
         !t.status.is_final()
             && (t.tmux_session_id.as_deref() == Some(session_id)
                 || (t.tmux_session_id.is_none() && t.tmux_session.as_deref() == Some(session_name)))
@@ -260,51 +260,38 @@ fn exe_path() -> Result<PathBuf> {
     std::env::current_exe().map_err(|e| OrangeError::io("finding the orange binary", e))
 }
 
-/// Does the task wait for its user: a question asked, stuck, ready for review; or, while
-/// it is active, an agent waiting for input, in error, or no longer running?
-pub fn waits_for_user(v: &TaskView) -> bool {
-    use crate::orchestration::agent::State;
-    match v.task.status {
-        Status::Clarification | Status::Stuck | Status::Reviewing => true,
-        s if s.is_active() => {
-            v.session.state == "dead"
-                || matches!(
-                    v.agent.state,
-                    Some(State::Waiting | State::Blocked | State::Error | State::Dead)
-                )
-        }
-        _ => false,
-    }
-}
-
-/// The next task waiting for its user after the task of `current_session` (a session id),
-/// in creation order and round again; only tasks whose session exists.
-pub fn next_waiting<'v>(
-    list: &'v [TaskView],
+/// The next task (or lane) that needs its person ([`attention::needs_you`]: the one
+/// definition) after the one whose session is `current_session` (a session id), in creation
+/// order and round again; only those whose session exists (`sessions`: the ids tmux has).
+pub fn next_waiting<'i>(
+    items: &'i [Item],
+    sessions: &[&str],
     current_session: Option<&str>,
-) -> Option<&'v TaskView> {
-    let waiting: Vec<&TaskView> = list
+) -> Option<&'i Item> {
+    let key = |i: &'i Item| (i.created_at.as_str(), i.id.as_str());
+    let mut waiting: Vec<&Item> = items
         .iter()
-        .filter(|v| v.session.state != "none" && v.task.tmux_session_id.is_some())
-        .filter(|v| waits_for_user(v))
+        .filter(|i| {
+            i.session_id
+                .as_deref()
+                .is_some_and(|s| sessions.contains(&s))
+        })
+        .filter(|i| attention::needs_you(i))
         .collect();
-    let mut sorted = waiting;
-    sorted.sort_by(|a, b| {
-        (a.task.created_at.as_str(), a.task.id.as_str())
-            .cmp(&(b.task.created_at.as_str(), b.task.id.as_str()))
-    });
+    waiting.sort_by_key(|i| key(i));
     let here = current_session.and_then(|s| {
-        list.iter()
-            .find(|v| v.task.tmux_session_id.as_deref() == Some(s))
-            .map(|v| (v.task.created_at.as_str(), v.task.id.as_str()))
+        items
+            .iter()
+            .find(|i| i.session_id.as_deref() == Some(s))
+            .map(key)
     });
     match here {
-        Some(key) => sorted
+        Some(k) => waiting
             .iter()
-            .find(|v| (v.task.created_at.as_str(), v.task.id.as_str()) > key)
-            .or(sorted.first())
+            .find(|i| key(i) > k)
+            .or(waiting.first())
             .copied(),
-        None => sorted.first().copied(),
+        None => waiting.first().copied(),
     }
 }
 
@@ -333,22 +320,23 @@ pub fn run(home: &Home, cmd: PluginCmd) -> Result<Out> {
     let tmux = Tmux::from_env();
     match cmd {
         PluginCmd::Next { client, session } => {
-            let tasks = Tasks::new(home).with_tmux(tmux.clone());
-            let list = tasks.list(None, None)?;
-            let Some(next) = next_waiting(&list, session.as_deref()) else {
+            let snap = crate::orchestration::observer::current(home, &tmux)?;
+            let sessions: Vec<&str> = snap.sessions.iter().map(|s| s.id.as_str()).collect();
+            let Some(next) = next_waiting(&snap.summary.items, &sessions, session.as_deref())
+            else {
                 let msg = "orange: no task is waiting for you";
                 let _ = tmux.display_message_to(client.as_deref(), None, msg);
                 return Ok(Out::new(json!({"switched": null}), format!("{msg}\n")));
             };
-            let target = next.task.tmux_session_id.clone().unwrap_or_default();
+            let target = next.session_id.clone().unwrap_or_default();
             tmux.switch_client_of(client.as_deref(), &target)?;
             let msg = format!(
-                "orange: {} {}/{} [{}]",
-                next.task.id, next.task.project, next.task.branch, next.task.status
+                "orange: {} {}/{} [{}] {}",
+                next.id, next.project, next.branch, next.status, next.reason
             );
             let _ = tmux.display_message_to(client.as_deref(), None, &msg);
             Ok(Out::new(
-                json!({"switched": next.task.id, "session": target, "status": next.task.status}),
+                json!({"switched": next.id, "session": target, "status": next.status, "reason": next.reason}),
                 format!("{msg}\n"),
             ))
         }
@@ -366,7 +354,7 @@ pub fn run(home: &Home, cmd: PluginCmd) -> Result<Out> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::orchestration::lifecycle::SessionView;
+    use crate::orchestration::attention::Bucket;
 
     #[test]
     fn sidebar_widths_are_clamped() {
@@ -390,46 +378,45 @@ mod tests {
         }
     }
 
-    fn view(id: &str, created: &str, status: Status, session: &'static str) -> TaskView {
-        let task: Task = serde_json::from_value(json!({
-            "id": id, "project": "p", "branch": format!("b/{id}"), "harness": "h",
-            "status": status, "workspace": null, "tmux_session": format!("p/b/{id}"),
-            "tmux_session_id": format!("${id}"), "summary": "", "created_at": created,
-            "updated_at": created,
-        }))
-        .unwrap();
-        TaskView {
-            task,
-            session: SessionView {
-                state: session,
-                exit_status: None,
-                exit_signal: None,
-            },
-            agent: Default::default(),
+    fn item(id: &str, created: &str, bucket: Bucket) -> Item {
+        Item {
+            kind: "task".into(),
+            id: id.into(),
+            project: "p".into(),
+            branch: format!("b/{id}"),
+            status: "working".into(),
+            bucket,
+            reason: String::new(),
+            session: None,
+            session_id: Some(format!("${id}")),
+            exit_status: None,
+            exit_signal: None,
+            created_at: created.into(),
         }
     }
 
     #[test]
     fn next_waiting_cycles_in_creation_order() {
-        let list = vec![
-            view("1", "2024-01-01T00:00:01", Status::Working, "live"),
-            view("2", "2024-01-01T00:00:02", Status::Stuck, "live"),
-            view("3", "2024-01-01T00:00:03", Status::Working, "dead"),
-            view("4", "2024-01-01T00:00:04", Status::Reviewing, "none"),
-            view("5", "2024-01-01T00:00:05", Status::Clarification, "live"),
-            view("6", "2024-01-01T00:00:06", Status::Done, "dead"),
-            view("7", "2024-01-01T00:00:07", Status::Working, "live"),
+        let items = vec![
+            item("1", "2024-01-01T00:00:01", Bucket::Working),
+            item("2", "2024-01-01T00:00:02", Bucket::Waiting),
+            item("3", "2024-01-01T00:00:03", Bucket::Dead),
+            item("4", "2024-01-01T00:00:04", Bucket::Review),
+            item("5", "2024-01-01T00:00:05", Bucket::Waiting),
+            item("6", "2024-01-01T00:00:06", Bucket::Queued),
+            item("7", "2024-01-01T00:00:07", Bucket::Review),
         ];
-        let mut list = list;
-        list[6].agent.state = Some(crate::orchestration::agent::State::Waiting);
-        let id = |v: Option<&TaskView>| v.map(|v| v.task.id.clone());
-        assert_eq!(id(next_waiting(&list, None)), Some("2".into()));
-        assert_eq!(id(next_waiting(&list, Some("$1"))), Some("2".into()));
-        assert_eq!(id(next_waiting(&list, Some("$2"))), Some("3".into()));
-        assert_eq!(id(next_waiting(&list, Some("$3"))), Some("5".into()));
-        assert_eq!(id(next_waiting(&list, Some("$5"))), Some("7".into()));
-        assert_eq!(id(next_waiting(&list, Some("$7"))), Some("2".into()));
-        assert_eq!(id(next_waiting(&list, Some("$99"))), Some("2".into()));
-        assert_eq!(id(next_waiting(&list[..1], None)), None);
+        // Task 4's session is gone: it cannot be switched to.
+        let sessions = ["$1", "$2", "$3", "$5", "$6", "$7"];
+        let id = |i: Option<&Item>| i.map(|i| i.id.clone());
+        let next = |cur| id(next_waiting(&items, &sessions, cur));
+        assert_eq!(next(None), Some("2".into()));
+        assert_eq!(next(Some("$1")), Some("2".into()));
+        assert_eq!(next(Some("$2")), Some("3".into()));
+        assert_eq!(next(Some("$3")), Some("5".into()));
+        assert_eq!(next(Some("$5")), Some("7".into()));
+        assert_eq!(next(Some("$7")), Some("2".into()));
+        assert_eq!(next(Some("$99")), Some("2".into()));
+        assert_eq!(id(next_waiting(&items[..1], &sessions, None)), None);
     }
 }

@@ -12,13 +12,13 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use unicode_width::UnicodeWidthStr;
 
-use crate::adapters::git::{self, BranchDiff, ChangedFile, LineCache};
+use crate::adapters::git;
 use crate::adapters::store::Home;
-use crate::adapters::tmux::{PaneInfo, Tmux};
+use crate::adapters::tmux::Tmux;
 use crate::error::Result;
-use crate::orchestration::agent::AgentInfo;
 use crate::orchestration::lifecycle::SessionView;
 use crate::orchestration::task::{Event, Status, Task, TaskStore};
+use crate::ui::diff::{branch_diff, branch_diff_committed, BranchDiff, ChangedFile, LineCache};
 use crate::{execution::pool, orchestration::project};
 
 /// The hint line at the bottom of the sidebar (seed 002's footer, terminal focused).
@@ -146,7 +146,7 @@ pub fn git_part(home: &Home, task: &Task) -> GitPart {
             .unwrap_or_default();
         let diff = if let Some(path) = task.workspace.as_deref().filter(|w| w.starts_with('/')) {
             // A lane: its dedicated worktree, by path (see `lane_task`).
-            git::branch_diff(Path::new(path), &base, Some(&mut cache))?
+            branch_diff(Path::new(path), &base, Some(&mut cache))?
         } else if let Some(ws) = &task.workspace {
             let ws = pool::find(home, ws)?;
             if !ws.path.join(".git").exists() {
@@ -156,9 +156,9 @@ pub fn git_part(home: &Home, task: &Task) -> GitPart {
                     ws.path.display()
                 )));
             }
-            git::branch_diff(&ws.path, &base, Some(&mut cache))?
+            branch_diff(&ws.path, &base, Some(&mut cache))?
         } else if git::local_branch_exists(&project.path, &task.branch) {
-            git::branch_diff_committed(&project.path, &task.branch, &base, Some(&mut cache))?
+            branch_diff_committed(&project.path, &task.branch, &base, Some(&mut cache))?
         } else {
             return Ok(None);
         };
@@ -189,14 +189,6 @@ fn save_line_cache(path: &Path, cache: &LineCache) {
     }
 }
 
-/// Every pane of the server tasks run on (empty without tmux or a server).
-pub fn panes(tmux: &Tmux) -> Vec<PaneInfo> {
-    if !tmux.is_available() {
-        return vec![];
-    }
-    tmux.snapshot().unwrap_or_default()
-}
-
 /// The model of `task` from its files (task.json as given, TASK.md, history), a session
 /// state and a git part: no process is started here.
 pub fn assemble(
@@ -224,7 +216,7 @@ pub fn assemble(
         m.removed = d.removed;
         m.files = d.files.clone();
     }
-    let agent = agent_info(&store.dir(&task.project, &task.id), task, session);
+    let agent = crate::orchestration::attention::agent_state(&store, task, session);
     m.agent = agent
         .state
         .map(|s| match (s, agent.error_kind, agent.blocker) {
@@ -274,19 +266,6 @@ pub fn assemble(
     m
 }
 
-/// `agent.json` (kept by the monitor and agent hooks), corrected by the pane: the pane is
-/// the ground truth for life and death (as `orange task list` shows it).
-fn agent_info(task_dir: &std::path::Path, task: &Task, session: &SessionView) -> AgentInfo {
-    let mut agent = crate::orchestration::agent::load(task_dir).current();
-    if session.state == "dead" || (session.state == "none" && task.status.is_active()) {
-        agent.state = Some(crate::orchestration::agent::State::Dead);
-        agent.exit_status = session.exit_status;
-    } else if session.state == "none" {
-        agent.state = None;
-    }
-    agent
-}
-
 /// The task's `ORANGE_PORT`: the project's port base plus its workspace's slot number.
 fn port_of(home: &Home, task: &Task) -> Option<u16> {
     let (_, index) = pool::parse_name(task.workspace.as_deref()?)?;
@@ -298,43 +277,21 @@ fn port_of(home: &Home, task: &Task) -> Option<u16> {
 /// path) as the workspace, its state as the status (running → working, finished →
 /// reviewing, error → stuck, closed → done), its task key as the summary.
 pub fn lane_task(home: &Home, lane_id: &str) -> Result<Task> {
-    use crate::orchestration::lane::{LaneState, Lanes};
-    let l = Lanes::new(home).get(lane_id)?;
-    let status = match l.state {
-        LaneState::Creating => crate::orchestration::task::Status::Pending,
-        LaneState::Running => crate::orchestration::task::Status::Working,
-        LaneState::Finished => crate::orchestration::task::Status::Reviewing,
-        LaneState::Error => crate::orchestration::task::Status::Stuck,
-        LaneState::Closed => crate::orchestration::task::Status::Done,
-    };
-    Ok(Task {
-        id: l.lane_id.clone(),
-        project: l.project.clone(),
-        branch: l.branch_name.clone(),
-        harness: l.harness.clone(),
-        status,
-        workspace: (!l.worktree_removed).then(|| l.worktree_path.display().to_string()),
-        tmux_session: Some(l.mux_target.clone()),
-        tmux_session_id: l.mux_session_id.clone(),
-        tmux_pane_id: None,
-        summary: format!("lane for {}", l.task_id),
-        created_at: l.created_at.clone(),
-        updated_at: l.updated_at.clone(),
-        crash_count: 0,
-        agent_session_id: None,
-        permission_mode: None,
-        pr: None,
-        failure: None,
-        tmux_server: None,
-        workspace_kept: false,
-    })
+    Ok(crate::orchestration::lane::Lanes::new(home)
+        .get(lane_id)?
+        .as_task())
 }
 
 pub fn model_for_task(home: &Home, task: &Task, now: DateTime<Utc>) -> Result<Model> {
     let tmux = Tmux::from_env();
-    // The tmux call and the git diff do not depend on each other: run them side by side.
+    // The snapshot (a tmux call when stale) and the git diff do not depend on each other:
+    // run them side by side.
     let (panes, git) = std::thread::scope(|s| {
-        let panes = s.spawn(|| panes(&tmux));
+        let panes = s.spawn(|| {
+            crate::orchestration::observer::current(home, &tmux)
+                .map(|snap| snap.panes)
+                .unwrap_or_default()
+        });
         let git = git_part(home, task);
         (panes.join().unwrap_or_default(), git)
     });

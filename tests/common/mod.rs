@@ -6,6 +6,7 @@ pub mod standin;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tempfile::TempDir;
@@ -316,16 +317,107 @@ impl Drop for TmuxServer {
     }
 }
 
-/// Poll until `f` is true (panics with `what` after `secs`).
-pub fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
-    let start = std::time::Instant::now();
+/// How often the waits below look again.
+pub const POLL: Duration = Duration::from_millis(50);
+
+/// Poll `f` every [`POLL`] until it is true; panic with `what` after `timeout`. Tests wait
+/// for what they can observe with this, never with a fixed sleep.
+pub fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
     while !f() {
         assert!(
-            start.elapsed().as_secs() < secs,
-            "timed out after {secs}s waiting for {what}"
+            start.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
         );
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::thread::sleep(POLL);
     }
+}
+
+/// Poll `f` every [`POLL`] until it gives something; None after `timeout` (for a test
+/// that has more to say than `wait_until`'s panic when nothing comes).
+pub fn poll<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if start.elapsed() >= timeout {
+            return None;
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// [`wait_until`] with the timeout in seconds.
+pub fn wait_for(what: &str, secs: u64, f: impl FnMut() -> bool) {
+    wait_until(what, Duration::from_secs(secs), f)
+}
+
+/// The other side of [`wait_until`], for a test that must show something does NOT happen:
+/// `f` must hold at every look (every [`POLL`]) for `period`; panics with `what` at the
+/// first look where it does not. This is the one place a test lets time pass on purpose.
+pub fn holds_for(what: &str, period: Duration, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    loop {
+        assert!(f(), "{what} stopped holding after {:?}", start.elapsed());
+        if start.elapsed() >= period {
+            return;
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Whether this run is CI's (`CI` set, and not to `false` or `0`): there `.ci/run` has
+/// installed every program the suite drives, so a missing one is a failure.
+pub fn in_ci() -> bool {
+    std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+/// The name of the running test (libtest names its thread after it).
+pub fn test_name() -> String {
+    std::thread::current()
+        .name()
+        .filter(|n| *n != "main")
+        .unwrap_or("this test")
+        .to_string()
+}
+
+/// A test that drives a real external program (zellij, the real agent CLIs from npm,
+/// sshd, TPM…) calls this first: `found` says whether `tool` is there. Missing in CI (see
+/// [`in_ci`]): the test fails, saying so. Missing elsewhere: it prints
+/// `SKIP: <test>: <reason>` (shown even when the test passes) and returns false, and the
+/// test returns at once. Such a test never passes silently without its program.
+#[must_use]
+pub fn require(tool: &str, found: bool, why: &str) -> bool {
+    if found {
+        return true;
+    }
+    let test = test_name();
+    let fix = "scripts/install-test-deps.sh installs it";
+    assert!(
+        !in_ci(),
+        "{test}: {tool} is missing, and CI must run this test ({why}); {fix}"
+    );
+    // Straight to stderr, not through eprintln!: the test harness keeps what a passing
+    // test prints to itself, and a skip must be seen.
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIP: {test}: {tool} is not installed ({why}); {fix}"
+    );
+    false
+}
+
+/// `program` in a directory of `path` (a `PATH` value), executable.
+pub fn find_program(path: &str, program: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(path).find_map(|dir| {
+        let p = dir.join(program);
+        std::fs::metadata(&p)
+            .ok()
+            .filter(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .map(|_| p)
+    })
 }
 
 pub fn fixtures() -> PathBuf {
@@ -470,7 +562,42 @@ impl TaskEnv {
     pub fn agent_log(&self, id: &str, file: &str) -> String {
         let p = self.env.home.join("agent-log").join(id).join(file);
         wait_for(&format!("{}", p.display()), 20, || p.exists());
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        // The fake agent writes each file with one `>` redirection: it may exist before
+        // its text is in it.
+        std::thread::sleep(POLL);
         std::fs::read_to_string(p).unwrap()
     }
+}
+
+/// A `tmux` that logs each call (its arguments, one line) and runs the real one.
+pub fn counting_tmux(dir: &Path) -> (PathBuf, PathBuf) {
+    let bin = dir.join("counting-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = dir.join("tmux-calls.log");
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v tmux"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let script = format!(
+        "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+        log.display(),
+        real.trim()
+    );
+    let path = bin.join("tmux");
+    std::fs::write(&path, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (bin, log)
+}
+
+pub fn calls(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
 }

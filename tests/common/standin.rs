@@ -310,7 +310,7 @@ impl StandIn {
         thread::Builder::new()
             .name("standin-idle".into())
             .spawn(move || loop {
-                thread::sleep(Duration::from_millis(250));
+                thread::sleep(POLL);
                 if wd.stopped() {
                     return;
                 }

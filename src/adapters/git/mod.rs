@@ -1,0 +1,395 @@
+//! The git adapter: every git operation orange performs goes through here.
+//! Reads use git2 where it is as fast as the CLI; worktree add/remove, reset, clean and
+//! fetch use the `git` CLI (git2 cannot add a detached worktree in one call).
+//!
+//! Here: running git, the repository, its refs and branches. `worktree.rs` (re-exported
+//! here): adding, inspecting, resetting and removing worktrees. [`diff`]: the reads a diff
+//! of a work tree against a base is built from (the sidebar's diff, `ui::diff`, decides
+//! what they show).
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use crate::error::{OrangeError, Result};
+
+pub mod diff;
+mod worktree;
+
+pub use worktree::{
+    detach_reset_clean, inspect, is_worktree_of, unsaved_work, untracked, worktree_add_branch,
+    worktree_add_detached, worktree_prune, worktree_remove, Inspection,
+};
+
+/// Variables that would point git at another repository than the one we name.
+const GIT_ENV_OVERRIDES: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+];
+
+fn git_cmd(dir: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.arg("-C").arg(dir);
+    for v in GIT_ENV_OVERRIDES {
+        cmd.env_remove(v);
+    }
+    cmd.env("GIT_TERMINAL_PROMPT", "0")
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null());
+    cmd
+}
+
+fn run<I, S>(dir: &Path, args: I) -> Result<Output>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut cmd = git_cmd(dir);
+    cmd.args(args);
+    cmd.output().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            OrangeError::BackendNotFound("git is not on PATH".into())
+        } else {
+            OrangeError::io("running git", e)
+        }
+    })
+}
+
+/// Run git and require success; the error carries git's own message.
+fn run_ok<I, S>(dir: &Path, args: I) -> Result<String>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+    let out = run(dir, &args)?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        let shown: Vec<String> = args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        Err(OrangeError::BackendCommandFailed(format!(
+            "git {} failed in {}: {}",
+            shown.join(" "),
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
+}
+
+/// Run `git ARGS` in `dir` and require success (the CLI, for what git2 does not do: the
+/// demo's sandbox repository is made this way).
+pub fn run_in(dir: &Path, args: &[&str]) -> Result<()> {
+    run_ok(dir, args).map(|_| ())
+}
+
+fn open(path: &Path) -> Result<git2::Repository> {
+    git2::Repository::open(path).map_err(|e| {
+        OrangeError::BackendCommandFailed(format!(
+            "opening git repository {}: {}",
+            path.display(),
+            e.message()
+        ))
+    })
+}
+
+/// Reads for display only: skip libgit2's re-hashing of every object it reads (the object
+/// database's own checksums still apply). Process-wide; call it in read-only processes.
+pub fn fast_reads() {
+    git2::opts::strict_hash_verification(false);
+}
+
+/// The top-level directory of the (main) repository containing `path`.
+/// A linked worktree or a bare repository is refused with a clear error.
+pub fn main_toplevel(path: &Path) -> Result<PathBuf> {
+    let repo = git2::Repository::discover(path).map_err(|_| {
+        OrangeError::invalid(format!("{} is not inside a git repository", path.display()))
+    })?;
+    if repo.is_bare() {
+        return Err(OrangeError::invalid(format!(
+            "{} is a bare repository; orange needs a repository with a working tree",
+            path.display()
+        )));
+    }
+    let workdir = repo
+        .workdir()
+        .expect("non-bare repo has a workdir")
+        .to_path_buf();
+    if repo.is_worktree() {
+        let main = repo
+            .commondir()
+            .parent()
+            .unwrap_or(repo.commondir())
+            .to_path_buf();
+        return Err(OrangeError::invalid(format!(
+            "{} is a linked worktree; register the main repository {} instead",
+            workdir.display(),
+            main.display()
+        )));
+    }
+    Ok(workdir.canonicalize().unwrap_or(workdir))
+}
+
+/// The default branch: origin/HEAD, else `main`, else `master`, else the current branch.
+pub fn default_branch(repo_path: &Path) -> Result<String> {
+    let repo = open(repo_path)?;
+    if let Ok(r) = repo.find_reference("refs/remotes/origin/HEAD") {
+        if let Some(target) = r.symbolic_target() {
+            if let Some(b) = target.strip_prefix("refs/remotes/origin/") {
+                return Ok(b.to_string());
+            }
+        }
+    }
+    for b in ["main", "master"] {
+        if repo.find_reference(&format!("refs/heads/{b}")).is_ok()
+            || repo
+                .find_reference(&format!("refs/remotes/origin/{b}"))
+                .is_ok()
+        {
+            return Ok(b.to_string());
+        }
+    }
+    if let Ok(head) = repo.head() {
+        if head.is_branch() {
+            if let Some(name) = head.shorthand() {
+                return Ok(name.to_string());
+            }
+        }
+    }
+    Ok("main".to_string())
+}
+
+/// Is `name` acceptable to git as a branch name (`git check-ref-format --branch`)?
+pub fn valid_branch_name(name: &str) -> bool {
+    !name.starts_with('-') && git2::Branch::name_is_valid(name).unwrap_or(false)
+}
+
+/// The ref worktrees start from: `origin/<branch>` when that remote ref exists, else
+/// the local branch. Errors when neither resolves to a commit.
+pub fn base_ref(repo_path: &Path, branch: &str) -> Result<String> {
+    let repo = open(repo_path)?;
+    for candidate in [
+        format!("refs/remotes/origin/{branch}"),
+        format!("refs/heads/{branch}"),
+    ] {
+        if let Ok(r) = repo.find_reference(&candidate) {
+            if r.peel_to_commit().is_ok() {
+                let short = candidate
+                    .strip_prefix("refs/remotes/")
+                    .or_else(|| candidate.strip_prefix("refs/heads/"))
+                    .unwrap()
+                    .to_string();
+                return Ok(short);
+            }
+        }
+    }
+    Err(OrangeError::invalid(format!(
+        "base branch {branch:?} of {} resolves to no commit (neither origin/{branch} nor {branch} exists); set it with --default-branch",
+        repo_path.display()
+    )))
+}
+
+/// The commit id a ref names.
+pub fn rev_parse(repo_path: &Path, rev: &str) -> Result<String> {
+    let repo = open(repo_path)?;
+    let obj = repo
+        .revparse_single(rev)
+        .and_then(|o| o.peel_to_commit())
+        .map_err(|_| {
+            OrangeError::invalid(format!(
+                "{rev:?} is not a commit in {}",
+                repo_path.display()
+            ))
+        })?;
+    Ok(obj.id().to_string())
+}
+
+/// Best-effort `git fetch origin <branch>`; returns the error text on failure.
+pub fn fetch(repo_path: &Path, branch: &str) -> Option<String> {
+    if !has_remote(repo_path, "origin") {
+        return None;
+    }
+    match run_ok(
+        repo_path,
+        ["fetch", "--quiet", "--no-tags", "origin", branch],
+    ) {
+        Ok(_) => None,
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+fn has_remote(repo_path: &Path, name: &str) -> bool {
+    open(repo_path)
+        .map(|r| r.find_remote(name).is_ok())
+        .unwrap_or(false)
+}
+
+/// Make sure `.git/info/exclude` of the main repository lists `patterns`
+/// (worktrees share it, so TASK.md and friends never show as untracked).
+pub fn ensure_excluded(repo_path: &Path, patterns: &[&str]) -> Result<()> {
+    let repo = open(repo_path)?;
+    let info = repo.commondir().join("info");
+    std::fs::create_dir_all(&info)
+        .map_err(|e| OrangeError::io(format!("creating {}", info.display()), e))?;
+    let file = info.join("exclude");
+    let current = std::fs::read_to_string(&file).unwrap_or_default();
+    let missing: Vec<&&str> = patterns
+        .iter()
+        .filter(|p| !current.lines().any(|l| l.trim() == **p))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut text = current;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str("# added by orange\n");
+    for p in missing {
+        text.push_str(p);
+        text.push('\n');
+    }
+    std::fs::write(&file, text)
+        .map_err(|e| OrangeError::io(format!("writing {}", file.display()), e))
+}
+
+/// Does `refs/heads/<branch>` exist?
+pub fn local_branch_exists(repo_path: &Path, branch: &str) -> bool {
+    open(repo_path).is_ok_and(|r| r.find_reference(&format!("refs/heads/{branch}")).is_ok())
+}
+
+/// Does `refs/remotes/origin/<branch>` exist?
+fn remote_branch_exists(repo_path: &Path, branch: &str) -> bool {
+    open(repo_path).is_ok_and(|r| {
+        r.find_reference(&format!("refs/remotes/origin/{branch}"))
+            .is_ok()
+    })
+}
+
+/// The worktree (main or linked) that has `branch` checked out, if any.
+pub fn branch_checked_out_at(repo_path: &Path, branch: &str) -> Result<Option<PathBuf>> {
+    let out = run_ok(repo_path, ["worktree", "list", "--porcelain", "-z"])?;
+    let want = format!("branch refs/heads/{branch}");
+    let mut current: Option<PathBuf> = None;
+    for field in out.split('\0') {
+        if let Some(p) = field.strip_prefix("worktree ") {
+            current = Some(PathBuf::from(p));
+        } else if field == want {
+            return Ok(current);
+        }
+    }
+    Ok(None)
+}
+
+/// Put `branch` in the worktree at `path`: the local branch when it exists, else a new
+/// one tracking `origin/<branch>` when that exists, else a new one at the current HEAD.
+pub fn checkout_task_branch(repo_path: &Path, path: &Path, branch: &str) -> Result<&'static str> {
+    if local_branch_exists(repo_path, branch) {
+        run_ok(path, ["checkout", "--quiet", branch])?;
+        Ok("existing")
+    } else if remote_branch_exists(repo_path, branch) {
+        let remote = format!("origin/{branch}");
+        run_ok(
+            path,
+            ["checkout", "--quiet", "--track", "-b", branch, &remote],
+        )?;
+        Ok("remote")
+    } else {
+        run_ok(path, ["checkout", "--quiet", "-b", branch])?;
+        Ok("new")
+    }
+}
+
+/// The branch checked out at `path`, `None` when detached.
+pub fn current_branch(path: &Path) -> Result<Option<String>> {
+    let repo = open(path)?;
+    let head = match repo.head() {
+        Ok(h) => h,
+        Err(_) => return Ok(None),
+    };
+    Ok(head
+        .is_branch()
+        .then(|| head.shorthand().unwrap_or_default().to_string()))
+}
+
+/// `git branch -m old new` run in `path`.
+pub fn rename_branch(path: &Path, old: &str, new: &str) -> Result<()> {
+    run_ok(path, ["branch", "-m", old, new]).map(|_| ())
+}
+
+/// Merge `branch` into `target` (the default branch). When `target` is checked out in the
+/// main worktree, `git merge` runs there; a fast-forward of a branch checked out nowhere
+/// updates the ref directly. Returns the new commit of `target`.
+pub fn merge_into(repo_path: &Path, target: &str, branch: &str, ff_only: bool) -> Result<String> {
+    match branch_checked_out_at(repo_path, target)? {
+        Some(at) => {
+            let at = at.canonicalize().unwrap_or(at);
+            let msg = format!("Merge branch '{branch}'");
+            if ff_only {
+                run_ok(&at, ["merge", "--quiet", "--ff-only", branch])?;
+            } else {
+                run_ok(&at, ["merge", "--quiet", "--no-ff", "-m", &msg, branch])?;
+            }
+            rev_parse(&at, "HEAD")
+        }
+        None if ff_only => {
+            let spec = format!("refs/heads/{branch}:refs/heads/{target}");
+            run_ok(repo_path, ["fetch", "--quiet", ".", &spec])?;
+            rev_parse(repo_path, &format!("refs/heads/{target}"))
+        }
+        None => Err(OrangeError::invalid(format!(
+            "a merge commit needs {target} checked out in {}; check it out there or use --strategy ff",
+            repo_path.display()
+        ))),
+    }
+}
+
+/// Is every commit of `branch` already in `target`?
+pub fn is_merged(repo_path: &Path, branch: &str, target: &str) -> Result<bool> {
+    let repo = open(repo_path)?;
+    let id = |rev: &str| {
+        repo.revparse_single(rev)
+            .and_then(|o| o.peel_to_commit())
+            .map(|c| c.id())
+            .ok()
+    };
+    let merged = match (id(branch), id(target)) {
+        (Some(b), Some(t)) => b == t || repo.graph_descendant_of(t, b).unwrap_or(false),
+        _ => false,
+    };
+    Ok(merged)
+}
+
+/// Commits on HEAD that no remote-tracking ref holds: `None` when the repository has no
+/// remote (nothing could have been pushed), else the count (at most 1000 are counted).
+pub fn unpushed_commits(path: &Path) -> Result<Option<usize>> {
+    let repo = open(path)?;
+    let remotes = repo.remotes().map(|r| r.len()).unwrap_or(0);
+    if remotes == 0 {
+        return Ok(None);
+    }
+    let Some(head) = repo.head().ok().and_then(|h| h.target()) else {
+        return Ok(Some(0));
+    };
+    let mut walk = repo
+        .revwalk()
+        .map_err(|e| OrangeError::BackendCommandFailed(e.message().to_string()))?;
+    walk.push(head)
+        .map_err(|e| OrangeError::BackendCommandFailed(e.message().to_string()))?;
+    if let Ok(refs) = repo.references_glob("refs/remotes/*") {
+        for r in refs.flatten() {
+            if let Some(oid) = r.resolve().ok().and_then(|r| r.target()) {
+                let _ = walk.hide(oid);
+            }
+        }
+    }
+    Ok(Some(walk.take(1000).count()))
+}

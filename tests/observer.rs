@@ -1,0 +1,220 @@
+//! One observer, many readers (DESIGN.md): the monitor asks tmux once per pass and writes
+//! the snapshot; the status line, the sidebars and the picker read it; commands poke. Real
+//! git, a real tmux server, fake agents; tmux calls counted by a wrapper first on PATH.
+
+// Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
+#![allow(clippy::disallowed_methods)]
+
+use crate::common;
+
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use common::{calls, counting_tmux, holds_for, wait_for, TaskEnv};
+use serde_json::Value;
+
+fn id(v: &Value) -> String {
+    v["id"].as_str().unwrap().to_string()
+}
+
+/// The snapshot file the observer wrote for the test's tmux server.
+fn snapshot(env: &TaskEnv) -> Option<Value> {
+    let dir = std::fs::read_dir(env.home.join("run")).ok()?;
+    let path = dir.flatten().map(|e| e.path()).find(|p| {
+        p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("snapshot-"))
+    })?;
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+/// A background `orange monitor`, killed when dropped.
+struct Background(Child);
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_monitor(env: &TaskEnv, interval: &str) -> Background {
+    let child = env
+        .cmd_in(&env.repo, &["monitor", "--interval", interval])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let monitor = Background(child);
+    wait_for(
+        "the monitor to hold its lock and write a snapshot",
+        20,
+        || {
+            let locked = std::fs::read_dir(env.home.join("run")).is_ok_and(|d| {
+                d.flatten().any(|e| {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    n.starts_with("monitor-") && n.ends_with(".json")
+                })
+            });
+            locked && snapshot(env).is_some()
+        },
+    );
+    monitor
+}
+
+#[test]
+fn a_monitor_pass_asks_tmux_once() {
+    let env = TaskEnv::new();
+    env.add_project(&["--pool-size", "4"]);
+    let mut ids = vec![];
+    for b in ["one/a", "one/b", "one/c"] {
+        let t = env.ok(&["task", "create", b, "Wait", "--harness", "fake-wait"]);
+        ids.push(id(&t));
+    }
+    for i in &ids {
+        env.wait_session(i, "live");
+    }
+    let (bin, log) = counting_tmux(&env.root());
+    let path = format!("{}:{}", bin.display(), env.path);
+    let pass = || {
+        let before = calls(&log).len();
+        let out = env
+            .cmd_in(&env.repo, &["monitor", "--once", "--json"])
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (v, calls(&log)[before..].to_vec())
+    };
+    // The first pass may publish what changed; the next one has nothing to change.
+    let (first, _) = pass();
+    assert_eq!(first["checked"], 3, "{first}");
+    let (report, second) = pass();
+    assert_eq!(report["checked"], 3, "{report}");
+    assert_eq!(second.len(), 1, "one tmux call per pass: {second:?}");
+    assert!(second[0].contains(" list-panes -a "), "{second:?}");
+    // What it saw is in the snapshot the readers use.
+    let snap = snapshot(&env).expect("the pass wrote the snapshot");
+    assert_eq!(snap["summary"]["working"], 3, "{snap}");
+}
+
+#[test]
+fn with_a_monitor_sidebars_and_the_status_line_never_ask_tmux() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let t = env.ok(&["task", "create", "side/a", "Wait", "--harness", "fake-wait"]);
+    let tid = id(&t);
+    env.wait_session(&tid, "live");
+    let _monitor = start_monitor(&env, "1s");
+    let (bin, log) = counting_tmux(&env.root());
+    let path = format!("{}:{}", bin.display(), env.path);
+    // Three sidebars on the task, as three panes would run them (no terminal here: the
+    // size comes from COLUMNS/LINES).
+    let sidebars: Vec<Background> = (0..3)
+        .map(|_| {
+            Background(
+                env.cmd_in(&env.repo, &["sidebar", "--task", &tid])
+                    .env("PATH", &path)
+                    .env("COLUMNS", "40")
+                    .env("LINES", "30")
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    // They watch the snapshot the monitor renews (a pass a second): no tmux call of theirs.
+    holds_for(
+        "sidebars that never call tmux",
+        Duration::from_secs(3),
+        || calls(&log).is_empty(),
+    );
+    drop(sidebars);
+    // The status line reads the same snapshot.
+    let out = env
+        .cmd_in(&env.repo, &["status", "--format", "plain"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("working 1"),
+        "{out:?}"
+    );
+    assert_eq!(calls(&log), Vec::<String>::new(), "no tmux call at all");
+}
+
+#[test]
+fn a_change_wakes_the_monitor_at_once() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    // A minute between passes: only the poke of `task create` can make the next one.
+    let _monitor = start_monitor(&env, "60s");
+    let before = snapshot(&env).unwrap();
+    assert_eq!(before["summary"]["queued"], 0, "{before}");
+    env.ok(&["task", "create", "wake/a", "Queued", "--no-spawn"]);
+    wait_for("the monitor to observe the new task", 20, || {
+        snapshot(&env).is_some_and(|s| s["summary"]["queued"] == 1)
+    });
+    // And the widget it publishes follows.
+    wait_for("@orange_summary to count it", 20, || {
+        env.tmux
+            .ok(&["show", "-gv", "@orange_summary"])
+            .contains("⏸ 1")
+    });
+}
+
+#[test]
+fn finished_tasks_are_never_read_on_the_hot_paths() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let mut done = vec![];
+    for i in 0..5 {
+        let t = env.ok(&["task", "create", &format!("old/{i}"), "Old", "--no-spawn"]);
+        env.ok(&["task", "cancel", &id(&t), "--yes"]);
+        done.push(id(&t));
+    }
+    // Damage every finished task's file: nothing on the hot paths may read them.
+    for i in &done {
+        std::fs::write(
+            env.home.join("tasks/app").join(i).join("task.json"),
+            "{ not json",
+        )
+        .unwrap();
+    }
+    let t = env.ok(&["task", "create", "new/a", "New", "--no-spawn"]);
+    let (ok, s) = env.json(&["status"]);
+    assert!(ok, "{s}");
+    assert_eq!(
+        (&s["queued"], &s["unreadable"]),
+        (&1.into(), &0.into()),
+        "{s}"
+    );
+    let (ok, r) = env.json(&["monitor", "--once"]);
+    assert!(ok, "{r}");
+    env.ok(&["task", "spawn", &id(&t)]);
+    // A listing of every task does read them, and says which file is damaged.
+    let err = env.err(&["task", "list"], "state_corrupt");
+    assert!(err.contains("task.json"), "{err}");
+}
+
+#[test]
+fn the_index_of_open_tasks_is_rebuilt_when_it_is_missing() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    env.ok(&["task", "create", "idx/a", "A", "--no-spawn"]);
+    env.ok(&["task", "create", "idx/b", "B", "--no-spawn"]);
+    // A data root from before the index (or one whose index was deleted).
+    std::fs::remove_dir_all(env.home.join("tasks/app/.open")).unwrap();
+    // The branch check reads open tasks through the index: it must still see idx/a.
+    env.err(
+        &["task", "create", "idx/a", "Again", "--no-spawn"],
+        "invalid_argument",
+    );
+    env.ok(&["task", "create", "idx/c", "C", "--no-spawn"]);
+    let (ok, s) = env.json(&["status"]);
+    assert!(ok, "{s}");
+    assert_eq!(s["queued"], 3, "{s}");
+}
