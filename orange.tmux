@@ -81,6 +81,9 @@ q RUNSH "$DIR/tmux/run.sh"
 q FOCUSSH "$DIR/tmux/focus.sh"
 q POPUPSH "$DIR/tmux/popup.sh"
 T='#{@orange_task}'
+# "In a task session", as a condition: if-shell -F takes any value starting with 0 for false
+# (a task id such as 0jk8pw would send Ctrl+\ to the agent, a SIGQUIT), so test presence.
+IN_TASK='#{?@orange_task,1,0}'
 
 # run VAR ARGS…: run-shell the binary through run.sh (quiet on success, the error on the
 # status line), as if in the pane the key was pressed in.
@@ -139,7 +142,7 @@ run K_SIDEBAR sidebar toggle
 # The new task is asked for in a popup (popup.sh new): what the user types never goes
 # through tmux's parser (command-prompt's %1/%% substitution is not safe on tmux 3.3a).
 popup K_NEW new "-w 70% -h 10 -T ' orange: new task '"
-tq x "choose-tree -Zs -f '#{@orange_task}' -F '#{?window_format,#{window_name},#{?@orange_status,#{@orange_status},task #{@orange_task}}}'"
+tq x "choose-tree -Zs -f '$IN_TASK' -F '#{?window_format,#{window_name},#{?@orange_status,#{@orange_status},task #{@orange_task}}}'"
 tq y "display-message 'orange: no task sessions on this server'"
 K_PICK="if-shell -F '#{S:#{?@orange_task,1,}}' $x $y"
 run K_NEXT plugin next --client '#{q:client_name}' --session '#{q:session_id}'
@@ -236,11 +239,11 @@ fi
 # reaches the application unchanged.
 if [[ $skey != off && $skey != *\'* ]] && want_key root "$skey" "$o_skey"; then
   tq x "$FOCUSSH #{q:pane_id} $B"
-  cmds+=(bind-key -T root "$skey" if-shell -F "$T" "run-shell -b $x" "send-keys '$skey'" \;)
+  cmds+=(bind-key -T root "$skey" if-shell -F "$IN_TASK" "run-shell -b $x" "send-keys '$skey'" \;)
 fi
 if [[ $zkey != off && $zkey != *\'* ]] && want_key root "$zkey" "$o_zkey"; then
-  cmds+=(bind-key -T root "$zkey" if-shell -F "$T"
-    "if-shell -F '#{@orange_sidebar}' 'last-pane ; resize-pane -Z' 'resize-pane -Z'"
+  cmds+=(bind-key -T root "$zkey" if-shell -F "$IN_TASK"
+    "if-shell -F '#{?@orange_sidebar,1,0}' 'last-pane ; resize-pane -Z' 'resize-pane -Z'"
     "send-keys '$zkey'" \;)
 fi
 cmds+=(set-option -gq @orange_bound_keys "${bound[*]}" \;)

@@ -6,14 +6,14 @@
 // Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
 #![allow(clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{bin, wait_for, TaskEnv, TmuxServer};
+use common::{bin, poll, wait_for, TaskEnv, TmuxServer};
 use serde_json::Value;
 
 fn plugin_dir() -> PathBuf {
@@ -172,7 +172,13 @@ impl Client {
             name = inner.ok(&["list-clients", "-F", "#{client_name}"]);
             !name.is_empty()
         });
-        std::thread::sleep(Duration::from_millis(300));
+        // Attached and drawn (its status line at least): keys typed now reach it.
+        wait_for("the client to draw", 10, || {
+            !outer
+                .ok(&["capture-pane", "-p", "-t", "=term:"])
+                .trim()
+                .is_empty()
+        });
         Client { outer, name }
     }
 
@@ -253,34 +259,6 @@ fn window_panes(server: &TmuxServer, target: &str) -> Vec<(String, bool, bool, u
         .collect()
 }
 
-/// Is `orange sidebar toggle` wired to `plugin::toggle_sidebar` yet? (Outside tmux it
-/// answers invalid_argument "TMUX_PANE is not set"; unwired, not_implemented.)
-fn sidebar_toggle_wired(env: &TaskEnv) -> bool {
-    let (_, v) = env.json(&["sidebar", "toggle"]);
-    let wired = v["error"]["code"] != "not_implemented";
-    if !wired {
-        eprintln!(
-            "SKIP (TODO): `orange sidebar toggle` is not wired to plugin::toggle_sidebar yet ({v}); the key-driven toggle checks are skipped"
-        );
-    }
-    wired
-}
-
-/// Is `orange plugin …` wired into the CLI yet?
-fn plugin_cmd_wired() -> bool {
-    let ok = Command::new(bin())
-        .args(["plugin", "next", "--help"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        eprintln!(
-            "SKIP (TODO): `orange plugin` is not wired into src/cmd/mod.rs yet; the prefix O w checks are skipped"
-        );
-    }
-    ok
-}
-
 #[test]
 fn plugin_binds_keys_installs_hooks_and_the_status_token_idempotently() {
     let env = TaskEnv::new();
@@ -306,9 +284,8 @@ fn plugin_binds_keys_installs_hooks_and_the_status_token_idempotently() {
     let before = all_keys(t);
 
     let loaded = load_plugin(t);
-    let took = loaded.took;
-    eprintln!("orange.tmux took {took:?} (run-shell included)");
-    assert!(took < Duration::from_secs(2), "orange.tmux took {took:?}");
+    // How long it took is information, not an assertion.
+    eprintln!("orange.tmux took {:?} (run-shell included)", loaded.took);
 
     let table = t.ok(&["list-keys", "-T", "orange"]);
     for key in ["s", "n", "l", "w", "m", "?"] {
@@ -340,13 +317,13 @@ fn plugin_binds_keys_installs_hooks_and_the_status_token_idempotently() {
     assert!(
         added
             .iter()
-            .any(|l| l.starts_with("bind-key -T root C-\\\\ if-shell -F \"#{@orange_task}\"")),
+            .any(|l| l.starts_with("bind-key -T root C-\\\\ if-shell -F \"#{?@orange_task,1,0}\"")),
         "{added:#?}"
     );
     assert!(
         added
             .iter()
-            .any(|l| l.starts_with("bind-key -T root C-] if-shell -F \"#{@orange_task}\"")),
+            .any(|l| l.starts_with("bind-key -T root C-] if-shell -F \"#{?@orange_task,1,0}\"")),
         "{added:#?}"
     );
     // No tmux default binding is taken: the three keys were free before.
@@ -572,8 +549,13 @@ fn hooks_hand_hostile_session_names_to_orange_literally() {
     env.tmux.ok(&["kill-session", "-t", sid]);
     let want = format!("hook\nsession-closed\n--session\n{name}\n---");
     wait_for("the session-closed hook", 10, || read().contains(&want));
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(!pwned.exists(), "a session name was executed by a hook");
+    // Something that must NOT happen: a `touch` after the hook's command would come a
+    // moment after its log line; every look for 300 ms finds no file.
+    common::holds_for(
+        "no file made by a session name",
+        Duration::from_millis(300),
+        || !pwned.exists(),
+    );
 }
 
 #[test]
@@ -610,6 +592,9 @@ fn ctrl_keys_reach_plain_panes_and_act_in_task_sessions() {
     // In a task session: Ctrl+\ goes to the sidebar and back, Ctrl+] zooms the agent. A
     // stand-in sidebar pane, so this does not depend on `orange sidebar`.
     client.switch_to(&env.tmux, &sid);
+    wait_for("the client on the task session", 10, || {
+        env.tmux.ok(&["list-clients", "-F", "#{session_id}"]) == sid
+    });
     let window = format!("{sid}:");
     let agent = env.tmux.ok(&["display", "-p", "-t", &window, "#{pane_id}"]);
     let fake = env.tmux.ok(&[
@@ -636,8 +621,27 @@ fn ctrl_keys_reach_plain_panes_and_act_in_task_sessions() {
             .ok(&["display", "-p", "-t", &window, "#{window_zoomed_flag}"])
             == "1"
     };
+    // What the client, the window and orange saw, for a wait that times out.
+    let dump = || {
+        format!(
+            "client: {}\npanes:\n{}\nmessages:\n{}\ntask: {}\nlog:\n{}",
+            env.tmux.ok(&["list-clients", "-F", "#{client_name} #{client_session}"]),
+            env.tmux.ok(&[
+                "list-panes",
+                "-t",
+                &window,
+                "-F",
+                "#{pane_id} active=#{pane_active} dead=#{pane_dead} sidebar=#{@orange_sidebar} for=#{@orange_sidebar_for} #{pane_current_command}",
+            ]),
+            client.messages(&env.tmux),
+            env.task(&id(&t))["session"],
+            std::fs::read_to_string(env.home.join("orange.log")).unwrap_or_default(),
+        )
+    };
     client.press(&["C-\\"]);
-    wait_for("Ctrl+\\ to focus the sidebar", 10, || active() == fake);
+    if poll(Duration::from_secs(10), || (active() == fake).then_some(())).is_none() {
+        panic!("Ctrl+\\ did not focus the sidebar {fake}\n{}", dump());
+    }
     client.press(&["C-\\"]);
     wait_for("Ctrl+\\ to go back to the agent", 10, || active() == agent);
     client.press(&["C-]"]);
@@ -659,17 +663,50 @@ fn ctrl_keys_reach_plain_panes_and_act_in_task_sessions() {
     client.press(&["C-]"]);
     wait_for("unzoomed", 10, || !zoomed());
     env.tmux.ok(&["kill-pane", "-t", &fake]);
-    if sidebar_toggle_wired(&env) {
-        client.press(&["C-\\"]);
-        wait_for("a sidebar opened by Ctrl+\\", 10, || {
-            window_panes(&env.tmux, &window).len() == 2
-        });
-        let panes = window_panes(&env.tmux, &window);
-        let side = panes.iter().find(|p| p.2).expect("a marked sidebar");
-        wait_for("the new sidebar focused", 10, || active() == side.0);
-        client.press(&["C-\\"]);
-        wait_for("back to the agent", 10, || active() == agent);
-    }
+    client.press(&["C-\\"]);
+    wait_for("a sidebar opened by Ctrl+\\", 10, || {
+        window_panes(&env.tmux, &window).len() == 2
+    });
+    let panes = window_panes(&env.tmux, &window);
+    let side = panes.iter().find(|p| p.2).expect("a marked sidebar");
+    wait_for("the new sidebar focused", 10, || active() == side.0);
+    client.press(&["C-\\"]);
+    wait_for("back to the agent", 10, || active() == agent);
+}
+
+/// tmux's `if-shell -F` takes any value that starts with `0` for false: the keys tested a
+/// task id as is, so in the session of a task such as `0jk8pw` Ctrl+] went to the agent and
+/// Ctrl+\\ killed it (SIGQUIT). Seen in CI, 1 run in about 30.
+#[test]
+fn keys_act_in_a_task_session_whose_id_starts_with_0() {
+    let env = TaskEnv::new();
+    let _plugin = load_plugin(&env.tmux);
+    env.tmux.ok(&[
+        "new-session",
+        "-d",
+        "-s",
+        "zero",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "stty -isig -icanon -echo; exec cat -v",
+    ]);
+    env.tmux
+        .ok(&["set-option", "-t", "=zero:", "@orange_task", "0jk8pw"]);
+    env.tmux.ok(&["split-window", "-d", "-t", "=zero:", "cat"]);
+    let client = Client::attach(&env.root(), &env.tmux, "=zero");
+    client.press(&["C-]"]);
+    wait_for("Ctrl+] to zoom in a session of task 0jk8pw", 10, || {
+        env.tmux
+            .ok(&["display", "-p", "-t", "=zero:", "#{window_zoomed_flag}"])
+            == "1"
+    });
+    let screen = env.tmux.ok(&["capture-pane", "-p", "-t", "=zero:"]);
+    assert!(
+        !screen.contains("^]"),
+        "the key reached the pane:\n{screen}"
+    );
 }
 
 #[test]
@@ -683,9 +720,6 @@ fn sidebar_toggles_beside_the_agent_and_refuses_a_small_window() {
     let sid = t["tmux_session_id"].as_str().unwrap().to_string();
     let window = format!("{sid}:");
     let agent = env.tmux.ok(&["display", "-p", "-t", &window, "#{pane_id}"]);
-    if !sidebar_toggle_wired(&env) {
-        return;
-    }
     let client = Client::attach(&env.root(), &env.tmux, &sid);
     let width: u32 = env
         .tmux
@@ -812,8 +846,13 @@ fn new_task_key_takes_quotes_and_substitutions_literally() {
     wait_for("the confirmation", 10, || {
         client.messages(&env.tmux).contains("created task")
     });
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(!pwned.exists(), "what the user typed was executed");
+    // Something that must NOT happen: every look for 300 ms finds no file made by what the
+    // user typed.
+    common::holds_for(
+        "no file made by what the user typed",
+        Duration::from_millis(300),
+        || !pwned.exists(),
+    );
     // The popup is gone; an empty task creates nothing.
     client.wait_screen("the popup to close", |s| !s.contains("orange: new task"));
     client.press(&["C-b", "O", "n"]);
@@ -896,9 +935,6 @@ fn next_key_goes_to_the_tasks_waiting_for_you_in_turn() {
     env.add_project(&["--pool-size", "3"]);
     tell_server_home(&env);
     let _plugin = load_plugin(&env.tmux);
-    if !plugin_cmd_wired() {
-        return;
-    }
     let busy = create(&env, &["busy", "keep working", "--harness", "fake-wait"]);
     let stuck = create(&env, &["stuck", "get stuck", "--harness", "fake-stuck"]);
     let done = create(&env, &["done", "finish", "--harness", "fake-complete"]);
@@ -1029,16 +1065,12 @@ fn demo_starts_three_agents_with_the_plugin_and_a_sidebar() {
         rows.iter().any(|r| r[2] == "0" && r[1] == "1"),
         "focus not on the agent: {panes}"
     );
-    std::thread::sleep(Duration::from_millis(500));
-    let text = server(&["capture-pane", "-p", "-t", sidebar[0]]);
+    let mut text = String::new();
+    wait_for("the sidebar header", 10, || {
+        text = server(&["capture-pane", "-p", "-t", sidebar[0]]);
+        text.contains("shop/demo/dark-mode")
+    });
     eprintln!("demo sidebar pane:\n{text}");
-    if text.contains("not_implemented") || text.contains("not implemented") {
-        eprintln!("TODO: `orange sidebar` is not implemented yet: the demo's sidebar pane shows the error");
-    } else {
-        wait_for("the sidebar header", 10, || {
-            server(&["capture-pane", "-p", "-t", sidebar[0]]).contains("shop/demo/dark-mode")
-        });
-    }
 
     // The demo agents work: one finishes, one asks a question, one keeps going.
     let home = demo["home"].as_str().unwrap();
@@ -1130,25 +1162,35 @@ fn the_monitor_starts_once_per_server_and_new_sessions_can_open_with_the_sidebar
             })
             .unwrap_or(false)
     });
-    std::thread::sleep(Duration::from_millis(500));
-    let monitors = String::from_utf8(
-        std::process::Command::new("pgrep")
+    // The monitors of this ORANGE_HOME (the plugin was loaded twice: the second one
+    // exits at once when it finds the first one's lock).
+    let monitors = || -> Vec<String> {
+        let out = std::process::Command::new("pgrep")
             .args(["-f", &format!("{} monitor", bin().display())])
             .output()
             .unwrap()
-            .stdout,
-    )
-    .unwrap();
-    let pids: Vec<&str> = monitors.lines().collect();
-    let mine: Vec<&&str> = pids
-        .iter()
-        .filter(|p| {
-            std::fs::read(format!("/proc/{p}/environ"))
-                .map(|e| String::from_utf8_lossy(&e).contains(env.home.to_str().unwrap()))
-                .unwrap_or(false)
-        })
-        .collect();
-    assert_eq!(mine.len(), 1, "one monitor for this server: {pids:?}");
+            .stdout;
+        String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .filter(|p| {
+                std::fs::read(format!("/proc/{p}/environ"))
+                    .map(|e| String::from_utf8_lossy(&e).contains(env.home.to_str().unwrap()))
+                    .unwrap_or(false)
+            })
+            .map(str::to_string)
+            .collect()
+    };
+    common::wait_for("one monitor for this server", 10, || monitors().len() == 1);
+    // Something that must NOT happen: a second one staying up. Every look for 500 ms
+    // finds one.
+    common::holds_for(
+        "one monitor for this server",
+        Duration::from_millis(500),
+        || monitors().len() == 1,
+    );
+    let mine = monitors();
+    assert_eq!(mine.len(), 1, "one monitor for this server: {mine:?}");
     // @orange-sidebar-auto: a new task session opens with the sidebar beside the agent.
     let t = create(
         &env,
