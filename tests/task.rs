@@ -937,3 +937,72 @@ fn which(tool: &str) -> std::path::PathBuf {
         .find(|p| p.is_file())
         .unwrap_or_else(|| panic!("{tool} is not on PATH"))
 }
+
+/// Seen over ssh (issue 13): without a UTF-8 locale tmux printed orange's field separators
+/// (and any non-ASCII text) as `_`, so no task could start from cron, systemd or a remote
+/// command. orange now passes tmux `-u`.
+#[test]
+fn tasks_start_and_show_without_a_utf8_locale() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let run = |args: &[&str]| {
+        let mut a = args.to_vec();
+        a.push("--json");
+        let out = env
+            .cmd_in(&env.repo, &a)
+            .env_remove("LANG")
+            .env_remove("LC_ALL")
+            .env_remove("LC_CTYPE")
+            .output()
+            .unwrap();
+        common::parse_json_output(&a, &out)
+    };
+    let (ok, t) = run(&[
+        "task",
+        "create",
+        "c/locale",
+        "café ✓",
+        "--harness",
+        "fake-wait",
+    ]);
+    assert!(ok, "{t}");
+    let tid = id(&t);
+    wait_for("the session without a UTF-8 locale", 20, || {
+        run(&["task", "show", &tid]).1["session"]["state"] == "live"
+    });
+    let (ok, st) = run(&["status", "--format", "json"]);
+    assert!(ok, "{st}");
+    assert_eq!(st["working"], 1, "{st}");
+    assert_eq!(st["items"][0]["branch"], "c/locale", "{st}");
+}
+
+/// Seen over ssh (issue 13): an agent could not find `orange` when orange itself was run
+/// with a PATH that does not hold it (by absolute path, from cron or over ssh): tmux gives
+/// a new session's pane the PATH of the tmux client, whatever `new-session -e PATH=…` says.
+#[test]
+fn the_agent_finds_this_orange_when_orange_was_run_by_its_path() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let out = env
+        .cmd_in(
+            &env.repo,
+            &[
+                "task",
+                "create",
+                "c/path",
+                "finish",
+                "--harness",
+                "fake-complete",
+                "--json",
+            ],
+        )
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .output()
+        .unwrap();
+    let (ok, t) = common::parse_json_output(&[], &out);
+    assert!(ok, "{t}");
+    let done = env.wait_status(&id(&t), "reviewing");
+    assert_eq!(done["status"], "reviewing");
+    let log = env.agent_log(&id(&t), "env");
+    assert!(log.contains("ORANGE_BIN="), "{log}");
+}

@@ -580,6 +580,12 @@ impl Tmux {
     /// the first failing command). Only a failure to start tmux is an `Err` here; callers
     /// decide what a non-zero exit means ([`Ran::ok`] unless a missing target is fine).
     fn exec(&self, cmds: Vec<TmuxCommand<'_>>) -> Result<Ran> {
+        self.exec_with_path(cmds, None)
+    }
+
+    /// [`Tmux::exec`] with `PATH` set for the tmux client: a new session's panes take the
+    /// PATH of the client that made them, whatever `new-session -e PATH=…` says.
+    fn exec_with_path(&self, cmds: Vec<TmuxCommand<'_>>, path: Option<&str>) -> Result<Ran> {
         let mut list = TmuxCommands::new();
         for mut cmd in cmds {
             if let Some(args) = cmd.args.as_mut() {
@@ -600,6 +606,9 @@ impl Tmux {
         // Global flags, then the commands joined by ";" elements (tmux_interface keeps them
         // apart from `args`); the program name is ours.
         let mut args = built.args.clone().unwrap_or_default();
+        // `-u`: without a UTF-8 locale (cron, systemd, a command over ssh) tmux writes every
+        // control and non-ASCII character of its output as `_`, our field separators too.
+        args.insert(0, "-u".into());
         if let Some(cmds) = &built.subcommands {
             args.extend(cmds.to_vec());
         }
@@ -610,6 +619,9 @@ impl Tmux {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        if let Some(p) = path {
+            command.env("PATH", p);
+        }
         let out = command.output().map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 self.not_found()
@@ -705,7 +717,12 @@ impl Tmux {
                     .build(),
             );
         }
-        let out = self.run(cmds)?;
+        let path = spec
+            .env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.as_str());
+        let out = self.exec_with_path(cmds, path)?.ok()?;
         let info = parse_session_info(&out)?;
         if info.name != spec.name {
             return Err(OrangeError::BackendCommandFailed(format!(
