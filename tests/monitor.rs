@@ -702,3 +702,61 @@ fn a_lost_stop_hook_does_not_keep_an_agent_working_forever() {
     assert_eq!(t["agent"]["state"], "waiting", "{t}");
     assert_eq!(t["agent"]["signal"], "log", "{t}");
 }
+
+/// Seen once in CI with the real Claude Code: an approval drawn a moment after the pass
+/// looked at a quiet agent got "Please continue with the task." typed into it. The
+/// monitor now looks again just before it types. Here the dialog appears while the pass
+/// waits between its decision and the keystrokes (a pause point).
+#[test]
+fn a_dialog_drawn_after_the_pass_decided_never_gets_the_nudge() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    append_config(&env, "[policy]\nidle_grace = \"1s\"\n");
+    let id = create(&env, "late/x", "claude");
+    env.agent_log(&id, "cwd");
+    let pauses = tempfile::tempdir().unwrap();
+    let paused = pauses.path().join("monitor.nudging.paused");
+    // Passes until one decides to nudge and waits there.
+    let mut child = None;
+    wait_for("a pass about to nudge", 15, || {
+        let c = env
+            .cmd_in(&env.repo, &["monitor", "--once", "--json"])
+            .env("ORANGE_PAUSE_AT", "monitor.nudging")
+            .env("ORANGE_PAUSE_DIR", pauses.path())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let waited = common::poll(Duration::from_secs(3), || paused.exists().then_some(()));
+        if waited.is_some() {
+            child = Some(c);
+            true
+        } else {
+            let _ = c.wait_with_output();
+            false
+        }
+    });
+    // Now the agent draws a dialog (typed lines echo on its screen).
+    let target = env.task(&id)["tmux_pane_id"].as_str().unwrap().to_string();
+    for line in ["Do you want to proceed?", "❯ 1. Yes"] {
+        env.tmux.ok(&["send-keys", "-t", &target, "-l", line]);
+        env.tmux.ok(&["send-keys", "-t", &target, "Enter"]);
+    }
+    wait_for("the dialog on screen", 10, || {
+        env.tmux
+            .ok(&["capture-pane", "-p", "-t", &target])
+            .contains("1. Yes")
+    });
+    std::fs::write(pauses.path().join("monitor.nudging.go"), "").unwrap();
+    let out = child.unwrap().wait_with_output().unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(nudges_in(&r), 0, "{r}");
+    assert!(r.to_string().contains("not nudged"), "{r}");
+    assert!(history_events(&env, &id, "agent.nudged").is_empty());
+    assert_eq!(
+        input_lines(&env, &id),
+        vec![
+            "Do you want to proceed?".to_string(),
+            "❯ 1. Yes".to_string()
+        ]
+    );
+}

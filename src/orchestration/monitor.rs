@@ -869,6 +869,14 @@ impl<'a> Monitor<'a> {
                     Some(p) => p.clone(),
                     None => self.tasks.session_target(task)?,
                 };
+                // A last look just before typing: a dialog that came up since the pass
+                // looked (an approval drawn a moment after the agent went quiet) must never
+                // get the keystrokes. The next pass sees it and reports it.
+                crate::adapters::fault::pause("monitor.nudging");
+                if let Some(screen::Screen::Blocked(b, line)) = self.look(task, &target) {
+                    report.actions.push(json!({"task": task.id, "action": "none", "reason": format!("{why}; not nudged: {} on screen ({line})", b.as_str())}));
+                    return Ok(());
+                }
                 let harness =
                     crate::execution::harness::Harness::named(&task.harness, &self.config)?;
                 let keys: Vec<&str> = harness.nudge_keys.iter().map(String::as_str).collect();
