@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what the test suite needs and a fresh machine may lack: Debian packages (tmux,
-# git, shellcheck, TPM, bubblewrap), the real agent CLIs from npm (Claude Code, pi, codex,
+# git, shellcheck, TPM, bubblewrap, OpenSSH), the real agent CLIs from npm (Claude Code, pi, codex,
 # opencode) and zellij from crates.io, at the versions pinned in scripts/test-deps.versions.
 # Idempotent: what is present at the pinned version is left alone.
 set -euo pipefail
@@ -13,6 +13,9 @@ command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 [ -d /usr/share/tmux-plugin-manager ] || need+=(tmux-plugin-manager)
+# The remote-host tests run a real sshd on 127.0.0.1 (and the ssh client).
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
 if [ ${#need[@]} -gt 0 ]; then
   echo "apt-get install: ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -42,6 +42,16 @@ pub enum OrangeError {
         id: String,
         source: Box<OrangeError>,
     },
+    /// A remote host could not be reached over SSH (nothing was changed here).
+    #[error("host {host} is unreachable: {detail}")]
+    HostUnreachable { host: String, detail: String },
+    /// The orange on a remote host refused or failed: its own code and message.
+    #[error("on host {host}: {message}")]
+    Remote {
+        host: String,
+        code: &'static str,
+        message: String,
+    },
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -68,6 +78,8 @@ impl OrangeError {
             OrangeError::StateCorrupt { .. } => "state_corrupt",
             OrangeError::LockTimeout { .. } => "lock_timeout",
             OrangeError::TaskFailed { source, .. } => source.code(),
+            OrangeError::HostUnreachable { .. } => "host_unreachable",
+            OrangeError::Remote { code, .. } => code,
             OrangeError::Io { .. } => "io_error",
         }
     }
@@ -83,6 +95,33 @@ impl OrangeError {
                 | OrangeError::StateCorrupt { .. }
                 | OrangeError::Io { .. }
         )
+    }
+
+    /// The canonical code `code` names (a remote orange's), or `backend_command_failed`
+    /// for one this orange does not know (a newer remote).
+    pub fn canonical(code: &str) -> &'static str {
+        const CODES: &[&str] = &[
+            "project_not_found",
+            "task_not_found",
+            "lane_not_found",
+            "workspace_not_found",
+            "pool_exhausted",
+            "worktree_dirty",
+            "lane_running",
+            "invalid_transition",
+            "invalid_argument",
+            "backend_not_found",
+            "backend_command_failed",
+            "state_corrupt",
+            "lock_timeout",
+            "host_unreachable",
+            "io_error",
+        ];
+        CODES
+            .iter()
+            .find(|c| **c == code)
+            .copied()
+            .unwrap_or("backend_command_failed")
     }
 
     pub fn invalid(msg: impl Into<String>) -> Self {

@@ -44,7 +44,10 @@ fn main() {
         }
     };
     let json = cli.json;
-    let result = Ctx::new(cli.project).and_then(|ctx| cli::dispatch(&ctx, cli.command));
+    let result = Ctx::new(cli.project).and_then(|mut ctx| {
+        ctx.json = json;
+        cli::dispatch(&ctx, cli.command)
+    });
     match result {
         Ok(out) => {
             if json {

@@ -29,6 +29,7 @@ mod pool;
 mod pool_concurrency;
 mod project;
 mod real_claude;
+mod remote;
 mod sidebar;
 mod standin;
 mod status;

@@ -5,8 +5,9 @@
 //! a test runs another command in between. The points are named `<operation>.<step>`; see
 //! `tests/failures.rs`.
 
-/// Die here if this is the point asked for.
+/// Die here if this is the point asked for (or wait here, as [`pause`] does).
 pub fn point(name: &str) {
+    pause(name);
     if std::env::var_os("ORANGE_CRASH_AT").is_some_and(|v| v == name) {
         std::process::abort();
     }

@@ -1,4 +1,4 @@
-//! The adapters: the only modules that run programs (tmux, git, zellij, gh, stty) or know
+//! The adapters: the only modules that run programs (tmux, git, zellij, gh, ssh, stty) or know
 //! the state files' format (store). Nothing here imports from a layer above.
 
 // The layer where programs run (clippy.toml keeps `Command::new` here).
@@ -9,6 +9,7 @@ pub mod gh;
 pub mod git;
 pub mod mux;
 pub mod shell;
+pub mod ssh;
 pub mod store;
 pub mod terminal;
 pub mod tmux;

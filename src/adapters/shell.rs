@@ -66,8 +66,13 @@ pub fn on_path(name: &str) -> bool {
 /// The first line `program --version` prints (stdout, else stderr), within 10 s; `None`
 /// when it cannot run or says nothing.
 pub fn version_of(program: &str) -> Option<String> {
+    version_with(program, "--version")
+}
+
+/// [`version_of`] with another flag (`tmux -V`).
+pub fn version_with(program: &str, flag: &str) -> Option<String> {
     let mut child = Command::new(program)
-        .arg("--version")
+        .arg(flag)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

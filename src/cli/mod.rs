@@ -12,9 +12,11 @@ use crate::ui::output::Out;
 pub mod demo;
 pub mod doctor;
 pub mod hook;
+pub mod host;
 pub mod lane;
 pub mod monitor;
 pub mod project_cmd;
+pub mod remote;
 pub mod sidebar;
 pub mod status;
 pub mod task;
@@ -49,6 +51,9 @@ pub enum Command {
     /// Register, list, change and remove projects (git repositories)
     #[command(subcommand)]
     Project(project_cmd::ProjectCmd),
+    /// Remote machines reached over ssh, whose projects orange runs there
+    #[command(subcommand)]
+    Host(host::HostCmd),
     /// The warm pool of git worktrees of a project
     #[command(subcommand)]
     Workspace(workspace::WorkspaceCmd),
@@ -83,6 +88,8 @@ pub struct Ctx {
     pub home: Home,
     pub project: Option<String>,
     pub cwd: PathBuf,
+    /// `--json`: a forwarded command asks the host for JSON too.
+    pub json: bool,
 }
 
 impl Ctx {
@@ -92,6 +99,7 @@ impl Ctx {
             project,
             cwd: std::env::current_dir()
                 .map_err(|e| OrangeError::io("reading the current directory", e))?,
+            json: false,
         })
     }
 
@@ -102,7 +110,11 @@ impl Ctx {
 }
 
 pub fn dispatch(ctx: &Ctx, cmd: Command) -> Result<Out> {
+    if let Some(h) = remote::route(ctx, &cmd)? {
+        return remote::forward(ctx, &h, &cmd);
+    }
     match cmd {
+        Command::Host(c) => host::run(ctx, c),
         Command::Project(c) => project_cmd::run(ctx, c),
         Command::Workspace(c) => workspace::run(ctx, c),
         Command::Task(c) => task::run(ctx, c),

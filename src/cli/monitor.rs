@@ -9,6 +9,7 @@ use serde_json::json;
 use super::{audited, Ctx};
 use crate::adapters::tmux::Tmux;
 use crate::error::{OrangeError, Result};
+use crate::orchestration::host;
 use crate::orchestration::lifecycle::Tasks;
 use crate::orchestration::monitor::{self, Monitor};
 use crate::orchestration::observer::{self, Snapshot};
@@ -35,6 +36,8 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
     let tmux = Tmux::from_env();
     if a.once {
         let started = Instant::now();
+        // Remote hosts first (one ssh call each, at once): the pass's summary shows them.
+        host::fetch_all(&ctx.home);
         let mut m = Monitor::new(&ctx.home, tmux.clone())?;
         let mut r = m.pass()?;
         if let Some(snap) = r.snapshot.take() {
@@ -71,6 +74,7 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
         let _ = std::fs::remove_file(guard.path());
         Ok(Out::new(json!({"running": false, "reason": reason}), ""))
     };
+    watch_hosts(&ctx.home, interval);
     let mut idle_servers = 0;
     loop {
         // Its data root is gone (a removed sandbox): nothing to watch, nothing to write.
@@ -116,6 +120,31 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
             interval.max(Duration::from_millis(200)),
         );
     }
+}
+
+/// Remote hosts (issue 13), beside the passes so a slow or unreachable host never delays
+/// one: every `interval`, each host's snapshot over its one connection (one ssh call per
+/// host, at once); a poke when what they show changed, so the next pass publishes it.
+fn watch_hosts(home: &crate::adapters::store::Home, interval: Duration) {
+    let home = home.clone();
+    std::thread::spawn(move || {
+        let mut last: Vec<(String, bool, Option<String>, serde_json::Value)> = Vec::new();
+        loop {
+            let started = Instant::now();
+            let seen: Vec<_> = host::fetch_all(&home)
+                .into_iter()
+                .map(|s| {
+                    let summary = serde_json::to_value(&s.summary).unwrap_or_default();
+                    (s.name, s.reachable, s.error, summary)
+                })
+                .collect();
+            if seen != last {
+                crate::adapters::store::poke(&home);
+                last = seen;
+            }
+            std::thread::sleep(interval.saturating_sub(started.elapsed()));
+        }
+    });
 }
 
 /// Sleep until `interval` has passed since `started`, or until something is poked after

@@ -27,8 +27,13 @@ pub enum ProjectCmd {
 
 #[derive(Debug, Args)]
 pub struct AddArgs {
-    /// Path to the repository (any directory inside it); default: the current directory
+    /// Path to the repository (any directory inside it); default: the current directory.
+    /// With --host, a path on that host
     pub path: Option<PathBuf>,
+    /// The project lives on this remote host (`orange host add`): its pool, worktrees,
+    /// sessions and agents are there, run by the orange there
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
     /// Project name (default: the repository's directory name, made safe)
     #[arg(long)]
     pub name: Option<String>,
@@ -89,7 +94,20 @@ fn describe(p: &Project) -> String {
 
 pub fn run(ctx: &Ctx, cmd: ProjectCmd) -> Result<Out> {
     match cmd {
+        ProjectCmd::Add(a) if a.host.is_some() => {
+            if a.path.is_none() {
+                return Err(crate::error::OrangeError::invalid(
+                    "project add --host needs the repository's PATH on that host",
+                ));
+            }
+            let host = a.host.clone().unwrap_or_default();
+            // Audited there, by the host's orange.
+            super::remote::project_add(ctx, &host, a.name.as_deref())
+        }
         ProjectCmd::Add(a) => {
+            if let Some(n) = &a.name {
+                super::remote::refuse_taken(ctx, n)?;
+            }
             let path = a.path.clone().unwrap_or_else(|| ctx.cwd.clone());
             let path = if path.is_relative() {
                 ctx.cwd.join(path)
@@ -118,10 +136,20 @@ pub fn run(ctx: &Ctx, cmd: ProjectCmd) -> Result<Out> {
         ProjectCmd::List => {
             let reg = project::load(&ctx.home)?;
             let projects: Vec<&Project> = reg.projects.values().collect();
-            let text = if projects.is_empty() {
+            // Remote projects (issue 13), as their host reported them at `project add`.
+            let hosts = crate::orchestration::host::load(&ctx.home)?;
+            let mut remote: Vec<serde_json::Value> = Vec::new();
+            for h in hosts.hosts.values() {
+                for v in h.projects.values() {
+                    let mut v = v.clone();
+                    super::remote::tag(&mut v, &h.name);
+                    remote.push(v);
+                }
+            }
+            let text = if projects.is_empty() && remote.is_empty() {
                 "no projects; register one with `orange project add [PATH]`\n".to_string()
             } else {
-                let rows: Vec<Vec<String>> = projects
+                let mut rows: Vec<Vec<String>> = projects
                     .iter()
                     .map(|p| {
                         vec![
@@ -132,9 +160,25 @@ pub fn run(ctx: &Ctx, cmd: ProjectCmd) -> Result<Out> {
                         ]
                     })
                     .collect();
+                rows.extend(remote.iter().map(|v| {
+                    vec![
+                        v["name"].as_str().unwrap_or("?").to_string(),
+                        v["default_branch"].as_str().unwrap_or("?").to_string(),
+                        v["pool_size"].to_string(),
+                        format!(
+                            "{}:{}",
+                            v["host"].as_str().unwrap_or("?"),
+                            v["path"].as_str().unwrap_or("?")
+                        ),
+                    ]
+                }));
                 table(&["NAME", "BRANCH", "POOL", "PATH"], &rows)
             };
-            Ok(Out::new(projects, text))
+            let mut all = serde_json::to_value(&projects).unwrap_or_default();
+            if let Some(a) = all.as_array_mut() {
+                a.extend(remote);
+            }
+            Ok(Out { json: all, text })
         }
         ProjectCmd::Update(a) => {
             let name = match a.name.clone() {
@@ -158,6 +202,12 @@ pub fn run(ctx: &Ctx, cmd: ProjectCmd) -> Result<Out> {
             })?;
             let text = format!("updated project {}\n", describe(&p));
             Ok(Out::new(p, text))
+        }
+        ProjectCmd::Remove { name }
+            if crate::orchestration::host::of_project(&ctx.home, &name)?.is_some() =>
+        {
+            let h = crate::orchestration::host::of_project(&ctx.home, &name)?.expect("checked");
+            super::remote::project_remove(ctx, &h, &name)
         }
         ProjectCmd::Remove { name } => {
             let p = audited(ctx, "project.remove", json!({"name": name}), || {

@@ -22,6 +22,7 @@ use super::Ctx;
 use crate::adapters::terminal::{self, Term};
 use crate::adapters::tmux::Tmux;
 use crate::error::{OrangeError, Result};
+use crate::orchestration::host;
 use crate::orchestration::lifecycle::{SessionView, Tasks};
 use crate::orchestration::observer;
 use crate::orchestration::task::{self, Task, TaskStore};
@@ -76,6 +77,12 @@ pub fn run(ctx: &Ctx, args: SidebarArgs) -> Result<Out> {
     for (name, v) in [("--width", args.width), ("--height", args.height)] {
         if v == Some(0) {
             return Err(OrangeError::invalid(format!("{name} must be at least 1")));
+        }
+    }
+    // A remote task (issue 13): drawn from its host's last snapshot, never over ssh.
+    if let Some(id) = args.task.as_deref() {
+        if let Some(link) = host::linked(&ctx.home, id) {
+            return remote(ctx, id, &link.host, &args);
         }
     }
     let task = match &args.lane {
@@ -442,6 +449,83 @@ fn run_loop(
                 while rx.try_recv().is_ok() {}
             }
             Err(_) => {}
+        }
+    }
+}
+
+/// The sidebar of a remote task: its host's snapshot file (`run/hosts/<host>.json`, which
+/// the monitor here fetches), re-read when it changes; one `stat` a tick, no ssh.
+fn remote(ctx: &Ctx, id: &str, host_name: &str, args: &SidebarArgs) -> Result<Out> {
+    let seen_path = ctx
+        .home
+        .run_dir()
+        .join("hosts")
+        .join(format!("{host_name}.json"));
+    let model = |now: chrono::DateTime<chrono::Utc>| {
+        let seen = host::read_seen(&ctx.home, host_name).unwrap_or(host::Seen {
+            name: host_name.to_string(),
+            ..host::Seen::default()
+        });
+        let view = seen.view(host::now_ms());
+        let item = seen.summary.items.iter().find(|i| i.id == id);
+        sidebar::remote_model(id, item, &view, now.timestamp())
+    };
+    if args.once {
+        let width = args
+            .width
+            .or_else(|| env_usize("COLUMNS"))
+            .unwrap_or(DEFAULT_WIDTH);
+        let m = model(chrono::Utc::now());
+        let text = sidebar::render(&m, width, args.height);
+        return Ok(Out::new(&m, text));
+    }
+    let term = Term::enter();
+    let (_tx, rx) = keys();
+    let color = color_enabled();
+    let mut size = (
+        args.width.unwrap_or(DEFAULT_WIDTH),
+        args.height.unwrap_or(DEFAULT_HEIGHT),
+    );
+    let mut stamp_was = None;
+    let mut m = model(chrono::Utc::now());
+    let mut last = (String::new(), (0, 0));
+    let mut ticks = 0u32;
+    loop {
+        let st = stamp(&seen_path);
+        // Re-read when the file changes, and once a second for the age.
+        if st != stamp_was || ticks.is_multiple_of(4) {
+            stamp_was = st;
+            m = model(chrono::Utc::now());
+        }
+        ticks = ticks.wrapping_add(1);
+        if let Some((w, h)) = terminal::window_size() {
+            size = (args.width.unwrap_or(w), args.height.unwrap_or(h));
+        }
+        let (w, h) = size;
+        let plain = sidebar::render(&m, w, Some(h));
+        let shown = if color {
+            sidebar::render_ansi(&m, w, Some(h))
+        } else {
+            plain.clone()
+        };
+        if (shown.clone(), size) != last {
+            if draw(&plain, &shown, w, h, size != last.1).is_err() {
+                return Ok(Out::new(
+                    json!({"task": id, "ended": "terminal closed"}),
+                    "",
+                ));
+            }
+            last = (shown, size);
+        }
+        match rx.recv_timeout(TICK) {
+            Ok(Input::Key(b'q' | b'Q' | CTRL_D)) => {
+                return Ok(Out::new(json!({"task": id, "ended": "quit"}), ""));
+            }
+            Ok(Input::Key(CTRL_C)) => {
+                drop(term);
+                std::process::exit(130);
+            }
+            _ => {}
         }
     }
 }

@@ -146,7 +146,7 @@ fn confirmed(
     Ok(t)
 }
 
-fn confirm(question: &str, yes: bool) -> Result<()> {
+pub(crate) fn confirm(question: &str, yes: bool) -> Result<()> {
     if yes {
         return Ok(());
     }
@@ -292,6 +292,7 @@ fn create(ctx: &Ctx, tasks: &mut Tasks, a: CreateArgs) -> Result<Out> {
 
 /// `task list [--status S] [--all]`
 fn list(ctx: &Ctx, tasks: &mut Tasks, status: Option<String>, all: bool) -> Result<Out> {
+    let status_arg = status.clone();
     let status = status.as_deref().map(Status::parse).transpose()?;
     let project = if all { None } else { Some(ctx.project()?.name) };
     let mut list = tasks.list(project.as_deref(), status)?;
@@ -304,48 +305,76 @@ fn list(ctx: &Ctx, tasks: &mut Tasks, status: Option<String>, all: bool) -> Resu
                 .then(a.task.created_at.cmp(&b.task.created_at))
         });
     }
-    let text = if list.is_empty() {
-        "no tasks\n".to_string()
-    } else {
-        let rows: Vec<Vec<String>> = list
-            .iter()
-            .map(|v| {
-                let mut r = vec![
-                    v.task.id.clone(),
-                    status_word(v.task.status.as_str()),
-                    format!("{} {}", v.session.icon(), v.session.state),
-                    match (v.agent.state, &v.agent.escalated) {
-                        (_, Some(_)) => "needs you".to_string(),
-                        (Some(st), _) if v.task.status.is_active() => st.as_str().to_string(),
-                        _ => "-".to_string(),
-                    },
-                    v.task.branch.clone(),
-                    v.task.harness.clone(),
-                    first_line(&v.task.summary, 48),
-                ];
-                if all {
-                    r.insert(0, v.task.project.clone());
-                }
-                r
-            })
-            .collect();
-        if all {
-            table(
-                &[
-                    "PROJECT", "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "SUMMARY",
-                ],
-                &rows,
-            )
-        } else {
-            table(
-                &[
-                    "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "SUMMARY",
-                ],
-                &rows,
-            )
+    // Every host's tasks too (one ssh call per host, at once), marked with their host.
+    let mut remote: Vec<serde_json::Value> = Vec::new();
+    if all {
+        for (host, got) in super::remote::task_lists(ctx, status_arg.as_deref()) {
+            match got {
+                Ok(tasks) => remote.extend(tasks),
+                Err(e) => eprintln!(
+                    "orange: {e} [{}]; the tasks of host {host} are not listed",
+                    e.code()
+                ),
+            }
         }
+    }
+    let mut rows: Vec<Vec<String>> = list
+        .iter()
+        .map(|v| {
+            let mut r = vec![
+                v.task.id.clone(),
+                status_word(v.task.status.as_str()),
+                format!("{} {}", v.session.icon(), v.session.state),
+                match (v.agent.state, &v.agent.escalated) {
+                    (_, Some(_)) => "needs you".to_string(),
+                    (Some(st), _) if v.task.status.is_active() => st.as_str().to_string(),
+                    _ => "-".to_string(),
+                },
+                v.task.branch.clone(),
+                v.task.harness.clone(),
+                first_line(&v.task.summary, 48),
+            ];
+            if all {
+                r.insert(0, v.task.project.clone());
+            }
+            r
+        })
+        .collect();
+    rows.extend(remote.iter().map(|v| {
+        let s = |x: &serde_json::Value| x.as_str().unwrap_or("-").to_string();
+        vec![
+            format!("{}@{}", s(&v["project"]), s(&v["host"])),
+            s(&v["id"]),
+            status_word(v["status"].as_str().unwrap_or("-")),
+            s(&v["session"]["state"]),
+            s(&v["agent"]["state"]),
+            s(&v["branch"]),
+            s(&v["harness"]),
+            first_line(v["summary"].as_str().unwrap_or(""), 48),
+        ]
+    }));
+    let text = if rows.is_empty() {
+        "no tasks\n".to_string()
+    } else if all {
+        table(
+            &[
+                "PROJECT", "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "SUMMARY",
+            ],
+            &rows,
+        )
+    } else {
+        table(
+            &[
+                "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "SUMMARY",
+            ],
+            &rows,
+        )
     };
-    Ok(Out::new(list, text))
+    let mut json = serde_json::to_value(&list).unwrap_or_default();
+    if let Some(a) = json.as_array_mut() {
+        a.extend(remote);
+    }
+    Ok(Out { json, text })
 }
 
 /// `task show ID`

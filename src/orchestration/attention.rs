@@ -229,6 +229,9 @@ pub struct Item {
     /// When the task (lane) was created: the picker cycles in this order.
     #[serde(default)]
     pub created_at: String,
+    /// The remote host it runs on (issue 13); absent for this machine's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 impl Item {
@@ -253,6 +256,21 @@ pub struct Summary {
     pub projects: BTreeMap<String, Counts>,
     /// Every open task (and lane), by project, oldest first.
     pub items: Vec<Item>,
+    /// Remote hosts with projects (issue 13): reachable or not, and how old their view is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostView>,
+}
+
+/// A remote host as the widgets show it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostView {
+    pub name: String,
+    pub reachable: bool,
+    /// Seconds since its last snapshot was fetched; `None` when never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub age_s: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 impl Summary {
@@ -430,6 +448,7 @@ pub fn lane_items(home: &Home, panes: &[PaneInfo]) -> Vec<Item> {
                 exit_status,
                 exit_signal,
                 created_at: l.created_at.clone(),
+                host: None,
             })
         })
         .collect()
@@ -463,6 +482,7 @@ fn task_item(home: &Home, task: &Task, panes: &[PaneInfo], agents: &Agents) -> O
         exit_status: session.exit_status,
         exit_signal: session.exit_signal,
         created_at: task.created_at.clone(),
+        host: None,
     })
 }
 
@@ -490,23 +510,42 @@ pub fn summarize_tasks(
         .filter_map(|t| task_item(home, t, panes, agents))
         .collect();
     items.extend(lane_items(home, panes));
-    for item in &items {
-        s.total.add(item.bucket);
-        if item.kind == "lane" {
-            s.lanes.add(item.bucket);
-        } else {
-            s.tasks.add(item.bucket);
-        }
-        s.projects
-            .entry(item.project.clone())
-            .or_default()
-            .add(item.bucket);
-    }
-    items.sort_by(|a, b| {
-        (&a.project, &a.created_at, &a.id).cmp(&(&b.project, &b.created_at, &b.id))
-    });
-    s.items = items;
+    s.add_items(items);
     s
+}
+
+impl Summary {
+    /// Count `items` in and keep them in order (project, creation, id).
+    pub fn add_items(&mut self, items: Vec<Item>) {
+        for item in &items {
+            self.total.add(item.bucket);
+            if item.kind == "lane" {
+                self.lanes.add(item.bucket);
+            } else {
+                self.tasks.add(item.bucket);
+            }
+            self.projects
+                .entry(item.project.clone())
+                .or_default()
+                .add(item.bucket);
+        }
+        self.items.extend(items);
+        self.items.sort_by(|a, b| {
+            (&a.project, &a.created_at, &a.id).cmp(&(&b.project, &b.created_at, &b.id))
+        });
+    }
+
+    /// A remote host's view merged in: its items (marked with the host), its unreadable
+    /// files, and the host itself. An unreachable host keeps its last items: its agents
+    /// are never reported dead for want of a connection.
+    pub fn add_host(&mut self, view: HostView, mut remote: Summary) {
+        for item in &mut remote.items {
+            item.host = Some(view.name.clone());
+        }
+        self.unreadable += remote.unreadable;
+        self.add_items(remote.items);
+        self.hosts.push(view);
+    }
 }
 
 /// Does this item need its person: a question, a dialog, an error, a stuck or failed task

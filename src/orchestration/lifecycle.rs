@@ -207,6 +207,7 @@ impl<'a> Tasks<'a> {
             self.preflight(&harness)?;
             git::base_ref(&project.path, &project.default_branch)?;
         }
+        crate::adapters::fault::point("create.checked");
         let task = {
             let _lock = self.store.lock(&project.name)?;
             let id = task::new_id(|id| self.store.dir(&project.name, id).exists());

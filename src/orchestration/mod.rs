@@ -1,8 +1,9 @@
-//! Orchestration: projects, tasks (lifecycle, queue, merge), lanes, the agent monitor and the crash repair. Built on execution and the adapters.
+//! Orchestration: projects, remote hosts, tasks (lifecycle, queue, merge), lanes, the agent monitor and the crash repair. Built on execution and the adapters.
 
 pub mod agent;
 pub mod attention;
 pub mod doctor;
+pub mod host;
 pub mod lane;
 pub mod lifecycle;
 pub mod monitor;

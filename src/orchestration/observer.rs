@@ -141,6 +141,7 @@ pub fn look(home: &Home, tmux: &Tmux) -> Result<Snapshot> {
 /// Classify every open task and lane on what the snapshot saw (files only).
 pub fn summarize(home: &Home, snap: &mut Snapshot) {
     snap.summary = attention::summarize(home, &snap.panes);
+    super::host::merge(home, &mut snap.summary);
 }
 
 /// [`summarize`] with the open tasks (and, for some, their agent state) already read.
@@ -152,6 +153,7 @@ pub fn summarize_tasks(
     agents: &attention::Agents,
 ) {
     snap.summary = attention::summarize_tasks(home, tasks, unreadable, &snap.panes, agents);
+    super::host::merge(home, &mut snap.summary);
 }
 
 /// [`look`] and [`summarize`]: a whole observation, as the monitor makes it.

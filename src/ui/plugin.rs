@@ -110,6 +110,9 @@ pub fn mark_task_session(tmux: &Tmux, session: &str, task_id: &str) -> Result<()
 
 /// The task whose session is `session_id` (or, for records without an id, `session_name`):
 /// the [`SESSION_TASK`] option when it names a task, else a scan of the task store.
+/// The local session `task attach` opens for a remote task holds its id (issue 13).
+pub const SESSION_REMOTE_TASK: &str = "@orange_remote_task";
+
 pub fn task_of_session(
     home: &Home,
     tmux: &Tmux,
@@ -194,6 +197,11 @@ pub fn toggle_sidebar_at(home: &Home, tmux: &Tmux, pane: &str) -> Result<Value> 
     let mut command = vec![exe_path()?.display().to_string(), "sidebar".to_string()];
     if let Some(t) = &task {
         command.extend(["--task".to_string(), t.id.clone()]);
+    } else if let Some(id) =
+        tmux.get_option(OptionScope::Session(session_id), SESSION_REMOTE_TASK)?
+    {
+        // The local session of a remote task (`task attach`): its sidebar, drawn here.
+        command.extend(["--task".to_string(), id]);
     }
     let mut env = vec![
         ("ORANGE_HOME".to_string(), home.root.display().to_string()),
@@ -271,6 +279,8 @@ pub fn next_waiting<'i>(
     let key = |i: &'i Item| (i.created_at.as_str(), i.id.as_str());
     let mut waiting: Vec<&Item> = items
         .iter()
+        // A remote task's session id is another server's (attach it with `task attach`).
+        .filter(|i| i.host.is_none())
         .filter(|i| {
             i.session_id
                 .as_deref()
@@ -392,6 +402,7 @@ mod tests {
             exit_status: None,
             exit_signal: None,
             created_at: created.into(),
+            host: None,
         }
     }
 

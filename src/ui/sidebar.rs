@@ -122,6 +122,44 @@ impl Model {
     }
 }
 
+/// A remote task (issue 13) as its host's last snapshot shows it (`item`, `None` when the
+/// host listed it no more: finished, or never seen), rendered here without ssh: no git,
+/// no history, and a notice saying which host and how old the view is.
+pub fn remote_model(
+    id: &str,
+    item: Option<&crate::orchestration::attention::Item>,
+    host: &crate::orchestration::attention::HostView,
+    now: i64,
+) -> Model {
+    use crate::orchestration::attention::Bucket;
+    let mut m = match item {
+        Some(i) => {
+            let mut m = Model::empty(id, &i.project, &i.branch, now);
+            m.status = i.status.clone();
+            m.session = match (i.bucket, i.session.is_some()) {
+                (Bucket::Dead, _) => "dead".into(),
+                (_, true) => "live".into(),
+                _ => "none".into(),
+            };
+            m.exit_status = i.exit_status;
+            m.exit_signal = i.exit_signal;
+            m.agent = Some(i.reason.clone());
+            m
+        }
+        None => Model::empty(id, "?", "?", now),
+    };
+    let age = host
+        .age_s
+        .map(|a| format!("{a}s ago"))
+        .unwrap_or_else(|| "never".into());
+    m.notice = Some(match (host.reachable, item.is_some()) {
+        (true, true) => format!("on host {} · seen {age}", host.name),
+        (true, false) => format!("not open on host {} (finished, or unknown)", host.name),
+        (false, _) => format!("host {} unreachable · last seen {age}", host.name),
+    });
+    m
+}
+
 // ---------------------------------------------------------------------------------------
 // Gathering the model
 // ---------------------------------------------------------------------------------------

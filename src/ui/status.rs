@@ -74,10 +74,34 @@ pub fn render_tmux(summary: &Summary) -> String {
             &format!("{UNREADABLE_ICON} {}", summary.unreadable),
         ));
     }
+    for h in summary.hosts.iter().filter(|h| !h.reachable) {
+        parts.push(styled(UNREACHABLE_STYLE, &unreachable_text(h)));
+    }
     if parts.is_empty() {
         return String::new();
     }
     format!("{STYLE_OPEN}{}{STYLE_CLOSE}", parts.join(" "))
+}
+
+/// A host that cannot be reached: its name and the age of what is shown of it.
+pub fn unreachable_text(h: &crate::orchestration::attention::HostView) -> String {
+    match h.age_s {
+        Some(age) => format!("{UNREACHABLE_ICON} {} {}", h.name, short_age(age)),
+        None => format!("{UNREACHABLE_ICON} {}", h.name),
+    }
+}
+
+const UNREACHABLE_ICON: &str = "⚠";
+const UNREACHABLE_STYLE: &str = "fg=red";
+
+/// `42s`, `5m`, `3h`, `2d`.
+fn short_age(s: u64) -> String {
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s / 60),
+        3600..86400 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86400),
+    }
 }
 
 /// Longest per-session text (an escalation reason can be long; status lines are short).
@@ -116,6 +140,10 @@ fn counts_plain(c: &Counts, unreadable: u32) -> String {
 /// (`#(orange status --format plain)`) shows only one; per-project counts are in the JSON.
 pub fn render_plain(summary: &Summary) -> String {
     let mut out = counts_plain(&summary.total, summary.unreadable);
+    for h in summary.hosts.iter().filter(|h| !h.reachable) {
+        out.push_str(" · ");
+        out.push_str(&unreachable_text(h).replace(UNREACHABLE_ICON, "unreachable"));
+    }
     out.push('\n');
     out
 }
@@ -183,7 +211,8 @@ fn option_changes(summary: &Summary, snap: &Snapshot) -> Vec<Change> {
         changes.push((None, SUMMARY_OPTION, Some(text)));
     }
     let mut wanted: HashMap<&str, String> = HashMap::new();
-    for item in &summary.items {
+    // A remote item's session is on another server: its id means nothing here.
+    for item in summary.items.iter().filter(|i| i.host.is_none()) {
         let session = snap
             .panes
             .iter()
@@ -292,6 +321,7 @@ mod tests {
             exit_status: None,
             exit_signal: None,
             created_at: String::new(),
+            host: None,
         }
     }
 

@@ -2,6 +2,7 @@
 //! `$ORANGE_HOME`, and helpers to run the `orange` binary.
 #![allow(dead_code)]
 
+pub mod sshd;
 pub mod standin;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,241 @@
+//! OpenSSH: the only module that runs `ssh`. One multiplexed connection per host
+//! (ControlMaster/ControlPersist, its socket in a private directory), reused by every call.
+//! The user's ssh config, keys, agent and known_hosts are respected: host-key checking is
+//! never turned off, and `BatchMode` makes a missing key or an unknown host key an error
+//! instead of a prompt nobody sees.
+//!
+//! ssh joins its arguments into one line for the remote shell: every word is quoted here
+//! for a POSIX shell (`shell::quote`), so quotes, `$(…)`, backticks, `;`, newlines and a
+//! leading `-` arrive as they were.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use super::shell;
+
+/// How long the shared connection stays up after its last use.
+const PERSIST: &str = "600";
+
+#[derive(Debug, thiserror::Error)]
+pub enum SshError {
+    #[error("ssh is not installed (OpenSSH's client)")]
+    NotFound,
+    /// ssh's own failure (exit 255): no connection, refused key, unknown host key…
+    #[error("{0}")]
+    Unreachable(String),
+    #[error("running ssh: {0}")]
+    Io(std::io::Error),
+}
+
+/// What a remote command gave back.
+#[derive(Debug)]
+pub struct SshOutput {
+    /// The remote command's exit status.
+    pub status: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+/// One host as ssh reaches it.
+#[derive(Debug, Clone)]
+pub struct Ssh {
+    /// `user@host`, an ssh config alias, or `ssh://user@host:port`.
+    pub dest: String,
+    /// `-o KEY=VALUE` for every call (HostName, Port, IdentityFile, UserKnownHostsFile…).
+    pub options: Vec<String>,
+    /// The control socket (`%C`-free: one path per host, kept short for the 104-byte limit).
+    pub control_path: PathBuf,
+}
+
+impl Ssh {
+    pub fn new(dest: &str, options: &[String], control_path: PathBuf) -> Ssh {
+        Ssh {
+            dest: dest.to_string(),
+            options: options.to_vec(),
+            control_path,
+        }
+    }
+
+    /// Everything before the remote command line.
+    fn args(&self, tty: bool) -> Vec<String> {
+        let mut a: Vec<String> = Vec::new();
+        if tty {
+            a.push("-t".into());
+        }
+        for o in [
+            "BatchMode=yes".to_string(),
+            "ControlMaster=auto".to_string(),
+            format!("ControlPath={}", self.control_path.display()),
+            format!("ControlPersist={PERSIST}"),
+            "ConnectTimeout=10".to_string(),
+            "ServerAliveInterval=5".to_string(),
+            "ServerAliveCountMax=3".to_string(),
+        ] {
+            a.push("-o".into());
+            a.push(o);
+        }
+        for o in &self.options {
+            a.push("-o".into());
+            a.push(o.clone());
+        }
+        // `--` ends ssh's options: a destination can never be read as one.
+        a.push("--".into());
+        a.push(self.dest.clone());
+        a
+    }
+
+    /// The remote command line: `env K=V … argv…`, each word quoted.
+    pub fn command_line(env: &[(&str, &str)], argv: &[String]) -> String {
+        let mut words: Vec<String> = Vec::new();
+        if !env.is_empty() {
+            words.push("env".into());
+            for (k, v) in env {
+                words.push(shell::quote(&format!("{k}={v}")));
+            }
+        }
+        words.extend(argv.iter().map(|a| shell::quote(a)));
+        words.join(" ")
+    }
+
+    /// Run `argv` on the host (with `env` set) and collect its output; `stdin` is written
+    /// to it when given. ssh's own failure (exit 255) is [`SshError::Unreachable`].
+    pub fn run(
+        &self,
+        env: &[(&str, &str)],
+        argv: &[String],
+        stdin: Option<&[u8]>,
+    ) -> Result<SshOutput, SshError> {
+        if let Some(dir) = self.control_path.parent() {
+            ensure_private_dir(dir).map_err(SshError::Io)?;
+        }
+        let mut c = Command::new("ssh");
+        c.args(self.args(false))
+            .arg(Self::command_line(env, argv))
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => SshError::NotFound,
+            _ => SshError::Io(e),
+        })?;
+        if let (Some(data), Some(mut w)) = (stdin, child.stdin.take()) {
+            let _ = w.write_all(data);
+        }
+        let out = child.wait_with_output().map_err(SshError::Io)?;
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        match out.status.code() {
+            Some(255) | None => Err(SshError::Unreachable(last_line(&stderr))),
+            Some(status) => Ok(SshOutput {
+                status,
+                stdout: out.stdout,
+                stderr,
+            }),
+        }
+    }
+
+    /// The argv of an interactive ssh (a pseudo-terminal) running `argv` there: for a tmux
+    /// window or `exec` (attach).
+    pub fn interactive_argv(&self, env: &[(&str, &str)], argv: &[String]) -> Vec<String> {
+        let mut a = vec!["ssh".to_string()];
+        a.extend(self.args(true));
+        a.push(Self::command_line(env, argv));
+        a
+    }
+
+    /// Replace this process with `argv` (an [`Ssh::interactive_argv`]). Returns only when
+    /// the exec failed.
+    pub fn exec(&self, argv: &[String]) -> std::io::Error {
+        use std::os::unix::process::CommandExt;
+        Command::new(&argv[0]).args(&argv[1..]).exec()
+    }
+
+    /// Is the shared connection up? (Local only: asks the control socket.)
+    pub fn connected(&self) -> bool {
+        self.control(&["check"])
+    }
+
+    /// Close the shared connection (host removal, tests).
+    pub fn disconnect(&self) {
+        self.control(&["exit"]);
+    }
+
+    fn control(&self, op: &[&str]) -> bool {
+        if !self.control_path.exists() {
+            return false;
+        }
+        Command::new("ssh")
+            .arg("-O")
+            .args(op)
+            .arg("-o")
+            .arg(format!("ControlPath={}", self.control_path.display()))
+            .args(self.options.iter().flat_map(|o| ["-o", o.as_str()]))
+            .arg("--")
+            .arg(&self.dest)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+}
+
+/// The last non-empty line of ssh's complaint (`ssh: connect to host … refused`).
+fn last_line(stderr: &str) -> String {
+    stderr
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("ssh failed without a message")
+        .to_string()
+}
+
+/// The control sockets' directory: only the owner may enter it.
+fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_line_quotes_every_word() {
+        let line = Ssh::command_line(
+            &[("ORANGE_HOME", "/h o")],
+            &[
+                "orange".into(),
+                "task".into(),
+                "it's $(x) `y`; z\nw".into(),
+                "-x".into(),
+            ],
+        );
+        assert_eq!(
+            line,
+            "env 'ORANGE_HOME=/h o' orange task 'it'\\''s $(x) `y`; z\nw' -x"
+        );
+    }
+
+    #[test]
+    fn options_then_double_dash_then_destination() {
+        let s = Ssh::new("-oProxyCommand=x", &["Port=22".into()], "/tmp/c".into());
+        let a = s.args(false);
+        let dd = a.iter().position(|w| w == "--").unwrap();
+        assert_eq!(a[dd + 1], "-oProxyCommand=x");
+        assert!(a.contains(&"BatchMode=yes".to_string()));
+        assert!(!a.iter().any(|w| w.contains("StrictHostKeyChecking")));
+    }
+}

@@ -1,0 +1,346 @@
+//! Commands on remote projects (issue 13): which command goes to which host, and the
+//! forwarding itself. The orange on the host does the work through its own command line:
+//! the same arguments, over the host's one ssh connection. JSON answers carry `host`.
+
+use std::io::{Read, Write};
+
+use serde_json::{json, Value};
+
+use super::{Command, Ctx};
+use crate::adapters::mux::NewSession;
+use crate::adapters::tmux::Tmux;
+use crate::error::{OrangeError, Result};
+use crate::orchestration::host::{self, Host};
+use crate::orchestration::project;
+use crate::ui::output::Out;
+use crate::ui::plugin::SESSION_REMOTE_TASK;
+
+use super::project_cmd::ProjectCmd;
+use super::task::TaskCmd;
+
+/// The host a command must run on, or `None` to run it here.
+pub fn route(ctx: &Ctx, cmd: &Command) -> Result<Option<Host>> {
+    let by_project = || -> Result<Option<Host>> {
+        match &ctx.project {
+            Some(p) => host::of_project(&ctx.home, p),
+            None => Ok(None),
+        }
+    };
+    match cmd {
+        Command::Task(tc) => match task_id(tc) {
+            Some(id) => match host::linked(&ctx.home, id) {
+                Some(l) => host::get(&ctx.home, &l.host).map(Some),
+                None => by_project(),
+            },
+            None if matches!(tc, TaskCmd::List { all: true, .. }) => Ok(None),
+            None => by_project(),
+        },
+        Command::Workspace(_) => by_project(),
+        Command::Project(ProjectCmd::Update(a)) => match a.name.as_ref().or(ctx.project.as_ref()) {
+            Some(name) => host::of_project(&ctx.home, name),
+            None => Ok(None),
+        },
+        _ => Ok(None),
+    }
+}
+
+fn task_id(tc: &TaskCmd) -> Option<&str> {
+    match tc {
+        TaskCmd::Show { id }
+        | TaskCmd::Explain { id }
+        | TaskCmd::Peek { id, .. }
+        | TaskCmd::Spawn { id }
+        | TaskCmd::Attach { id }
+        | TaskCmd::Respawn { id }
+        | TaskCmd::Merge { id, .. }
+        | TaskCmd::Cancel { id, .. }
+        | TaskCmd::Delete { id, .. } => Some(id),
+        TaskCmd::Update { id, .. } | TaskCmd::Complete { id } | TaskCmd::Stuck { id } => {
+            id.as_deref()
+        }
+        _ => None,
+    }
+}
+
+/// The command line as typed, without `--json` (added back when wanted).
+fn args() -> Vec<String> {
+    std::env::args().skip(1).filter(|a| a != "--json").collect()
+}
+
+/// Run this command on `h`. With `--json` the host's JSON value, tagged with `host`; else
+/// its text. Its error keeps its code.
+pub fn forward(ctx: &Ctx, h: &Host, cmd: &Command) -> Result<Out> {
+    if let Command::Task(TaskCmd::Attach { id }) = cmd {
+        return attach(ctx, h, id);
+    }
+    let mut args = args();
+    // Questions are asked here, where the person is: the host has no terminal to ask on.
+    if let Command::Task(TaskCmd::Cancel { id, yes: false } | TaskCmd::Delete { id, yes: false }) =
+        cmd
+    {
+        let verb = if matches!(cmd, Command::Task(TaskCmd::Cancel { .. })) {
+            "Cancel"
+        } else {
+            "Delete"
+        };
+        super::task::confirm(&format!("{verb} task {id} on host {}?", h.name), false)?;
+        args.push("--yes".into());
+    }
+    // `--context -` reads this standard input: it is sent along.
+    let stdin = if args.windows(2).any(|w| w[0] == "--context" && w[1] == "-")
+        || args.iter().any(|a| a == "--context=-")
+    {
+        let mut buf = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut buf)
+            .map_err(|e| OrangeError::io("reading standard input", e))?;
+        Some(buf)
+    } else {
+        None
+    };
+    let creates = matches!(cmd, Command::Task(TaskCmd::Create(_)));
+    if ctx.json || creates {
+        let mut v = h.call_json(&ctx.home, &args, stdin.as_deref())?;
+        remember(ctx, h, &v);
+        tag(&mut v, &h.name);
+        let text = match (creates, ctx.json) {
+            (true, false) => format!(
+                "created task {} ({}/{}) on host {} [{}]\n",
+                v["id"].as_str().unwrap_or("?"),
+                v["project"].as_str().unwrap_or("?"),
+                v["branch"].as_str().unwrap_or("?"),
+                h.name,
+                v["status"].as_str().unwrap_or("?"),
+            ),
+            _ => String::new(),
+        };
+        return Ok(Out { json: v, text });
+    }
+    let out = h.call(&ctx.home, &args, stdin.as_deref())?;
+    if out.status == 0 {
+        let _ = std::io::stderr().write_all(out.stderr.as_bytes());
+        return Ok(Out {
+            json: Value::Null,
+            text: String::from_utf8_lossy(&out.stdout).into_owned(),
+        });
+    }
+    Err(text_error(h, &out.stderr))
+}
+
+/// The host's `orange: MESSAGE [code]` as an error with that code.
+fn text_error(h: &Host, stderr: &str) -> OrangeError {
+    let line = stderr
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("orange: "))
+        .unwrap_or_else(|| stderr.lines().last().unwrap_or("failed"));
+    let body = line.trim_start_matches("orange: ");
+    let (message, code) = match body.rsplit_once(" [") {
+        Some((m, c)) if c.ends_with(']') => (m, c.trim_end_matches(']')),
+        _ => (body, "backend_command_failed"),
+    };
+    OrangeError::Remote {
+        host: h.name.clone(),
+        code: OrangeError::canonical(code),
+        message: message.to_string(),
+    }
+}
+
+/// `host` on an object, or on each object of an array.
+pub fn tag(v: &mut Value, host: &str) {
+    match v {
+        Value::Object(m) => {
+            m.insert("host".into(), json!(host));
+        }
+        Value::Array(a) => a.iter_mut().for_each(|e| tag(e, host)),
+        _ => {}
+    }
+}
+
+/// Remember the host of the tasks an answer names (a created task, a listing).
+fn remember(ctx: &Ctx, h: &Host, v: &Value) {
+    let one = |t: &Value| {
+        if let (Some(id), Some(p)) = (t["id"].as_str(), t["project"].as_str()) {
+            if t.get("branch").is_some() {
+                host::link(&ctx.home, id, &h.name, p);
+            }
+        }
+    };
+    match v {
+        Value::Array(a) => a.iter().for_each(one),
+        _ => one(v),
+    }
+}
+
+/// `task attach ID` of a remote task: `ssh -t HOST tmux … attach -t =SESSION`, in a local
+/// session the client switches to (inside tmux), or in place of this process (outside).
+fn attach(ctx: &Ctx, h: &Host, id: &str) -> Result<Out> {
+    let t = h.call_json(&ctx.home, &["task".into(), "show".into(), id.into()], None)?;
+    let session = t["tmux_session"].as_str().unwrap_or_default().to_string();
+    let state = t["session"]["state"].as_str().unwrap_or("");
+    if session.is_empty() || state != "live" {
+        return Err(OrangeError::invalid(format!(
+            "task {id} on host {} has no live session ({}); `orange task respawn {id}` starts it again",
+            h.name,
+            if state.is_empty() { "none" } else { state }
+        )));
+    }
+    let mut remote = vec!["tmux".to_string()];
+    if let Some(sock) = &h.remote_socket {
+        remote.push(if sock.starts_with('/') { "-S" } else { "-L" }.into());
+        remote.push(sock.clone());
+    }
+    remote.extend([
+        "attach-session".to_string(),
+        "-t".to_string(),
+        format!("={session}"),
+    ]);
+    let ssh = h.ssh(&ctx.home);
+    let argv = ssh.interactive_argv(&[], &remote);
+    if std::env::var_os("TMUX").is_none_or(|v| v.is_empty()) {
+        let e = ssh.exec(&argv);
+        return Err(OrangeError::io(format!("running ssh to {}", h.name), e));
+    }
+    let tmux = Tmux::from_env();
+    let local = format!("remote-{}-{id}", h.name);
+    if !tmux.has_session(&local)? {
+        tmux.new_session(&NewSession {
+            name: local.clone(),
+            cwd: ctx.cwd.clone(),
+            env: vec![],
+            command: argv,
+            width: None,
+            height: None,
+            // `@orange_task` too: the plugin's keys act here (Ctrl+\\ opens this task's
+            // sidebar instead of reaching the agent there as a SIGQUIT). No `@orange_home`:
+            // this orange's crash repair never takes the session for one of its agents.
+            marks: vec![
+                ("@orange_task".into(), id.to_string()),
+                // What the picker (choose-tree) shows for it: which host, which branch.
+                (
+                    "@orange_status".into(),
+                    format!("{}: {}", h.name, t["branch"].as_str().unwrap_or(id)),
+                ),
+                ("@orange_remote".into(), h.name.clone()),
+                (SESSION_REMOTE_TASK.into(), id.to_string()),
+            ],
+        })?;
+    }
+    tmux.switch_client(&local)?;
+    Ok(Out::new(
+        json!({"id": id, "host": h.name, "session": session, "local_session": local, "via": "switch-client"}),
+        "",
+    ))
+}
+
+/// `project add --host NAME PATH …`: register the project on the host (its orange does
+/// it), then remember it here.
+pub fn project_add(ctx: &Ctx, host_name: &str, name: Option<&str>) -> Result<Out> {
+    let h = host::get(&ctx.home, host_name)?;
+    if let Some(n) = name {
+        refuse_taken(ctx, n)?;
+    }
+    // The same arguments without `--host NAME` (the host has no hosts of its own).
+    let mut args = Vec::new();
+    let mut it = self::args().into_iter();
+    while let Some(a) = it.next() {
+        if a == "--host" {
+            it.next();
+        } else if !a.starts_with("--host=") {
+            args.push(a);
+        }
+    }
+    let v = h.call_json(&ctx.home, &args, None)?;
+    let pname = v["name"].as_str().unwrap_or_default().to_string();
+    if let Err(e) = refuse_taken(ctx, &pname) {
+        // Undo it there: nothing registered half-way.
+        let _ = h.call_json(&ctx.home, &["project".into(), "remove".into(), pname], None);
+        return Err(e);
+    }
+    host::update(&ctx.home, |reg| {
+        let rec = reg.hosts.get_mut(&h.name).ok_or_else(|| {
+            OrangeError::invalid(format!("host {} was removed meanwhile", h.name))
+        })?;
+        rec.projects.insert(pname.clone(), v.clone());
+        Ok(())
+    })?;
+    let mut out = v;
+    tag(&mut out, &h.name);
+    let text = format!(
+        "added project {pname} on host {} ({})\n",
+        h.name,
+        out["path"].as_str().unwrap_or("?")
+    );
+    Ok(Out { json: out, text })
+}
+
+/// A project name must be one project's: here or on one host.
+pub fn refuse_taken(ctx: &Ctx, name: &str) -> Result<()> {
+    if project::load(&ctx.home)?.projects.contains_key(name) {
+        return Err(OrangeError::invalid(format!(
+            "a project named {name:?} is already registered here; pass --name"
+        )));
+    }
+    if let Some(h) = host::of_project(&ctx.home, name)? {
+        return Err(OrangeError::invalid(format!(
+            "a project named {name:?} is already registered on host {}; pass --name",
+            h.name
+        )));
+    }
+    Ok(())
+}
+
+/// `project remove NAME` of a remote project: removed there, then forgotten here.
+pub fn project_remove(ctx: &Ctx, h: &Host, name: &str) -> Result<Out> {
+    let mut v = h.call_json(
+        &ctx.home,
+        &["project".into(), "remove".into(), name.into()],
+        None,
+    )?;
+    host::update(&ctx.home, |reg| {
+        if let Some(rec) = reg.hosts.get_mut(&h.name) {
+            rec.projects.remove(name);
+        }
+        Ok(())
+    })?;
+    tag(&mut v, &h.name);
+    let text = format!("removed project {name} on host {}\n", h.name);
+    Ok(Out { json: v, text })
+}
+
+/// Every host's `task list --all`, at once (one ssh call per host): (host, its tasks or
+/// why not).
+pub fn task_lists(ctx: &Ctx, status: Option<&str>) -> Vec<(String, Result<Vec<Value>>)> {
+    let Ok(reg) = host::load(&ctx.home) else {
+        return vec![];
+    };
+    let hosts: Vec<Host> = reg
+        .hosts
+        .into_values()
+        .filter(|h| !h.projects.is_empty())
+        .collect();
+    let mut args: Vec<String> = vec!["task".into(), "list".into(), "--all".into()];
+    if let Some(s) = status {
+        args.extend(["--status".into(), s.to_string()]);
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = hosts
+            .iter()
+            .map(|h| {
+                let args = &args;
+                s.spawn(move || {
+                    let got = h.call_json(&ctx.home, args, None).map(|mut v| {
+                        remember(ctx, h, &v);
+                        tag(&mut v, &h.name);
+                        match v {
+                            Value::Array(a) => a,
+                            _ => vec![],
+                        }
+                    });
+                    (h.name.clone(), got)
+                })
+            })
+            .collect();
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    })
+}

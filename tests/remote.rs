@@ -1,0 +1,844 @@
+//! Remote hosts (issue 13), over a REAL OpenSSH server on 127.0.0.1 (tests/common/sshd.rs)
+//! standing in for another machine: its own ORANGE_HOME and tmux server (a second TaskEnv,
+//! with its own repository and bare origin), reached by the local orange through `host add
+//! … --ssh-option …`. Nothing here talks to the remote side except through ssh, except to
+//! check what is true there.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::sshd::Sshd;
+use crate::common::{bin, poll, wait_for, Env, TaskEnv, TmuxServer};
+
+struct Remote {
+    /// This machine: the person's orange and tmux.
+    local: TaskEnv,
+    /// The "remote host": the orange home, tmux server and repository there.
+    remote: TaskEnv,
+    sshd: Sshd,
+}
+
+fn s(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// A local orange with host `box` (the sshd) holding project `app` (the remote repo).
+fn setup_with_bin(orange_bin: &Path) -> Option<Remote> {
+    let remote = TaskEnv::new();
+    let local = TaskEnv::from_env(Env::with_repo("here"));
+    let sshd = Sshd::start(&local.root())?;
+    let mut args = sshd.host_add_args("box");
+    args.extend([
+        "--orange-bin".to_string(),
+        orange_bin.display().to_string(),
+        "--remote-home".to_string(),
+        remote.home.display().to_string(),
+        "--remote-socket".to_string(),
+        remote.tmux.socket.clone(),
+    ]);
+    local.ok(&s(&args));
+    Some(Remote {
+        local,
+        remote,
+        sshd,
+    })
+}
+
+fn setup() -> Option<Remote> {
+    setup_with_bin(&bin())
+}
+
+impl Remote {
+    fn add_project(&self) -> Value {
+        let repo = self.remote.repo.display().to_string();
+        self.local
+            .ok(&["project", "add", "--host", "box", &repo, "--pool-size", "3"])
+    }
+
+    fn create(&self, branch: &str, summary: &str, harness: &str) -> Value {
+        self.local.ok(&[
+            "task",
+            "create",
+            "--project",
+            "app",
+            branch,
+            summary,
+            "--harness",
+            harness,
+        ])
+    }
+}
+
+/// Run orange here (this machine's tmux and PATH), text output.
+fn out_of(l: &TaskEnv, args: &[&str]) -> std::process::Output {
+    l.cmd_in(&l.repo, args).output().unwrap()
+}
+
+fn id(v: &Value) -> String {
+    v["id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn host_add_check_list_and_remove() {
+    let Some(r) = setup() else { return };
+    let l = &r.local;
+    // check: one ssh call; the versions, tmux and git there.
+    let c = l.ok(&["host", "check", "box"]);
+    assert_eq!(c["reachable"], true, "{c}");
+    assert_eq!(c["compatible"], true, "{c}");
+    assert_eq!(c["remote"]["version"], env!("CARGO_PKG_VERSION"), "{c}");
+    assert!(
+        c["remote"]["tmux"].as_str().unwrap().starts_with("tmux "),
+        "{c}"
+    );
+    assert!(c["remote"]["git"].as_str().unwrap().contains("git"), "{c}");
+    assert_eq!(
+        c["remote"]["home"],
+        r.remote.home.display().to_string(),
+        "{c}"
+    );
+    assert_eq!(c["remote"]["tmux_socket"], r.remote.tmux.socket, "{c}");
+    // The one connection: a control socket under run/ssh.
+    assert!(l.home.join("run/ssh/box").exists());
+
+    let list = l.ok(&["host", "list"]);
+    assert_eq!(list[0]["name"], "box");
+    assert_eq!(list[0]["dest"], "127.0.0.1");
+
+    // Bad input: a clear error, nothing registered.
+    l.err(
+        &["host", "add", "evil", "-oProxyCommand=touch /tmp/x"],
+        "invalid_argument",
+    );
+    l.err(&["host", "add", "sp ace", "127.0.0.1"], "invalid_argument");
+    l.err(
+        &["host", "add", "o", "127.0.0.1", "--ssh-option", "Port"],
+        "invalid_argument",
+    );
+    l.err(&["host", "add", "box", "127.0.0.1"], "invalid_argument");
+    l.err(&["host", "check", "nope"], "invalid_argument");
+    assert_eq!(l.ok(&["host", "list"]).as_array().unwrap().len(), 1);
+
+    // Refused while a project uses it, unless --force.
+    let p = r.add_project();
+    assert_eq!(p["host"], "box", "{p}");
+    let msg = l.err(&["host", "remove", "box"], "invalid_argument");
+    assert!(msg.contains("app"), "{msg}");
+    l.ok(&["host", "remove", "box", "--force"]);
+    assert!(l.ok(&["host", "list"]).as_array().unwrap().is_empty());
+    // Nothing was removed there.
+    let there = r.remote.ok(&["project", "list"]);
+    assert_eq!(there[0]["name"], "app", "{there}");
+}
+
+#[test]
+fn a_host_whose_orange_is_missing_or_whose_key_is_unknown_says_so() {
+    let Some(r) = setup_with_bin(Path::new("/nonexistent/orange")) else {
+        return;
+    };
+    let msg = r.local.err(&["host", "check", "box"], "backend_not_found");
+    assert!(msg.contains("/nonexistent/orange"), "{msg}");
+    // An unknown host key is never accepted: BatchMode, no StrictHostKeyChecking=no.
+    std::fs::write(r.sshd.dir.join("known_hosts"), "").unwrap();
+    let mut args = r.sshd.host_add_args("stranger");
+    args.extend(["--orange-bin".to_string(), bin().display().to_string()]);
+    r.local.ok(&s(&args));
+    let msg = r
+        .local
+        .err(&["host", "check", "stranger"], "host_unreachable");
+    assert!(msg.to_lowercase().contains("host key"), "{msg}");
+}
+
+#[test]
+fn a_remote_project_runs_its_whole_task_flow() {
+    let Some(r) = setup() else { return };
+    let l = &r.local;
+    let p = r.add_project();
+    assert_eq!(p["name"], "app");
+    assert_eq!(p["path"], r.remote.repo.display().to_string(), "{p}");
+    // Listed here with its host; registered there, by the orange there.
+    let projects = l.ok(&["project", "list"]);
+    let app = projects
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "app")
+        .unwrap();
+    assert_eq!(app["host"], "box", "{projects}");
+    assert_eq!(r.remote.ok(&["project", "list"])[0]["name"], "app");
+    // A second project of that name is refused, here or there.
+    l.err(
+        &[
+            "project",
+            "add",
+            "--host",
+            "box",
+            r.remote.repo.to_str().unwrap(),
+        ],
+        "invalid_argument",
+    );
+
+    let t = r.create("feat/remote", "do the remote thing", "fake-complete");
+    let tid = id(&t);
+    assert_eq!(t["host"], "box", "{t}");
+    assert_eq!(t["project"], "app");
+    // The task is there, with its worktree and session there.
+    let there = r.remote.task(&tid);
+    assert_eq!(there["branch"], "feat/remote");
+    // Found by id alone (no --project): its host is remembered.
+    let done = poll(Duration::from_secs(20), || {
+        let v = l.ok(&["task", "show", &tid]);
+        (v["status"] == "reviewing").then_some(v)
+    })
+    .unwrap_or_else(|| {
+        let sess = r.remote.task(&tid)["tmux_session_id"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        panic!(
+            "the remote agent did not complete: {}\n{}",
+            r.remote.task(&tid),
+            r.remote
+                .tmux
+                .ok(&["capture-pane", "-p", "-t", &format!("{sess}:")])
+        )
+    });
+    assert_eq!(done["host"], "box", "{done}");
+    // The agent ran there: it committed in its worktree there.
+    let ws = r
+        .remote
+        .home
+        .join("workspaces")
+        .join(there["workspace"].as_str().unwrap());
+    assert!(ws.join(format!("work-{tid}.txt")).exists());
+
+    let list = l.ok(&["task", "list", "--project", "app"]);
+    assert_eq!(list[0]["id"], tid.as_str());
+    assert_eq!(list[0]["host"], "box");
+    let all = l.ok(&["task", "list", "--all"]);
+    let mine = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == tid.as_str());
+    assert_eq!(mine.unwrap()["host"], "box", "{all}");
+    let out = out_of(l, &["task", "list", "--all"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("app@box"), "{text}");
+
+    let peek = l.ok(&["task", "peek", &tid]);
+    assert_eq!(peek["host"], "box", "{peek}");
+    let ws_list = l.ok(&["workspace", "list", "--project", "app"]);
+    assert!(!ws_list.as_array().unwrap().is_empty(), "{ws_list}");
+    assert_eq!(ws_list[0]["host"], "box", "{ws_list}");
+
+    // Merge there: the remote repository's main gets the agent's commit.
+    let m = l.ok(&["task", "merge", &tid, "--local"]);
+    assert_eq!(m["host"], "box", "{m}");
+    assert_eq!(l.ok(&["task", "show", &tid])["status"], "done");
+    let log = crate::common::git(&r.remote.repo, &["log", "--oneline", "main"]);
+    assert!(log.contains(&format!("work {tid}")), "{log}");
+
+    // A second task, cancelled (its question is asked here: no terminal → --yes needed).
+    let c = r.create("feat/other", "other", "fake-wait");
+    let cid = id(&c);
+    r.remote.wait_session(&cid, "live");
+    let msg = l.err(&["task", "cancel", &cid], "invalid_argument");
+    assert!(msg.contains("--yes"), "{msg}");
+    l.ok(&["task", "cancel", &cid, "--yes"]);
+    assert_eq!(r.remote.task(&cid)["status"], "cancelled");
+    l.ok(&["task", "delete", &cid, "--yes"]);
+    r.remote.err(&["task", "show", &cid], "task_not_found");
+    // An unknown id is the remote's error, with its code.
+    l.err(
+        &["task", "show", "zzzzzz", "--project", "app"],
+        "task_not_found",
+    );
+
+    // Text output is the host's, and its errors keep their code.
+    let out = out_of(l, &["task", "show", &tid]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&tid));
+    let out = out_of(l, &["task", "show", "zzzzzz", "--project", "app"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("on host box") && err.contains("[task_not_found]"),
+        "{err}"
+    );
+
+    // Removing the project removes it there (its pool must be shut down there first).
+    let msg = l.err(&["project", "remove", "app"], "invalid_argument");
+    assert!(msg.contains("workspace"), "{msg}");
+}
+
+#[test]
+fn hostile_inputs_arrive_intact_over_ssh() {
+    let Some(r) = setup() else { return };
+    r.add_project();
+    let l = &r.local;
+    let summary = "it's \"quoted\" $(touch /tmp/orange-pwned) `id`; rm -rf x\nsecond line\n\ttab";
+    let t = r.create("feat/hostile", summary, "fake-wait");
+    let tid = id(&t);
+    assert_eq!(r.remote.task(&tid)["summary"], summary);
+    assert!(!Path::new("/tmp/orange-pwned").exists());
+    let prompt = poll(Duration::from_secs(20), || {
+        let p = r.remote.home.join("agent-log").join(&tid).join("prompt");
+        std::fs::read_to_string(p).ok()
+    })
+    .expect("the agent got its prompt");
+    assert!(prompt.starts_with(summary), "{prompt:?}");
+    // A summary starting with a dash is a summary, not an option, there too.
+    let d = r.create("feat/dash", "-rf --force", "fake-wait");
+    assert_eq!(r.remote.task(&id(&d))["summary"], "-rf --force");
+    // Bad branch names: the host's refusal, with its code, and nothing made.
+    for bad in ["has space", "a..b", "x:y"] {
+        let msg = l.err(
+            &[
+                "task",
+                "create",
+                "--project",
+                "app",
+                bad,
+                "s",
+                "--harness",
+                "fake-wait",
+            ],
+            "invalid_argument",
+        );
+        assert!(msg.contains("on host box"), "{bad}: {msg}");
+    }
+    // A leading dash is refused here already, as for a local project.
+    l.err(
+        &["task", "create", "--project", "app", "-lead", "s"],
+        "invalid_argument",
+    );
+    assert_eq!(r.remote.ok(&["task", "list"]).as_array().unwrap().len(), 2);
+    // --context - is read here and sent along.
+    let mut c = l.cmd_in(
+        &l.repo,
+        &[
+            "task",
+            "create",
+            "--project",
+            "app",
+            "feat/ctx",
+            "with context",
+            "--harness",
+            "fake-wait",
+            "--context",
+            "-",
+            "--json",
+        ],
+    );
+    c.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"ctx with 'quotes' and $(x)\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let md = std::fs::read_to_string(r.remote.home.join("tasks/app").join(id(&v)).join("TASK.md"))
+        .unwrap();
+    assert!(md.contains("ctx with 'quotes' and $(x)"), "{md}");
+}
+
+/// An `ssh` first on PATH that records that it ran, then fails.
+fn ssh_tripwire(dir: &Path) -> (PathBuf, PathBuf) {
+    let bin_dir = dir.join("tripwire");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let mark = dir.join("ssh-ran");
+    let script = bin_dir.join("ssh");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\necho \"$@\" >> '{}'\nexit 255\n", mark.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (bin_dir, mark)
+}
+
+/// An `ssh` first on PATH that logs each call, then runs the real one.
+fn ssh_counter(dir: &Path) -> (PathBuf, PathBuf) {
+    let bin_dir = dir.join("counting");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let log = dir.join("ssh-calls");
+    let real = ["/usr/bin/ssh", "/usr/local/bin/ssh", "/bin/ssh"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("ssh");
+    let script = bin_dir.join("ssh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec {real} \"$@\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (bin_dir, log)
+}
+
+#[test]
+fn the_status_widget_shows_remote_tasks_from_the_monitors_fetch_without_ssh() {
+    let Some(r) = setup() else { return };
+    r.add_project();
+    let l = &r.local;
+    let t = r.create("feat/w", "wait", "fake-wait");
+    let tid = id(&t);
+    r.remote.wait_session(&tid, "live");
+    let more: Vec<String> = (0..2)
+        .map(|i| id(&r.create(&format!("feat/w{i}"), "wait", "fake-wait")))
+        .collect();
+    for m in &more {
+        r.remote.wait_session(m, "live");
+    }
+    // One monitor pass here fetches the host: ONE ssh call for its three tasks.
+    let (counting, log) = ssh_counter(&l.root());
+    let pass_out = l
+        .cmd_in(&l.repo, &["monitor", "--once", "--json"])
+        .env("PATH", format!("{}:{}", counting.display(), l.path))
+        .output()
+        .unwrap();
+    assert!(
+        pass_out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pass_out.stderr)
+    );
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(calls.lines().count(), 1, "ssh calls: {calls}");
+    assert!(calls.contains("host snapshot"), "{calls}");
+    let seen: Value =
+        serde_json::from_str(&std::fs::read_to_string(l.home.join("run/hosts/box.json")).unwrap())
+            .unwrap();
+    assert_eq!(seen["reachable"], true, "{seen}");
+    // The widget: no ssh on its path (an ssh that records any call is first on PATH).
+    let (trip, mark) = ssh_tripwire(&l.root());
+    let path = format!("{}:{}", trip.display(), l.path);
+    let out = l
+        .cmd_in(&l.repo, &["status", "--format", "json"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let st: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!mark.exists(), "the status widget ran ssh");
+    let item = st["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["id"] == tid.as_str())
+        .unwrap_or_else(|| panic!("{st}"));
+    assert_eq!(item["host"], "box");
+    assert_eq!(item["bucket"], "working", "{st}");
+    assert_eq!(st["working"], 3, "{st}");
+    assert_eq!(st["hosts"][0]["name"], "box");
+    assert_eq!(st["hosts"][0]["reachable"], true);
+    // The tmux option the status line shows counts it.
+    let summary = l.tmux.ok(&["show", "-gqv", "@orange_summary"]);
+    assert!(summary.contains("⚙ 3"), "{summary}");
+    // And the status line as a person sees it.
+    let line = String::from_utf8_lossy(
+        &l.cmd_in(&l.repo, &["status", "--format", "plain"])
+            .env("PATH", &path)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .to_string();
+    assert!(line.starts_with("working 3"), "{line}");
+    assert!(!mark.exists(), "the status widget ran ssh");
+}
+
+#[test]
+fn an_unreachable_host_shows_its_age_never_dead_agents_and_commands_fail_cleanly() {
+    let Some(mut r) = setup() else { return };
+    r.add_project();
+    let t = r.create("feat/u", "wait", "fake-wait");
+    let tid = id(&t);
+    r.remote.wait_session(&tid, "live");
+    r.local.ok(&["monitor", "--once"]);
+    let before = state_files(&r.local.home);
+
+    r.sshd.stop();
+    let msg = r.local.err(&["task", "show", &tid], "host_unreachable");
+    assert!(msg.contains("box"), "{msg}");
+    r.local.err(
+        &[
+            "task",
+            "create",
+            "--project",
+            "app",
+            "feat/x",
+            "x",
+            "--harness",
+            "fake-wait",
+        ],
+        "host_unreachable",
+    );
+    r.local
+        .err(&["task", "cancel", &tid, "--yes"], "host_unreachable");
+    r.local.err(&["host", "check", "box"], "host_unreachable");
+    // Nothing here changed for it (the registry, the links, the tasks).
+    assert_eq!(state_files(&r.local.home), before);
+    // The monitor marks it unreachable; its agent stays as last seen, never dead.
+    r.local.ok(&["monitor", "--once"]);
+    let st = r.local.ok(&["status", "--format", "json"]);
+    assert_eq!(st["hosts"][0]["reachable"], false, "{st}");
+    assert!(st["hosts"][0]["age_s"].is_number(), "{st}");
+    assert_eq!(st["dead"], 0, "{st}");
+    assert_eq!(st["working"], 1, "{st}");
+    let tmux = String::from_utf8_lossy(&out_of(&r.local, &["status", "--format", "tmux"]).stdout)
+        .to_string();
+    assert!(tmux.contains("⚠ box"), "{tmux}");
+    // task list --all lists what it can and says which host it could not ask.
+    let out = out_of(&r.local, &["task", "list", "--all"]);
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("host_unreachable"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The agent there never noticed.
+    assert_eq!(r.remote.task(&tid)["session"]["state"], "live");
+
+    // Back: the same commands work, and the host is reachable again.
+    r.sshd.resume();
+    assert_eq!(r.local.ok(&["task", "show", &tid])["host"], "box");
+    r.local.ok(&["monitor", "--once"]);
+    let st = r.local.ok(&["status", "--format", "json"]);
+    assert_eq!(st["hosts"][0]["reachable"], true, "{st}");
+}
+
+/// The registry, links and task files of a home (what an unreachable host must not touch).
+fn state_files(home: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![home.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            let rel = p.strip_prefix(home).unwrap().to_path_buf();
+            if rel.starts_with("run") || rel.ends_with("orange.log") || rel.ends_with("audit.jsonl")
+            {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((rel, std::fs::read(&p).unwrap_or_default()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The host's orange, pausing where `<dir>/pause-at` says (ORANGE_PAUSE_AT there).
+fn pausing_bin(dir: &Path) -> PathBuf {
+    let script = dir.join("orange-pausing");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nORANGE_PAUSE_AT=$(cat '{d}/pause-at' 2>/dev/null) ORANGE_PAUSE_DIR='{d}' exec '{b}' \"$@\"\n",
+            d = dir.display(),
+            b = bin().display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script
+}
+
+/// Run `args` here while the host's orange waits at `point`; kill sshd (and with it that
+/// orange: the connection is gone) while it waits. Returns the local command's error.
+fn drop_during(r: &mut Remote, pauses: &Path, point: &str, args: &[&str]) -> Value {
+    std::fs::write(pauses.join("pause-at"), point).unwrap();
+    let mut a = args.to_vec();
+    a.push("--json");
+    let child = r
+        .local
+        .cmd_in(&r.local.repo, &a)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let paused = pauses.join(format!("{point}.paused"));
+    wait_for(
+        &format!("the host's orange to pause at {point}"),
+        20,
+        || paused.exists(),
+    );
+    r.sshd.stop();
+    let out = child.wait_with_output().unwrap();
+    let _ = std::fs::remove_file(&paused);
+    std::fs::remove_file(pauses.join("pause-at")).unwrap();
+    assert!(!out.status.success(), "{args:?} succeeded without its host");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn sshd_killed_during_create_merge_and_cancel_loses_nothing_and_the_command_works_again() {
+    let root = tempfile::tempdir().unwrap();
+    let pauses = root.path().canonicalize().unwrap();
+    let Some(mut r) = setup_with_bin(&pausing_bin(&pauses)) else {
+        return;
+    };
+    r.add_project();
+    let create = [
+        "task",
+        "create",
+        "--project",
+        "app",
+        "feat/c",
+        "made twice?",
+        "--harness",
+        "fake-wait",
+    ];
+
+    // create: the connection drops before anything is recorded there.
+    let before = state_files(&r.local.home);
+    let e = drop_during(&mut r, &pauses, "create.checked", &create);
+    assert_eq!(e["error"]["code"], "host_unreachable", "{e}");
+    assert_eq!(state_files(&r.local.home), before, "local state changed");
+    r.sshd.resume();
+    assert!(r
+        .remote
+        .ok(&["task", "list"])
+        .as_array()
+        .unwrap()
+        .is_empty());
+    let t = r.local.ok(&create);
+    let tid = id(&t);
+    r.remote.wait_session(&tid, "live");
+    assert_eq!(r.remote.ok(&["task", "list"]).as_array().unwrap().len(), 1);
+
+    // create again, dropped after the workspace was taken there: the host's own crash
+    // repair gives it back or starts the task; one agent per workspace, never two.
+    let create2 = [
+        "task",
+        "create",
+        "--project",
+        "app",
+        "feat/d",
+        "half",
+        "--harness",
+        "fake-wait",
+    ];
+    let e = drop_during(&mut r, &pauses, "spawn.acquired", &create2);
+    assert_eq!(e["error"]["code"], "host_unreachable", "{e}");
+    r.sshd.resume();
+    let all = r.local.ok(&["task", "list", "--project", "app"]);
+    let d = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["branch"] == "feat/d")
+        .expect("the recorded task is there")
+        .clone();
+    let did = id(&d);
+    r.remote.wait_session(&did, "live");
+    let pool = r.remote.pool_json();
+    let bound: Vec<&Value> = pool["workspaces"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter(|w| w["status"] == "bound")
+        .collect();
+    assert_eq!(bound.len(), 2, "{pool}");
+    // The same create again: refused clearly, as the branch now has its task.
+    let msg = r.local.err(&create2, "invalid_argument");
+    assert!(msg.contains("feat/d"), "{msg}");
+
+    // merge: dropped after git merged, before it was recorded.
+    let ws = r
+        .remote
+        .home
+        .join("workspaces")
+        .join(r.remote.task(&tid)["workspace"].as_str().unwrap());
+    std::fs::write(ws.join("m.txt"), "m").unwrap();
+    crate::common::git(&ws, &["add", "m.txt"]);
+    crate::common::git(&ws, &["commit", "-qm", "m"]);
+    let e = drop_during(
+        &mut r,
+        &pauses,
+        "merge.merged",
+        &["task", "merge", &tid, "--local"],
+    );
+    assert_eq!(e["error"]["code"], "host_unreachable", "{e}");
+    r.sshd.resume();
+    let m = r.local.ok(&["task", "merge", &tid, "--local"]);
+    assert_eq!(m["host"], "box", "{m}");
+    assert_eq!(r.remote.task(&tid)["status"], "done");
+    let log = crate::common::git(&r.remote.repo, &["log", "--oneline", "main"]);
+    assert_eq!(
+        log.matches(" m\n").count() + usize::from(log.ends_with(" m")),
+        1,
+        "{log}"
+    );
+
+    // cancel: dropped after it was recorded there; the next command there finishes it.
+    let e = drop_during(
+        &mut r,
+        &pauses,
+        "cancel.recorded",
+        &["task", "cancel", &did, "--yes"],
+    );
+    assert_eq!(e["error"]["code"], "host_unreachable", "{e}");
+    r.sshd.resume();
+    let t = r.local.ok(&["task", "show", &did]);
+    assert_eq!(t["status"], "cancelled", "{t}");
+    assert_eq!(t["session"]["state"], "none", "{t}");
+    // Nothing of it is left bound there.
+    let pool = r.remote.pool_json();
+    assert!(
+        pool["workspaces"]
+            .as_object()
+            .unwrap()
+            .values()
+            .all(|w| w["status"] != "bound"),
+        "{pool}"
+    );
+}
+
+#[test]
+fn attach_opens_ssh_to_the_remote_session_in_a_local_session() {
+    let Some(r) = setup() else { return };
+    r.add_project();
+    let t = r.create("feat/a", "attach me", "fake-wait");
+    let tid = id(&t);
+    r.remote.wait_session(&tid, "live");
+    wait_for("the remote agent's screen", 20, || {
+        let sess = r.remote.task(&tid)["tmux_session_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        r.remote
+            .tmux
+            .ok(&["capture-pane", "-p", "-t", &format!("{sess}:")])
+            .contains("waiting for input")
+    });
+    // A person in the local tmux: a client attached, a pane where they run the command.
+    let outer = TmuxServer::start(&r.local.root(), &[]);
+    outer.ok(&[
+        "new-session",
+        "-d",
+        "-s",
+        "term",
+        "-x",
+        "150",
+        "-y",
+        "40",
+        &format!(
+            "unset TMUX; exec tmux -L {} attach -t keepalive",
+            r.local.tmux.socket
+        ),
+    ]);
+    wait_for("a local client", 10, || {
+        !r.local.tmux.ok(&["list-clients"]).is_empty()
+    });
+    let cmd = format!(
+        "ORANGE_HOME='{}' ORANGE_TMUX_SOCKET='{}' '{}' task attach {tid} > '{}/attach.out' 2>&1",
+        r.local.home.display(),
+        r.local.tmux.socket,
+        bin().display(),
+        r.local.root().display()
+    );
+    r.local
+        .tmux
+        .ok(&["new-window", "-d", "-t", "=keepalive:", &cmd]);
+    let local_session = format!("remote-box-{tid}");
+    wait_for("the local session of the remote task", 20, || {
+        r.local.tmux.has_session(&local_session)
+    });
+    // The client is switched to it, and it shows the agent's screen there, through ssh.
+    wait_for("the client on the remote task's session", 20, || {
+        r.local
+            .tmux
+            .ok(&["list-clients", "-F", "#{client_session}"])
+            == local_session
+    });
+    wait_for("the remote agent seen through ssh", 20, || {
+        outer
+            .ok(&["capture-pane", "-p", "-t", "=term:"])
+            .contains("waiting for input")
+    });
+    // Typing there reaches the agent there.
+    outer.ok(&["send-keys", "-t", "=term:", "-l", "hello from here"]);
+    outer.ok(&["send-keys", "-t", "=term:", "Enter"]);
+    wait_for("the keys to reach the remote agent", 20, || {
+        std::fs::read_to_string(r.remote.home.join("agent-log").join(&tid).join("input"))
+            .is_ok_and(|s| s.contains("hello from here"))
+    });
+    // Its sidebar, opened beside it, is drawn here from the host's snapshot.
+    r.local.ok(&["monitor", "--once"]);
+    // The picker (choose-tree over the task sessions) names its host; publishing the
+    // widgets leaves that alone.
+    assert_eq!(
+        r.local.tmux.ok(&[
+            "show",
+            "-t",
+            &format!("={local_session}:"),
+            "-qv",
+            "@orange_status"
+        ]),
+        "box: feat/a"
+    );
+    let pane = r.local.tmux.ok(&[
+        "display",
+        "-p",
+        "-t",
+        &format!("={local_session}:"),
+        "#{pane_id}",
+    ]);
+    let out = r
+        .local
+        .cmd_in(&r.local.repo, &["sidebar", "toggle", "--json"])
+        .env("TMUX_PANE", &pane)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let window = format!("={local_session}:");
+    let side = poll(Duration::from_secs(10), || {
+        r.local
+            .tmux
+            .ok(&[
+                "list-panes",
+                "-t",
+                &window,
+                "-F",
+                "#{pane_id} #{@orange_sidebar}",
+            ])
+            .lines()
+            .find(|l| l.ends_with(" 1"))
+            .map(|l| l.split(' ').next().unwrap().to_string())
+    })
+    .expect("a sidebar pane");
+    wait_for("the remote task's sidebar", 10, || {
+        let shown = r.local.tmux.ok(&["capture-pane", "-p", "-t", &side]);
+        shown.contains("on host box") && shown.contains("feat/a")
+    });
+    // Leave the ssh before the servers go.
+    let _ = Command::new("tmux")
+        .args([
+            "-L",
+            &r.local.tmux.socket,
+            "kill-session",
+            "-t",
+            &format!("={local_session}"),
+        ])
+        .status();
+}
