@@ -1198,3 +1198,132 @@ fn a_turn_the_person_cuts_short_with_escape_is_waiting() {
     );
     assert_eq!(rig.task(&id)["session"]["state"], "live");
 }
+
+/// Issue 13 with the real client: Claude Code runs in a task on a "remote host" (the rig's
+/// home, tmux server and stand-in API, behind a real sshd on 127.0.0.1), started from this
+/// machine's orange over ssh; what this machine's status shows follows what claude does
+/// there, through the local monitor's one fetch per pass.
+#[test]
+fn a_remote_claude_started_over_ssh_is_seen_working_then_waiting_here() {
+    if !claude_installed() {
+        return;
+    }
+    let rig = Rig::new(
+        "remote",
+        Home::SET_UP,
+        vec![
+            // Long enough for the passes here to see it while it is true (a pass is one
+            // ssh call, well under a second).
+            Reply::slow(
+                Duration::from_secs(8),
+                Reply::bash("echo remote > remote-was-here.txt"),
+            ),
+            Reply::text("Written."),
+        ],
+    );
+    let local = TaskEnv::from_env(Env::with_repo("here"));
+    let Some(sshd) = common::sshd::Sshd::start(&local.root()) else {
+        return;
+    };
+    // The host's orange with the environment a person's remote profile would give it.
+    let wrapper = local.root().join("orange-there");
+    let mut script = String::from("#!/bin/sh\n");
+    for (k, v) in &rig.env.extra {
+        script.push_str(&format!("export {k}='{v}'\n"));
+    }
+    script.push_str(&format!(
+        "export PATH='{}'\nexec '{}' \"$@\"\n",
+        rig.env.path,
+        common::bin().display()
+    ));
+    std::fs::write(&wrapper, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut add = sshd.host_add_args("box");
+    add.extend([
+        "--orange-bin".to_string(),
+        wrapper.display().to_string(),
+        "--remote-home".to_string(),
+        rig.env.home.display().to_string(),
+        "--remote-socket".to_string(),
+        rig.env.tmux.socket.clone(),
+    ]);
+    local.ok(&add.iter().map(String::as_str).collect::<Vec<_>>());
+    // The rig registered the repository there already: adopted, not added twice.
+    let p = local.ok(&[
+        "project",
+        "add",
+        "--host",
+        "box",
+        rig.env.repo.to_str().unwrap(),
+    ]);
+    assert_eq!(p["name"], "app", "{p}");
+    let t = local.ok(&[
+        "task",
+        "create",
+        "--project",
+        "app",
+        "real/remote",
+        "Write remote-was-here.txt",
+        "--harness",
+        "claude",
+    ]);
+    assert_eq!(t["host"], "box", "{t}");
+    let id = t["id"].as_str().unwrap().to_string();
+    assert!(
+        rig.api.wait_requests(1, PATIENCE),
+        "claude never called the API"
+    );
+    // What this machine shows, from its own monitor passes (one ssh fetch each).
+    let item_here = |want: &str| -> Value {
+        let start = Instant::now();
+        loop {
+            local.ok(&["monitor", "--once"]);
+            let st = local.ok(&["status", "--format", "json"]);
+            let item = st["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|i| i["id"] == id.as_str())
+                .cloned()
+                .unwrap_or(Value::Null);
+            if item["reason"].as_str().is_some_and(|r| r.contains(want)) {
+                return item;
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "waited for {want:?} here: {st}\nthere: {}\nscreen:\n{}",
+                rig.task(&id),
+                rig.screen(&id)
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    let working = item_here("working");
+    assert_eq!(working["host"], "box", "{working}");
+    assert_eq!(working["bucket"], "working");
+    assert!(
+        rig.api.sent_at(0).is_none(),
+        "the slow reply was already sent"
+    );
+    rig.api
+        .wait_sent(1, PATIENCE)
+        .expect("the final text was sent");
+    let waiting = item_here("waiting for input");
+    assert_eq!(waiting["bucket"], "waiting", "{waiting}");
+    // What claude really did, there: the tool ran in the task's worktree there.
+    let ws = rig.workspace(&id);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("remote-was-here.txt")).unwrap_or_default(),
+        "remote\n"
+    );
+    // And the person here sees it in task list --all with its host.
+    let all = local.ok(&["task", "list", "--all"]);
+    let mine = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == id.as_str())
+        .unwrap();
+    assert_eq!(mine["host"], "box", "{all}");
+}

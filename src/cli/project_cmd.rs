@@ -102,7 +102,13 @@ pub fn run(ctx: &Ctx, cmd: ProjectCmd) -> Result<Out> {
             }
             let host = a.host.clone().unwrap_or_default();
             // Audited there, by the host's orange.
-            super::remote::project_add(ctx, &host, a.name.as_deref())
+            let path = a
+                .path
+                .as_deref()
+                .unwrap_or(std::path::Path::new(""))
+                .display()
+                .to_string();
+            super::remote::project_add(ctx, &host, a.name.as_deref(), &path)
         }
         ProjectCmd::Add(a) => {
             if let Some(n) = &a.name {

@@ -235,7 +235,7 @@ fn attach(ctx: &Ctx, h: &Host, id: &str) -> Result<Out> {
 
 /// `project add --host NAME PATH …`: register the project on the host (its orange does
 /// it), then remember it here.
-pub fn project_add(ctx: &Ctx, host_name: &str, name: Option<&str>) -> Result<Out> {
+pub fn project_add(ctx: &Ctx, host_name: &str, name: Option<&str>, path: &str) -> Result<Out> {
     let h = host::get(&ctx.home, host_name)?;
     if let Some(n) = name {
         refuse_taken(ctx, n)?;
@@ -250,11 +250,27 @@ pub fn project_add(ctx: &Ctx, host_name: &str, name: Option<&str>) -> Result<Out
             args.push(a);
         }
     }
-    let v = h.call_json(&ctx.home, &args, None)?;
+    // Already registered there (by someone on that host, or before): adopted as it is.
+    let there = h.call_json(&ctx.home, &["project".into(), "list".into()], None)?;
+    let existing = there.as_array().and_then(|a| {
+        a.iter()
+            .find(|p| {
+                p["path"].as_str() == Some(path.trim_end_matches('/'))
+                    && name.is_none_or(|n| p["name"].as_str() == Some(n))
+            })
+            .cloned()
+    });
+    let adopted = existing.is_some();
+    let v = match existing {
+        Some(v) => v,
+        None => h.call_json(&ctx.home, &args, None)?,
+    };
     let pname = v["name"].as_str().unwrap_or_default().to_string();
     if let Err(e) = refuse_taken(ctx, &pname) {
-        // Undo it there: nothing registered half-way.
-        let _ = h.call_json(&ctx.home, &["project".into(), "remove".into(), pname], None);
+        // Undo it there: nothing registered half-way (an adopted one stays as it was).
+        if !adopted {
+            let _ = h.call_json(&ctx.home, &["project".into(), "remove".into(), pname], None);
+        }
         return Err(e);
     }
     host::update(&ctx.home, |reg| {
@@ -267,7 +283,8 @@ pub fn project_add(ctx: &Ctx, host_name: &str, name: Option<&str>) -> Result<Out
     let mut out = v;
     tag(&mut out, &h.name);
     let text = format!(
-        "added project {pname} on host {} ({})\n",
+        "{} project {pname} on host {} ({})\n",
+        if adopted { "adopted" } else { "added" },
         h.name,
         out["path"].as_str().unwrap_or("?")
     );
