@@ -714,6 +714,12 @@ fn a_dialog_drawn_after_the_pass_decided_never_gets_the_nudge() {
     append_config(&env, "[policy]\nidle_grace = \"1s\"\n");
     let id = create(&env, "late/x", "claude");
     env.agent_log(&id, "cwd");
+    // Its turn ended (claude's Stop hook): from now on it is idle.
+    let conv = env.task(&id)["agent_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    hook(&env, &id, "Stop", serde_json::json!({"session_id": conv}));
     let pauses = tempfile::tempdir().unwrap();
     let paused = pauses.path().join("monitor.nudging.paused");
     // Passes until one decides to nudge and waits there.
@@ -759,4 +765,31 @@ fn a_dialog_drawn_after_the_pass_decided_never_gets_the_nudge() {
             "❯ 1. Yes".to_string()
         ]
     );
+}
+
+/// Seen in CI with the real Claude Code under load: a claude that had sent no hook yet
+/// (still starting, its first prompt not submitted) looked idle after `idle_grace` and
+/// was nudged a second after its spawn. It is starting up until its first hook (or a
+/// minute without one).
+#[test]
+fn a_claude_that_has_not_sent_its_first_hook_is_starting_not_idle() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    append_config(&env, "[policy]\nidle_grace = \"1s\"\n");
+    let id = create(&env, "start/x", "claude");
+    env.agent_log(&id, "cwd");
+    // Something that must NOT happen: passes for twice the grace never nudge it.
+    common::holds_for(
+        "no nudge before the first hook",
+        Duration::from_secs(2),
+        || {
+            let r = pass(&env);
+            assert!(!r.to_string().contains("\"nudge\""), "{r}");
+            true
+        },
+    );
+    assert!(history_events(&env, &id, "agent.nudged").is_empty());
+    assert!(input_lines(&env, &id).is_empty());
+    let r = pass(&env);
+    assert!(r.to_string().contains("no hook yet"), "{r}");
 }

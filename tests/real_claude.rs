@@ -559,7 +559,11 @@ fn an_approval_prompt_blocks_and_no_keystroke_reaches_it() {
             let nudged = rig.history(&id, "agent.nudged");
             let ok = prompt && !touched && nudged.is_empty();
             if !ok {
-                eprintln!("prompt {prompt}, touched {touched}, nudged {nudged:?}\n{screen}");
+                eprintln!(
+                    "prompt {prompt}, touched {touched}, nudged {nudged:?}\n{screen}\ntask: {}\nhooks:\n{}",
+                    rig.task(&id),
+                    std::fs::read_to_string(rig.env.home.join("orange.log")).unwrap_or_default()
+                );
             }
             ok
         },

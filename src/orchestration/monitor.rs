@@ -45,6 +45,9 @@ fn now_s() -> String {
     store::now_precise()
 }
 
+/// How long a claude that has sent no hook since it started counts as starting up.
+const STARTUP_GRACE: Duration = Duration::from_secs(60);
+
 fn age(since: &str, now: chrono::DateTime<chrono::Utc>) -> Duration {
     chrono::DateTime::parse_from_rfc3339(since)
         .map(|t| now.signed_duration_since(t).to_std().unwrap_or_default())
@@ -699,6 +702,19 @@ impl<'a> Monitor<'a> {
             && info.hook_event.as_deref() == Some("SessionStart")
         {
             report.actions.push(json!({"task": task.id, "action": "none", "reason": "idle since it started (no turn yet)"}));
+            return Ok(());
+        }
+        // A claude that has not said a word yet (no hook since it started): still starting
+        // up, under load for seconds; its quiet screen is no idleness. Seen in CI: the
+        // nudge went in a second after the spawn, just before the first turn's approval
+        // prompt. Past STARTUP_GRACE without a hook, its screen decides again.
+        if task.harness == "claude"
+            && info.hook_state.is_none()
+            && age(&info.since, chrono::Utc::now()) < STARTUP_GRACE
+        {
+            report.actions.push(json!({"task": task.id, "action": "none", "reason": "idle since it started (no hook yet)"}));
+            // Not this idle period's one decision: looked at again by the next pass.
+            info.nudged_for = None;
             return Ok(());
         }
         let action = policy.on_idle.clone();
