@@ -842,3 +842,42 @@ fn attach_opens_ssh_to_the_remote_session_in_a_local_session() {
         ])
         .status();
 }
+
+#[test]
+fn the_running_monitor_fetches_a_host_at_once_after_a_command_changed_it() {
+    let Some(r) = setup() else { return };
+    r.add_project();
+    // A monitor here whose interval is far longer than the test.
+    let mut monitor = r
+        .local
+        .cmd_in(&r.local.repo, &["monitor", "--interval", "120s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the first fetch", 20, || {
+        r.local.home.join("run/hosts/box.json").exists()
+    });
+    let t = r.create("feat/m", "wait", "fake-wait");
+    let tid = id(&t);
+    // The command poked run/hosts/poke: the monitor fetched the host and published.
+    let seen = poll(Duration::from_secs(20), || {
+        let summary = r.local.tmux.ok(&["show", "-gqv", "@orange_summary"]);
+        summary.contains("1").then_some(summary)
+    });
+    let st = r.local.ok(&["status", "--format", "json"]);
+    let _ = monitor.kill();
+    let _ = monitor.wait();
+    assert!(
+        seen.is_some(),
+        "the status line never showed the remote task: {st}"
+    );
+    assert!(
+        st["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["id"] == tid.as_str()),
+        "{st}"
+    );
+}

@@ -140,10 +140,16 @@ pub fn write_cache(path: &Path, data: &[u8]) -> std::io::Result<()> {
 /// once. Sidebars see its time and size change and redraw. Never fails: a missed poke is
 /// caught up by the next monitor pass.
 pub fn poke(home: &Home) {
-    let path = home.poke_file();
-    let open = || OpenOptions::new().create(true).append(true).open(&path);
+    poke_at(&home.poke_file());
+}
+
+/// [`poke`] of another counter file (`run/hosts/poke`: a remote host changed).
+pub fn poke_at(path: &Path) {
+    let open = || OpenOptions::new().create(true).append(true).open(path);
     let file = open().or_else(|_| {
-        fs::create_dir_all(home.run_dir())?;
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir)?;
+        }
         open()
     });
     if let Ok(mut f) = file {
@@ -157,7 +163,12 @@ pub fn poke(home: &Home) {
 
 /// How many pokes `run/poke` holds (see [`poke`]): 0 when never poked.
 pub fn pokes(home: &Home) -> u64 {
-    fs::metadata(home.poke_file()).map_or(0, |m| m.len())
+    pokes_at(&home.poke_file())
+}
+
+/// [`pokes`] of another counter file.
+pub fn pokes_at(path: &Path) -> u64 {
+    fs::metadata(path).map_or(0, |m| m.len())
 }
 
 /// Read a small file into `buf` with as few system calls as the kernel allows (open, one

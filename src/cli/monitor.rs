@@ -124,7 +124,8 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
 
 /// Remote hosts (issue 13), beside the passes so a slow or unreachable host never delays
 /// one: every `interval`, each host's snapshot over its one connection (one ssh call per
-/// host, at once); a poke when what they show changed, so the next pass publishes it.
+/// host, at once), and at once when a command here changed something on a host
+/// (`run/hosts/poke`); a poke when what they show changed, so the next pass publishes it.
 fn watch_hosts(home: &crate::adapters::store::Home, interval: Duration) {
     let home = home.clone();
     std::thread::spawn(move || {
@@ -142,7 +143,14 @@ fn watch_hosts(home: &crate::adapters::store::Home, interval: Duration) {
                 crate::adapters::store::poke(&home);
                 last = seen;
             }
-            std::thread::sleep(interval.saturating_sub(started.elapsed()));
+            // Until the interval is over, or a command changed something on a host.
+            let poked = host::poke_path(&home);
+            let count = crate::adapters::store::pokes_at(&poked);
+            std::thread::sleep(Duration::from_millis(250));
+            while started.elapsed() < interval && crate::adapters::store::pokes_at(&poked) == count
+            {
+                std::thread::sleep(Duration::from_millis(50));
+            }
         }
     });
 }

@@ -17,6 +17,7 @@ use crate::ui::plugin::SESSION_REMOTE_TASK;
 
 use super::project_cmd::ProjectCmd;
 use super::task::TaskCmd;
+use super::workspace::WorkspaceCmd;
 
 /// The host a command must run on, or `None` to run it here.
 pub fn route(ctx: &Ctx, cmd: &Command) -> Result<Option<Host>> {
@@ -73,6 +74,28 @@ pub fn forward(ctx: &Ctx, h: &Host, cmd: &Command) -> Result<Out> {
     if let Command::Task(TaskCmd::Attach { id }) = cmd {
         return attach(ctx, h, id);
     }
+    let out = run_there(ctx, h, cmd);
+    // Something may have changed there (even a failed command can record a failed task):
+    // the monitor here fetches that host at once rather than at its next interval.
+    if !reads_only(cmd) {
+        crate::adapters::store::poke_at(&host::poke_path(&ctx.home));
+    }
+    out
+}
+
+fn reads_only(cmd: &Command) -> bool {
+    matches!(
+        cmd,
+        Command::Task(
+            TaskCmd::List { .. }
+                | TaskCmd::Show { .. }
+                | TaskCmd::Explain { .. }
+                | TaskCmd::Peek { .. }
+        )
+    ) || matches!(cmd, Command::Workspace(WorkspaceCmd::List { .. }))
+}
+
+fn run_there(ctx: &Ctx, h: &Host, cmd: &Command) -> Result<Out> {
     let mut args = args();
     // Questions are asked here, where the person is: the host has no terminal to ask on.
     if let Command::Task(TaskCmd::Cancel { id, yes: false } | TaskCmd::Delete { id, yes: false }) =

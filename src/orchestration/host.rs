@@ -385,6 +385,11 @@ pub fn fetch_all(home: &Home) -> Vec<Seen> {
     })
 }
 
+/// `run/hosts/poke`: a command changed something on a host; the monitor fetches at once.
+pub fn poke_path(home: &Home) -> PathBuf {
+    home.run_dir().join("hosts").join("poke")
+}
+
 pub fn read_seen(home: &Home, name: &str) -> Option<Seen> {
     let p = seen_path(home, name);
     if !p.exists() {
