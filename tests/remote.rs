@@ -109,10 +109,11 @@ fn host_add_check_list_and_remove() {
     assert_eq!(list[0]["dest"], "127.0.0.1");
 
     // Bad input: a clear error, nothing registered.
-    l.err(
-        &["host", "add", "evil", "-oProxyCommand=touch /tmp/x"],
-        "invalid_argument",
-    );
+    let planted = l.root().join("planted");
+    let evil = format!("-oProxyCommand=touch {}", planted.display());
+    l.err(&["host", "add", "evil", "--", &evil], "invalid_argument");
+    assert!(!planted.exists());
+    l.err(&["host", "add", "dot.ted", "127.0.0.1"], "invalid_argument");
     l.err(&["host", "add", "sp ace", "127.0.0.1"], "invalid_argument");
     l.err(
         &["host", "add", "o", "127.0.0.1", "--ssh-option", "Port"],
@@ -121,6 +122,31 @@ fn host_add_check_list_and_remove() {
     l.err(&["host", "add", "box", "127.0.0.1"], "invalid_argument");
     l.err(&["host", "check", "nope"], "invalid_argument");
     assert_eq!(l.ok(&["host", "list"]).as_array().unwrap().len(), 1);
+
+    // A data root whose path has a space and a `%` (ssh splits and expands its options).
+    let odd = l.root().join("my home %h");
+    let mut args = r.sshd.host_add_args("box");
+    args.extend([
+        "--orange-bin".to_string(),
+        bin().display().to_string(),
+        "--remote-home".to_string(),
+        r.remote.home.display().to_string(),
+    ]);
+    let odd_run = |a: &[&str]| {
+        let mut a = a.to_vec();
+        a.push("--json");
+        let out = l
+            .cmd_in(&l.repo, &a)
+            .env("ORANGE_HOME", &odd)
+            .output()
+            .unwrap();
+        crate::common::parse_json_output(&a, &out)
+    };
+    let (ok, v) = odd_run(&s(&args));
+    assert!(ok, "{v}");
+    let (ok, v) = odd_run(&["host", "check", "box"]);
+    assert!(ok, "{v}");
+    assert_eq!(v["reachable"], true, "{v}");
 
     // Refused while a project uses it, unless --force.
     let p = r.add_project();
@@ -169,7 +195,7 @@ fn a_remote_project_runs_its_whole_task_flow() {
         .unwrap();
     assert_eq!(app["host"], "box", "{projects}");
     assert_eq!(r.remote.ok(&["project", "list"])[0]["name"], "app");
-    // A second project of that name is refused, here or there.
+    // A second project of that name is refused, here or there, named or not.
     l.err(
         &[
             "project",
@@ -177,9 +203,27 @@ fn a_remote_project_runs_its_whole_task_flow() {
             "--host",
             "box",
             r.remote.repo.to_str().unwrap(),
+            "--name",
+            "app",
         ],
         "invalid_argument",
     );
+    let (here_app, _) = crate::common::make_repo(&l.root(), "app");
+    l.err(
+        &["project", "add", here_app.to_str().unwrap()],
+        "invalid_argument",
+    );
+    assert!(l
+        .ok(&["project", "list"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["host"] == "box"));
+    // project update there; the record here follows.
+    l.ok(&["project", "update", "app", "--pool-size", "4"]);
+    let projects = l.ok(&["project", "list"]);
+    assert_eq!(projects[0]["pool_size"], 4, "{projects}");
+    assert_eq!(r.remote.ok(&["project", "list"])[0]["pool_size"], 4);
 
     let t = r.create("feat/remote", "do the remote thing", "fake-complete");
     let tid = id(&t);
@@ -246,6 +290,15 @@ fn a_remote_project_runs_its_whole_task_flow() {
     let c = r.create("feat/other", "other", "fake-wait");
     let cid = id(&c);
     r.remote.wait_session(&cid, "live");
+    // Commands by id alone: update, stuck.
+    l.ok(&["task", "update", &cid, "--summary", "other, renamed"]);
+    assert_eq!(r.remote.task(&cid)["summary"], "other, renamed");
+    let st = l.ok(&["task", "stuck", &cid]);
+    assert_eq!(st["host"], "box", "{st}");
+    assert_eq!(r.remote.task(&cid)["status"], "stuck");
+    // A workspace by its name alone (`<project>--<n>`) is the host's.
+    let msg = l.err(&["workspace", "release", "app--9"], "workspace_not_found");
+    assert!(msg.contains("on host box"), "{msg}");
     let msg = l.err(&["task", "cancel", &cid], "invalid_argument");
     assert!(msg.contains("--yes"), "{msg}");
     l.ok(&["task", "cancel", &cid, "--yes"]);
@@ -417,7 +470,7 @@ fn the_status_widget_shows_remote_tasks_from_the_monitors_fetch_without_ssh() {
     );
     let calls = std::fs::read_to_string(&log).unwrap_or_default();
     assert_eq!(calls.lines().count(), 1, "ssh calls: {calls}");
-    assert!(calls.contains("host snapshot"), "{calls}");
+    assert!(calls.contains("'host' 'snapshot'"), "{calls}");
     let seen: Value =
         serde_json::from_str(&std::fs::read_to_string(l.home.join("run/hosts/box.json")).unwrap())
             .unwrap();
@@ -863,7 +916,7 @@ fn the_running_monitor_fetches_a_host_at_once_after_a_command_changed_it() {
     // The command poked run/hosts/poke: the monitor fetched the host and published.
     let seen = poll(Duration::from_secs(20), || {
         let summary = r.local.tmux.ok(&["show", "-gqv", "@orange_summary"]);
-        summary.contains("1").then_some(summary)
+        summary.contains("⚙ 1").then_some(summary)
     });
     let st = r.local.ok(&["status", "--format", "json"]);
     let _ = monitor.kill();

@@ -4,15 +4,14 @@
 //! never turned off, and `BatchMode` makes a missing key or an unknown host key an error
 //! instead of a prompt nobody sees.
 //!
-//! ssh joins its arguments into one line for the remote shell: every word is quoted here
-//! for a POSIX shell (`shell::quote`), so quotes, `$(…)`, backticks, `;`, newlines and a
-//! leading `-` arrive as they were.
+//! ssh joins its arguments into one line for the remote shell: every word is put in single
+//! quotes here, so quotes, `$(…)`, backticks, `;`, newlines, a leading `-`, `=` or `~`
+//! arrive as they were, in sh, bash and zsh alike.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-
-use super::shell;
+use std::time::{Duration, Instant};
 
 /// How long the shared connection stays up after its last use.
 const PERSIST: &str = "600";
@@ -66,7 +65,7 @@ impl Ssh {
         for o in [
             "BatchMode=yes".to_string(),
             "ControlMaster=auto".to_string(),
-            format!("ControlPath={}", self.control_path.display()),
+            format!("ControlPath={}", self.control_path_option()),
             format!("ControlPersist={PERSIST}"),
             "ConnectTimeout=10".to_string(),
             "ServerAliveInterval=5".to_string(),
@@ -85,26 +84,40 @@ impl Ssh {
         a
     }
 
-    /// The remote command line: `env K=V … argv…`, each word quoted.
+    /// The remote command line: `env K=V … argv…`, every word in single quotes (also the
+    /// plain ones: zsh, a common login shell, expands a bare leading `=` or `~`). A value
+    /// or word starting with `~/` means the remote home: it is written `"$HOME"/…`.
     pub fn command_line(env: &[(&str, &str)], argv: &[String]) -> String {
         let mut words: Vec<String> = Vec::new();
         if !env.is_empty() {
             words.push("env".into());
             for (k, v) in env {
-                words.push(shell::quote(&format!("{k}={v}")));
+                words.push(match v.strip_prefix("~/") {
+                    Some(rest) => format!(
+                        "{}\"$HOME\"/{}",
+                        quote_all(&format!("{k}=")),
+                        quote_all(rest)
+                    ),
+                    None => quote_all(&format!("{k}={v}")),
+                });
             }
         }
-        words.extend(argv.iter().map(|a| shell::quote(a)));
+        words.extend(argv.iter().map(|a| match a.strip_prefix("~/") {
+            Some(rest) => format!("\"$HOME\"/{}", quote_all(rest)),
+            None => quote_all(a),
+        }));
         words.join(" ")
     }
 
     /// Run `argv` on the host (with `env` set) and collect its output; `stdin` is written
-    /// to it when given. ssh's own failure (exit 255) is [`SshError::Unreachable`].
+    /// to it when given. ssh's own failure (exit 255) is [`SshError::Unreachable`], and so
+    /// is a call still running after `timeout` (it is killed).
     pub fn run(
         &self,
         env: &[(&str, &str)],
         argv: &[String],
         stdin: Option<&[u8]>,
+        timeout: Option<Duration>,
     ) -> Result<SshOutput, SshError> {
         if let Some(dir) = self.control_path.parent() {
             ensure_private_dir(dir).map_err(SshError::Io)?;
@@ -126,7 +139,10 @@ impl Ssh {
         if let (Some(data), Some(mut w)) = (stdin, child.stdin.take()) {
             let _ = w.write_all(data);
         }
-        let out = child.wait_with_output().map_err(SshError::Io)?;
+        let out = match timeout {
+            None => child.wait_with_output().map_err(SshError::Io)?,
+            Some(limit) => wait_within(child, limit)?,
+        };
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         match out.status.code() {
             Some(255) | None => Err(SshError::Unreachable(last_line(&stderr))),
@@ -154,6 +170,12 @@ impl Ssh {
         Command::new(&argv[0]).args(&argv[1..]).exec()
     }
 
+    /// The control path as `-o ControlPath=` reads it: `%` written `%%` (ssh expands
+    /// `%`-tokens there). A path with whitespace is never given (see `Host::control_path`).
+    fn control_path_option(&self) -> String {
+        self.control_path.display().to_string().replace('%', "%%")
+    }
+
     /// Is the shared connection up? (Local only: asks the control socket.)
     pub fn connected(&self) -> bool {
         self.control(&["check"])
@@ -172,7 +194,7 @@ impl Ssh {
             .arg("-O")
             .args(op)
             .arg("-o")
-            .arg(format!("ControlPath={}", self.control_path.display()))
+            .arg(format!("ControlPath={}", self.control_path_option()))
             .args(self.options.iter().flat_map(|o| ["-o", o.as_str()]))
             .arg("--")
             .arg(&self.dest)
@@ -182,6 +204,55 @@ impl Ssh {
             .status()
             .is_ok_and(|s| s.success())
     }
+}
+
+/// The child's output, or an error once `limit` has passed (the child is killed).
+fn wait_within(
+    mut child: std::process::Child,
+    limit: Duration,
+) -> Result<std::process::Output, SshError> {
+    use std::io::Read;
+    let mut out = child.stdout.take();
+    let mut err = child.stderr.take();
+    let reader = std::thread::spawn(move || {
+        let mut o = Vec::new();
+        if let Some(s) = out.as_mut() {
+            let _ = s.read_to_end(&mut o);
+        }
+        o
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut e = Vec::new();
+        if let Some(s) = err.as_mut() {
+            let _ = s.read_to_end(&mut e);
+        }
+        e
+    });
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(st) = child.try_wait().map_err(SshError::Io)? {
+            break st;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(SshError::Unreachable(format!(
+                "no answer within {}s",
+                limit.as_secs()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Ok(std::process::Output {
+        status,
+        stdout: reader.join().unwrap_or_default(),
+        stderr: err_reader.join().unwrap_or_default(),
+    })
+}
+
+/// `'…'` around any word, each `'` written `'\\''`.
+fn quote_all(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// The last non-empty line of ssh's complaint (`ssh: connect to host … refused`).
@@ -195,17 +266,49 @@ fn last_line(stderr: &str) -> String {
         .to_string()
 }
 
-/// The control sockets' directory: only the owner may enter it.
+/// The control sockets' directory: only its owner may enter it. One that exists must be a
+/// real directory (no symlink) owned by this user with no access for others: a socket
+/// there that someone else planted would be handed every command.
 fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    if dir.is_dir() {
-        return Ok(());
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) => {
+            let uid = current_uid();
+            if !m.file_type().is_dir() || m.uid() != uid || m.mode() & 0o077 != 0 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    format!(
+                        "refusing the ssh control directory {}: it must be a directory of yours that only you can enter (mode 700)",
+                        dir.display()
+                    ),
+                ));
+            }
+            Ok(())
+        }
+        Err(_) => {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+        }
     }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
+/// This process's user id.
+fn current_uid() -> u32 {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() }
+}
+
+/// Where control sockets go when the data root's own path is too long for a socket (or
+/// holds whitespace): `$XDG_RUNTIME_DIR/orange-ssh`, else `/tmp/orange-ssh-<uid>`; in
+/// both, [`ensure_private_dir`] checks the directory before any use.
+pub fn fallback_dir() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        Some(d) if d.is_absolute() && d.is_dir() => d.join("orange-ssh"),
+        _ => PathBuf::from(format!("/tmp/orange-ssh-{}", current_uid())),
+    }
 }
 
 #[cfg(test)]
@@ -225,7 +328,16 @@ mod tests {
         );
         assert_eq!(
             line,
-            "env 'ORANGE_HOME=/h o' orange task 'it'\\''s $(x) `y`; z\nw' -x"
+            "env 'ORANGE_HOME=/h o' 'orange' 'task' 'it'\\''s $(x) `y`; z\nw' '-x'"
+        );
+        // zsh would expand a bare `=x` or `~x`; a leading `~/` is the remote home.
+        let line = Ssh::command_line(
+            &[("ORANGE_HOME", "~/orange")],
+            &["~/bin/orange".into(), "=s".into(), "~x".into()],
+        );
+        assert_eq!(
+            line,
+            "env 'ORANGE_HOME='\"$HOME\"/'orange' \"$HOME\"/'bin/orange' '=s' '~x'"
         );
     }
 
@@ -237,5 +349,31 @@ mod tests {
         assert_eq!(a[dd + 1], "-oProxyCommand=x");
         assert!(a.contains(&"BatchMode=yes".to_string()));
         assert!(!a.iter().any(|w| w.contains("StrictHostKeyChecking")));
+    }
+}
+
+#[cfg(test)]
+mod dir_tests {
+    use super::*;
+
+    #[test]
+    fn a_control_directory_of_someone_else_or_open_to_others_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let open = tmp.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(ensure_private_dir(&open).is_err());
+        let link = tmp.path().join("link");
+        let mine = tmp.path().join("mine");
+        std::fs::create_dir(&mine).unwrap();
+        std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::symlink(&mine, &link).unwrap();
+        assert!(ensure_private_dir(&link).is_err());
+        assert!(ensure_private_dir(&mine).is_ok());
+        let new = tmp.path().join("a/b");
+        ensure_private_dir(&new).unwrap();
+        let mode = std::fs::metadata(&new).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
     }
 }

@@ -45,7 +45,7 @@ pub enum HostCmd {
 
 #[derive(Debug, Args)]
 pub struct AddArgs {
-    /// A name for the host (letters, digits, '.', '_', '-')
+    /// A name for the host (letters, digits, '_', '-')
     pub name: String,
     /// user@host, an ssh config alias, or ssh://user@host:port
     pub dest: String,
@@ -76,8 +76,13 @@ pub fn run(ctx: &Ctx, cmd: HostCmd) -> Result<Out> {
 }
 
 fn add(ctx: &Ctx, a: AddArgs) -> Result<Out> {
-    project::validate_name(&a.name)
-        .map_err(|_| OrangeError::invalid(format!("invalid host name {:?}: use letters, digits, '.', '_' and '-', starting with a letter, digit or '_'", a.name)))?;
+    // It names files and a tmux session (`remote-<host>-<id>`): no '.'.
+    if project::validate_name(&a.name).is_err() || a.name.contains('.') {
+        return Err(OrangeError::invalid(format!(
+            "invalid host name {:?}: use letters, digits, '_' and '-', starting with a letter, digit or '_'",
+            a.name
+        )));
+    }
     host::validate_dest(&a.dest)?;
     for o in &a.ssh_options {
         host::validate_ssh_option(o)?;

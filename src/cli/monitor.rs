@@ -130,8 +130,11 @@ fn watch_hosts(home: &crate::adapters::store::Home, interval: Duration) {
     let home = home.clone();
     std::thread::spawn(move || {
         let mut last: Vec<(String, bool, Option<String>, serde_json::Value)> = Vec::new();
+        let poked = host::poke_path(&home);
         loop {
             let started = Instant::now();
+            // Counted before the fetch: a poke during it asks for another one.
+            let count = crate::adapters::store::pokes_at(&poked);
             let seen: Vec<_> = host::fetch_all(&home)
                 .into_iter()
                 .map(|s| {
@@ -144,8 +147,6 @@ fn watch_hosts(home: &crate::adapters::store::Home, interval: Duration) {
                 last = seen;
             }
             // Until the interval is over, or a command changed something on a host.
-            let poked = host::poke_path(&home);
-            let count = crate::adapters::store::pokes_at(&poked);
             std::thread::sleep(Duration::from_millis(250));
             while started.elapsed() < interval && crate::adapters::store::pokes_at(&poked) == count
             {

@@ -136,6 +136,12 @@ pub fn run(ctx: &Ctx, cmd: ProjectCmd) -> Result<Out> {
                     },
                 )
             })?;
+            // A name a host's project holds already (the name was derived from the path):
+            // undone, so that no project is shadowed.
+            if let Err(e) = super::remote::refuse_remote(ctx, &p.name) {
+                let _ = project::remove(&ctx.home, &p.name);
+                return Err(e);
+            }
             let text = format!("added project {}\n", describe(&p));
             Ok(Out::new(p, text))
         }

@@ -12,6 +12,7 @@ use crate::adapters::tmux::Tmux;
 use crate::error::{OrangeError, Result};
 use crate::orchestration::host::{self, Host};
 use crate::orchestration::project;
+use crate::orchestration::task::TaskStore;
 use crate::ui::output::Out;
 use crate::ui::plugin::SESSION_REMOTE_TASK;
 
@@ -19,26 +20,46 @@ use super::project_cmd::ProjectCmd;
 use super::task::TaskCmd;
 use super::workspace::WorkspaceCmd;
 
-/// The host a command must run on, or `None` to run it here.
+/// The host a command must run on, or `None` to run it here. What is here wins: a local
+/// project or task of the same name or id is never shadowed by a host's.
 pub fn route(ctx: &Ctx, cmd: &Command) -> Result<Option<Host>> {
+    let remote_project = |name: &str| -> Result<Option<Host>> {
+        if project::load(&ctx.home)?.projects.contains_key(name) {
+            return Ok(None);
+        }
+        host::of_project(&ctx.home, name)
+    };
     let by_project = || -> Result<Option<Host>> {
         match &ctx.project {
-            Some(p) => host::of_project(&ctx.home, p),
+            Some(p) => remote_project(p),
             None => Ok(None),
         }
     };
     match cmd {
         Command::Task(tc) => match task_id(tc) {
-            Some(id) => match host::linked(&ctx.home, id) {
-                Some(l) => host::get(&ctx.home, &l.host).map(Some),
-                None => by_project(),
-            },
+            Some(id) => {
+                if TaskStore::new(&ctx.home).find(id, None).is_ok() {
+                    return Ok(None);
+                }
+                // The host it was seen on, while that host is still registered.
+                match host::linked(&ctx.home, id).and_then(|l| host::get(&ctx.home, &l.host).ok()) {
+                    Some(h) => Ok(Some(h)),
+                    None => by_project(),
+                }
+            }
             None if matches!(tc, TaskCmd::List { all: true, .. }) => Ok(None),
             None => by_project(),
         },
+        // `<project>--<n>` names its project.
+        Command::Workspace(WorkspaceCmd::Release { name, .. }) if ctx.project.is_none() => {
+            match name.rsplit_once("--") {
+                Some((p, _)) => remote_project(p),
+                None => Ok(None),
+            }
+        }
         Command::Workspace(_) => by_project(),
         Command::Project(ProjectCmd::Update(a)) => match a.name.as_ref().or(ctx.project.as_ref()) {
-            Some(name) => host::of_project(&ctx.home, name),
+            Some(name) => remote_project(name),
             None => Ok(None),
         },
         _ => Ok(None),
@@ -122,12 +143,28 @@ fn run_there(ctx: &Ctx, h: &Host, cmd: &Command) -> Result<Out> {
         None
     };
     let creates = matches!(cmd, Command::Task(TaskCmd::Create(_)));
-    if ctx.json || creates {
+    let updates_project = matches!(cmd, Command::Project(ProjectCmd::Update(_)));
+    if ctx.json || creates || updates_project {
         let mut v = h.call_json(&ctx.home, &args, stdin.as_deref())?;
-        remember(ctx, h, &v);
+        if updates_project {
+            // The record here follows (what `project list` shows).
+            let name = v["name"].as_str().unwrap_or_default().to_string();
+            let fresh = v.clone();
+            host::update(&ctx.home, |reg| {
+                if let Some(rec) = reg.hosts.get_mut(&h.name) {
+                    if rec.projects.contains_key(&name) {
+                        rec.projects.insert(name, fresh);
+                    }
+                }
+                Ok(())
+            })?;
+        } else {
+            remember(ctx, h, &v);
+        }
         tag(&mut v, &h.name);
-        let text = match (creates, ctx.json) {
-            (true, false) => format!(
+        let text = match (creates, updates_project, ctx.json) {
+            (_, _, true) => String::new(),
+            (true, _, _) => format!(
                 "created task {} ({}/{}) on host {} [{}]\n",
                 v["id"].as_str().unwrap_or("?"),
                 v["project"].as_str().unwrap_or("?"),
@@ -135,7 +172,11 @@ fn run_there(ctx: &Ctx, h: &Host, cmd: &Command) -> Result<Out> {
                 h.name,
                 v["status"].as_str().unwrap_or("?"),
             ),
-            _ => String::new(),
+            _ => format!(
+                "updated project {} on host {}\n",
+                v["name"].as_str().unwrap_or("?"),
+                h.name
+            ),
         };
         return Ok(Out { json: v, text });
     }
@@ -189,14 +230,16 @@ fn remember(ctx: &Ctx, h: &Host, v: &Value) {
             }
         }
     };
+    // (host::link refuses an id that is a task here.)
     match v {
         Value::Array(a) => a.iter().for_each(one),
         _ => one(v),
     }
 }
 
-/// `task attach ID` of a remote task: `ssh -t HOST tmux … attach -t =SESSION`, in a local
-/// session the client switches to (inside tmux), or in place of this process (outside).
+/// `task attach ID` of a remote task: `ssh -t HOST orange task attach ID` (which runs
+/// `tmux attach-session -t =SESSION` there), in a local session the client switches to
+/// (inside tmux), or in place of this process (outside).
 fn attach(ctx: &Ctx, h: &Host, id: &str) -> Result<Out> {
     let t = h.call_json(&ctx.home, &["task".into(), "show".into(), id.into()], None)?;
     let session = t["tmux_session"].as_str().unwrap_or_default().to_string();
@@ -208,18 +251,16 @@ fn attach(ctx: &Ctx, h: &Host, id: &str) -> Result<Out> {
             if state.is_empty() { "none" } else { state }
         )));
     }
-    let mut remote = vec!["tmux".to_string()];
-    if let Some(sock) = &h.remote_socket {
-        remote.push(if sock.starts_with('/') { "-S" } else { "-L" }.into());
-        remote.push(sock.clone());
-    }
-    remote.extend([
-        "attach-session".to_string(),
-        "-t".to_string(),
-        format!("={session}"),
-    ]);
+    // The orange there attaches (outside tmux there: `tmux attach-session -t =SESSION` on
+    // the server it uses, whatever its environment says).
+    let remote = vec![
+        h.orange_bin.clone(),
+        "task".to_string(),
+        "attach".to_string(),
+        id.to_string(),
+    ];
     let ssh = h.ssh(&ctx.home);
-    let argv = ssh.interactive_argv(&[], &remote);
+    let argv = ssh.interactive_argv(&h.env(), &remote);
     if std::env::var_os("TMUX").is_none_or(|v| v.is_empty()) {
         let e = ssh.exec(&argv);
         return Err(OrangeError::io(format!("running ssh to {}", h.name), e));
@@ -321,6 +362,11 @@ pub fn refuse_taken(ctx: &Ctx, name: &str) -> Result<()> {
             "a project named {name:?} is already registered here; pass --name"
         )));
     }
+    refuse_remote(ctx, name)
+}
+
+/// No host holds a project named `name`.
+pub fn refuse_remote(ctx: &Ctx, name: &str) -> Result<()> {
     if let Some(h) = host::of_project(&ctx.home, name)? {
         return Err(OrangeError::invalid(format!(
             "a project named {name:?} is already registered on host {}; pass --name",
@@ -332,11 +378,21 @@ pub fn refuse_taken(ctx: &Ctx, name: &str) -> Result<()> {
 
 /// `project remove NAME` of a remote project: removed there, then forgotten here.
 pub fn project_remove(ctx: &Ctx, h: &Host, name: &str) -> Result<Out> {
-    let mut v = h.call_json(
+    let mut v = match h.call_json(
         &ctx.home,
         &["project".into(), "remove".into(), name.into()],
         None,
-    )?;
+    ) {
+        Ok(v) => v,
+        // Already gone there: forgotten here too.
+        Err(OrangeError::Remote {
+            code: "project_not_found",
+            ..
+        }) => {
+            json!({"name": name, "removed_there": false})
+        }
+        Err(e) => return Err(e),
+    };
     host::update(&ctx.home, |reg| {
         if let Some(rec) = reg.hosts.get_mut(&h.name) {
             rec.projects.remove(name);
@@ -351,8 +407,12 @@ pub fn project_remove(ctx: &Ctx, h: &Host, name: &str) -> Result<Out> {
 /// Every host's `task list --all`, at once (one ssh call per host): (host, its tasks or
 /// why not).
 pub fn task_lists(ctx: &Ctx, status: Option<&str>) -> Vec<(String, Result<Vec<Value>>)> {
-    let Ok(reg) = host::load(&ctx.home) else {
-        return vec![];
+    let reg = match host::load(&ctx.home) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("orange: {e} [{}]; no host's tasks are listed", e.code());
+            return vec![];
+        }
     };
     let hosts: Vec<Host> = reg
         .hosts

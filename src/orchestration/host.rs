@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -117,16 +117,17 @@ pub fn validate_dest(dest: &str) -> Result<()> {
 }
 
 impl Host {
-    /// The control socket of this host's shared connection. Under `run/ssh/` when the path
-    /// fits the 104-byte limit of a socket path (ssh adds 17 bytes while it sets the
-    /// master up), else in a private directory under /tmp named for this `ORANGE_HOME`.
+    /// The control socket of this host's shared connection: under `run/ssh/` when the path
+    /// fits the 104-byte limit of a socket path (ssh adds 17 bytes while it sets the master
+    /// up) and has no whitespace (ssh splits its options there), else in the private
+    /// [`crate::adapters::ssh::fallback_dir`], named for this `ORANGE_HOME`.
     pub fn control_path(&self, home: &Home) -> PathBuf {
         let p = home.run_dir().join("ssh").join(&self.name);
-        if p.as_os_str().len() + 18 <= 100 {
+        let text = p.to_string_lossy();
+        if text.len() + 18 <= 100 && !text.chars().any(char::is_whitespace) {
             return p;
         }
-        let uid = current_uid();
-        PathBuf::from(format!("/tmp/orange-ssh-{uid}")).join(format!(
+        crate::adapters::ssh::fallback_dir().join(format!(
             "{:016x}-{}",
             fnv(home.root.as_os_str().as_encoded_bytes()),
             self.name
@@ -149,13 +150,25 @@ impl Host {
         env
     }
 
-    /// `orange ARGS…` there, its output as it is.
+    /// `orange ARGS…` there, its output as it is. No time limit: a command there takes
+    /// what it takes (a setup command, a merge); a dead connection ends it (ssh's
+    /// ServerAlive), and the person can interrupt it.
     pub fn call(&self, home: &Home, args: &[String], stdin: Option<&[u8]>) -> Result<SshOutput> {
+        self.call_within(home, args, stdin, None)
+    }
+
+    fn call_within(
+        &self,
+        home: &Home,
+        args: &[String],
+        stdin: Option<&[u8]>,
+        timeout: Option<Duration>,
+    ) -> Result<SshOutput> {
         let mut argv = vec![self.orange_bin.clone()];
         argv.extend(args.iter().cloned());
         let out = self
             .ssh(home)
-            .run(&self.env(), &argv, stdin)
+            .run(&self.env(), &argv, stdin, timeout)
             .map_err(|e| self.ssh_error(e))?;
         if out.status == 127 {
             return Err(OrangeError::BackendNotFound(format!(
@@ -168,11 +181,22 @@ impl Host {
 
     /// `orange ARGS… --json` there: its JSON value, or its error with its own code.
     pub fn call_json(&self, home: &Home, args: &[String], stdin: Option<&[u8]>) -> Result<Value> {
+        self.call_json_within(home, args, stdin, None)
+    }
+
+    /// [`Host::call_json`], given up (host unreachable) after `timeout`.
+    pub fn call_json_within(
+        &self,
+        home: &Home,
+        args: &[String],
+        stdin: Option<&[u8]>,
+        timeout: Option<Duration>,
+    ) -> Result<Value> {
         let mut args = args.to_vec();
         if !args.iter().any(|a| a == "--json") {
             args.push("--json".into());
         }
-        let out = self.call(home, &args, stdin)?;
+        let out = self.call_within(home, &args, stdin, timeout)?;
         self.json_of(&out)
     }
 
@@ -187,11 +211,17 @@ impl Host {
                 last_words(&out.stderr, &text)
             ))
         })?;
-        if let Some(e) = v.get("error").filter(|_| out.status != 0) {
+        if out.status != 0 {
+            let e = v.get("error").cloned().unwrap_or_default();
             return Err(OrangeError::Remote {
                 host: self.name.clone(),
                 code: OrangeError::canonical(e["code"].as_str().unwrap_or("")),
-                message: e["message"].as_str().unwrap_or("").to_string(),
+                message: e["message"]
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| {
+                        format!("exit {}: {}", out.status, last_words(&out.stderr, &text))
+                    }),
             });
         }
         Ok(v)
@@ -223,13 +253,6 @@ fn last_words(stderr: &str, stdout: &str) -> String {
         .to_string()
 }
 
-fn current_uid() -> u32 {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self")
-        .map(|m| m.uid())
-        .unwrap_or(0)
-}
-
 fn fnv(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf29ce484222325u64, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x100000001b3)
@@ -258,6 +281,13 @@ fn link_path(home: &Home, id: &str) -> Option<PathBuf> {
 /// task a host snapshot lists).
 pub fn link(home: &Home, id: &str, host: &str, project: &str) {
     let Some(p) = link_path(home, id) else { return };
+    // A host never takes an id that is a task here.
+    if crate::orchestration::task::TaskStore::new(home)
+        .find(id, None)
+        .is_ok()
+    {
+        return;
+    }
     let l = Link {
         host: host.to_string(),
         project: project.to_string(),
@@ -329,6 +359,9 @@ pub struct RemoteSnapshot {
     pub summary: Summary,
 }
 
+/// How long a fetch may take before the host counts as unreachable this time.
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// Fetch one host's snapshot: ONE ssh call. Unreachable keeps the last summary.
 pub fn fetch(home: &Home, host: &Host) -> Seen {
     let mut seen = read_seen(home, &host.name).unwrap_or_else(|| Seen {
@@ -337,7 +370,12 @@ pub fn fetch(home: &Home, host: &Host) -> Seen {
     });
     seen.tried_at_ms = now_ms();
     let got = host
-        .call_json(home, &["host".into(), "snapshot".into()], None)
+        .call_json_within(
+            home,
+            &["host".into(), "snapshot".into()],
+            None,
+            Some(FETCH_TIMEOUT),
+        )
         .and_then(|v| {
             serde_json::from_value::<RemoteSnapshot>(v).map_err(|e| {
                 OrangeError::BackendCommandFailed(format!(
@@ -400,12 +438,13 @@ pub fn read_seen(home: &Home, name: &str) -> Option<Seen> {
 
 /// The last fetched view of every host with projects (files only: no ssh). A host never
 /// fetched shows as not reachable yet, without an age.
-pub fn seen_all(home: &Home) -> Vec<Seen> {
+pub fn seen_all(home: &Home) -> Result<Vec<Seen>> {
     if !file(home).exists() {
-        return vec![];
+        return Ok(vec![]);
     }
-    let Ok(reg) = load(home) else { return vec![] };
-    reg.hosts
+    let reg = load(home)?;
+    Ok(reg
+        .hosts
         .into_values()
         .filter(|h| !h.projects.is_empty())
         .map(|h| {
@@ -415,15 +454,21 @@ pub fn seen_all(home: &Home) -> Vec<Seen> {
                 ..Seen::default()
             })
         })
-        .collect()
+        .collect())
 }
 
-/// `summary` with every host's last view merged in (see [`Summary::add_host`]).
+/// `summary` with every host's last view merged in (see [`Summary::add_host`]). A
+/// `hosts.json` that does not parse counts as one unreadable file (the widgets show it).
 pub fn merge(home: &Home, summary: &mut Summary) {
     let now = now_ms();
-    for seen in seen_all(home) {
-        let view = seen.view(now);
-        summary.add_host(view, seen.summary);
+    match seen_all(home) {
+        Ok(all) => {
+            for seen in all {
+                let view = seen.view(now);
+                summary.add_host(view, seen.summary);
+            }
+        }
+        Err(_) => summary.unreadable += 1,
     }
 }
 
