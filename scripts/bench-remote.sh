@@ -18,7 +18,11 @@
 #
 # Usage: scripts/bench-remote.sh [create] [status] [monitor]   (default: all)
 # Environment: ORANGE_BIN (default target/release/orange, built if missing),
-#   BENCH_RUNS (default 10), BENCH_KEEP=1 keeps the directory.
+#   BENCH_RUNS (default 10), BENCH_KEEP=1 keeps the directory,
+#   BENCH_QUIET_SHELL=1: the sshd sets SHLVL=1 for its sessions, so that bash does not
+#   read ~/.bashrc for the commands it runs (as with Debian's default .bashrc, which
+#   returns at once when not interactive): the connection's own cost, without whatever
+#   this user's .bashrc does.
 set -euo pipefail
 
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -69,6 +73,10 @@ KbdInteractiveAuthentication no
 MaxSessions 100
 MaxStartups 100
 EOF
+if [[ ${BENCH_QUIET_SHELL:-} == 1 ]]; then
+    echo "SetEnv SHLVL=1" >>"$tmp/sshd/config"
+    bench_log "sshd sessions get SHLVL=1: bash skips ~/.bashrc for their commands"
+fi
 echo "[127.0.0.1]:$port $(cut -d' ' -f1,2 "$tmp/sshd/host_key.pub")" >"$tmp/sshd/known_hosts"
 "$sshd_bin" -D -e -f "$tmp/sshd/config" 2>"$tmp/sshd/log" &
 sshd_pid=$!

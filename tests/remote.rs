@@ -882,7 +882,10 @@ fn attach_opens_ssh_to_the_remote_session_in_a_local_session() {
     .expect("a sidebar pane");
     wait_for("the remote task's sidebar", 10, || {
         let shown = r.local.tmux.ok(&["capture-pane", "-p", "-t", &side]);
-        shown.contains("on host box") && shown.contains("feat/a")
+        shown.contains("on host box")
+            && shown.contains("feat/a")
+            && shown.contains("Harness: fake-wait")
+            && shown.contains("(not known here)")
     });
     // Leave the ssh before the servers go.
     let _ = Command::new("tmux")

@@ -232,6 +232,9 @@ pub struct Item {
     /// The remote host it runs on (issue 13); absent for this machine's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// The task's harness (what a remote task's sidebar shows); empty for a lane.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub harness: String,
 }
 
 impl Item {
@@ -449,6 +452,7 @@ pub fn lane_items(home: &Home, panes: &[PaneInfo]) -> Vec<Item> {
                 exit_signal,
                 created_at: l.created_at.clone(),
                 host: None,
+                harness: String::new(),
             })
         })
         .collect()
@@ -483,6 +487,7 @@ fn task_item(home: &Home, task: &Task, panes: &[PaneInfo], agents: &Agents) -> O
         exit_signal: session.exit_signal,
         created_at: task.created_at.clone(),
         host: None,
+        harness: task.harness.clone(),
     })
 }
 

@@ -403,6 +403,7 @@ mod tests {
             exit_signal: None,
             created_at: created.into(),
             host: None,
+            harness: String::new(),
         }
     }
 

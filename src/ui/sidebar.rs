@@ -144,6 +144,7 @@ pub fn remote_model(
             m.exit_status = i.exit_status;
             m.exit_signal = i.exit_signal;
             m.agent = Some(i.reason.clone());
+            m.harness = i.harness.clone();
             m
         }
         None => Model::empty(id, "?", "?", now),
@@ -152,6 +153,11 @@ pub fn remote_model(
         .age_s
         .map(|a| format!("{a}s ago"))
         .unwrap_or_else(|| "never".into());
+    // Its files, history and TASK.md are there: said, not shown as empty.
+    m.task = vec![format!(
+        "On host {}: `orange task show {id}` for its TASK.md and history.",
+        host.name
+    )];
     m.notice = Some(match (host.reachable, item.is_some()) {
         (true, true) => format!("on host {} · seen {age}", host.name),
         (true, false) => format!("not open on host {} (finished, or unknown)", host.name),
@@ -795,7 +801,13 @@ fn files_lines(m: &Model, width: usize, limit: usize) -> Vec<Line> {
     let n = m.files.len();
     let mut out = vec![rule(&format!("Files ({n})"), width)];
     if n == 0 {
-        out.push(Line::text(" (no changes)", Style::Dim));
+        // No diff read (git failed, or the task is on another host): not "no changes".
+        let what = if m.commits.is_none() {
+            " (not known here)"
+        } else {
+            " (no changes)"
+        };
+        out.push(Line::text(what, Style::Dim));
         return out;
     }
     let shown = if n <= limit {

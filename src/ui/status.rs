@@ -322,6 +322,7 @@ mod tests {
             exit_signal: None,
             created_at: String::new(),
             host: None,
+            harness: String::new(),
         }
     }
 
