@@ -887,6 +887,31 @@ fn attach_opens_ssh_to_the_remote_session_in_a_local_session() {
             && shown.contains("Harness: fake-wait")
             && shown.contains("(not known here)")
     });
+    // The `w` key (next task waiting for you) goes to a remote task that needs you: a
+    // stuck one, attached over ssh like `task attach`.
+    let stuck = id(&r.create("feat/stuck", "get stuck", "fake-stuck"));
+    r.remote.wait_status(&stuck, "stuck");
+    r.local.ok(&["monitor", "--once"]);
+    let client_name = r.local.tmux.ok(&["list-clients", "-F", "#{client_name}"]);
+    let went = r.local.ok(&["plugin", "next", "--client", &client_name]);
+    assert_eq!(went["switched"], stuck.as_str(), "{went}");
+    assert_eq!(went["host"], "box", "{went}");
+    let stuck_session = format!("remote-box-{stuck}");
+    wait_for("the client on the stuck remote task", 20, || {
+        r.local
+            .tmux
+            .ok(&["list-clients", "-F", "#{client_session}"])
+            == stuck_session
+    });
+    let _ = Command::new("tmux")
+        .args([
+            "-L",
+            &r.local.tmux.socket,
+            "kill-session",
+            "-t",
+            &format!("={stuck_session}"),
+        ])
+        .status();
     // Leave the ssh before the servers go.
     let _ = Command::new("tmux")
         .args([

@@ -15,6 +15,7 @@ pub mod hook;
 pub mod host;
 pub mod lane;
 pub mod monitor;
+pub mod plugin;
 pub mod project_cmd;
 pub mod remote;
 pub mod sidebar;
@@ -80,7 +81,7 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// What the tmux plugin's keys run
     #[command(subcommand, hide = true)]
-    Plugin(crate::ui::plugin::PluginCmd),
+    Plugin(plugin::PluginCmd),
 }
 
 /// What every command gets: where state lives, the project override, the cwd.
@@ -126,7 +127,7 @@ pub fn dispatch(ctx: &Ctx, cmd: Command) -> Result<Out> {
         Command::Hook(a) => hook::run(ctx, a),
         Command::Demo(a) => demo::run(ctx, a),
         Command::Doctor(a) => doctor::run(ctx, a),
-        Command::Plugin(c) => crate::ui::plugin::run(&ctx.home, c),
+        Command::Plugin(c) => plugin::run(ctx, c),
     }
 }
 

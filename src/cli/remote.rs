@@ -93,7 +93,7 @@ fn args() -> Vec<String> {
 /// its text. Its error keeps its code.
 pub fn forward(ctx: &Ctx, h: &Host, cmd: &Command) -> Result<Out> {
     if let Command::Task(TaskCmd::Attach { id }) = cmd {
-        return attach(ctx, h, id);
+        return attach(ctx, h, id, None);
     }
     let out = run_there(ctx, h, cmd);
     // Something may have changed there (even a failed command can record a failed task):
@@ -238,15 +238,17 @@ fn remember(ctx: &Ctx, h: &Host, v: &Value) {
 }
 
 /// `task attach ID` of a remote task: `ssh -t HOST orange task attach ID` (which runs
-/// `tmux attach-session -t =SESSION` there), in a local session the client switches to
-/// (inside tmux), or in place of this process (outside).
-fn attach(ctx: &Ctx, h: &Host, id: &str) -> Result<Out> {
+/// `tmux attach-session -t =SESSION` there), in a local session the client (`client`, or
+/// the current one) switches to (inside tmux, or for the plugin's `w` key), or in place of
+/// this process (outside tmux).
+pub fn attach(ctx: &Ctx, h: &Host, id: &str, client: Option<&str>) -> Result<Out> {
     let t = h.call_json(&ctx.home, &["task".into(), "show".into(), id.into()], None)?;
     let session = t["tmux_session"].as_str().unwrap_or_default().to_string();
     let state = t["session"]["state"].as_str().unwrap_or("");
-    if session.is_empty() || state != "live" {
+    // A session to attach: its agent running, or exited with its pane kept.
+    if session.is_empty() || !matches!(state, "live" | "dead") {
         return Err(OrangeError::invalid(format!(
-            "task {id} on host {} has no live session ({}); `orange task respawn {id}` starts it again",
+            "task {id} on host {} has no session ({}); `orange task respawn {id}` starts a new one",
             h.name,
             if state.is_empty() { "none" } else { state }
         )));
@@ -261,7 +263,8 @@ fn attach(ctx: &Ctx, h: &Host, id: &str) -> Result<Out> {
     ];
     let ssh = h.ssh(&ctx.home);
     let argv = ssh.interactive_argv(&h.env(), &remote);
-    if std::env::var_os("TMUX").is_none_or(|v| v.is_empty()) {
+    // Outside tmux (and not for a client the plugin named): ssh in place of this process.
+    if client.is_none() && std::env::var_os("TMUX").is_none_or(|v| v.is_empty()) {
         let e = ssh.exec(&argv);
         return Err(OrangeError::io(format!("running ssh to {}", h.name), e));
     }
@@ -290,7 +293,7 @@ fn attach(ctx: &Ctx, h: &Host, id: &str) -> Result<Out> {
             ],
         })?;
     }
-    tmux.switch_client(&local)?;
+    tmux.switch_client_of(client, &local)?;
     Ok(Out::new(
         json!({"id": id, "host": h.name, "session": session, "local_session": local, "via": "switch-client"}),
         "",

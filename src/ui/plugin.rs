@@ -11,7 +11,6 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::Subcommand;
 use serde_json::{json, Value};
 
 use crate::adapters::store::Home;
@@ -19,7 +18,6 @@ use crate::adapters::tmux::{OptionScope, Tmux};
 use crate::error::{OrangeError, Result};
 use crate::orchestration::attention::{self, Item};
 use crate::orchestration::task::{Task, TaskStore};
-use crate::ui::output::Out;
 
 /// Session option naming the task of an orange task session (its id). Set at spawn and
 /// respawn; `orange.tmux`'s root keys (Ctrl+\, Ctrl+]) act only where it is set.
@@ -269,32 +267,36 @@ fn exe_path() -> Result<PathBuf> {
 }
 
 /// The next task (or lane) that needs its person ([`attention::needs_you`]: the one
-/// definition) after the one whose session is `current_session` (a session id), in creation
-/// order and round again; only those whose session exists (`sessions`: the ids tmux has).
+/// definition) after the current one, in creation order and round again: a local one only
+/// when its session exists (`sessions`: the ids tmux has); a remote one (issue 13) always
+/// (it is attached through ssh). The current one is the item of `current_session` (a
+/// session id), or the remote task `current_task` (the local session of an attached
+/// remote task holds its id).
 pub fn next_waiting<'i>(
     items: &'i [Item],
     sessions: &[&str],
     current_session: Option<&str>,
+    current_task: Option<&str>,
 ) -> Option<&'i Item> {
     let key = |i: &'i Item| (i.created_at.as_str(), i.id.as_str());
     let mut waiting: Vec<&Item> = items
         .iter()
-        // A remote task's session id is another server's (attach it with `task attach`).
-        .filter(|i| i.host.is_none())
         .filter(|i| {
-            i.session_id
-                .as_deref()
-                .is_some_and(|s| sessions.contains(&s))
+            i.host.is_some()
+                || i.session_id
+                    .as_deref()
+                    .is_some_and(|s| sessions.contains(&s))
         })
         .filter(|i| attention::needs_you(i))
         .collect();
     waiting.sort_by_key(|i| key(i));
-    let here = current_session.and_then(|s| {
-        items
-            .iter()
-            .find(|i| i.session_id.as_deref() == Some(s))
-            .map(key)
-    });
+    let here = items
+        .iter()
+        .find(|i| match &i.host {
+            None => current_session.is_some() && i.session_id.as_deref() == current_session,
+            Some(_) => current_task == Some(i.id.as_str()),
+        })
+        .map(key);
     match here {
         Some(k) => waiting
             .iter()
@@ -305,60 +307,48 @@ pub fn next_waiting<'i>(
     }
 }
 
-/// `orange plugin …`: what the plugin's keys run (hidden from `--help`).
-#[derive(Debug, Subcommand)]
-pub enum PluginCmd {
-    /// Switch a client to the next task waiting for you (a question, stuck, ready for
-    /// review, or its agent exited), in creation order after the current one (prefix O w)
-    Next {
-        /// The client to switch (default: the one tmux finds current)
-        #[arg(long)]
-        client: Option<String>,
-        /// The client's session id (the search starts after its task)
-        #[arg(long)]
-        session: Option<String>,
-    },
-    /// Open or close the sidebar beside a pane (`orange sidebar toggle` with the pane given)
-    Sidebar {
-        /// The agent pane (default: $TMUX_PANE)
-        #[arg(long)]
-        pane: Option<String>,
-    },
+/// `plugin next`: the item to go to, or `None` (said on the client's status line).
+pub fn pick_next(
+    home: &Home,
+    tmux: &Tmux,
+    client: Option<&str>,
+    session: Option<&str>,
+) -> Result<Option<Item>> {
+    let snap = crate::orchestration::observer::current(home, tmux)?;
+    let sessions: Vec<&str> = snap.sessions.iter().map(|s| s.id.as_str()).collect();
+    let remote_task = match session {
+        Some(s) => tmux.get_option(OptionScope::Session(s), SESSION_REMOTE_TASK)?,
+        None => None,
+    };
+    let next = next_waiting(
+        &snap.summary.items,
+        &sessions,
+        session,
+        remote_task.as_deref(),
+    )
+    .cloned();
+    if next.is_none() {
+        let _ = tmux.display_message_to(client, None, "orange: no task is waiting for you");
+    }
+    Ok(next)
 }
 
-pub fn run(home: &Home, cmd: PluginCmd) -> Result<Out> {
-    let tmux = Tmux::from_env();
-    match cmd {
-        PluginCmd::Next { client, session } => {
-            let snap = crate::orchestration::observer::current(home, &tmux)?;
-            let sessions: Vec<&str> = snap.sessions.iter().map(|s| s.id.as_str()).collect();
-            let Some(next) = next_waiting(&snap.summary.items, &sessions, session.as_deref())
-            else {
-                let msg = "orange: no task is waiting for you";
-                let _ = tmux.display_message_to(client.as_deref(), None, msg);
-                return Ok(Out::new(json!({"switched": null}), format!("{msg}\n")));
-            };
-            let target = next.session_id.clone().unwrap_or_default();
-            tmux.switch_client_of(client.as_deref(), &target)?;
-            let msg = format!(
-                "orange: {} {}/{} [{}] {}",
-                next.id, next.project, next.branch, next.status, next.reason
-            );
-            let _ = tmux.display_message_to(client.as_deref(), None, &msg);
-            Ok(Out::new(
-                json!({"switched": next.id, "session": target, "status": next.status, "reason": next.reason}),
-                format!("{msg}\n"),
-            ))
-        }
-        PluginCmd::Sidebar { pane } => {
-            let v = match pane {
-                Some(p) => toggle_sidebar_at(home, &tmux, &p)?,
-                None => toggle_sidebar(home, &tmux)?,
-            };
-            let text = format!("sidebar {}\n", v["action"].as_str().unwrap_or(""));
-            Ok(Out { json: v, text })
-        }
-    }
+/// Say on the client's status line where `plugin next` went.
+pub fn said_next(tmux: &Tmux, client: Option<&str>, next: &Item) -> String {
+    let msg = format!(
+        "orange: {} {}/{}{} [{}] {}",
+        next.id,
+        next.project,
+        next.branch,
+        next.host
+            .as_deref()
+            .map(|h| format!(" on {h}"))
+            .unwrap_or_default(),
+        next.status,
+        next.reason
+    );
+    let _ = tmux.display_message_to(client, None, &msg);
+    msg
 }
 
 #[cfg(test)]
@@ -421,7 +411,7 @@ mod tests {
         // Task 4's session is gone: it cannot be switched to.
         let sessions = ["$1", "$2", "$3", "$5", "$6", "$7"];
         let id = |i: Option<&Item>| i.map(|i| i.id.clone());
-        let next = |cur| id(next_waiting(&items, &sessions, cur));
+        let next = |cur| id(next_waiting(&items, &sessions, cur, None));
         assert_eq!(next(None), Some("2".into()));
         assert_eq!(next(Some("$1")), Some("2".into()));
         assert_eq!(next(Some("$2")), Some("3".into()));
@@ -429,6 +419,6 @@ mod tests {
         assert_eq!(next(Some("$5")), Some("7".into()));
         assert_eq!(next(Some("$7")), Some("2".into()));
         assert_eq!(next(Some("$99")), Some("2".into()));
-        assert_eq!(id(next_waiting(&items[..1], &sessions, None)), None);
+        assert_eq!(id(next_waiting(&items[..1], &sessions, None, None)), None);
     }
 }

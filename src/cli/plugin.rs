@@ -1,0 +1,73 @@
+//! `orange plugin …`: what the tmux plugin's keys run (hidden from `--help`). The choices
+//! are the UI's (`ui::plugin`); going to a remote task is the CLI's attach over ssh.
+
+use clap::Subcommand;
+use serde_json::json;
+
+use super::Ctx;
+use crate::adapters::tmux::Tmux;
+use crate::error::Result;
+use crate::orchestration::host;
+use crate::ui::output::Out;
+use crate::ui::plugin::{pick_next, said_next, toggle_sidebar, toggle_sidebar_at};
+
+#[derive(Debug, Subcommand)]
+pub enum PluginCmd {
+    /// Switch a client to the next task waiting for you (a question, stuck, ready for
+    /// review, or its agent exited), in creation order after the current one (prefix O w);
+    /// a remote task's is attached over ssh
+    Next {
+        /// The client to switch (default: the one tmux finds current)
+        #[arg(long)]
+        client: Option<String>,
+        /// The client's session id (the search starts after its task)
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Open or close the sidebar beside a pane (`orange sidebar toggle` with the pane given)
+    Sidebar {
+        /// The agent pane (default: $TMUX_PANE)
+        #[arg(long)]
+        pane: Option<String>,
+    },
+}
+
+pub fn run(ctx: &Ctx, cmd: PluginCmd) -> Result<Out> {
+    let tmux = Tmux::from_env();
+    match cmd {
+        PluginCmd::Next { client, session } => {
+            let client = client.as_deref();
+            let Some(next) = pick_next(&ctx.home, &tmux, client, session.as_deref())? else {
+                return Ok(Out::new(
+                    json!({"switched": null}),
+                    "orange: no task is waiting for you\n",
+                ));
+            };
+            let target = match &next.host {
+                None => {
+                    let target = next.session_id.clone().unwrap_or_default();
+                    tmux.switch_client_of(client, &target)?;
+                    target
+                }
+                Some(name) => {
+                    let h = host::get(&ctx.home, name)?;
+                    let out = super::remote::attach(ctx, &h, &next.id, client)?;
+                    out.json["local_session"].as_str().unwrap_or("").to_string()
+                }
+            };
+            let msg = said_next(&tmux, client, &next);
+            Ok(Out::new(
+                json!({"switched": next.id, "session": target, "host": next.host, "status": next.status, "reason": next.reason}),
+                format!("{msg}\n"),
+            ))
+        }
+        PluginCmd::Sidebar { pane } => {
+            let v = match pane {
+                Some(p) => toggle_sidebar_at(&ctx.home, &tmux, &p)?,
+                None => toggle_sidebar(&ctx.home, &tmux)?,
+            };
+            let text = format!("sidebar {}\n", v["action"].as_str().unwrap_or(""));
+            Ok(Out { json: v, text })
+        }
+    }
+}
