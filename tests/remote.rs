@@ -403,43 +403,35 @@ fn hostile_inputs_arrive_intact_over_ssh() {
     assert!(md.contains("ctx with 'quotes' and $(x)"), "{md}");
 }
 
-/// An `ssh` first on PATH that records that it ran, then fails.
-fn ssh_tripwire(dir: &Path) -> (PathBuf, PathBuf) {
-    let bin_dir = dir.join("tripwire");
+/// An `ssh` in `<dir>/<name>/` (to put first on PATH) that appends its arguments to
+/// `<dir>/<log>`, then runs `then` (a line of sh). Returns (its directory, the log).
+fn ssh_wrapper(dir: &Path, name: &str, log: &str, then: &str) -> (PathBuf, PathBuf) {
+    let bin_dir = dir.join(name);
     std::fs::create_dir_all(&bin_dir).unwrap();
-    let mark = dir.join("ssh-ran");
+    let log = dir.join(log);
     let script = bin_dir.join("ssh");
     std::fs::write(
         &script,
-        format!("#!/bin/sh\necho \"$@\" >> '{}'\nexit 255\n", mark.display()),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    (bin_dir, mark)
-}
-
-/// An `ssh` first on PATH that logs each call, then runs the real one.
-fn ssh_counter(dir: &Path) -> (PathBuf, PathBuf) {
-    let bin_dir = dir.join("counting");
-    std::fs::create_dir_all(&bin_dir).unwrap();
-    let log = dir.join("ssh-calls");
-    let real = ["/usr/bin/ssh", "/usr/local/bin/ssh", "/bin/ssh"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-        .expect("ssh");
-    let script = bin_dir.join("ssh");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\necho \"$*\" >> '{}'\nexec {real} \"$@\"\n",
-            log.display()
-        ),
+        format!("#!/bin/sh\necho \"$*\" >> '{}'\n{then}\n", log.display()),
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     (bin_dir, log)
+}
+
+/// An `ssh` first on PATH that records that it ran, then fails.
+fn ssh_tripwire(dir: &Path) -> (PathBuf, PathBuf) {
+    ssh_wrapper(dir, "tripwire", "ssh-ran", "exit 255")
+}
+
+/// An `ssh` first on PATH that logs each call, then runs the real one.
+fn ssh_counter(dir: &Path) -> (PathBuf, PathBuf) {
+    let real = ["/usr/bin/ssh", "/usr/local/bin/ssh", "/bin/ssh"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("ssh");
+    ssh_wrapper(dir, "counting", "ssh-calls", &format!("exec {real} \"$@\""))
 }
 
 #[test]
