@@ -370,7 +370,7 @@ fn hostile_inputs_arrive_intact_over_ssh() {
     );
     assert_eq!(r.remote.ok(&["task", "list"]).as_array().unwrap().len(), 2);
     // --context - is read here and sent along.
-    let mut c = l.cmd_in(
+    let c = l.cmd_in(
         &l.repo,
         &[
             "task",
@@ -386,17 +386,7 @@ fn hostile_inputs_arrive_intact_over_ssh() {
             "--json",
         ],
     );
-    c.stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"ctx with 'quotes' and $(x)\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = crate::common::output_with_stdin(c, b"ctx with 'quotes' and $(x)\n");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let md = std::fs::read_to_string(r.remote.home.join("tasks/app").join(id(&v)).join("TASK.md"))
         .unwrap();

@@ -153,7 +153,7 @@ fn hostile_prompts_reach_the_agent_intact_and_are_never_executed() {
 fn context_from_stdin_lands_in_task_md() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let mut c = env.cmd_in(
+    let c = env.cmd_in(
         &env.repo,
         &[
             "task",
@@ -168,17 +168,7 @@ fn context_from_stdin_lands_in_task_md() {
             "--json",
         ],
     );
-    c.stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"Use the `auth` module.\n$(not run)\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = crate::common::output_with_stdin(c, b"Use the `auth` module.\n$(not run)\n");
     let (ok, v) = common::parse_json_output(&["create"], &out);
     assert!(ok, "{v}");
     assert_eq!(v["outcome"], "pending");

@@ -602,3 +602,13 @@ pub fn calls(log: &Path) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// Run `c` with `input` on its standard input; its output (stdout captured).
+pub fn output_with_stdin(mut c: Command, input: &[u8]) -> Output {
+    use std::io::Write;
+    c.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
