@@ -30,6 +30,7 @@ mod pool_concurrency;
 mod project;
 mod real_claude;
 mod remote;
+mod sandbox;
 mod sidebar;
 mod standin;
 mod status;

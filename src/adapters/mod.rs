@@ -4,6 +4,7 @@
 // The layer where programs run (clippy.toml keeps `Command::new` here).
 #![allow(clippy::disallowed_methods)]
 
+pub mod bwrap;
 pub mod fault;
 pub mod gh;
 pub mod git;

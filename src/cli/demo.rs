@@ -301,6 +301,7 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
             copy: vec![],
             symlink: vec![],
             port_base: None,
+            sandbox: None,
         },
     )?;
     let plain = Tmux::from_env();
@@ -315,6 +316,7 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
                 harness: None,
                 context: None,
                 spawn: true,
+                sandbox: None,
             },
         )?;
         let t = created.task;

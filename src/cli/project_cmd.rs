@@ -55,6 +55,10 @@ pub struct AddArgs {
     /// First port of the per-workspace port range (ORANGE_PORT = base + slot)
     #[arg(long)]
     pub port_base: Option<u16>,
+    /// The sandbox the project's agents run in: bwrap (bubblewrap: the system and $HOME
+    /// read-only, only the workspace and the agent's own state writable) or none
+    #[arg(long, value_name = "bwrap|none")]
+    pub sandbox: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -76,6 +80,9 @@ pub struct UpdateArgs {
     pub symlink: Vec<String>,
     #[arg(long)]
     pub port_base: Option<u16>,
+    /// The sandbox the project's agents run in from now on: bwrap or none
+    #[arg(long, value_name = "bwrap|none")]
+    pub sandbox: Option<String>,
 }
 
 fn describe(p: &Project) -> String {
@@ -133,6 +140,7 @@ pub fn run(ctx: &Ctx, cmd: ProjectCmd) -> Result<Out> {
                         copy: a.copy,
                         symlink: a.symlink,
                         port_base: a.port_base,
+                        sandbox: a.sandbox,
                     },
                 )
             })?;
@@ -209,6 +217,7 @@ pub fn run(ctx: &Ctx, cmd: ProjectCmd) -> Result<Out> {
                         copy: (!a.copy.is_empty()).then_some(a.copy),
                         symlink: (!a.symlink.is_empty()).then_some(a.symlink),
                         port_base: a.port_base,
+                        sandbox: a.sandbox,
                     },
                 )
             })?;

@@ -8,8 +8,9 @@ use unicode_width::UnicodeWidthStr;
 
 use super::{audited, Ctx};
 use crate::error::{OrangeError, Result};
+use crate::execution::sandbox;
 use crate::orchestration::lifecycle::{CreateRequest, TaskView, Tasks};
-use crate::orchestration::task::Status;
+use crate::orchestration::task::{Status, Task};
 use crate::ui::output::{status_word, table, Out};
 
 #[derive(Debug, Subcommand)]
@@ -102,6 +103,11 @@ pub struct CreateArgs {
     /// Create the task as pending (queued) without starting the agent
     #[arg(long)]
     pub no_spawn: bool,
+    /// Run the agent in a sandbox: bwrap (bubblewrap: the system and $HOME read-only;
+    /// writable only the workspace, the git dirs its commits need, the agent's own state
+    /// and a private /tmp) or none. Default: the project's, the harness's, config.toml's
+    #[arg(long, value_name = "bwrap|none")]
+    pub sandbox: Option<String>,
 }
 
 fn first_line(s: &str, max: usize) -> String {
@@ -256,7 +262,7 @@ fn create(ctx: &Ctx, tasks: &mut Tasks, a: CreateArgs) -> Result<Out> {
         }
         other => other.map(str::to_string),
     };
-    let inputs = json!({"project": project.name, "branch": a.branch, "summary": a.summary, "harness": a.harness, "no_spawn": a.no_spawn});
+    let inputs = json!({"project": project.name, "branch": a.branch, "summary": a.summary, "harness": a.harness, "no_spawn": a.no_spawn, "sandbox": a.sandbox});
     let created = audited(ctx, "task.create", inputs, || {
         tasks.create(
             &project,
@@ -266,6 +272,7 @@ fn create(ctx: &Ctx, tasks: &mut Tasks, a: CreateArgs) -> Result<Out> {
                 harness: a.harness,
                 context,
                 spawn: !a.no_spawn,
+                sandbox: a.sandbox,
             },
         )
     })?;
@@ -560,6 +567,12 @@ fn update(
             "nothing to update: pass --status, --summary or --branch",
         ));
     }
+    if sandbox::inside() && branch.is_none() {
+        if let Some(s) = &status {
+            Status::parse(s)?;
+        }
+        return requested(tasks, &t, "update", status, summary);
+    }
     let inputs = json!({"id": t.id, "status": status, "summary": summary, "branch": branch});
     let t = audited(ctx, "task.update", inputs, || {
         let mut t = t;
@@ -643,11 +656,46 @@ fn report(ctx: &Ctx, tasks: &mut Tasks, id: Option<String>, to: Status, op: &str
         Some(id) => tasks.get(&id, ctx.project.as_deref())?,
         None => tasks.infer(&ctx.cwd)?,
     };
+    if sandbox::inside() {
+        let verb = if to == Status::Stuck {
+            "stuck"
+        } else {
+            "complete"
+        };
+        return requested(tasks, &t, verb, None, None);
+    }
     let t = audited(ctx, op, json!({"id": t.id}), || {
         tasks.set_status(&t, to, op)
     })?;
     let text = format!("task {} is now {}\n", t.id, t.status);
     Ok(Out::new(t, text))
+}
+
+/// Inside a sandbox, where orange's state is read-only: the change is queued in the
+/// task's directory for the monitor outside to carry out.
+fn requested(
+    tasks: &Tasks,
+    t: &Task,
+    op: &str,
+    status: Option<String>,
+    summary: Option<String>,
+) -> Result<Out> {
+    let dir = tasks.store.dir(&t.project, &t.id);
+    let req = sandbox::Request {
+        op: op.to_string(),
+        status,
+        summary,
+        at: crate::adapters::store::now_rfc3339(),
+    };
+    sandbox::request(tasks.home, &dir, &req)?;
+    let text = format!(
+        "task {}: {op} requested (from the sandbox; orange's monitor carries it out)\n",
+        t.id
+    );
+    Ok(Out::new(
+        json!({"id": t.id, "requested": req, "sandbox": true}),
+        text,
+    ))
 }
 
 fn push_next(text: &mut String, next: &crate::orchestration::lifecycle::NextSpawn) {

@@ -37,6 +37,21 @@ pub struct Config {
     /// Per-task settings, keyed by task id: `[task.<id>.policy]`.
     #[serde(default)]
     pub task: BTreeMap<String, TaskConfig>,
+    /// The sandbox agents run in: `"none"` (default) or `"bwrap"` (issue 14).
+    #[serde(default)]
+    pub sandbox: Option<String>,
+    #[serde(flatten)]
+    pub sandbox_paths: SandboxPaths,
+}
+
+/// More paths a sandboxed agent may write or read (`~/` is the home directory), at the
+/// top level, per project or per harness; all that apply are added together.
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct SandboxPaths {
+    #[serde(default)]
+    pub sandbox_writable: Vec<String>,
+    #[serde(default)]
+    pub sandbox_readable: Vec<String>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -49,6 +64,10 @@ pub struct ProjectConfig {
     pub setup_cmd: Option<String>,
     #[serde(default)]
     pub port_base: Option<u16>,
+    #[serde(default)]
+    pub sandbox: Option<String>,
+    #[serde(flatten)]
+    pub sandbox_paths: SandboxPaths,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -165,6 +184,11 @@ pub struct HarnessConfig {
     pub permission_mode: Option<String>,
     #[serde(default)]
     pub policy: Policy,
+    /// The sandbox this harness's agents run in (over the global `sandbox`).
+    #[serde(default)]
+    pub sandbox: Option<String>,
+    #[serde(flatten)]
+    pub sandbox_paths: SandboxPaths,
 }
 
 impl Config {
@@ -210,6 +234,14 @@ impl Config {
                 return Err(format!(
                     "harness.{name}.nudge_keys: Escape is never sent to Claude Code (on its dialogs it means \"No, exit\"; on an approval prompt it rejects the call)"
                 ));
+            }
+        }
+        let sandboxes = std::iter::once(&cfg.sandbox)
+            .chain(cfg.harness.values().map(|h| &h.sandbox))
+            .chain(cfg.project.values().map(|p| &p.sandbox));
+        for s in sandboxes.flatten() {
+            if !matches!(s.as_str(), "none" | "bwrap") {
+                return Err(format!("sandbox {s:?}: \"bwrap\" or \"none\""));
             }
         }
         for p in std::iter::once(&cfg.policy)

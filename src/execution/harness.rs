@@ -346,6 +346,8 @@ mod tests {
                 nudge_keys: None,
                 permission_mode: None,
                 policy: Default::default(),
+                sandbox: None,
+                sandbox_paths: Default::default(),
             },
         );
         c.harness.insert(
@@ -356,6 +358,8 @@ mod tests {
                 nudge_keys: Some(vec!["C-u".into()]),
                 permission_mode: None,
                 policy: Default::default(),
+                sandbox: None,
+                sandbox_paths: Default::default(),
             },
         );
         c

@@ -5,4 +5,5 @@ pub mod harness;
 pub mod pool;
 pub mod provision;
 pub mod repo;
+pub mod sandbox;
 pub mod session;

@@ -22,6 +22,9 @@ pub struct Project {
     pub symlink: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port_base: Option<u16>,
+    /// The sandbox its agents run in (`project add/update --sandbox`), over config.toml's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
     #[serde(default)]
     pub created_at: String,
 }

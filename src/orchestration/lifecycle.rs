@@ -13,6 +13,7 @@ use crate::error::{OrangeError, Result};
 use crate::execution::config::Config;
 use crate::execution::harness::{Conversation, Harness, Launch};
 use crate::execution::pool;
+use crate::execution::sandbox;
 use crate::execution::session::Mux;
 use crate::orchestration::project::{self, Project};
 use crate::orchestration::task::{self, Status, Task, TaskStore};
@@ -51,6 +52,8 @@ pub struct CreateRequest {
     pub harness: Option<String>,
     pub context: Option<String>,
     pub spawn: bool,
+    /// `--sandbox`: overrides the project's, the harness's and config.toml's.
+    pub sandbox: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -197,7 +200,15 @@ impl<'a> Tasks<'a> {
         validate_summary(&req.summary)?;
         let harness = Harness::resolve(req.harness.as_deref(), self.config()?)?;
         // Everything that can be checked is checked before anything is recorded: a task
-        // that cannot start must not be left behind, pending and hidden.
+        // that cannot start must not be left behind, pending and hidden. A sandbox that
+        // cannot run here is such a thing, even for a task not started yet.
+        let sandbox = sandbox::choose(
+            req.sandbox.as_deref(),
+            project,
+            self.config()?,
+            &harness.name,
+        )?;
+        sandbox.preflight()?;
         if req.spawn {
             if req.summary.trim().is_empty() {
                 return Err(OrangeError::invalid(
@@ -223,6 +234,7 @@ impl<'a> Tasks<'a> {
                 branch,
                 harness: harness.name.clone(),
                 status: Status::Pending,
+                sandbox,
                 summary: req.summary.clone(),
                 created_at: now.clone(),
                 updated_at: now,
@@ -237,7 +249,7 @@ impl<'a> Tasks<'a> {
             self.store.append_history(
                 &task,
                 "task.created",
-                json!({"branch": task.branch, "harness": task.harness}),
+                json!({"branch": task.branch, "harness": task.harness, "sandbox": task.sandbox}),
             )?;
             task
         };
@@ -469,10 +481,28 @@ impl<'a> Tasks<'a> {
             }
         }
         harness.setup_workspace(&project.path, ws_path)?;
-        let argv = harness.argv(prompt.as_deref(), launch, conversation);
+        let mut argv = harness.argv(prompt.as_deref(), launch, conversation);
+        let dir = self.store.dir(&task.project, &task.id);
+        if task.sandbox != sandbox::Kind::None {
+            task.sandbox.preflight()?;
+            let (writable, readable) =
+                sandbox::extra_paths(self.config()?, &project.name, &harness.name);
+            argv = sandbox::wrap(
+                &sandbox::Context {
+                    home: self.home,
+                    harness: &harness.name,
+                    workspace: ws_path,
+                    task_dir: &dir,
+                    project_path: &project.path,
+                    tmux_socket: self.tmux.socket_path(),
+                    extra_writable: &writable,
+                    extra_readable: &readable,
+                },
+                &argv,
+            )?;
+        }
         // A new agent: what the last one's hooks said, its dialogs and last words are not
         // its own (the total of nudges is kept).
-        let dir = self.store.dir(&task.project, &task.id);
         let before = crate::orchestration::agent::load(&dir);
         crate::orchestration::agent::save(
             &dir,

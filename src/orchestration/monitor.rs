@@ -13,6 +13,7 @@ use crate::adapters::store::{self, Home, LockGuard};
 use crate::adapters::tmux::{PaneExit, PaneInfo, Tmux};
 use crate::error::{OrangeError, Result};
 use crate::execution::config::{Action, Config, Policy};
+use crate::execution::sandbox;
 use crate::orchestration::agent::{self, AgentInfo, Escalation, LogState, Signal, State};
 use crate::orchestration::lifecycle::{Recovery, Tasks};
 use crate::orchestration::observer::{self, Snapshot};
@@ -252,6 +253,10 @@ impl<'a> Monitor<'a> {
         if self.server.is_none() {
             self.server = snap.server_id.clone();
         }
+        // What sandboxed agents asked of their tasks (they cannot write orange's state).
+        if self.apply_requests(&open, &mut report) {
+            (open, unreadable) = self.tasks.store.list_open_lenient();
+        }
         let panes = std::mem::take(&mut snap.panes);
         let now = chrono::Utc::now();
         self.workspaces = crate::execution::pool::list(self.home, None)?
@@ -335,6 +340,47 @@ impl<'a> Monitor<'a> {
         observer::summarize_tasks(self.home, &mut snap, &open, unreadable, &agents);
         report.snapshot = Some(snap);
         Ok(report)
+    }
+
+    /// Carry out the requests sandboxed agents queued (`task complete`, `stuck`,
+    /// `update`); true when a task changed.
+    fn apply_requests(&mut self, open: &[Task], report: &mut PassReport) -> bool {
+        let mut changed = false;
+        for task in open.iter().filter(|t| t.sandbox != sandbox::Kind::None) {
+            let dir = self.tasks.store.dir(&task.project, &task.id);
+            for req in sandbox::take_requests(&dir) {
+                let done = self.apply_request(task, &req);
+                changed |= done.is_ok();
+                report.actions.push(match done {
+                    Ok(t) => json!({"task": task.id, "action": "request", "op": req.op, "status": t.status}),
+                    Err(e) => json!({"task": task.id, "action": "request", "op": req.op, "error": e.to_string(), "code": e.code()}),
+                });
+            }
+        }
+        changed
+    }
+
+    fn apply_request(&mut self, task: &Task, req: &sandbox::Request) -> Result<Task> {
+        let via = "sandbox";
+        let mut t = self.tasks.store.load(&task.project, &task.id)?;
+        match req.op.as_str() {
+            "complete" => t = self.tasks.set_status(&t, Status::Reviewing, via)?,
+            "stuck" => t = self.tasks.set_status(&t, Status::Stuck, via)?,
+            "update" => {
+                if let Some(s) = &req.summary {
+                    t = self.tasks.set_summary(&t, s)?;
+                }
+                if let Some(s) = &req.status {
+                    t = self.tasks.set_status(&t, Status::parse(s)?, via)?;
+                }
+            }
+            other => {
+                return Err(crate::error::OrangeError::invalid(format!(
+                    "unknown request {other:?}"
+                )))
+            }
+        }
+        Ok(t)
     }
 
     fn observe(
@@ -483,7 +529,9 @@ impl<'a> Monitor<'a> {
         if stalled
             && seen.signal != Some(Signal::Screen)
             && task.harness == "claude"
-            && agent::claude_session_status(pane.pane_pid).as_deref() == Some("idle")
+            && agent::claude_session_status(crate::adapters::shell::unwrap_pid(pane.pane_pid))
+                .as_deref()
+                == Some("idle")
         {
             seen.state = Some(State::Waiting);
         }

@@ -103,6 +103,16 @@ pub struct AddOptions {
     pub copy: Vec<String>,
     pub symlink: Vec<String>,
     pub port_base: Option<u16>,
+    pub sandbox: Option<String>,
+}
+
+/// A sandbox named on the command line, checked (and spelled as stored).
+fn sandbox_name(s: Option<String>) -> Result<Option<String>> {
+    use crate::execution::sandbox::Kind;
+    let Some(s) = s else { return Ok(None) };
+    let kind = Kind::parse(&s)?;
+    kind.preflight()?;
+    Ok(Some(kind.as_str().to_string()))
 }
 
 pub fn add(home: &Home, opts: AddOptions) -> Result<Project> {
@@ -112,6 +122,7 @@ pub fn add(home: &Home, opts: AddOptions) -> Result<Project> {
             opts.path.display()
         )));
     }
+    let sandbox = sandbox_name(opts.sandbox)?;
     let top = git::main_toplevel(&opts.path)?;
     let name = match opts.name {
         Some(n) => n,
@@ -154,6 +165,7 @@ pub fn add(home: &Home, opts: AddOptions) -> Result<Project> {
             copy: opts.copy,
             symlink: opts.symlink,
             port_base: opts.port_base,
+            sandbox,
             created_at: store::now_rfc3339(),
         };
         reg.projects.insert(name.clone(), project.clone());
@@ -168,9 +180,11 @@ pub struct UpdateOptions {
     pub copy: Option<Vec<String>>,
     pub symlink: Option<Vec<String>>,
     pub port_base: Option<u16>,
+    pub sandbox: Option<String>,
 }
 
 pub fn update_project(home: &Home, name: &str, opts: UpdateOptions) -> Result<Project> {
+    let sandbox = sandbox_name(opts.sandbox)?;
     let pool_size = opts.pool_size.map(validate_pool_size).transpose()?;
     for p in opts
         .copy
@@ -207,6 +221,9 @@ pub fn update_project(home: &Home, name: &str, opts: UpdateOptions) -> Result<Pr
         }
         if let Some(port) = opts.port_base {
             p.port_base = Some(port);
+        }
+        if let Some(s) = sandbox {
+            p.sandbox = Some(s);
         }
         Ok(p.clone())
     })
@@ -258,6 +275,9 @@ fn with_config(home: &Home, mut p: Project) -> Result<Project> {
         }
         if p.port_base.is_none() {
             p.port_base = c.port_base;
+        }
+        if p.sandbox.is_none() {
+            p.sandbox = c.sandbox.clone();
         }
     }
     Ok(p)

@@ -170,6 +170,9 @@ pub struct Task {
     /// Why a `failed` task could not start (cleared when it starts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+    /// The sandbox its agent runs in, chosen at creation and kept by respawn and restore.
+    #[serde(default)]
+    pub sandbox: crate::execution::sandbox::Kind,
 }
 
 /// One line of `history.jsonl`.

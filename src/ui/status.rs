@@ -168,6 +168,10 @@ pub fn current(home: &Home, tmux: &Tmux) -> Result<Summary> {
 /// caller (no tmux server, a slow one: the next change or monitor pass catches up).
 pub fn changed(home: &Home, tmux: &Tmux) {
     store::poke(home);
+    // In a sandbox, tmux is out of reach (on purpose): the monitor outside publishes.
+    if crate::execution::sandbox::inside() {
+        return;
+    }
     if observer::monitor_running(home, tmux) {
         return;
     }

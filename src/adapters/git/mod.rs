@@ -17,8 +17,8 @@ pub mod diff;
 mod worktree;
 
 pub use worktree::{
-    detach_reset_clean, inspect, is_worktree_of, unsaved_work, untracked, worktree_add_branch,
-    worktree_add_detached, worktree_prune, worktree_remove, Inspection,
+    detach_reset_clean, git_dirs, inspect, is_worktree_of, unsaved_work, untracked,
+    worktree_add_branch, worktree_add_detached, worktree_prune, worktree_remove, Inspection,
 };
 
 /// Variables that would point git at another repository than the one we name.

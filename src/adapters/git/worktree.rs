@@ -242,3 +242,11 @@ fn glob_escape(p: &str) -> String {
     }
     out
 }
+
+/// A worktree's own git directory (`<repo>/.git/worktrees/<name>`) and the repository's
+/// common one (`<repo>/.git`), absolute (git2: no process).
+pub fn git_dirs(path: &Path) -> Result<(PathBuf, PathBuf)> {
+    let repo = open(path)?;
+    let abs = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    Ok((abs(repo.path()), abs(repo.commondir())))
+}

@@ -1,0 +1,378 @@
+//! Sandboxed agents (issue 14): an agent under bubblewrap can commit in its worktree and
+//! reach orange through its hooks and `orange task complete`, and nothing else it tries
+//! to write gets written: the main checkout, another task's workspace, `~/.ssh`, orange's
+//! state files of other tasks, the repository's config and hooks. The agent here is a
+//! probe script committed in the repository (so it is inside the sandbox's view); it tries
+//! each thing and writes what happened into its workspace. A missing `bwrap` and one that
+//! cannot make namespaces are clear errors that leave nothing behind.
+//!
+//! The real Claude Code CLI under the sandbox is tested in real_claude.rs.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{self, Env, TaskEnv};
+use serde_json::Value;
+
+fn bwrap_usable() -> bool {
+    let found = common::find_program(&std::env::var("PATH").unwrap_or_default(), "bwrap").is_some()
+        && std::process::Command::new("bwrap")
+            .args(["--ro-bind", "/", "/", "--", "true"])
+            .status()
+            .is_ok_and(|s| s.success());
+    common::require(
+        "bwrap (apt-get install bubblewrap)",
+        found,
+        "the sandbox runs agents under bubblewrap",
+    )
+}
+
+/// What the probe tries, one line each: `<name> ok` or `<name> refused`.
+const PROBE: &str = r#"#!/bin/sh
+# probe.sh MAIN OTHER_WS OTHER_TASK_DIR TMUX_SOCKET: what may an agent in the sandbox do?
+main=$1 other=$2 other_task=$3 sock=$4
+r="$PWD/probe.txt"
+try() {
+  name=$1; shift
+  if ( "$@" ) >/dev/null 2>&1; then echo "$name ok"; else echo "$name refused"; fi >> "$r"
+}
+try commit sh -c 'echo work > work.txt && git add work.txt && git commit -qm "probe work"'
+try main_checkout sh -c "echo x > '$main/escape.txt'"
+try main_git_config git config --file "$main/.git/config" core.hooksPath /tmp
+try main_git_hooks sh -c "echo x > '$main/.git/hooks/pre-commit'"
+try other_workspace sh -c "echo x > '$other/escape.txt'"
+try ssh sh -c 'echo x > "$HOME/.ssh/authorized_keys"'
+try home_private sh -c 'echo x > "$HOME/.bashrc"'
+try other_task sh -c "echo x >> '$other_task/task.json'"
+try projects sh -c 'echo x >> "$ORANGE_HOME/projects.json"'
+try audit sh -c 'echo x >> "$ORANGE_HOME/audit.jsonl"'
+try tmux tmux -S "$sock" list-sessions
+try private_tmp sh -c 'echo x > /tmp/orange-probe-$$ && cat /tmp/orange-probe-$$'
+try own_task_md sh -c 'echo "probe notes" >> TASK.md'
+try report orange task complete
+echo end >> "$r"
+exec sleep 600
+"#;
+
+struct Rig {
+    env: TaskEnv,
+    home: PathBuf,
+}
+
+/// A repository holding the probe, a HOME with `~/.ssh`, a plain task holding a
+/// workspace (the "other" one), and config.toml with the probe harness.
+fn rig() -> Rig {
+    let env = Env::new();
+    let home = env.root().join("user-home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/authorized_keys"), "ssh-ed25519 AAAA mine\n").unwrap();
+    std::fs::write(env.repo.join("probe.sh"), PROBE).unwrap();
+    common::git(&env.repo, &["add", "probe.sh"]);
+    common::git(&env.repo, &["commit", "-qm", "probe"]);
+    common::git(&env.repo, &["push", "-q", "origin", "HEAD"]);
+    let env = TaskEnv::real(env, &[("HOME", home.display().to_string())]);
+    env.add_project(&["--pool-size", "3"]);
+    std::fs::write(
+        env.home.join("config.toml"),
+        "[harness.sleeper]\ncommand = \"sleep 600\"\n",
+    )
+    .unwrap();
+    Rig { env, home }
+}
+
+impl Rig {
+    fn probe_config(&self, other_ws: &Path, other_task: &Path) {
+        let cmd = format!(
+            "sh ./probe.sh '{}' '{}' '{}' '{}'",
+            self.env.repo.display(),
+            other_ws.display(),
+            other_task.display(),
+            self.env.tmux.socket_path
+        );
+        std::fs::write(
+            self.env.home.join("config.toml"),
+            format!(
+                "[harness.sleeper]\ncommand = \"sleep 600\"\n[harness.probe]\ncommand = {}\n",
+                toml_string(&cmd)
+            ),
+        )
+        .unwrap();
+    }
+
+    fn task_dir(&self, id: &str) -> PathBuf {
+        self.env.home.join("tasks/app").join(id)
+    }
+}
+
+fn toml_string(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+fn results(ws: &Path) -> Vec<String> {
+    let p = ws.join("probe.txt");
+    common::wait_for("the probe to finish", 60, || {
+        std::fs::read_to_string(&p).is_ok_and(|t| t.contains("end"))
+    });
+    std::fs::read_to_string(&p)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_sandboxed_agent_commits_in_its_worktree_and_writes_nothing_else() {
+    if !bwrap_usable() {
+        return;
+    }
+    let rig = rig();
+    let env = &rig.env;
+    let other = env.ok(&[
+        "task",
+        "create",
+        "other",
+        "hold a workspace",
+        "--harness",
+        "sleeper",
+    ]);
+    let other_id = other["id"].as_str().unwrap();
+    let other_ws = env.ws_path(other["workspace"].as_str().unwrap());
+    let other_task = rig.task_dir(other_id);
+    rig.probe_config(&other_ws, &other_task);
+    let before = |p: &Path| std::fs::read(p).unwrap_or_default();
+    let other_json = before(&other_task.join("task.json"));
+    let projects = before(&env.home.join("projects.json"));
+    let keys = before(&rig.home.join(".ssh/authorized_keys"));
+    let git_config = before(&env.repo.join(".git/config"));
+
+    let t = env.ok(&[
+        "task",
+        "create",
+        "probe",
+        "try everything",
+        "--harness",
+        "probe",
+        "--sandbox",
+        "bwrap",
+    ]);
+    assert_eq!(t["sandbox"], "bwrap", "{t}");
+    let id = t["id"].as_str().unwrap().to_string();
+    let ws = env.ws_path(t["workspace"].as_str().unwrap());
+    let got = results(&ws);
+    let says = |name: &str| {
+        got.iter()
+            .find(|l| l.split(' ').next() == Some(name))
+            .cloned()
+            .unwrap_or_else(|| panic!("the probe said nothing of {name}: {got:?}"))
+    };
+    // A new file at the top of $HOME lands in the sandbox's private copy (checked below:
+    // the real one has none).
+    for allowed in [
+        "commit",
+        "private_tmp",
+        "home_private",
+        "own_task_md",
+        "report",
+    ] {
+        assert_eq!(says(allowed), format!("{allowed} ok"), "{got:?}");
+    }
+    for refused in [
+        "main_checkout",
+        "main_git_config",
+        "main_git_hooks",
+        "other_workspace",
+        "ssh",
+        "other_task",
+        "projects",
+        "audit",
+        "tmux",
+    ] {
+        assert_eq!(says(refused), format!("{refused} refused"), "{got:?}");
+    }
+    // What is true outside: the commit is on the task's branch in the repository; nothing
+    // else changed.
+    let log = common::git(&env.repo, &["log", "--format=%s", "probe"]);
+    assert!(log.lines().next() == Some("probe work"), "{log}");
+    assert!(!env.repo.join("escape.txt").exists());
+    assert!(!env.repo.join(".git/hooks/pre-commit").exists());
+    assert!(!other_ws.join("escape.txt").exists());
+    assert!(!rig.home.join(".bashrc").exists());
+    assert_eq!(before(&other_task.join("task.json")), other_json);
+    assert_eq!(before(&env.home.join("projects.json")), projects);
+    assert_eq!(before(&rig.home.join(".ssh/authorized_keys")), keys);
+    assert_eq!(before(&env.repo.join(".git/config")), git_config);
+    let md = std::fs::read_to_string(rig.task_dir(&id).join("TASK.md")).unwrap();
+    assert!(md.contains("probe notes"), "{md}");
+    // `orange task complete` from inside was queued; the monitor outside carries it out.
+    let reply = env.ok(&["monitor", "--once"]);
+    let t = env.wait_status(&id, "reviewing");
+    let via: Vec<&Value> = t["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "status.changed" && e["via"] == "sandbox")
+        .collect();
+    assert_eq!(via.len(), 1, "{reply}\n{t}");
+    // The agent runs under bwrap, and a respawn keeps it there.
+    let pane_cmd = |env: &TaskEnv, id: &str| {
+        let pane = env.task(id)["tmux_pane_id"].as_str().unwrap().to_string();
+        let pid = env.tmux.ok(&["display", "-p", "-t", &pane, "#{pane_pid}"]);
+        std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default()
+    };
+    assert_eq!(pane_cmd(env, &id).trim(), "bwrap");
+    let session = env.task(&id)["tmux_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    env.tmux.ok(&["kill-session", "-t", &session]);
+    env.ok(&["task", "update", &id, "--status", "working"]);
+    env.ok(&["task", "respawn", &id]);
+    common::wait_for("the respawned agent", 20, || {
+        pane_cmd(env, &id).trim() == "bwrap"
+    });
+}
+
+#[test]
+fn the_sandbox_of_a_task_comes_from_its_project_or_config_and_none_turns_it_off() {
+    if !bwrap_usable() {
+        return;
+    }
+    let rig = rig();
+    let env = &rig.env;
+    let sandbox_of = |args: &[&str]| {
+        let mut a = vec!["task", "create"];
+        a.extend_from_slice(args);
+        a.extend(["--harness", "sleeper", "--no-spawn"]);
+        env.ok(&a)["sandbox"].as_str().unwrap().to_string()
+    };
+    assert_eq!(sandbox_of(&["a", "x"]), "none");
+    env.ok(&["project", "update", "--sandbox", "bwrap"]);
+    assert_eq!(sandbox_of(&["b", "x"]), "bwrap");
+    assert_eq!(sandbox_of(&["c", "x", "--sandbox", "none"]), "none");
+    env.ok(&["project", "update", "--sandbox", "none"]);
+    std::fs::write(
+        env.home.join("config.toml"),
+        "sandbox = \"bwrap\"\n[harness.sleeper]\ncommand = \"sleep 600\"\n",
+    )
+    .unwrap();
+    // The project's explicit "none" wins over config.toml's global setting.
+    assert_eq!(sandbox_of(&["d", "x"]), "none");
+    let e = env.err(
+        &[
+            "task",
+            "create",
+            "e",
+            "x",
+            "--harness",
+            "sleeper",
+            "--sandbox",
+            "docker",
+        ],
+        "invalid_argument",
+    );
+    assert!(e.contains("bwrap"), "{e}");
+}
+
+/// A PATH with only git, tmux and sh: no bwrap.
+fn path_without_bwrap(dir: &Path) -> String {
+    let bin = dir.join("no-bwrap-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let path = std::env::var("PATH").unwrap_or_default();
+    for p in ["git", "tmux", "sh", "sleep"] {
+        let real = common::find_program(&path, p).unwrap();
+        std::os::unix::fs::symlink(real, bin.join(p)).unwrap();
+    }
+    bin.display().to_string()
+}
+
+/// Nothing of a task that could not be created: no task, no workspace, no session.
+fn nothing_created(env: &TaskEnv) {
+    let tasks = env.ok(&["task", "list"]);
+    assert_eq!(tasks.as_array().unwrap().len(), 0, "{tasks}");
+    if env.home.join("workspaces/.pool.json").exists() {
+        let pool = env.pool_json();
+        assert!(
+            pool["workspaces"].as_object().is_none_or(|w| w.is_empty()),
+            "{pool}"
+        );
+    }
+    let sessions = env.tmux.sessions();
+    assert!(
+        !sessions.iter().any(|s| s.starts_with("app/")),
+        "{sessions:?}"
+    );
+}
+
+#[test]
+fn a_missing_or_unusable_bwrap_is_a_clear_error_before_anything_is_created() {
+    let rig = rig();
+    let env = &rig.env;
+    // Missing.
+    let path = path_without_bwrap(&env.root());
+    let out = env
+        .cmd(&[
+            "task",
+            "create",
+            "s1",
+            "x",
+            "--harness",
+            "sleeper",
+            "--sandbox",
+            "bwrap",
+            "--json",
+        ])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    let (ok, v) = common::parse_json_output(&["task", "create"], &out);
+    assert!(!ok, "{v}");
+    assert_eq!(v["error"]["code"], "backend_not_found", "{v}");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("bubblewrap") && msg.contains("--sandbox none"),
+        "{msg}"
+    );
+    nothing_created(env);
+    // Present, but this machine will not let it make namespaces (a fault injected: a bwrap
+    // that fails as bwrap does there).
+    let fake = env.root().join("failing-bwrap");
+    std::fs::create_dir_all(&fake).unwrap();
+    std::fs::write(
+        fake.join("bwrap"),
+        "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(fake.join("bwrap"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = env
+        .cmd(&[
+            "task",
+            "create",
+            "s2",
+            "x",
+            "--harness",
+            "sleeper",
+            "--sandbox",
+            "bwrap",
+            "--json",
+        ])
+        .env("PATH", format!("{}:{path}", fake.display()))
+        .output()
+        .unwrap();
+    let (ok, v) = common::parse_json_output(&["task", "create"], &out);
+    assert!(!ok, "{v}");
+    assert_eq!(v["error"]["code"], "backend_command_failed", "{v}");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("non-privileged user namespaces"), "{msg}");
+    assert!(msg.contains("user namespaces may be disabled"), "{msg}");
+    nothing_created(env);
+    // The same check guards `project update --sandbox`.
+    let out = env
+        .cmd(&["project", "update", "--sandbox", "bwrap", "--json"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    let (ok, v) = common::parse_json_output(&["project", "update"], &out);
+    assert!(!ok && v["error"]["code"] == "backend_not_found", "{v}");
+    let p = env.ok(&["project", "list"]);
+    assert!(p[0].get("sandbox").is_none(), "{p}");
+}
