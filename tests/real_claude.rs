@@ -1331,3 +1331,91 @@ fn a_remote_claude_started_over_ssh_is_seen_working_then_waiting_here() {
         .unwrap();
     assert_eq!(mine["host"], "box", "{all}");
 }
+
+/// The real claude under `--sandbox bwrap` (issue 14): it runs (as root too: orange tells
+/// it it is sandboxed, which the test's own environment does not), its Bash tool works in
+/// its worktree and cannot write $HOME, its hooks reach orange (the state comes from a
+/// hook), and its own state (`~/.claude`, `~/.claude.json`) is written for real.
+#[test]
+fn a_sandboxed_claude_works_in_its_worktree_and_its_hooks_reach_orange() {
+    if !claude_installed() || !crate::sandbox::bwrap_usable() {
+        return;
+    }
+    let rig = Rig::with(
+        "sandbox",
+        Home::SET_UP,
+        vec![
+            Reply::bash(
+                "echo inside > sandboxed.txt; echo x > \"$HOME/notes/escaped.txt\"; echo rc=$?",
+            ),
+            Reply::text("Done, in the sandbox."),
+        ],
+        &[],
+        // No IS_SANDBOX from here: as root, claude would refuse to start without it.
+        false,
+    );
+    let home = rig.env.root().join("claude-home");
+    std::fs::create_dir_all(home.join("notes")).unwrap();
+    let config_before = std::fs::read_to_string(home.join(".claude.json")).unwrap();
+    let v = rig.env.ok(&[
+        "task",
+        "create",
+        "real/sandbox",
+        "Write sandboxed.txt",
+        "--harness",
+        "claude",
+        "--sandbox",
+        "bwrap",
+    ]);
+    let id = v["id"].as_str().unwrap().to_string();
+    assert_eq!(v["sandbox"], "bwrap", "{v}");
+    assert_eq!(rig.agent_argv(&id)[0], "bwrap");
+    rig.wait_turns(&id, 2);
+    let sent = rig
+        .api
+        .wait_sent(1, PATIENCE)
+        .expect("the final text was sent");
+    rig.status_shows("end of a sandboxed turn", &id, "waiting for input", sent);
+    let t = rig.wait_task("a hook from inside the sandbox", &id, |t| {
+        t["agent"]["state"] == "waiting" && t["agent"]["signal"] == "hook"
+    });
+    assert_eq!(t["sandbox"], "bwrap", "{t}");
+    // What the agent really did.
+    let ws = rig.workspace(&id);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("sandboxed.txt")).unwrap_or_default(),
+        "inside\n"
+    );
+    assert!(!home.join("notes/escaped.txt").exists());
+    let result = rig.api.turns()[1].tool_results()[0].to_string();
+    assert!(result.contains("Read-only file system"), "{result}");
+    assert!(result.contains("rc=1"), "{result}");
+    // Its own state was written where it lives: the conversation, and ~/.claude.json.
+    let conv = rig.conversation(&id);
+    let transcripts = walk(&home.join(".claude/projects"));
+    assert!(
+        transcripts
+            .iter()
+            .any(|p| p.ends_with(format!("{conv}.jsonl"))),
+        "{transcripts:?}"
+    );
+    let config_after = std::fs::read_to_string(home.join(".claude.json")).unwrap();
+    assert_ne!(
+        config_before, config_after,
+        "claude could not write ~/.claude.json"
+    );
+    serde_json::from_str::<Value>(&config_after).expect("~/.claude.json is still JSON");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![];
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

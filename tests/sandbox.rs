@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::common::{self, Env, TaskEnv};
 use serde_json::Value;
 
-fn bwrap_usable() -> bool {
+pub fn bwrap_usable() -> bool {
     let found = common::find_program(&std::env::var("PATH").unwrap_or_default(), "bwrap").is_some()
         && std::process::Command::new("bwrap")
             .args(["--ro-bind", "/", "/", "--", "true"])
