@@ -131,8 +131,9 @@ impl Client {
         split_output(&self.output()).1
     }
 
+    /// What it shows, outside the OSC sequences (the status line's message is there).
     fn text(&self) -> String {
-        String::from_utf8_lossy(&self.output()).into_owned()
+        split_output(&self.output()).2
     }
 
     fn switch_to(&self, env: &TaskEnv, session: &str) {
@@ -161,10 +162,11 @@ fn clients(env: &TaskEnv) -> Vec<String> {
         .collect()
 }
 
-/// (BELs outside escape sequences, the OSC sequences' text).
-fn split_output(out: &[u8]) -> (usize, Vec<String>) {
+/// (BELs outside escape sequences, the OSC sequences' text, the rest).
+fn split_output(out: &[u8]) -> (usize, Vec<String>, String) {
     let mut bells = 0;
     let mut oscs = Vec::new();
+    let mut rest = Vec::new();
     let mut i = 0;
     while i < out.len() {
         match out[i] {
@@ -186,11 +188,11 @@ fn split_output(out: &[u8]) -> (usize, Vec<String>) {
                 };
                 continue;
             }
-            _ => {}
+            b => rest.push(b),
         }
         i += 1;
     }
-    (bells, oscs)
+    (bells, oscs, String::from_utf8_lossy(&rest).into_owned())
 }
 
 /// A background monitor with `path` as its PATH, killed on drop.
@@ -362,6 +364,9 @@ fn a_task_that_stops_rings_once_and_again_after_it_works_and_stops_again() {
         calls(&s)
     );
     wait_for("the third bell", 10, || client.bells() == 3);
+    holds_for("the death told once", Duration::from_secs(5), || {
+        client.bells() == 3 && calls(&s).len() == 3
+    });
 }
 
 #[test]
