@@ -22,6 +22,11 @@
 #                             closed sessions and client switches (on)
 #   @orange-monitor           on | off: run `orange monitor` (agent states, nudges,
 #                             escalations) in the background, one per server (on)
+#   @orange-notify            when a task starts to need you, the monitor tells attached
+#                             clients: any of bell, message, osc (OSC 9/777 to the
+#                             client's terminal), desktop (notify-send), or off
+#                             (bell,message; unset means the default: the monitor reads
+#                             it at each pass, this file never sets it)
 # Set by orange (read them, do not set them): @orange_bin, @orange_dir (global: the binary
 # and plugin in use), @orange_task (session: the task id of a task session), @orange_sidebar
 # (pane: 1 on a sidebar pane), @orange_status (session), @orange_summary (global).

@@ -22,6 +22,7 @@ mod kill_loop;
 mod lane;
 mod layers;
 mod monitor;
+mod notify;
 mod observer;
 mod other_harnesses;
 mod plugin;

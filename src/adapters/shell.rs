@@ -100,6 +100,35 @@ pub fn version_with(program: &str, flag: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// Start `program` with `args` (argv, never a shell), its standard streams closed, and do
+/// not wait for it: a watcher thread reaps it, or kills it once `limit` has passed, so a
+/// program that hangs never stalls the caller nor outlives its time (when the caller
+/// exits first, the program is left to finish on its own).
+pub fn spawn_limited(program: &str, args: &[String], limit: std::time::Duration) -> Result<()> {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| OrangeError::io(format!("starting {program}"), e))?;
+    std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            match child.try_wait() {
+                Ok(Some(_)) | Err(_) => return,
+                Ok(None) if std::time::Instant::now() >= deadline => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return;
+                }
+                Ok(None) => std::thread::sleep(std::time::Duration::from_millis(50)),
+            }
+        }
+    });
+    Ok(())
+}
+
 /// This process runs as root (effective uid 0, from `/proc/self/status`).
 pub fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")

@@ -109,3 +109,26 @@ pub fn tty_size() -> Option<(usize, usize)> {
     let (rows, cols) = (it.next()??, it.next()??);
     (rows > 0 && cols > 0).then_some((cols, rows))
 }
+
+/// Write `bytes` to a terminal device (an attached tmux client's, `#{client_tty}`): what
+/// is written there reaches the person's terminal emulator directly. Only a character
+/// device under `/dev/` is written; opened without becoming our controlling terminal and
+/// without blocking (a terminal stopped by Ctrl+S must not stall the caller: what does not
+/// fit is dropped).
+pub fn write_tty(path: &str, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let p = std::path::Path::new(path);
+    let is_tty_device = p.starts_with("/dev/")
+        && std::fs::metadata(p).is_ok_and(|m| m.file_type().is_char_device());
+    if !is_tty_device {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{path} is not a terminal device"),
+        ));
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
+        .open(p)?;
+    f.write_all(bytes)
+}

@@ -1616,8 +1616,79 @@ impl Tmux {
     }
 }
 
+/// One client attached to the server ([`Tmux::clients`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientInfo {
+    /// What `-c` takes (`/dev/pts/3`).
+    pub name: String,
+    /// The terminal the client draws on: what is written there reaches the person's
+    /// terminal emulator, past tmux.
+    pub tty: String,
+    /// The session it shows: its name and id.
+    pub session: String,
+    pub session_id: String,
+    /// The active pane of that session's current window: what the person looks at.
+    pub pane_id: String,
+    /// A control-mode client (`tmux -CC`): its terminal speaks tmux's protocol, nothing
+    /// may be written to it.
+    pub control: bool,
+}
+
 // Operations for the agent monitor. Add new ones inside this block.
 impl Tmux {
+    /// Every client attached to this server (none when no server runs), in ONE call.
+    pub fn clients(&self) -> Result<Vec<ClientInfo>> {
+        let fields = [
+            "client_name",
+            "client_tty",
+            "client_session",
+            "session_id",
+            "pane_id",
+            "client_control_mode",
+        ];
+        let mut cmd = raw("list-clients");
+        cmd.push_option("-F", format_of(&fields));
+        let ran = self.exec(vec![cmd])?;
+        if ran.no_server() {
+            return Ok(vec![]);
+        }
+        let out = ran.ok()?;
+        Ok(records(&out, fields.len())?
+            .into_iter()
+            .map(|r| ClientInfo {
+                name: r[0].to_string(),
+                tty: r[1].to_string(),
+                session: r[2].to_string(),
+                session_id: r[3].to_string(),
+                pane_id: r[4].to_string(),
+                control: r[5] == "1",
+            })
+            .collect())
+    }
+
+    /// Show `msg` literally (`#` is not a format) on each client's status line, in ONE
+    /// call; one by one after a failure (a client that detached meanwhile is skipped).
+    pub fn display_to_clients(&self, clients: &[&str], msg: &str) -> Result<()> {
+        let build = |client: &str| {
+            let mut cmd = raw("display-message");
+            cmd.push_option("-c", client.to_string());
+            cmd.push_param("--");
+            cmd.push_param(msg.replace('#', "##"));
+            cmd
+        };
+        if clients.is_empty() {
+            return Ok(());
+        }
+        let ran = self.exec(clients.iter().map(|c| build(c)).collect())?;
+        if ran.success || ran.no_server() || clients.len() == 1 {
+            return Ok(());
+        }
+        for c in clients {
+            let _ = self.exec(vec![build(c)])?;
+        }
+        Ok(())
+    }
+
     /// Ring the bell in a pane's window: a BEL written to the pane's terminal, as if its
     /// program had printed it (tmux flags the window and alerts per the user's settings).
     pub fn ring_bell(&self, target: &str) -> Result<()> {

@@ -201,7 +201,7 @@ fn observe_now(ctx: &Ctx, tmux: &Tmux, via: &str) -> Result<Value> {
         Err(e) => return Err(e),
     };
     let snap = r.snapshot.take().unwrap_or_default();
-    super::monitor::publish(&ctx.home, tmux, &snap);
+    super::monitor::publish_and_notify(&ctx.home, tmux, &snap);
     Ok(json!({
         "monitor": "pass",
         "actions": r.actions,

@@ -41,7 +41,7 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
         let mut m = Monitor::new(&ctx.home, tmux.clone())?;
         let mut r = m.pass()?;
         if let Some(snap) = r.snapshot.take() {
-            publish(&ctx.home, &tmux, &snap);
+            publish_and_notify(&ctx.home, &tmux, &snap);
         }
         r.pass_ms = (started.elapsed().as_secs_f64() * 1e5).round() / 100.0;
         let text = format!(
@@ -95,7 +95,7 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
                 if snap.server_id.as_ref() != Some(&server) {
                     return stop("the tmux server it watched was stopped or replaced");
                 }
-                publish(&ctx.home, &tmux, &snap);
+                publish_and_notify(&ctx.home, &tmux, &snap);
                 // Stop with the tmux server: a monitor must not outlive what it watches.
                 if snap.sessions.is_empty() {
                     idle_servers += 1;
@@ -236,4 +236,11 @@ pub fn restore(ctx: &Ctx, a: RestoreArgs) -> Result<Out> {
 pub fn publish(home: &crate::adapters::store::Home, tmux: &Tmux, snap: &Snapshot) {
     observer::write(home, tmux, snap);
     let _ = crate::ui::status::publish(tmux, snap);
+}
+
+/// [`publish`], then tell the people attached what newly needs them (only a monitor pass
+/// does: its report holds the pass lock while this runs).
+pub fn publish_and_notify(home: &crate::adapters::store::Home, tmux: &Tmux, snap: &Snapshot) {
+    publish(home, tmux, snap);
+    crate::orchestration::notify::after_pass(home, tmux, snap);
 }

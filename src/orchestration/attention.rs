@@ -343,9 +343,9 @@ pub fn classify(
                     }
                     Some(agent::State::Waiting) if status != Status::Clarification => {
                         let what = if info.asked.is_some() {
-                            "question for you"
+                            QUESTION
                         } else {
-                            "waiting for input"
+                            WAITING_FOR_INPUT
                         };
                         return Some((Bucket::Waiting, what.into()));
                     }
@@ -553,6 +553,63 @@ impl Summary {
     }
 }
 
+/// The reasons of an agent whose turn ended and that waits for input (see [`classify`]).
+const WAITING_FOR_INPUT: &str = "waiting for input";
+const QUESTION: &str = "question for you";
+
+/// Why an item needs you, in one word: what a notification names and keys on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Need {
+    /// A dialog or an approval prompt.
+    Blocked,
+    /// An API error the agent does not retry by itself.
+    Error,
+    /// The agent exited, or its session is gone.
+    Dead,
+    /// The monitor escalated (idle without progress, a question, a crash).
+    Escalated,
+    /// Its turn ended and it waits for input ([`Need::after_a_turn`]), or the task is
+    /// stuck, failed, or asks for clarification.
+    Waiting,
+    /// Work ready for review.
+    Review,
+}
+
+impl Need {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Need::Blocked => "blocked",
+            Need::Error => "error",
+            Need::Dead => "dead",
+            Need::Escalated => "escalated",
+            Need::Waiting => "waiting",
+            Need::Review => "review",
+        }
+    }
+}
+
+/// Why `item` needs you ([`needs_you`] decides whether; this only names it from the
+/// reason [`classify`] gave), `None` when it does not.
+pub fn need(item: &Item) -> Option<Need> {
+    if !needs_you(item) {
+        return None;
+    }
+    Some(match item.bucket {
+        Bucket::Dead => Need::Dead,
+        Bucket::Review => Need::Review,
+        _ if item.reason.starts_with("blocked") => Need::Blocked,
+        _ if item.reason.starts_with("error") => Need::Error,
+        _ if item.reason.starts_with("escalated") => Need::Escalated,
+        _ => Need::Waiting,
+    })
+}
+
+/// The item waits because its agent's turn ended (waiting for input, or a question): not
+/// a stuck, failed or clarification task. Such an agent needs you only after it worked.
+pub fn turn_ended(item: &Item) -> bool {
+    item.bucket == Bucket::Waiting && (item.reason == WAITING_FOR_INPUT || item.reason == QUESTION)
+}
+
 /// Does this item need its person: a question, a dialog, an error, a stuck or failed task
 /// (`waiting`), a dead agent (`dead`), work ready for review (`review`)? What the picker's
 /// "next waiting" key cycles through.
@@ -688,6 +745,66 @@ mod tests {
             classify(Status::Working, &live(), Some(&esc)),
             b(Waiting, "escalated: on_error")
         );
+    }
+
+    #[test]
+    fn the_need_of_an_item_is_named_from_its_classification() {
+        let item = |status: Status, agent: Option<&AgentInfo>, s: &SessionView| {
+            let (bucket, reason) = classify(status, s, agent).unwrap();
+            Item {
+                kind: "task".into(),
+                id: "t".into(),
+                project: "p".into(),
+                branch: "b".into(),
+                status: status.as_str().into(),
+                bucket,
+                reason,
+                session: None,
+                session_id: None,
+                exit_status: None,
+                exit_signal: None,
+                created_at: String::new(),
+                host: None,
+                harness: String::new(),
+            }
+        };
+        let info = |state: agent::State| AgentInfo {
+            state: Some(state),
+            at: "2030-01-01T00:00:00Z".into(),
+            ..AgentInfo::default()
+        };
+        let waiting = item(Status::Working, Some(&info(agent::State::Waiting)), &live());
+        assert_eq!(need(&waiting), Some(Need::Waiting));
+        assert!(turn_ended(&waiting));
+        let mut asked = info(agent::State::Waiting);
+        asked.asked = Some("which one?".into());
+        assert!(turn_ended(&item(Status::Working, Some(&asked), &live())));
+        let stuck = item(Status::Stuck, None, &live());
+        assert_eq!(need(&stuck), Some(Need::Waiting));
+        assert!(!turn_ended(&stuck));
+        let blocked = item(Status::Working, Some(&info(agent::State::Blocked)), &live());
+        assert_eq!(need(&blocked), Some(Need::Blocked));
+        let error = item(Status::Working, Some(&info(agent::State::Error)), &live());
+        assert_eq!(need(&error), Some(Need::Error));
+        let mut esc = info(agent::State::Waiting);
+        esc.escalated = Some(agent::Escalation {
+            reason: "idle".into(),
+            at: "2030-01-01T00:00:00Z".into(),
+        });
+        assert_eq!(
+            need(&item(Status::Working, Some(&esc), &live())),
+            Some(Need::Escalated)
+        );
+        let dead = item(Status::Working, None, &dead(Some(1), None));
+        assert_eq!(need(&dead), Some(Need::Dead));
+        assert_eq!(
+            need(&item(Status::Reviewing, None, &live())),
+            Some(Need::Review)
+        );
+        let working = item(Status::Working, Some(&info(agent::State::Working)), &live());
+        assert_eq!(need(&working), None);
+        assert!(!turn_ended(&working));
+        assert_eq!(need(&item(Status::Pending, None, &SessionView::NONE)), None);
     }
 
     #[test]

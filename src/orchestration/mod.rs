@@ -7,6 +7,7 @@ pub mod host;
 pub mod lane;
 pub mod lifecycle;
 pub mod monitor;
+pub mod notify;
 pub mod observer;
 pub mod project;
 pub mod reconcile;

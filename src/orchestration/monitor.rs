@@ -39,6 +39,11 @@ pub struct PassReport {
     /// How long the pass took in the monitor (ms): looking, repairing, judging, writing the
     /// snapshot and publishing; not the start of an `orange` process.
     pub pass_ms: f64,
+    /// The pass lock, held until the report is dropped: the caller writes, publishes and
+    /// notifies ([`crate::orchestration::notify::after_pass`]) under it, so two passes
+    /// never tell the same change.
+    #[serde(skip)]
+    pub lock: Option<LockGuard>,
 }
 
 /// Agent timestamps are precise: a hook and a monitor pass often fall in the same second.
@@ -204,10 +209,14 @@ impl<'a> Monitor<'a> {
     /// after that). It asks tmux ONCE ([`observer::look`]): the sessions and their marks
     /// for the crash repair, the panes for every agent; screens are read (one more call)
     /// only for agents whose state the screen can tell. The report carries the snapshot,
-    /// classified after the policies acted, for the caller to write and publish.
+    /// classified after the policies acted, for the caller to write, publish and notify
+    /// while the report (which holds the pass lock) lives.
     pub fn pass_within(&mut self, wait: Duration) -> Result<PassReport> {
-        let _pass = LockGuard::acquire_within(&self.home.root.join("run/monitor-pass.lock"), wait)?;
-        let mut report = PassReport::default();
+        let pass = LockGuard::acquire_within(&self.home.root.join("run/monitor-pass.lock"), wait)?;
+        let mut report = PassReport {
+            lock: Some(pass),
+            ..PassReport::default()
+        };
         let mut snap = observer::look(self.home, &self.tmux)?;
         // Crash leftovers first: an orphaned agent stopped, an interrupted spawn adopted.
         // The open tasks, read once for the whole pass (again only if a repair changed

@@ -37,6 +37,10 @@ pub const SUMMARY_OPTION: &str = "@orange_summary";
 /// The per-session user option the status widget publishes (`#{@orange_status}`).
 pub const SESSION_OPTION: &str = "@orange_status";
 
+/// The user option that says how orange notifies (`bell,message` when unset): read in the
+/// observation's one call, so a pass pays nothing more to know it.
+pub const NOTIFY_OPTION: &str = "@orange-notify";
+
 /// A snapshot is not trusted past this age.
 pub const MAX_AGE: Duration = Duration::from_secs(60);
 
@@ -77,6 +81,11 @@ impl Snapshot {
             .first()
             .and_then(|s| s.mark(SUMMARY_OPTION))
             .unwrap_or("")
+    }
+
+    /// `@orange-notify` as the server holds it (`None` when unset).
+    pub fn notify_value(&self) -> Option<&str> {
+        self.sessions.first().and_then(|s| s.mark(NOTIFY_OPTION))
     }
 
     /// The sessions and their marks (what a reconciliation works on).
@@ -122,7 +131,7 @@ pub fn look(home: &Home, tmux: &Tmux) -> Result<Snapshot> {
         return Ok(snap);
     }
     let mut options: Vec<&str> = MARKS.to_vec();
-    options.extend([SESSION_OPTION, SUMMARY_OPTION]);
+    options.extend([SESSION_OPTION, SUMMARY_OPTION, NOTIFY_OPTION]);
     let Observed {
         server,
         panes,
