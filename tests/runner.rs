@@ -15,6 +15,7 @@ mod agent_state;
 mod bad_input;
 mod claude_screens;
 mod cli;
+mod declared_states;
 mod error_codes;
 mod failures;
 mod fuzz_parsers;

@@ -927,6 +927,17 @@ impl Tmux {
     /// with a newline is pasted as one bracketed paste so it arrives whole), a pause growing
     /// with the text's length ([`submit_pause`]), then `Enter` as a separate key.
     pub fn send_text(&self, target: &str, text: &str, keys_before: &[&str]) -> Result<()> {
+        self.send_text_then(target, text, keys_before, "Enter")
+    }
+
+    /// [`Tmux::send_text`], submitted with `submit` (a tmux key name) instead of `Enter`.
+    pub fn send_text_then(
+        &self,
+        target: &str,
+        text: &str,
+        keys_before: &[&str],
+        submit: &str,
+    ) -> Result<()> {
         // Resolve once: every later step goes to this pane id, never to a name again.
         let row = self.require_pane_fields(target, &["pane_id", "pane_in_mode", "pane_dead"])?;
         let pane = row[0].clone();
@@ -967,7 +978,7 @@ impl Tmux {
         }
         self.run(vec![ti::SendKeys::new()
             .target_pane(pane.as_str())
-            .key("Enter")
+            .key(submit)
             .build()])?;
         Ok(())
     }

@@ -189,6 +189,39 @@ pub struct HarnessConfig {
     pub sandbox: Option<String>,
     #[serde(flatten)]
     pub sandbox_paths: SandboxPaths,
+    /// How to read the agent's screen (`[harness.NAME.screen]`): its states without a
+    /// code change.
+    #[serde(default)]
+    pub screen: Option<ScreenPatterns>,
+    /// What an idle nudge types when its policy names no message (default: orange's).
+    #[serde(default)]
+    pub nudge_message: Option<String>,
+    /// The key that submits a nudge (tmux key name; default `Enter`).
+    #[serde(default)]
+    pub nudge_submit: Option<String>,
+}
+
+/// Patterns (regular expressions, case-insensitive, matched against each of the last 30
+/// lines of the screen) that tell an agent's state. A `blocked` match wins; otherwise the
+/// lowest matching line decides.
+#[derive(Debug, Default, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ScreenPatterns {
+    /// A turn in progress (a spinner, "esc to interrupt").
+    #[serde(default)]
+    pub working: Vec<String>,
+    /// Its turn ended; it waits for input (its prompt).
+    #[serde(default)]
+    pub waiting: Vec<String>,
+    /// A question or an approval only the person may answer (never nudged).
+    #[serde(default)]
+    pub blocked: Vec<String>,
+    /// An error it stopped on (the kind is read from the line: 401, 429, credits…).
+    #[serde(default)]
+    pub error: Vec<String>,
+    /// An error it is retrying by itself.
+    #[serde(default)]
+    pub retrying: Vec<String>,
 }
 
 impl Config {
@@ -225,10 +258,35 @@ impl Config {
                     ));
                 }
             }
+            if let Some(sp) = &h.screen {
+                for (what, list) in [
+                    ("working", &sp.working),
+                    ("waiting", &sp.waiting),
+                    ("blocked", &sp.blocked),
+                    ("error", &sp.error),
+                    ("retrying", &sp.retrying),
+                ] {
+                    for (i, p) in list.iter().enumerate() {
+                        if p.is_empty() {
+                            return Err(format!(
+                                "harness.{name}.screen.{what}[{i}] is empty (it would match every line)"
+                            ));
+                        }
+                        regex::RegexBuilder::new(p)
+                            .size_limit(1 << 20)
+                            .build()
+                            .map_err(|e| format!("harness.{name}.screen.{what}[{i}] {p:?}: {e}"))?;
+                    }
+                }
+            }
+            if h.nudge_submit.as_ref().is_some_and(|k| k.trim().is_empty()) {
+                return Err(format!("harness.{name}.nudge_submit is empty"));
+            }
             let escape = h
                 .nudge_keys
                 .iter()
                 .flatten()
+                .chain(h.nudge_submit.iter())
                 .any(|k| matches!(k.to_ascii_lowercase().as_str(), "escape" | "esc" | "c-["));
             if escape && name == "claude" {
                 return Err(format!(

@@ -31,6 +31,11 @@ pub struct Harness {
     /// `bypassPermissions`: `--dangerously-skip-permissions`, as the original orange did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub permission_mode: Option<String>,
+    /// What an idle nudge types when the policy names no message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nudge_message: Option<String>,
+    /// The key that submits a nudge (`Enter` unless config.toml says another).
+    pub nudge_submit: String,
 }
 
 /// Claude's conversation: a new one with this id, or the one to continue.
@@ -74,6 +79,8 @@ impl Harness {
                 respawn_command: h.respawn_command.clone(),
                 nudge_keys: h.nudge_keys.clone().unwrap_or_default(),
                 permission_mode: None,
+                nudge_message: h.nudge_message.clone(),
+                nudge_submit: h.nudge_submit.clone().unwrap_or_else(|| "Enter".into()),
             });
         }
         if BUILTIN.contains(&name) {
@@ -91,6 +98,15 @@ impl Harness {
                     .get(name)
                     .and_then(|h| h.permission_mode.clone())
                     .filter(|_| name == "claude"),
+                nudge_message: config
+                    .harness
+                    .get(name)
+                    .and_then(|h| h.nudge_message.clone()),
+                nudge_submit: config
+                    .harness
+                    .get(name)
+                    .and_then(|h| h.nudge_submit.clone())
+                    .unwrap_or_else(|| "Enter".into()),
             });
         }
         let mut known: Vec<&str> = BUILTIN.to_vec();
@@ -348,6 +364,9 @@ mod tests {
                 policy: Default::default(),
                 sandbox: None,
                 sandbox_paths: Default::default(),
+                screen: None,
+                nudge_message: None,
+                nudge_submit: None,
             },
         );
         c.harness.insert(
@@ -360,6 +379,9 @@ mod tests {
                 policy: Default::default(),
                 sandbox: None,
                 sandbox_paths: Default::default(),
+                screen: None,
+                nudge_message: None,
+                nudge_submit: None,
             },
         );
         c

@@ -97,6 +97,8 @@ pub enum Blocker {
     Approval,
     /// claude refuses `--dangerously-skip-permissions` as root (it exits).
     RootRefusal,
+    /// A prompt a harness's `blocked` screen patterns (config.toml) recognize.
+    Prompt,
 }
 
 impl Blocker {
@@ -109,6 +111,7 @@ impl Blocker {
             Blocker::BypassWarning => "bypass_warning",
             Blocker::Approval => "approval",
             Blocker::RootRefusal => "root_refusal",
+            Blocker::Prompt => "prompt",
         }
     }
 
@@ -122,6 +125,7 @@ impl Blocker {
             Blocker::BypassWarning => "bypass warning",
             Blocker::Approval => "approval",
             Blocker::RootRefusal => "root refused",
+            Blocker::Prompt => "prompt",
         }
     }
 
@@ -145,6 +149,9 @@ impl Blocker {
             ),
             Blocker::Approval => format!(
                 "the agent waits for you to approve a tool call: attach (`orange task attach {task}`) and answer"
+            ),
+            Blocker::Prompt => format!(
+                "the agent shows a prompt that waits for you (one of its harness's `blocked` screen patterns): attach (`orange task attach {task}`) and answer"
             ),
             Blocker::RootRefusal => format!(
                 "claude refuses --dangerously-skip-permissions when run as root: run orange as a normal user, or, inside a sandbox, set IS_SANDBOX=1 in the tmux environment (`tmux set-environment -g IS_SANDBOX 1`), then `orange task respawn {task}`"

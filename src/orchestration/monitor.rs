@@ -146,6 +146,27 @@ impl Seen {
                 self.retry = Some(detail);
             }
             screen::Screen::Retrying(_) => {}
+            screen::Screen::Error(line) => {
+                self.state = Some(State::Error);
+                self.signal = Some(Signal::Screen);
+                self.error = Some((agent::classify_error(&line), line));
+            }
+            // A declared prompt or spinner says more than the screen's activity, never
+            // more than a hook or the transcript.
+            screen::Screen::Waiting(_) | screen::Screen::Working(_)
+                if !matches!(self.signal, None | Some(Signal::Screen | Signal::None)) => {}
+            screen::Screen::Waiting(_) => {
+                if self.state != Some(State::Waiting) {
+                    self.since = None;
+                }
+                self.state = Some(State::Waiting);
+                self.signal = Some(Signal::Screen);
+            }
+            screen::Screen::Working(_) => {
+                self.state = Some(State::Working);
+                self.signal = Some(Signal::Screen);
+                self.since = None;
+            }
         }
     }
 }
@@ -170,6 +191,9 @@ pub struct Monitor<'a> {
     server: Option<crate::adapters::tmux::ServerId>,
     /// What started the pass (`monitor`, `hook:pane-died`…), written with what it records.
     via: String,
+    /// How each harness's screen is read (config.toml's patterns and the built-in ones),
+    /// compiled once.
+    rules: std::collections::HashMap<String, screen::Rules>,
 }
 
 impl<'a> Monitor<'a> {
@@ -187,10 +211,21 @@ impl<'a> Monitor<'a> {
     }
 
     pub fn new(home: &'a Home, tmux: Tmux) -> Result<Monitor<'a>> {
+        let config = Config::load(home)?;
+        let rules = crate::execution::config::BUILTIN
+            .iter()
+            .map(|h| h.to_string())
+            .chain(config.harness.keys().cloned())
+            .map(|h| {
+                let r = screen::Rules::of(&h, &config);
+                (h, r)
+            })
+            .collect();
         Ok(Monitor {
             home,
             tasks: Tasks::new(home).with_tmux(tmux.clone()),
-            config: Config::load(home)?,
+            config,
+            rules,
             tmux,
             workspaces: Default::default(),
             respawned: false,
@@ -308,7 +343,7 @@ impl<'a> Monitor<'a> {
                 if let Some(s) = screens
                     .next()
                     .flatten()
-                    .and_then(|text| screen::classify(&task.harness, &text))
+                    .and_then(|text| self.rules_of(&task.harness).classify(&text))
                 {
                     seen.apply(s);
                 }
@@ -437,8 +472,9 @@ impl<'a> Monitor<'a> {
                         break;
                     }
                 }
-                if let Some(screen::Screen::Blocked(b, line)) =
-                    screen::classify(&task.harness, &seen.last_lines.join("\n"))
+                if let Some(screen::Screen::Blocked(b, line)) = self
+                    .rules_of(&task.harness)
+                    .classify(&seen.last_lines.join("\n"))
                 {
                     seen.blocker = Some((b, line));
                 }
@@ -551,13 +587,25 @@ impl<'a> Monitor<'a> {
         if task.harness == "claude" && (info.hook_state.is_none() || busy || was_stuck) {
             seen.look = Some(pane.pane_id.clone());
         }
+        // Another harness whose screen config.toml (or orange) tells how to read: every
+        // pass (all screens in one tmux call).
+        if task.harness != "claude" && !self.rules_of(&task.harness).is_empty() {
+            seen.look = Some(pane.pane_id.clone());
+        }
         seen
     }
 
     /// What the agent's screen shows (one `capture-pane` of its visible screen).
     fn look(&self, task: &Task, pane: &str) -> Option<screen::Screen> {
         let text = self.tmux.capture_pane(pane, 0).ok()?;
-        screen::classify(&task.harness, &text)
+        self.rules_of(&task.harness).classify(&text)
+    }
+
+    /// The screen rules of a harness (none for one config.toml no longer names).
+    fn rules_of(&self, harness: &str) -> &screen::Rules {
+        self.rules
+            .get(harness)
+            .unwrap_or_else(|| screen::Rules::builtin(harness))
     }
 
     fn workspace_path(&self, task: &Task) -> Option<std::path::PathBuf> {
@@ -936,7 +984,12 @@ impl<'a> Monitor<'a> {
         }
         match action.name() {
             "nudge" => {
-                let msg = action.message().unwrap_or(DEFAULT_NUDGE);
+                let harness =
+                    crate::execution::harness::Harness::named(&task.harness, &self.config)?;
+                let msg = action
+                    .message()
+                    .or(harness.nudge_message.as_deref())
+                    .unwrap_or(DEFAULT_NUDGE);
                 // The agent's own pane (a sidebar may be the active one), else the session.
                 let target = match &task.tmux_pane_id {
                     Some(p) => p.clone(),
@@ -950,10 +1003,9 @@ impl<'a> Monitor<'a> {
                     report.actions.push(json!({"task": task.id, "action": "none", "reason": format!("{why}; not nudged: {} on screen ({line})", b.as_str())}));
                     return Ok(());
                 }
-                let harness =
-                    crate::execution::harness::Harness::named(&task.harness, &self.config)?;
                 let keys: Vec<&str> = harness.nudge_keys.iter().map(String::as_str).collect();
-                self.tmux.send_text(&target, msg, &keys)?;
+                self.tmux
+                    .send_text_then(&target, msg, &keys, &harness.nudge_submit)?;
                 info.nudges += 1;
                 info.idle_nudges += 1;
                 self.tasks.store.append_history(

@@ -1,8 +1,16 @@
-//! What an agent's screen says when its hooks and log cannot: a first-run screen, a dialog
-//! or a tool-approval prompt (the agent is blocked and needs the person), or an API error
-//! it is retrying by itself. Pure functions over the text of `capture-pane`; the patterns
-//! are the ones Claude Code 2.1 really shows (tests/fixtures/claude/screens/).
+//! What an agent's screen says when its hooks and log cannot: a dialog or a prompt that
+//! needs the person (blocked), an error, an API error it is retrying by itself, or — for an
+//! agent with no hooks — whether it works or waits. Every harness reads its screen through
+//! the same [`Rules`]: patterns (regular expressions, case-insensitive, matched line by
+//! line near the bottom of the screen). The built-in values are Claude Code 2.1's
+//! (tests/fixtures/claude/screens/); a harness in config.toml declares its own
+//! (`[harness.NAME.screen]`), added before the built-in ones of the same name.
 
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use crate::execution::config::{Config, ScreenPatterns};
 use crate::orchestration::agent::Blocker;
 
 /// What a screen shows.
@@ -12,10 +20,58 @@ pub enum Screen {
     Blocked(Blocker, String),
     /// `Retrying in 4 seconds… (attempt 2/10)`: the detail, e.g. `attempt 2/10`.
     Retrying(String),
+    /// An error the agent stopped on (a declared `error` pattern); the line.
+    Error(String),
+    /// A declared `waiting` pattern is the latest thing on screen; the line.
+    Waiting(String),
+    /// A declared `working` pattern is the latest thing on screen; the line.
+    Working(String),
 }
 
-/// Distinctive text of each blocking screen, by harness. The first match wins, so the
-/// more specific screens come first. Matching is case-insensitive.
+/// One kind of dialog: any of `any` on screen, and — when `with` is not empty — one of
+/// `with` too (an approval question counts only inside a prompt, with its choices).
+#[derive(Debug, Clone)]
+pub struct BlockRule {
+    pub blocker: Blocker,
+    pub any: Vec<Regex>,
+    pub with: Vec<Regex>,
+}
+
+/// How to read one harness's screen.
+#[derive(Debug, Clone, Default)]
+pub struct Rules {
+    /// Dialogs a full-screen program draws over everything (Claude Code's): one anywhere
+    /// near the bottom blocks; the first rule that matches wins, so the more specific
+    /// dialogs come first.
+    pub blocked: Vec<BlockRule>,
+    /// A line that asks the person (config.toml's `blocked`): it blocks while it is the
+    /// lowest line that says anything (an answered prompt scrolls up and is over).
+    pub prompt: Vec<Regex>,
+    pub retrying: Vec<Regex>,
+    pub error: Vec<Regex>,
+    pub waiting: Vec<Regex>,
+    pub working: Vec<Regex>,
+}
+
+/// A pattern from config.toml, compiled case-insensitive; the error says which.
+pub fn pattern(p: &str) -> Result<Regex, String> {
+    regex::RegexBuilder::new(p)
+        .case_insensitive(true)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| format!("invalid pattern {p:?}: {e}"))
+}
+
+/// A literal text as a pattern.
+fn text(t: &str) -> Regex {
+    pattern(&regex::escape(t)).expect("an escaped text is a valid pattern")
+}
+
+fn texts(ts: &[&str]) -> Vec<Regex> {
+    ts.iter().map(|t| text(t)).collect()
+}
+
+/// Distinctive text of each blocking screen of Claude Code 2.1.
 const CLAUDE_BLOCKERS: &[(Blocker, &[&str])] = &[
     (
         Blocker::RootRefusal,
@@ -83,30 +139,119 @@ const DIALOG_MARKS: &[&str] = &["1. yes", "esc to cancel", "enter to stay in aut
 /// look like a dialog.
 const LOOK_LINES: usize = 30;
 
-/// Classify the screen of an agent of `harness` (`text`: `capture-pane -p -J`).
-pub fn classify(harness: &str, text: &str) -> Option<Screen> {
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    let bottom = &lines[lines.len().saturating_sub(LOOK_LINES)..];
-    if harness != "claude" {
-        return None;
-    }
-    for (blocker, needles) in CLAUDE_BLOCKERS {
-        if let Some(line) = find_line(bottom, needles) {
-            if *blocker == Blocker::Approval && find_line(bottom, DIALOG_MARKS).is_none() {
-                continue;
-            }
-            return Some(Screen::Blocked(*blocker, line));
+impl Rules {
+    /// The built-in values of a harness: Claude Code's dialogs and retries; none for the
+    /// others (their screens are read by activity unless config.toml says more).
+    pub fn builtin(harness: &str) -> &'static Rules {
+        static CLAUDE: OnceLock<Rules> = OnceLock::new();
+        static NONE: OnceLock<Rules> = OnceLock::new();
+        match harness {
+            "claude" => CLAUDE.get_or_init(|| Rules {
+                blocked: CLAUDE_BLOCKERS
+                    .iter()
+                    .map(|(b, needles)| BlockRule {
+                        blocker: *b,
+                        any: texts(needles),
+                        with: if *b == Blocker::Approval {
+                            texts(DIALOG_MARKS)
+                        } else {
+                            vec![]
+                        },
+                    })
+                    .collect(),
+                retrying: texts(&["retrying"]),
+                ..Rules::default()
+            }),
+            _ => NONE.get_or_init(Rules::default),
         }
     }
-    retrying(bottom).map(Screen::Retrying)
+
+    /// A harness's rules: what config.toml declares (`[harness.NAME.screen]`, already
+    /// checked by `Config::parse`), then the built-in values of that name.
+    pub fn of(harness: &str, config: &Config) -> Rules {
+        let mut r = Rules::default();
+        if let Some(p) = config.harness.get(harness).and_then(|h| h.screen.as_ref()) {
+            r.add(p);
+        }
+        let b = Rules::builtin(harness);
+        r.blocked.extend(b.blocked.iter().cloned());
+        r.prompt.extend(b.prompt.iter().cloned());
+        r.retrying.extend(b.retrying.iter().cloned());
+        r.error.extend(b.error.iter().cloned());
+        r.waiting.extend(b.waiting.iter().cloned());
+        r.working.extend(b.working.iter().cloned());
+        r
+    }
+
+    fn add(&mut self, p: &ScreenPatterns) {
+        let compile =
+            |v: &[String]| -> Vec<Regex> { v.iter().filter_map(|p| pattern(p).ok()).collect() };
+        self.prompt.extend(compile(&p.blocked));
+        self.retrying.extend(compile(&p.retrying));
+        self.error.extend(compile(&p.error));
+        self.waiting.extend(compile(&p.waiting));
+        self.working.extend(compile(&p.working));
+    }
+
+    /// Nothing to read on a screen.
+    pub fn is_empty(&self) -> bool {
+        self.blocked.is_empty()
+            && self.prompt.is_empty()
+            && self.retrying.is_empty()
+            && self.error.is_empty()
+            && self.waiting.is_empty()
+            && self.working.is_empty()
+    }
+
+    /// The screen tells working or waiting by itself (the agent has no hooks to).
+    pub fn tells_turns(&self) -> bool {
+        !self.waiting.is_empty() || !self.working.is_empty()
+    }
+
+    /// Classify a screen (`text`: `capture-pane -p -J`). A dialog anywhere near the bottom
+    /// wins; otherwise the lowest line that matches a prompt, error, retry, waiting or
+    /// working pattern says what the agent does now (what is above it is over).
+    pub fn classify(&self, text: &str) -> Option<Screen> {
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let bottom = &lines[lines.len().saturating_sub(LOOK_LINES)..];
+        for rule in &self.blocked {
+            if let Some(line) = find_line(bottom, &rule.any) {
+                if !rule.with.is_empty() && find_line(bottom, &rule.with).is_none() {
+                    continue;
+                }
+                return Some(Screen::Blocked(rule.blocker, line));
+            }
+        }
+        bottom.iter().rev().find_map(|l| {
+            let hit = |set: &[Regex]| set.iter().any(|r| r.is_match(l));
+            if hit(&self.prompt) {
+                Some(Screen::Blocked(Blocker::Prompt, clean(l)))
+            } else if hit(&self.error) {
+                Some(Screen::Error(clean(l)))
+            } else if hit(&self.retrying) {
+                Some(Screen::Retrying(retry_detail(l)))
+            } else if hit(&self.waiting) {
+                Some(Screen::Waiting(clean(l)))
+            } else if hit(&self.working) {
+                Some(Screen::Working(clean(l)))
+            } else {
+                None
+            }
+        })
+    }
 }
 
-/// The first of `lines` (trimmed) that contains one of `needles`, case-insensitively.
-fn find_line(lines: &[&str], needles: &[&str]) -> Option<String> {
-    lines.iter().find_map(|l| {
-        let lower = l.to_lowercase();
-        needles.iter().any(|n| lower.contains(n)).then(|| clean(l))
-    })
+/// Classify the screen of an agent of a harness by its built-in rules alone.
+pub fn classify(harness: &str, text: &str) -> Option<Screen> {
+    Rules::builtin(harness).classify(text)
+}
+
+/// The first of `lines` (trimmed) that one of `patterns` matches.
+fn find_line(lines: &[&str], patterns: &[Regex]) -> Option<String> {
+    lines
+        .iter()
+        .find(|l| patterns.iter().any(|p| p.is_match(l)))
+        .map(|l| clean(l))
 }
 
 /// A screen line without box drawing and selection marks around it.
@@ -118,29 +263,30 @@ fn clean(line: &str) -> String {
 }
 
 /// A retry line → its error and attempt: `✻ 529 Overloaded · retrying in 6s · attempt
-/// 5/10` → `529 Overloaded, attempt 5/10` (the last such line on screen).
-fn retrying(lines: &[&str]) -> Option<String> {
-    lines.iter().rev().find_map(|l| {
-        // ASCII lowercase keeps the byte offsets of `l` (slicing `l` with them is safe).
-        let lower = l.to_ascii_lowercase();
-        let at = lower.find("retrying")?;
-        let attempt = lower[at..].find("attempt").map(|i| {
-            lower[at + i..]
-                .trim_end_matches(|c: char| !c.is_ascii_digit())
-                .to_string()
-        });
-        // What failed: the text before "retrying", without the spinner and separators.
-        let what = clean(&l[..at])
-            .trim_start_matches(|c: char| !c.is_alphanumeric())
-            .trim_end_matches(|c: char| c == '·' || c == '(' || c == '-' || c.is_whitespace())
-            .to_string();
-        Some(match (what.is_empty(), attempt) {
-            (false, Some(a)) => format!("{what}, {a}"),
-            (true, Some(a)) => a,
-            (false, None) => what,
-            (true, None) => clean(&l[at..]),
-        })
-    })
+/// 5/10` → `529 Overloaded, attempt 5/10`; a line that does not say "retrying" (a
+/// declared pattern) is its own detail.
+fn retry_detail(l: &str) -> String {
+    // ASCII lowercase keeps the byte offsets of `l` (slicing `l` with them is safe).
+    let lower = l.to_ascii_lowercase();
+    let Some(at) = lower.find("retrying") else {
+        return clean(l);
+    };
+    let attempt = lower[at..].find("attempt").map(|i| {
+        lower[at + i..]
+            .trim_end_matches(|c: char| !c.is_ascii_digit())
+            .to_string()
+    });
+    // What failed: the text before "retrying", without the spinner and separators.
+    let what = clean(&l[..at])
+        .trim_start_matches(|c: char| !c.is_alphanumeric())
+        .trim_end_matches(|c: char| c == '·' || c == '(' || c == '-' || c.is_whitespace())
+        .to_string();
+    match (what.is_empty(), attempt) {
+        (false, Some(a)) => format!("{what}, {a}"),
+        (true, Some(a)) => a,
+        (false, None) => what,
+        (true, None) => clean(&l[at..]),
+    }
 }
 
 /// The last `n` non-empty lines of a pane's text (a dead agent's last words).
