@@ -1437,3 +1437,78 @@ fn token_use_is_what_the_api_reported_once_per_answer() {
     sum["unknown"] = json!(1);
     assert_eq!(status["tokens"], sum, "{status}");
 }
+
+/// Issue 14: a sub-agent's answers (Claude Code 2.1 writes its transcript apart, under
+/// `<conversation>/subagents/`) count in its task's tokens too.
+#[test]
+fn a_sub_agents_tokens_count_in_its_task() {
+    if !claude_installed() {
+        return;
+    }
+    use common::standin::{CACHE_CREATION_TOKENS, CACHE_READ_TOKENS, INPUT_TOKENS, OUTPUT_TOKENS};
+    let rig = Rig::new(
+        "subagent-tokens",
+        Home::SET_UP,
+        vec![
+            Reply::tool(
+                "Agent",
+                json!({"description": "Look around", "prompt": "Say hello.", "subagent_type": "general-purpose"}),
+            ),
+            Reply::text("Hello from the sub-agent."),
+            Reply::text("The sub-agent said hello. Done."),
+        ],
+    );
+    let id = rig.create("real/subagent", "Ask a sub-agent");
+    let sent = rig
+        .api
+        .wait_sent(2, PATIENCE)
+        .expect("the final text was sent");
+    rig.wait_status("end of turn", &id, "waiting for input", sent);
+    let turns = rig.api.turns();
+    let subagent_turns = turns.iter().filter(|r| r.is_subagent()).count();
+    let conv = rig.conversation(&id);
+    let dir = rig.env.root().join("claude-home/.claude/projects").join(
+        rig.workspace(&id)
+            .canonicalize()
+            .unwrap()
+            .to_string_lossy()
+            .replace(['/', '.'], "-"),
+    );
+    let files: Vec<String> = walk(&dir)
+        .iter()
+        .map(|p| p.strip_prefix(&dir).unwrap().display().to_string())
+        .collect();
+    assert_eq!(subagent_turns, 1, "one sub-agent answer; files: {files:?}");
+    assert!(
+        files
+            .iter()
+            .any(|f| f.starts_with(&format!("{conv}/subagents/")) && f.ends_with(".jsonl")),
+        "{files:?}"
+    );
+    let answers = turns.len() as u64;
+    assert_eq!(answers, 3);
+    let expected = json!({
+        "input": answers * INPUT_TOKENS,
+        "output": answers * OUTPUT_TOKENS,
+        "cache_creation": answers * CACHE_CREATION_TOKENS,
+        "cache_read": answers * CACHE_READ_TOKENS,
+    });
+    let t = rig.wait_task("the tokens of the three answers", &id, |t| {
+        t["tokens"] == expected
+    });
+    assert_eq!(t["tokens"], expected, "{t}; files: {files:?}");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![];
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
