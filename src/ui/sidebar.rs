@@ -740,13 +740,20 @@ fn header_lines(m: &Model, width: usize) -> Vec<Line> {
         out.push(Line::text("Agent: ", Style::Plain).push(a, style));
     }
     out.push(Line::text(format!("Harness: {}", m.harness), Style::Plain));
-    out.push(Line::text(
-        match &m.tokens {
-            Some(t) => format!("Tokens: {}", crate::orchestration::usage::short_text(t)),
-            None => "Tokens: unknown".to_string(),
-        },
-        Style::Plain,
-    ));
+    // Narrow panes lose the label before the numbers.
+    out.push(match &m.tokens {
+        Some(t) => {
+            let numbers = crate::orchestration::usage::short_text(t);
+            first_fitting(
+                vec![
+                    Line::text(format!("Tokens: {numbers}"), Style::Plain),
+                    Line::text(numbers, Style::Plain),
+                ],
+                width,
+            )
+        }
+        None => Line::text("Tokens: unknown", Style::Plain),
+    });
     out.push(Line::text(
         format!("PR: {}", m.pr.as_deref().unwrap_or("none")),
         Style::Plain,

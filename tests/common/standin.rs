@@ -786,6 +786,9 @@ fn usage(output: u64) -> Value {
     json!({"input_tokens": INPUT_TOKENS, "cache_creation_input_tokens": CACHE_CREATION_TOKENS, "cache_read_input_tokens": CACHE_READ_TOKENS, "output_tokens": output})
 }
 
+/// One content block of an answer: its `content_block_start`, its deltas, the whole block.
+type Block = (Value, Vec<Value>, Value);
+
 /// Answer a `/v1/messages` request with `reply`. `mark` is called right before the last
 /// bytes of the reply are written (so a client holding the complete reply always finds
 /// `sent_at` set). Ok(false) when no complete reply was sent (`Hang`, or stopped while waiting).
@@ -824,7 +827,7 @@ fn answer(
     let n = inner.id();
     let msg_id = format!("msg_standin_{n:06}");
     // Each content block: (its start, its deltas, the whole block); and the stop reason.
-    let text_block = |t: &str| -> (Value, Vec<Value>, Value) {
+    let text_block = |t: &str| -> Block {
         let deltas = split_text(t)
             .into_iter()
             .map(|p| json!({"type":"text_delta","text":p}))
@@ -835,7 +838,7 @@ fn answer(
             json!({"type":"text","text":t}),
         )
     };
-    let tool_block = |name: &str, input: &Value| -> (Value, Vec<Value>, Value) {
+    let tool_block = |name: &str, input: &Value| -> Block {
         let id = format!("toolu_standin_{n:06}");
         let js = input.to_string();
         let deltas = split_text(&js)
@@ -848,7 +851,7 @@ fn answer(
             json!({"type":"tool_use","id":id,"name":name,"input":input}),
         )
     };
-    let (blocks, stop_reason): (Vec<(Value, Vec<Value>, Value)>, &str) = match r {
+    let (blocks, stop_reason): (Vec<Block>, &str) = match r {
         Reply::Text(t) | Reply::Question(t) => {
             let mut t = t.clone();
             if matches!(r, Reply::Question(_)) && !t.trim_end().ends_with('?') {
