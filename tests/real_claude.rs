@@ -1407,6 +1407,177 @@ fn a_sandboxed_claude_works_in_its_worktree_and_its_hooks_reach_orange() {
     serde_json::from_str::<Value>(&config_after).expect("~/.claude.json is still JSON");
 }
 
+/// Issue 14: token use from Claude Code's own transcript. One answer of two content blocks
+/// (a text, then a tool call: two transcript lines with the same message id and usage)
+/// and a final text: `task show` counts each answer once with its last usage, and
+/// `orange status` sums the open tasks; a harness that reports nothing is unknown.
+#[test]
+fn token_use_is_what_the_api_reported_once_per_answer() {
+    if !claude_installed() {
+        return;
+    }
+    use common::standin::{CACHE_CREATION_TOKENS, CACHE_READ_TOKENS, INPUT_TOKENS, OUTPUT_TOKENS};
+    let rig = Rig::new(
+        "tokens",
+        Home::SET_UP,
+        vec![
+            Reply::say_then_bash("I will write the file.", "echo tokens > tokens.txt"),
+            Reply::text("Written. The task is done."),
+        ],
+    );
+    std::fs::write(
+        rig.env.home.join("config.toml"),
+        "[harness.quiet]\ncommand = \": {prompt}; sleep 600\"\n",
+    )
+    .unwrap();
+    let id = rig.create("real/tokens", "Write tokens.txt");
+    let quiet = rig.env.ok(&[
+        "task",
+        "create",
+        "real/quiet",
+        "Nothing",
+        "--harness",
+        "quiet",
+    ]);
+    let quiet = id_of(&quiet).to_string();
+    let sent = rig
+        .api
+        .wait_sent(1, PATIENCE)
+        .expect("the final text was sent");
+    rig.wait_status("end of turn", &id, "waiting for input", sent);
+    let answers = rig.api.turns().len() as u64;
+    assert_eq!(answers, 2, "two answers, as scripted");
+    let expected = json!({
+        "input": answers * INPUT_TOKENS,
+        "output": answers * OUTPUT_TOKENS,
+        "cache_creation": answers * CACHE_CREATION_TOKENS,
+        "cache_read": answers * CACHE_READ_TOKENS,
+    });
+    let conv = rig.conversation(&id);
+    let transcript = std::fs::read_to_string(
+        rig.env
+            .root()
+            .join("claude-home/.claude/projects")
+            .join(
+                rig.workspace(&id)
+                    .canonicalize()
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace(['/', '.'], "-"),
+            )
+            .join(format!("{conv}.jsonl")),
+    )
+    .unwrap_or_default();
+    // The first answer is two lines of one message: counted once.
+    let first_answer_lines = transcript
+        .lines()
+        .filter(|l| l.contains("\"type\":\"assistant\"") && l.contains("msg_standin_"))
+        .count();
+    assert!(
+        first_answer_lines >= 3,
+        "two lines for the first answer, one for the second:\n{transcript}"
+    );
+    let t = rig.wait_task("the tokens of both answers", &id, |t| {
+        t["tokens"] == expected
+    });
+    assert_eq!(t["tokens"], expected, "{t}\ntranscript:\n{transcript}");
+    let shown = text(&rig, &["task", "show", &id]);
+    assert!(
+        shown.contains("tokens: 42 in (6 cached) · 10 out"),
+        "{shown}"
+    );
+    // The harness that reports nothing: unknown, never zero.
+    let q = rig.task(&quiet);
+    assert!(q["tokens"].is_null(), "{q}");
+    let shown = text(&rig, &["task", "show", &quiet]);
+    assert!(
+        shown.contains("tokens: unknown (quiet does not report them)"),
+        "{shown}"
+    );
+    let list = rig.env.ok(&["task", "list"]);
+    let of = |tid: &str| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["id"] == tid)
+            .map(|x| x["tokens"].clone())
+            .unwrap()
+    };
+    assert_eq!(of(&id), expected, "{list}");
+    assert!(of(&quiet).is_null(), "{list}");
+    // The status sums the open tasks' tokens and counts the unknown ones.
+    let status = rig.env.ok(&["status", "--format", "json"]);
+    let mut sum = expected.clone();
+    sum["tasks"] = json!(1);
+    sum["unknown"] = json!(1);
+    assert_eq!(status["tokens"], sum, "{status}");
+}
+
+/// Issue 14: a sub-agent's answers (Claude Code 2.1 writes its transcript apart, under
+/// `<conversation>/subagents/agent-*.jsonl`) count in its task's tokens too.
+#[test]
+fn a_sub_agents_tokens_count_in_its_task() {
+    if !claude_installed() {
+        return;
+    }
+    use common::standin::{CACHE_CREATION_TOKENS, CACHE_READ_TOKENS, INPUT_TOKENS, OUTPUT_TOKENS};
+    // Claude Code 2.1.330 runs the sub-agent in the background: the main agent answers the
+    // launch (turn 2) while the sub-agent asks (turn 2 or 3), and answers its notification
+    // (turn 4). Which text goes to which does not matter here: every answer counts once.
+    let rig = Rig::new(
+        "subagent-tokens",
+        Home::SET_UP,
+        vec![
+            Reply::tool(
+                "Agent",
+                json!({"description": "Look around", "prompt": "Say hello.", "subagent_type": "general-purpose"}),
+            ),
+            Reply::text("Waiting for the sub-agent."),
+            Reply::text("Hello."),
+            Reply::text("The sub-agent said hello. Done."),
+        ],
+    );
+    let id = rig.create("real/subagent", "Ask a sub-agent");
+    rig.api
+        .wait_sent(3, PATIENCE)
+        .expect("four answers were sent");
+    let expected = |answers: u64| {
+        json!({
+            "input": answers * INPUT_TOKENS,
+            "output": answers * OUTPUT_TOKENS,
+            "cache_creation": answers * CACHE_CREATION_TOKENS,
+            "cache_read": answers * CACHE_READ_TOKENS,
+        })
+    };
+    let t = rig.wait_task("the tokens of every answer", &id, |t| {
+        t["tokens"] == expected(rig.api.turns().len() as u64)
+    });
+    let turns = rig.api.turns();
+    assert_eq!(t["tokens"], expected(turns.len() as u64), "{t}");
+    assert_eq!(turns.iter().filter(|r| r.is_subagent()).count(), 1);
+    // Where they were: the sub-agent's answer in its own transcript.
+    let conv = rig.conversation(&id);
+    let dir = rig.env.root().join("claude-home/.claude/projects").join(
+        rig.workspace(&id)
+            .canonicalize()
+            .unwrap()
+            .to_string_lossy()
+            .replace(['/', '.'], "-"),
+    );
+    let sub: Vec<PathBuf> = walk(&dir.join(&conv).join("subagents"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    assert_eq!(sub.len(), 1, "{:?}", walk(&dir));
+    let text = std::fs::read_to_string(&sub[0]).unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.contains("\"isSidechain\":true") && l.contains("\"usage\"")),
+        "{text}"
+    );
+}
+
+/// Every file under `dir`.
 fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = vec![];
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {

@@ -39,4 +39,5 @@ mod status;
 mod task;
 mod tmux_adapter;
 mod tpm;
+mod usage;
 mod zellij;

@@ -39,6 +39,8 @@ fn event(ago: i64, event: &str, text: &str) -> HistoryEntry {
 fn empty_model() -> Model {
     let mut m = Model::empty("k3x9q2", "app", "orange-tasks/k3x9q2", NOW);
     m.harness = "claude".into();
+    // A claude task whose transcript has no answer yet.
+    m.tokens = Some(Default::default());
     m.commits = Some(0);
     m
 }
@@ -47,7 +49,14 @@ fn full_model() -> Model {
     let mut m = Model::empty("a1b2c3", "coffee", "login-fix", NOW);
     m.status = "working".into();
     m.session = "live".into();
-    m.harness = "pi".into();
+    m.harness = "claude".into();
+    // 1.2M in (fresh, cache writes, cache reads) · 35k out.
+    m.tokens = Some(orange::orchestration::usage::Tokens {
+        input: 40_000,
+        output: 35_000,
+        cache_creation: 60_000,
+        cache_read: 1_100_000,
+    });
     m.pr = Some("#123 open".into());
     m.commits = Some(3);
     m.added = 144;
@@ -109,6 +118,9 @@ fn full_model() -> Model {
 
 fn unicode_model() -> Model {
     let mut m = full_model();
+    // A harness that reports no tokens.
+    m.harness = "pi".into();
+    m.tokens = None;
     m.project = "アプリ".into();
     m.branch = "機能/ログイン画面🍊の修正".into();
     m.files = vec![

@@ -21,7 +21,11 @@ pub struct StatusArgs {
 
 pub fn run(ctx: &Ctx, args: StatusArgs) -> Result<Out> {
     let summary = status::current(&ctx.home, &Tmux::from_env())?;
-    let json = status::render_json(&summary);
+    let mut json = status::render_json(&summary);
+    // Token use only for JSON: the status line's formats read no more files for it.
+    if args.format == "json" || ctx.json {
+        json["tokens"] = status::tokens_json(&ctx.home, &summary);
+    }
     let text = match args.format.as_str() {
         "tmux" => format!("{}\n", status::render_tmux(&summary)),
         "json" => format!("{json}\n"),

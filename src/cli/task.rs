@@ -390,6 +390,9 @@ fn show(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
     let history = tasks.store.history(&t.project, &t.id);
     let md_path = tasks.store.task_md(&t.project, &t.id);
     let md = std::fs::read_to_string(&md_path).unwrap_or_default();
+    // Token use as of now (only what the transcripts gained since the last read). Best
+    // effort: `task show` must not fail on it.
+    let _ = tasks.update_usage(&t);
     let view = tasks.view(t, &tasks.panes());
     let mut text = format!(
         "{}\nsummary: {}\nworkspace: {}\nsession: {}{}\nTASK.md: {}\n",
@@ -411,6 +414,7 @@ fn show(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
         ));
     }
     text.push_str(&agent_text(&view.agent, &view.task.id));
+    text.push_str(&tokens_text(view.tokens.as_ref(), &view.task.harness));
     text.push_str("history:\n");
     for e in history.iter().rev().take(10) {
         text.push_str(&format!("  {}  {}\n", e.ts, e.event));
@@ -746,4 +750,18 @@ fn agent_text(a: &crate::orchestration::agent::AgentInfo, task: &str) -> String 
         }
     }
     text
+}
+
+/// `tokens: 1.2M in (1.1M cached) · 35k out`, or why they are unknown.
+fn tokens_text(tokens: Option<&crate::orchestration::usage::Tokens>, harness: &str) -> String {
+    use crate::orchestration::usage::short_count;
+    match tokens {
+        Some(t) => format!(
+            "tokens: {} in ({} cached) · {} out\n",
+            short_count(t.all_input()),
+            short_count(t.cache_read),
+            short_count(t.output)
+        ),
+        None => format!("tokens: unknown ({harness} does not report them)\n"),
+    }
 }

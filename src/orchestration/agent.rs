@@ -701,7 +701,11 @@ pub fn claude_session_status(pid: u32) -> Option<String> {
 
 /// Claude Code's log of a session: `<config>/projects/<cwd with / and . as ->/<id>.jsonl`.
 pub fn claude_log_path(cwd: &Path, session_id: &str) -> PathBuf {
-    let config = claude_dir();
+    claude_log_path_in(&claude_dir(), cwd, session_id)
+}
+
+/// [`claude_log_path`] under the Claude config directory `config`.
+pub fn claude_log_path_in(config: &Path, cwd: &Path, session_id: &str) -> PathBuf {
     let canonical = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
     let dir: String = canonical
         .to_string_lossy()

@@ -29,6 +29,9 @@ pub struct TaskView {
     pub session: SessionView,
     /// What the agent is doing (`agent.json`, kept by the monitor and agent hooks).
     pub agent: crate::orchestration::agent::AgentInfo,
+    /// Token use from the agent's log (`usage.json`); `null` when its harness does not
+    /// report it.
+    pub tokens: Option<crate::orchestration::usage::Tokens>,
 }
 
 pub struct Tasks<'a> {
@@ -132,11 +135,32 @@ impl<'a> Tasks<'a> {
     pub fn view(&self, task: Task, panes: &[PaneInfo]) -> TaskView {
         let session = SessionView::of(&task, panes);
         let agent = agent_state(&self.store, &task, &session);
+        let tokens = crate::orchestration::usage::tokens(
+            &self.store.dir(&task.project, &task.id),
+            &task.harness,
+        );
         TaskView {
             task,
             session,
             agent,
+            tokens,
         }
+    }
+
+    /// Read what the task's Claude conversation appended to its transcripts since the last
+    /// update (`usage.json`; cheap: only the new bytes). Nothing for other harnesses or a
+    /// task without a workspace.
+    pub fn update_usage(&self, task: &Task) -> Result<()> {
+        let (Some(conv), Some(ws)) = (&task.agent_session_id, &task.workspace) else {
+            return Ok(());
+        };
+        let ws = if ws.starts_with('/') {
+            std::path::PathBuf::from(ws)
+        } else {
+            pool::find(self.home, ws)?.path
+        };
+        crate::orchestration::usage::update(&self.store.dir(&task.project, &task.id), &ws, conv)?;
+        Ok(())
     }
 
     /// One tmux call for every task's session state (empty when no server runs).

@@ -14,3 +14,4 @@ pub mod reconcile;
 pub mod repair;
 pub mod screen;
 pub mod task;
+pub mod usage;

@@ -326,6 +326,17 @@ impl<'a> Monitor<'a> {
             let info = agent::load(&dir);
             let policy = Resolved::of(&self.config, &task);
             let seen = self.observe(&task, &info, &panes, now, policy.idle_grace);
+            // Token use: only what its transcripts gained since the last pass is read.
+            if let (Some(conv), Some(ws)) = (&task.agent_session_id, self.workspace_path(&task)) {
+                if let Err(e) = crate::orchestration::usage::update(&dir, &ws, conv) {
+                    store::log(
+                        self.home,
+                        "warn",
+                        "token use not updated",
+                        json!({"task": task.id, "error": e.to_string(), "code": e.code()}),
+                    );
+                }
+            }
             observed.push((task, info, stamp, policy, seen));
         }
         let looks: Vec<&str> = observed

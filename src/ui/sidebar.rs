@@ -51,6 +51,9 @@ pub struct Model {
     /// What the agent is doing (`working`, `waiting`, `dead`, `error: …`), when known.
     #[serde(default)]
     pub agent: Option<String>,
+    /// Token use from the agent's log; `None`: unknown (its harness does not report it).
+    #[serde(default)]
+    pub tokens: Option<crate::orchestration::usage::Tokens>,
     /// The port reserved for the task's workspace, when there is one.
     #[serde(default)]
     pub port: Option<u16>,
@@ -107,6 +110,7 @@ impl Model {
             exit_signal: None,
             harness: String::new(),
             agent: None,
+            tokens: None,
             port: None,
             pr: None,
             commits: None,
@@ -272,6 +276,8 @@ pub fn assemble(
             }
             (s, _, _) => s.as_str().to_string(),
         });
+    m.tokens =
+        crate::orchestration::usage::tokens(&store.dir(&task.project, &task.id), &task.harness);
     m.port = port_of(home, task);
     m.notice = match task.status {
         Status::Done => Some("Task done: merged, workspace released.".into()),
@@ -734,6 +740,20 @@ fn header_lines(m: &Model, width: usize) -> Vec<Line> {
         out.push(Line::text("Agent: ", Style::Plain).push(a, style));
     }
     out.push(Line::text(format!("Harness: {}", m.harness), Style::Plain));
+    // Narrow panes lose the label before the numbers.
+    out.push(match &m.tokens {
+        Some(t) => {
+            let numbers = crate::orchestration::usage::short_text(t);
+            first_fitting(
+                vec![
+                    Line::text(format!("Tokens: {numbers}"), Style::Plain),
+                    Line::text(numbers, Style::Plain),
+                ],
+                width,
+            )
+        }
+        None => Line::text("Tokens: unknown", Style::Plain),
+    });
     out.push(Line::text(
         format!("PR: {}", m.pr.as_deref().unwrap_or("none")),
         Style::Plain,

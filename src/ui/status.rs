@@ -153,6 +153,32 @@ pub fn render_json(summary: &Summary) -> serde_json::Value {
     serde_json::to_value(summary).expect("a summary serializes")
 }
 
+/// Token use summed over the summary's open tasks, from their `usage.json` (no transcript
+/// is read): `{input, output, cache_creation, cache_read, tasks, unknown}`, where `tasks`
+/// counts the tasks summed and `unknown` those whose harness does not report tokens (and
+/// lanes and remote hosts' tasks, whose files are not here).
+pub fn tokens_json(home: &Home, summary: &Summary) -> serde_json::Value {
+    let store = crate::orchestration::task::TaskStore::new(home);
+    let mut sum = crate::orchestration::usage::Tokens::default();
+    let (mut known, mut unknown) = (0u32, 0u32);
+    for i in &summary.items {
+        let tokens = (i.kind == "task" && i.host.is_none())
+            .then(|| crate::orchestration::usage::tokens(&store.dir(&i.project, &i.id), &i.harness))
+            .flatten();
+        match tokens {
+            Some(t) => {
+                sum += t;
+                known += 1;
+            }
+            None => unknown += 1,
+        }
+    }
+    let mut v = serde_json::to_value(sum).expect("tokens serialize");
+    v["tasks"] = known.into();
+    v["unknown"] = unknown.into();
+    v
+}
+
 // ---------------------------------------------------------------------------------------
 // Reading and publishing
 // ---------------------------------------------------------------------------------------

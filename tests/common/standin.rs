@@ -56,6 +56,13 @@ pub enum Reply {
     Status(u16, String),
     /// A text answer that ends with "?" (one is appended if missing), `end_turn`.
     Question(String),
+    /// A text block then a tool call in ONE answer (two content blocks of one message; Claude
+    /// Code writes a transcript line for each), `stop_reason: "tool_use"`.
+    SayThenTool {
+        text: String,
+        name: String,
+        input: Value,
+    },
     /// Never answer (the connection stays open, silent) until the stand-in is dropped.
     Hang,
     /// The inner reply, for each of the next `n` turn requests (claude's own retries of an
@@ -79,6 +86,14 @@ impl Reply {
         Reply::ToolUse {
             name: "Bash".into(),
             input: json!({ "command": command, "description": "run a command" }),
+        }
+    }
+    /// `text`, then a `Bash` tool call running `command`, in one answer.
+    pub fn say_then_bash(text: impl Into<String>, command: impl Into<String>) -> Reply {
+        Reply::SayThenTool {
+            text: text.into(),
+            name: "Bash".into(),
+            input: json!({ "command": command.into(), "description": "run a command" }),
         }
     }
     pub fn status(code: u16) -> Reply {
@@ -759,9 +774,20 @@ fn chunk(s: &mut TcpStream, data: &str) -> io::Result<()> {
     s.flush()
 }
 
+/// The usage every answer reports: a number of its own for each field (so that a sum that
+/// mixes them up is wrong), `output` growing from `message_start` (1) to the end
+/// ([`OUTPUT_TOKENS`]).
+pub const INPUT_TOKENS: u64 = 11;
+pub const CACHE_CREATION_TOKENS: u64 = 7;
+pub const CACHE_READ_TOKENS: u64 = 3;
+pub const OUTPUT_TOKENS: u64 = 5;
+
 fn usage(output: u64) -> Value {
-    json!({"input_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": output})
+    json!({"input_tokens": INPUT_TOKENS, "cache_creation_input_tokens": CACHE_CREATION_TOKENS, "cache_read_input_tokens": CACHE_READ_TOKENS, "output_tokens": output})
 }
+
+/// One content block of an answer: its `content_block_start`, its deltas, the whole block.
+type Block = (Value, Vec<Value>, Value);
 
 /// Answer a `/v1/messages` request with `reply`. `mark` is called right before the last
 /// bytes of the reply are written (so a client holding the complete reply always finds
@@ -800,37 +826,42 @@ fn answer(
     }
     let n = inner.id();
     let msg_id = format!("msg_standin_{n:06}");
-    // (block type start, deltas, stop_reason, final content block)
-    let (start_block, deltas, stop_reason, full_block): (Value, Vec<Value>, &str, Value) = match r {
+    // Each content block: (its start, its deltas, the whole block); and the stop reason.
+    let text_block = |t: &str| -> Block {
+        let deltas = split_text(t)
+            .into_iter()
+            .map(|p| json!({"type":"text_delta","text":p}))
+            .collect();
+        (
+            json!({"type":"text","text":""}),
+            deltas,
+            json!({"type":"text","text":t}),
+        )
+    };
+    let tool_block = |name: &str, input: &Value| -> Block {
+        let id = format!("toolu_standin_{n:06}");
+        let js = input.to_string();
+        let deltas = split_text(&js)
+            .into_iter()
+            .map(|p| json!({"type":"input_json_delta","partial_json":p}))
+            .collect();
+        (
+            json!({"type":"tool_use","id":id,"name":name,"input":{}}),
+            deltas,
+            json!({"type":"tool_use","id":id,"name":name,"input":input}),
+        )
+    };
+    let (blocks, stop_reason): (Vec<Block>, &str) = match r {
         Reply::Text(t) | Reply::Question(t) => {
             let mut t = t.clone();
             if matches!(r, Reply::Question(_)) && !t.trim_end().ends_with('?') {
                 t.push('?');
             }
-            let deltas = split_text(&t)
-                .into_iter()
-                .map(|p| json!({"type":"text_delta","text":p}))
-                .collect();
-            (
-                json!({"type":"text","text":""}),
-                deltas,
-                "end_turn",
-                json!({"type":"text","text":t}),
-            )
+            (vec![text_block(&t)], "end_turn")
         }
-        Reply::ToolUse { name, input } => {
-            let id = format!("toolu_standin_{n:06}");
-            let js = input.to_string();
-            let deltas = split_text(&js)
-                .into_iter()
-                .map(|p| json!({"type":"input_json_delta","partial_json":p}))
-                .collect();
-            (
-                json!({"type":"tool_use","id":id,"name":name,"input":{}}),
-                deltas,
-                "tool_use",
-                json!({"type":"tool_use","id":id,"name":name,"input":input}),
-            )
+        Reply::ToolUse { name, input } => (vec![tool_block(name, input)], "tool_use"),
+        Reply::SayThenTool { text, name, input } => {
+            (vec![text_block(text), tool_block(name, input)], "tool_use")
         }
         _ => unreachable!(),
     };
@@ -840,8 +871,8 @@ fn answer(
         }
         let body = json!({
             "id": msg_id, "type": "message", "role": "assistant", "model": model,
-            "content": [full_block], "stop_reason": stop_reason, "stop_sequence": null,
-            "usage": usage(5),
+            "content": blocks.iter().map(|b| b.2.clone()).collect::<Vec<_>>(), "stop_reason": stop_reason, "stop_sequence": null,
+            "usage": usage(OUTPUT_TOKENS),
         });
         mark();
         write_json(s, 200, &body, false)?;
@@ -864,23 +895,26 @@ fn answer(
             return Ok(false);
         }
     }
-    let mut out = sse(
-        "content_block_start",
-        &json!({"type":"content_block_start","index":0,"content_block":start_block}),
-    );
-    for d in deltas {
+    let mut out = String::new();
+    for (index, (start_block, deltas, _)) in blocks.into_iter().enumerate() {
         out += &sse(
-            "content_block_delta",
-            &json!({"type":"content_block_delta","index":0,"delta":d}),
+            "content_block_start",
+            &json!({"type":"content_block_start","index":index,"content_block":start_block}),
+        );
+        for d in deltas {
+            out += &sse(
+                "content_block_delta",
+                &json!({"type":"content_block_delta","index":index,"delta":d}),
+            );
+        }
+        out += &sse(
+            "content_block_stop",
+            &json!({"type":"content_block_stop","index":index}),
         );
     }
     out += &sse(
-        "content_block_stop",
-        &json!({"type":"content_block_stop","index":0}),
-    );
-    out += &sse(
         "message_delta",
-        &json!({"type":"message_delta","delta":{"stop_reason":stop_reason,"stop_sequence":null},"usage":{"output_tokens":5}}),
+        &json!({"type":"message_delta","delta":{"stop_reason":stop_reason,"stop_sequence":null},"usage":{"output_tokens":OUTPUT_TOKENS}}),
     );
     out += &sse("message_stop", &json!({"type":"message_stop"}));
     mark();
