@@ -11,6 +11,8 @@ command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+# The notification tests attach a real client through script(1) to record its terminal.
+command -v script >/dev/null 2>&1 || need+=(bsdutils)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 [ -d /usr/share/tmux-plugin-manager ] || need+=(tmux-plugin-manager)
 # The remote-host tests run a real sshd on 127.0.0.1 (and the ssh client).

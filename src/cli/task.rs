@@ -407,6 +407,12 @@ fn show(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
         },
         md_path.display()
     );
+    if view.task.sandbox != sandbox::Kind::None {
+        text.push_str(&format!(
+            "sandbox: {} (writes only its workspace, its git dirs, its agent's state)\n",
+            view.task.sandbox.as_str()
+        ));
+    }
     if let Some(f) = &view.task.failure {
         text.push_str(&format!(
             "failed: {f}\nto do: `orange task respawn {id}` retries, `orange task delete {id}` removes it\n",

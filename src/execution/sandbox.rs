@@ -228,6 +228,12 @@ pub fn spec(ctx: &Context) -> Result<Spec> {
         entries.sort_by_key(|e| e.file_name());
         for e in entries {
             let at = e.path();
+            // A socket here leads out of the sandbox (read-only does not stop connect):
+            // left out.
+            use std::os::unix::fs::FileTypeExt;
+            if e.file_type().is_ok_and(|t| t.is_socket()) {
+                continue;
+            }
             match std::fs::read_link(&at) {
                 Ok(target) => mounts.push(Mount::Symlink { target, at }),
                 Err(_) => mounts.push(Mount::ReadOnly(at)),
