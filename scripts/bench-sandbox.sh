@@ -3,9 +3,9 @@
 # until the agent runs, with `--sandbox bwrap` and without, alternating in one run (the
 # issue's goal: at most 1.3x).
 #
-# The "agent" is a harness that creates a marker file in its workspace as its first act
-# (the workspace is writable in the sandbox; /tmp is not shared); the clock stops when the
-# marker exists (polled without forking). Between iterations the task is cancelled; that is
+# The "agent" is a harness that creates a marker file in its task's directory as its first
+# act (writable in the sandbox; /tmp is not shared, and a file in the workspace would be
+# work that cancel keeps); the clock stops when the marker exists (polled without forking). Between iterations the task is cancelled; that is
 # not timed.
 #
 # Usage: scripts/bench-sandbox.sh [--json]
@@ -36,7 +36,7 @@ mkdir -p "$ORANGE_HOME"
 # The agent: marks that it runs (in its workspace), then idles.
 cat >"$ORANGE_HOME/config.toml" <<'TOML'
 [harness.bench]
-command = ": {prompt}; touch \"started-$ORANGE_TASK_ID\"; exec sleep 600"
+command = ": {prompt}; touch \"$ORANGE_HOME/tasks/$ORANGE_PROJECT/$ORANGE_TASK_ID/started\"; exec sleep 600"
 TOML
 cd "$repo"
 "$ORANGE" project add "$repo" --name bench --pool-size 2 >&2
@@ -51,15 +51,14 @@ wait_marker() {
 }
 
 iteration() {
-    local sandbox=$1 mode=$2 i=$3 t0 t1 id ws
+    local sandbox=$1 mode=$2 i=$3 t0 t1 id
     bench_now t0
     "$ORANGE" task create "bench/$sandbox-$mode-$i" "benchmark task $i" --harness bench \
         --sandbox "$sandbox" --json >"$BENCH_STDOUT" ||
         bench_die "orange task create failed: $(cat "$BENCH_STDOUT")"
     id=$(sed -n 's/.*"id":"\([0-9a-z]*\)".*/\1/p' "$BENCH_STDOUT")
-    ws=$(sed -n 's/.*"workspace":"\([^"]*\)".*/\1/p' "$BENCH_STDOUT")
-    [[ -n "$id" && -n "$ws" ]] || bench_die "no task id or workspace in: $(cat "$BENCH_STDOUT")"
-    wait_marker "$ORANGE_HOME/workspaces/$ws/started-$id"
+    [[ -n "$id" ]] || bench_die "no task id in: $(cat "$BENCH_STDOUT")"
+    wait_marker "$ORANGE_HOME/tasks/bench/$id/started"
     bench_now t1
     [[ $mode == record ]] && bench_record "spawn.$sandbox" "$((t1 - t0))"
     "$ORANGE" task cancel "$id" --yes >/dev/null || bench_die "cancel failed"

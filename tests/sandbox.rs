@@ -48,6 +48,7 @@ try audit sh -c 'echo x >> "$ORANGE_HOME/audit.jsonl"'
 try tmux tmux -S "$sock" list-sessions
 try private_tmp sh -c 'echo x > /tmp/orange-probe-$$ && cat /tmp/orange-probe-$$'
 try own_task_md sh -c 'echo "probe notes" >> TASK.md'
+try summary orange task update --summary "it's \$(done) from inside"
 try report orange task complete
 echo end >> "$r"
 exec sleep 600
@@ -212,6 +213,7 @@ fn a_sandboxed_agent_commits_in_its_worktree_and_writes_nothing_else() {
         .filter(|e| e["event"] == "status.changed" && e["via"] == "sandbox")
         .collect();
     assert_eq!(via.len(), 1, "{reply}\n{t}");
+    assert_eq!(t["summary"], "it's $(done) from inside", "{t}");
     // The agent runs under bwrap, and a respawn keeps it there.
     let pane_cmd = |env: &TaskEnv, id: &str| {
         let pane = env.task(id)["tmux_pane_id"].as_str().unwrap().to_string();

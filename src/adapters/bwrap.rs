@@ -78,8 +78,20 @@ pub fn argv(spec: &Spec, command: &[String]) -> Vec<String> {
 
 /// Can bwrap run here? Missing: `backend_not_found`. Present but unable to make its
 /// namespaces (user namespaces disabled, a container without the rights): a
-/// `backend_command_failed` naming bwrap's own words. Takes a few milliseconds.
+/// `backend_command_failed` naming bwrap's own words. Takes a few milliseconds, once per
+/// process (a success is remembered: `task create` checks before it records the task and
+/// again when it starts the agent).
 pub fn probe() -> Result<()> {
+    static PROBED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    if PROBED.get().is_some() {
+        return Ok(());
+    }
+    probe_now()?;
+    let _ = PROBED.set(());
+    Ok(())
+}
+
+fn probe_now() -> Result<()> {
     if !crate::adapters::shell::on_path(PROGRAM) {
         return Err(OrangeError::BackendNotFound(
             "the sandbox needs bubblewrap, and `bwrap` is not on PATH: install it (Debian/Ubuntu: `apt-get install bubblewrap`, Fedora: `dnf install bubblewrap`) or pass --sandbox none".into(),
