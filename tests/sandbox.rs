@@ -378,3 +378,49 @@ fn a_missing_or_unusable_bwrap_is_a_clear_error_before_anything_is_created() {
     let p = env.ok(&["project", "list"]);
     assert!(p[0].get("sandbox").is_none(), "{p}");
 }
+
+/// The agent may write its task's directory (its TASK.md, its hooks' agent.json): a
+/// symbolic link it plants there must never make orange, outside, write elsewhere — here
+/// `history.jsonl` pointing at `~/.ssh/authorized_keys`, which orange appends to when it
+/// carries out the agent's `task complete`.
+#[test]
+fn a_symlink_planted_in_its_task_directory_never_redirects_orange() {
+    if !bwrap_usable() {
+        return;
+    }
+    let rig = rig();
+    let env = &rig.env;
+    std::fs::write(
+        env.home.join("config.toml"),
+        "[harness.planter]\ncommand = \": {prompt}; d=$ORANGE_HOME/tasks/$ORANGE_PROJECT/$ORANGE_TASK_ID; ln -sf \\\"$HOME/.ssh/authorized_keys\\\" \\\"$d/history.jsonl\\\"; ln -sf \\\"$HOME/.ssh/planted\\\" \\\"$d/.agent.lock\\\"; orange task complete; echo planted > planted.txt; exec sleep 600\"\n",
+    )
+    .unwrap();
+    let read = |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned();
+    let keys = read(&rig.home.join(".ssh/authorized_keys"));
+    let t = env.ok(&[
+        "task",
+        "create",
+        "plant",
+        "x",
+        "--harness",
+        "planter",
+        "--sandbox",
+        "bwrap",
+    ]);
+    let id = t["id"].as_str().unwrap().to_string();
+    let ws = env.ws_path(t["workspace"].as_str().unwrap());
+    common::wait_for("the agent to plant its links", 20, || {
+        ws.join("planted.txt").exists()
+    });
+    let dir = rig.task_dir(&id);
+    assert!(dir.join("history.jsonl").is_symlink());
+    // The monitor carries out the request; its history line must not land in the keys.
+    let _ = env.json(&["monitor", "--once"]);
+    let _ = env.json(&["task", "show", &id]);
+    assert_eq!(
+        read(&rig.home.join(".ssh/authorized_keys")),
+        keys,
+        "orange appended through the agent's symlink"
+    );
+    assert!(!rig.home.join(".ssh/planted").exists());
+}

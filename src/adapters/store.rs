@@ -228,10 +228,14 @@ impl LockGuard {
         let start = Instant::now();
         let mut pause = Duration::from_millis(1);
         loop {
+            // Never through a symbolic link (a lock in a sandboxed agent's task directory
+            // must not create or open a file elsewhere).
+            use std::os::unix::fs::OpenOptionsExt;
             let file = OpenOptions::new()
                 .create(true)
                 .truncate(false)
                 .write(true)
+                .custom_flags(libc::O_NOFOLLOW)
                 .open(path)
                 .ctx(|| format!("opening lock {}", path.display()))?;
             match file.try_lock() {

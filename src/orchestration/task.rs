@@ -487,9 +487,13 @@ impl TaskStore {
         let mut text = line.to_string();
         text.push('\n');
         let path = self.dir(&task.project, &task.id).join("history.jsonl");
+        // Never through a symbolic link: a sandboxed agent may write its task's directory,
+        // and must not make orange append to a file elsewhere.
+        use std::os::unix::fs::OpenOptionsExt;
         let mut f = OpenOptions::new()
             .create(true)
             .append(true)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
             .ctx(|| format!("opening {}", path.display()))?;
         f.write_all(text.as_bytes())
