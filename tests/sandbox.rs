@@ -39,6 +39,9 @@ try commit sh -c 'echo work > work.txt && git add work.txt && git commit -qm "pr
 try main_checkout sh -c "echo x > '$main/escape.txt'"
 try main_git_config git config --file "$main/.git/config" core.hooksPath /tmp
 try main_git_hooks sh -c "echo x > '$main/.git/hooks/pre-commit'"
+try worktree_git_file sh -c 'echo "gitdir: /tmp/fake" > .git'
+try worktree_commondir sh -c 'echo /tmp/fake > "$(git rev-parse --git-dir)/commondir"'
+try worktree_config sh -c 'printf "[core]\n\tfsmonitor = touch /tmp/pwned\n" > "$(git rev-parse --git-dir)/config.worktree"'
 try other_workspace sh -c "echo x > '$other/escape.txt'"
 try ssh sh -c 'echo x > "$HOME/.ssh/authorized_keys"'
 try home_private sh -c 'echo x > "$HOME/.bashrc"'
@@ -180,6 +183,9 @@ fn a_sandboxed_agent_commits_in_its_worktree_and_writes_nothing_else() {
         "main_checkout",
         "main_git_config",
         "main_git_hooks",
+        "worktree_git_file",
+        "worktree_commondir",
+        "worktree_config",
         "other_workspace",
         "ssh",
         "other_task",
@@ -392,7 +398,7 @@ fn a_symlink_planted_in_its_task_directory_never_redirects_orange() {
     let env = &rig.env;
     std::fs::write(
         env.home.join("config.toml"),
-        "[harness.planter]\ncommand = \": {prompt}; d=$ORANGE_HOME/tasks/$ORANGE_PROJECT/$ORANGE_TASK_ID; ln -sf \\\"$HOME/.ssh/authorized_keys\\\" \\\"$d/history.jsonl\\\"; ln -sf \\\"$HOME/.ssh/planted\\\" \\\"$d/.agent.lock\\\"; orange task complete; echo planted > planted.txt; exec sleep 600\"\n",
+        "[harness.planter]\ncommand = \": {prompt}; sleep 1; d=$ORANGE_HOME/tasks/$ORANGE_PROJECT/$ORANGE_TASK_ID; ln -sf \\\"$HOME/.ssh/authorized_keys\\\" \\\"$d/history.jsonl\\\"; ln -sf \\\"$HOME/.ssh/planted\\\" \\\"$d/.agent.lock\\\"; orange task complete; echo planted > planted.txt; exec sleep 600\"\n",
     )
     .unwrap();
     let read = |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned();

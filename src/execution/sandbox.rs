@@ -7,8 +7,9 @@
 //! - hidden: `/tmp` and `/run` (a private, empty tmpfs each: the sockets of tmux, the
 //!   session bus, docker, ssh agents live there), the tmux server's socket wherever it
 //!   is, orange's ssh control sockets;
-//! - writable: the task's workspace; the parts of the repository's git directory a commit
-//!   in that worktree writes (its own `worktrees/<name>`, `objects`, `refs`, `logs`); the
+//! - writable: the task's workspace (but its `.git` file); the parts of the repository's
+//!   git directory a commit in that worktree writes (its own `worktrees/<name>` but the
+//!   files that say where the repository is, `objects`, `refs`, `logs`); the
 //!   agent's own state (`~/.claude`, `~/.claude.json`, `~/.pi`, `~/.codex`, opencode's
 //!   XDG directories); the task's own directory under `$ORANGE_HOME/tasks` (its TASK.md,
 //!   where its hooks write) and `run/poke` (how its hooks wake the monitor); whatever the
@@ -265,6 +266,21 @@ pub fn spec(ctx: &Context) -> Result<Spec> {
         mounts.push(Mount::Tmpfs(canonical(&ssh)));
     }
     mounts.extend(writable.into_iter().map(Mount::Writable));
+    // What tells git where the repository is stays as orange made it: rewritten, it would
+    // point git — also orange's own git outside, which reads the workspace — at a config
+    // the agent wrote (core.fsmonitor runs a command). The worktree's `.git` file, its git
+    // dir's `commondir` and `gitdir`, and `config.worktree` (read when the repository has
+    // extensions.worktreeConfig; an empty one is made when missing) are read-only.
+    let (own, _) = crate::adapters::git::git_dirs(ctx.workspace)?;
+    mounts.push(Mount::ReadOnly(canonical(ctx.workspace).join(".git")));
+    mounts.push(Mount::ReadOnly(own.join("commondir")));
+    mounts.push(Mount::ReadOnly(own.join("gitdir")));
+    let wt_config = own.join("config.worktree");
+    mounts.push(if wt_config.exists() {
+        Mount::ReadOnly(wt_config)
+    } else {
+        Mount::Null(wt_config)
+    });
     let mut setenv = vec![(ENV.to_string(), Kind::Bwrap.as_str().to_string())];
     // Claude Code refuses --dangerously-skip-permissions as root unless told it runs in a
     // sandbox: it does now (and only here).
