@@ -100,7 +100,10 @@ pub fn provision(
                 let src = repo.join(&rel);
                 let dst = workspace.join(&rel);
                 let shown = rel.to_string_lossy().into_owned();
-                if dst.symlink_metadata().is_ok() && !(src.is_dir() && !link && dst.is_dir()) {
+                // A directory is merged into a directory (never through a symbolic link a
+                // previous agent left there); anything else already there is kept.
+                let dst_dir = dst.symlink_metadata().is_ok_and(|m| m.is_dir());
+                if dst.symlink_metadata().is_ok() && !(src.is_dir() && !link && dst_dir) {
                     out.kept.push(shown);
                     continue;
                 }
@@ -223,5 +226,24 @@ mod tests {
         );
         let again = provision(&repo, &ws, &[".env*".into()], &["node_modules".into()]).unwrap();
         assert!(again.copied.is_empty() && again.linked.is_empty());
+    }
+
+    #[test]
+    fn a_directory_is_never_merged_through_a_link_left_in_the_workspace() {
+        let d = tempfile::tempdir().unwrap();
+        let (repo, ws, outside) = (
+            d.path().join("repo"),
+            d.path().join("ws"),
+            d.path().join("outside"),
+        );
+        std::fs::create_dir_all(repo.join("certs")).unwrap();
+        std::fs::write(repo.join("certs/dev.pem"), "pem").unwrap();
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        // What a (sandboxed) agent could leave in a pooled workspace.
+        std::os::unix::fs::symlink(&outside, ws.join("certs")).unwrap();
+        let p = provision(&repo, &ws, &["certs".into()], &[]).unwrap();
+        assert_eq!(p.kept, ["certs"]);
+        assert!(!outside.join("dev.pem").exists());
     }
 }
