@@ -109,11 +109,23 @@ impl Rig {
         more_env: &[(&str, &str)],
         sandbox: bool,
     ) -> Rig {
+        Self::in_repo(test, "app", home, script, more_env, sandbox)
+    }
+
+    /// [`Rig::with`], the repository (and so the project and its workspaces) named `repo`.
+    fn in_repo(
+        test: &'static str,
+        repo: &str,
+        home: Home,
+        script: Vec<Reply>,
+        more_env: &[(&str, &str)],
+        sandbox: bool,
+    ) -> Rig {
         assert!(
             claude_on_path(),
             "[{test}] the real Claude Code CLI is not on PATH (the test must start with `if !claude_installed() {{ return; }}`)"
         );
-        let env = Env::new();
+        let env = Env::with_repo(repo);
         let claude_home = env.root().join("claude-home");
         std::fs::create_dir_all(&claude_home).unwrap();
         let api = StandIn::start(script);
@@ -1417,13 +1429,18 @@ fn token_use_is_what_the_api_reported_once_per_answer() {
         return;
     }
     use common::standin::{CACHE_CREATION_TOKENS, CACHE_READ_TOKENS, INPUT_TOKENS, OUTPUT_TOKENS};
-    let rig = Rig::new(
+    // A project name with `_` (its workspaces `my_app--N`): Claude Code names the
+    // transcript's directory with every such character as `-`.
+    let rig = Rig::in_repo(
         "tokens",
+        "my_app",
         Home::SET_UP,
         vec![
             Reply::say_then_bash("I will write the file.", "echo tokens > tokens.txt"),
             Reply::text("Written. The task is done."),
         ],
+        &[],
+        is_root(),
     );
     std::fs::write(
         rig.env.home.join("config.toml"),
@@ -1454,19 +1471,11 @@ fn token_use_is_what_the_api_reported_once_per_answer() {
         "cache_read": answers * CACHE_READ_TOKENS,
     });
     let conv = rig.conversation(&id);
-    let transcript = std::fs::read_to_string(
-        rig.env
-            .root()
-            .join("claude-home/.claude/projects")
-            .join(
-                rig.workspace(&id)
-                    .canonicalize()
-                    .unwrap()
-                    .to_string_lossy()
-                    .replace(['/', '.'], "-"),
-            )
-            .join(format!("{conv}.jsonl")),
-    )
+    let transcript = std::fs::read_to_string(orange::orchestration::agent::claude_log_path_in(
+        &rig.env.root().join("claude-home/.claude"),
+        &rig.workspace(&id),
+        &conv,
+    ))
     .unwrap_or_default();
     // The first answer is two lines of one message: counted once.
     let first_answer_lines = transcript

@@ -699,23 +699,57 @@ pub fn claude_session_status(pid: u32) -> Option<String> {
     v.get("status")?.as_str().map(str::to_string)
 }
 
-/// Claude Code's log of a session: `<config>/projects/<cwd with / and . as ->/<id>.jsonl`.
+/// Claude Code's log of a session: `<config>/projects/<cwd, every character but a-z A-Z
+/// 0-9 as ->/<id>.jsonl` (a name longer than 200 characters is cut there and given a hash
+/// of Claude Code's own: found by its first 200 characters).
 pub fn claude_log_path(cwd: &Path, session_id: &str) -> PathBuf {
     claude_log_path_in(&claude_dir(), cwd, session_id)
 }
 
+/// The directory name Claude Code 2.1 gives a working directory under `projects/`: each
+/// UTF-16 unit that is not an ASCII letter or digit becomes `-` (as its JavaScript does).
+pub fn claude_project_dir_name(cwd: &Path) -> String {
+    cwd.to_string_lossy()
+        .chars()
+        .flat_map(|c| {
+            let n = if c.is_ascii_alphanumeric() {
+                0
+            } else {
+                c.len_utf16()
+            };
+            std::iter::repeat_n('-', n).chain((n == 0).then_some(c))
+        })
+        .collect()
+}
+
+/// Longest project directory name Claude Code keeps whole.
+const CLAUDE_NAME_MAX: usize = 200;
+
 /// [`claude_log_path`] under the Claude config directory `config`.
 pub fn claude_log_path_in(config: &Path, cwd: &Path, session_id: &str) -> PathBuf {
     let canonical = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
-    let dir: String = canonical
-        .to_string_lossy()
-        .chars()
-        .map(|c| if c == '/' || c == '.' { '-' } else { c })
-        .collect();
-    config
-        .join("projects")
-        .join(dir)
-        .join(format!("{session_id}.jsonl"))
+    let name = claude_project_dir_name(&canonical);
+    let projects = config.join("projects");
+    let file = format!("{session_id}.jsonl");
+    if name.len() > CLAUDE_NAME_MAX {
+        // The name is ASCII: cutting at a byte is cutting at a character.
+        let prefix = format!("{}-", &name[..CLAUDE_NAME_MAX]);
+        let found = std::fs::read_dir(&projects)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+            })
+            .map(|p| p.join(&file))
+            .find(|p| p.exists());
+        if let Some(p) = found {
+            return p;
+        }
+    }
+    projects.join(name).join(file)
 }
 
 /// Claude saved a conversation it can `--resume`: its transcript holds a message (a
@@ -988,6 +1022,31 @@ mod tests {
         assert_eq!(
             p,
             PathBuf::from("/cfg/projects/-nonexistent-my-app-ws--1/abc.jsonl")
+        );
+    }
+
+    #[test]
+    fn claude_project_names_are_what_claude_2_1_makes() {
+        // Seen with the real CLI: `/tmp/nm/a_b c.d+e` → `-tmp-nm-a-b-c-d-e`.
+        assert_eq!(
+            claude_project_dir_name(Path::new("/tmp/nm/a_b c.d+e")),
+            "-tmp-nm-a-b-c-d-e"
+        );
+        assert_eq!(claude_project_dir_name(Path::new("/h/é😀")), "-h----");
+        // Longer than 200: cut, with a hash of Claude Code's; found by the prefix.
+        let d = tempfile::tempdir().unwrap();
+        let long = d.path().join("x".repeat(230));
+        std::fs::create_dir_all(&long).unwrap();
+        let name = claude_project_dir_name(&long.canonicalize().unwrap());
+        let dir = d
+            .path()
+            .join("projects")
+            .join(format!("{}-4gjse8", &name[..200]));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("c.jsonl"), "").unwrap();
+        assert_eq!(
+            claude_log_path_in(d.path(), &long, "c"),
+            dir.join("c.jsonl")
         );
     }
 }
