@@ -28,8 +28,10 @@ pub fn bwrap_usable() -> bool {
 
 /// What the probe tries, one line each: `<name> ok` or `<name> refused`.
 const PROBE: &str = r#"#!/bin/sh
-# probe.sh MAIN OTHER_WS OTHER_TASK_DIR TMUX_SOCKET: what may an agent in the sandbox do?
-main=$1 other=$2 other_task=$3 sock=$4
+# probe.sh MAIN OTHER_WS OTHER_TASK_DIR TMUX_SOCKET TMUX_PID: what may an agent in the
+# sandbox do?
+main=$1 other=$2 other_task=$3 sock=$4 tmux_pid=$5
+own="$ORANGE_HOME/tasks/$ORANGE_PROJECT/$ORANGE_TASK_ID"
 r="$PWD/probe.txt"
 try() {
   name=$1; shift
@@ -49,6 +51,11 @@ try other_task sh -c "echo x >> '$other_task/task.json'"
 try projects sh -c 'echo x >> "$ORANGE_HOME/projects.json"'
 try audit sh -c 'echo x >> "$ORANGE_HOME/audit.jsonl"'
 try tmux tmux -S "$sock" list-sessions
+try own_task_json sh -c "echo x >> '$own/task.json'"
+try own_history sh -c "echo x >> '$own/history.jsonl'"
+try host_process kill -0 "$tmux_pid"
+try remount mount -o remount,rw,bind /usr
+try ssh_control_seen test -e "$ORANGE_HOME/run/ssh/box"
 try private_tmp sh -c 'echo x > /tmp/orange-probe-$$ && cat /tmp/orange-probe-$$'
 try own_task_md sh -c 'echo "probe notes" >> TASK.md'
 try summary orange task update --summary "it's \$(done) from inside"
@@ -85,12 +92,14 @@ fn rig() -> Rig {
 
 impl Rig {
     fn probe_config(&self, other_ws: &Path, other_task: &Path) {
+        let tmux_pid = self.env.tmux.ok(&["display", "-p", "#{pid}"]);
         let cmd = format!(
-            "sh ./probe.sh '{}' '{}' '{}' '{}'",
+            "sh ./probe.sh '{}' '{}' '{}' '{}' '{}'",
             self.env.repo.display(),
             other_ws.display(),
             other_task.display(),
-            self.env.tmux.socket_path
+            self.env.tmux.socket_path,
+            tmux_pid
         );
         std::fs::write(
             self.env.home.join("config.toml"),
@@ -148,6 +157,10 @@ fn a_sandboxed_agent_commits_in_its_worktree_and_writes_nothing_else() {
     let keys = before(&rig.home.join(".ssh/authorized_keys"));
     let git_config = before(&env.repo.join(".git/config"));
 
+    // Where orange keeps its shared ssh connections to remote hosts (a file stands in for
+    // a host's control socket): hidden inside.
+    std::fs::create_dir_all(env.home.join("run/ssh")).unwrap();
+    std::fs::write(env.home.join("run/ssh/box"), "").unwrap();
     let t = env.ok(&[
         "task",
         "create",
@@ -192,6 +205,11 @@ fn a_sandboxed_agent_commits_in_its_worktree_and_writes_nothing_else() {
         "projects",
         "audit",
         "tmux",
+        "own_task_json",
+        "own_history",
+        "host_process",
+        "remount",
+        "ssh_control_seen",
     ] {
         assert_eq!(says(refused), format!("{refused} refused"), "{got:?}");
     }
@@ -385,20 +403,31 @@ fn a_missing_or_unusable_bwrap_is_a_clear_error_before_anything_is_created() {
     assert!(p[0].get("sandbox").is_none(), "{p}");
 }
 
-/// The agent may write its task's directory (its TASK.md, its hooks' agent.json): a
-/// symbolic link it plants there must never make orange, outside, write elsewhere — here
-/// `history.jsonl` pointing at `~/.ssh/authorized_keys`, which orange appends to when it
-/// carries out the agent's `task complete`.
+/// The agent may write its task's `agent/` directory (its hooks' agent.json) and its
+/// workspace: a symbolic link it plants there must never make orange, outside, write
+/// elsewhere — `agent/.agent.lock` (opened by the monitor) and the workspace's
+/// `.orange-outcome` (written when orange carries out the agent's `task complete`), each
+/// pointing into `~/.ssh`; `history.jsonl` it cannot replace at all.
 #[test]
-fn a_symlink_planted_in_its_task_directory_never_redirects_orange() {
+fn a_symlink_planted_by_the_agent_never_redirects_orange() {
     if !bwrap_usable() {
         return;
     }
     let rig = rig();
     let env = &rig.env;
+    let plant = [
+        ": {prompt}; sleep 1; d=$ORANGE_HOME/tasks/$ORANGE_PROJECT/$ORANGE_TASK_ID",
+        "ln -sf \\\"$HOME/.ssh/authorized_keys\\\" \\\"$d/history.jsonl\\\" 2>/dev/null",
+        "ln -sf \\\"$HOME/.ssh/planted\\\" \\\"$d/agent/.agent.lock\\\"",
+        "ln -sf \\\"$HOME/.ssh/authorized_keys\\\" .orange-outcome",
+        "orange task complete",
+        "echo planted > planted.txt",
+        "exec sleep 600",
+    ]
+    .join("; ");
     std::fs::write(
         env.home.join("config.toml"),
-        "[harness.planter]\ncommand = \": {prompt}; sleep 1; d=$ORANGE_HOME/tasks/$ORANGE_PROJECT/$ORANGE_TASK_ID; ln -sf \\\"$HOME/.ssh/authorized_keys\\\" \\\"$d/history.jsonl\\\"; ln -sf \\\"$HOME/.ssh/planted\\\" \\\"$d/.agent.lock\\\"; orange task complete; echo planted > planted.txt; exec sleep 600\"\n",
+        format!("[harness.planter]\ncommand = \"{plant}\"\n"),
     )
     .unwrap();
     let read = |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned();
@@ -419,14 +448,21 @@ fn a_symlink_planted_in_its_task_directory_never_redirects_orange() {
         ws.join("planted.txt").exists()
     });
     let dir = rig.task_dir(&id);
-    assert!(dir.join("history.jsonl").is_symlink());
-    // The monitor carries out the request; its history line must not land in the keys.
+    assert!(
+        !dir.join("history.jsonl").is_symlink(),
+        "the agent replaced its history"
+    );
+    assert!(dir.join("agent/.agent.lock").is_symlink());
+    assert!(ws.join(".orange-outcome").is_symlink());
+    // The monitor carries out the request (status, history, outcome) and looks at the
+    // agent (its lock): nothing of that may land in ~/.ssh.
     let _ = env.json(&["monitor", "--once"]);
-    let _ = env.json(&["task", "show", &id]);
+    env.wait_status(&id, "reviewing");
+    let _ = env.json(&["monitor", "--once"]);
     assert_eq!(
         read(&rig.home.join(".ssh/authorized_keys")),
         keys,
-        "orange appended through the agent's symlink"
+        "orange wrote through the agent's symlink"
     );
     assert!(!rig.home.join(".ssh/planted").exists());
 }

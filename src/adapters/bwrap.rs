@@ -22,6 +22,8 @@ pub enum Mount {
     Symlink { target: PathBuf, at: PathBuf },
     /// `/dev/null` over a file (a socket that must not be reached).
     Null(PathBuf),
+    /// The directory `from` (as it is here), writable, seen at `to`.
+    Rebind { from: PathBuf, to: PathBuf },
 }
 
 /// Everything bwrap needs besides the mounts.
@@ -36,25 +38,33 @@ pub struct Spec {
 /// The program, from PATH.
 pub const PROGRAM: &str = "bwrap";
 
-/// `bwrap … -- <command>`: the system read-only (`/` bound read-only, a fresh `/dev` and
-/// `/proc`), then `spec`'s mounts in order; the network is shared; the agent dies with
-/// its pane.
+/// What every sandbox is: the system read-only (`/` bound read-only, a fresh `/dev`), its
+/// own user namespace with no capabilities (root inside is powerless outside: no remount,
+/// no mount, no ptrace), its own process namespace (and `/proc`: no other process is seen
+/// or signalled), its own IPC; the network is shared (the agent reaches its API); the agent
+/// dies with its pane.
+const BASE: &[&str] = &[
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--unshare-user",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--proc",
+    "/proc",
+    "--cap-drop",
+    "ALL",
+    "--die-with-parent",
+];
+
+/// `bwrap … -- <command>`: [`BASE`], then `spec`'s mounts in order.
 pub fn argv(spec: &Spec, command: &[String]) -> Vec<String> {
-    let mut v: Vec<String> = [
-        PROGRAM,
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--die-with-parent",
-        "--unshare-ipc",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut v: Vec<String> = std::iter::once(PROGRAM)
+        .chain(BASE.iter().copied())
+        .map(|s| s.to_string())
+        .collect();
     let s = |p: &Path| p.display().to_string();
     for m in &spec.mounts {
         match m {
@@ -63,6 +73,7 @@ pub fn argv(spec: &Spec, command: &[String]) -> Vec<String> {
             Mount::Tmpfs(p) => v.extend(["--tmpfs".into(), s(p)]),
             Mount::Symlink { target, at } => v.extend(["--symlink".into(), s(target), s(at)]),
             Mount::Null(p) => v.extend(["--ro-bind".into(), "/dev/null".into(), s(p)]),
+            Mount::Rebind { from, to } => v.extend(["--bind".into(), s(from), s(to)]),
         }
     }
     for (k, val) in &spec.setenv {
@@ -98,8 +109,8 @@ fn probe_now() -> Result<()> {
         ));
     }
     let mut child = Command::new(PROGRAM)
-        .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
-        .args(["--die-with-parent", "--unshare-ipc", "--", "true"])
+        .args(BASE)
+        .args(["--", "true"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -156,29 +156,6 @@ pub fn join<S: AsRef<str>>(argv: &[S]) -> String {
         .join(" ")
 }
 
-/// The program a wrapper runs: through `bwrap` (a sandbox) to its child, else `pid`
-/// itself (reads `/proc`; no process).
-pub fn unwrap_pid(pid: u32) -> u32 {
-    let mut pid = pid;
-    for _ in 0..4 {
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        if comm.trim() != "bwrap" {
-            break;
-        }
-        let children =
-            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-        match children
-            .split_whitespace()
-            .next()
-            .and_then(|c| c.parse().ok())
-        {
-            Some(child) => pid = child,
-            None => break,
-        }
-    }
-    pid
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

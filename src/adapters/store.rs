@@ -123,6 +123,40 @@ pub fn write_bytes_atomic(path: &Path, data: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Open a file to read only when it is a regular file at `path` itself: not through a
+/// symbolic link, never blocking on a FIFO, never a device. For files in a directory an
+/// agent may write (a sandboxed agent's task directory, its transcripts): what it plants
+/// there must not make orange read elsewhere or hang.
+pub fn open_regular(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    Ok(f)
+}
+
+/// [`open_regular`], read whole when it holds at most `max` bytes.
+pub fn read_regular(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let f = open_regular(path)?;
+    let mut buf = Vec::new();
+    f.take(max + 1).read_to_end(&mut buf)?;
+    if buf.len() as u64 > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{} is larger than {max} bytes", path.display()),
+        ));
+    }
+    Ok(buf)
+}
+
 /// Replace a derived cache file (temp file in the same directory, rename; no fsync: a lost
 /// cache is only recomputed). Readers never see half a file. Best effort.
 pub fn write_cache(path: &Path, data: &[u8]) -> std::io::Result<()> {

@@ -214,8 +214,8 @@ fn stamp(p: &Path) -> Stamp {
 /// (appends and in-place edits change only the file).
 fn task_paths(store: &TaskStore, task: &Task) -> Vec<PathBuf> {
     let dir = store.dir(&task.project, &task.id);
-    let mut v = vec![dir.clone()];
-    for f in ["task.json", "TASK.md", "history.jsonl", "agent.json"] {
+    let mut v = vec![dir.clone(), crate::orchestration::agent::agent_dir(&dir)];
+    for f in ["task.json", "TASK.md", "history.jsonl", "agent/agent.json"] {
         v.push(dir.join(f));
     }
     v

@@ -11,9 +11,9 @@
 //!   git directory a commit in that worktree writes (its own `worktrees/<name>` but the
 //!   files that say where the repository is, `objects`, `refs`, `logs`); the
 //!   agent's own state (`~/.claude`, `~/.claude.json`, `~/.pi`, `~/.codex`, opencode's
-//!   XDG directories); the task's own directory under `$ORANGE_HOME/tasks` (its TASK.md,
-//!   where its hooks write) and `run/poke` (how its hooks wake the monitor); whatever the
-//!   user lists in `sandbox_writable`.
+//!   XDG directories); of its task's directory under `$ORANGE_HOME/tasks`, its TASK.md and
+//!   its `agent/` (where its hooks write, its requests), and `run/poke` (how its hooks wake
+//!   the monitor); whatever the user lists in `sandbox_writable`.
 //!
 //! Inside, orange's hooks only write and poke (`ORANGE_SANDBOX` is set): no tmux. An
 //! agent's `orange task complete|stuck|update` becomes a request in its task directory
@@ -151,10 +151,7 @@ fn agent_state(harness: &str, home: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
             .filter(|p| p.is_absolute())
     };
     match harness {
-        "claude" => (
-            vec![env_dir("CLAUDE_CONFIG_DIR").unwrap_or_else(|| home.join(".claude"))],
-            vec![home.join(".claude.json")],
-        ),
+        "claude" => (vec![claude_dir(home)], vec![home.join(".claude.json")]),
         "pi" => (vec![home.join(".pi")], vec![]),
         "codex" => (
             vec![env_dir("CODEX_HOME").unwrap_or_else(|| home.join(".codex"))],
@@ -185,7 +182,13 @@ pub fn writable(ctx: &Context) -> Result<Vec<PathBuf>> {
         store::ensure_dir(&p)?;
         out.push(p);
     }
-    out.push(canonical(ctx.task_dir));
+    // Of the task's directory: its agent's part (its hooks' agent.json, its requests), and
+    // TASK.md (the agent's to edit); not task.json or history.jsonl, which orange replaces
+    // by rename (a read-only bind of a file is undone when the file is replaced).
+    let agent = agent_dir(ctx.task_dir);
+    store::ensure_dir(&agent)?;
+    out.push(canonical(&agent));
+    out.push(canonical(&ctx.task_dir.join("TASK.md")));
     let poke = ctx.home.poke_file();
     if !poke.exists() {
         store::poke(ctx.home);
@@ -207,9 +210,69 @@ pub fn writable(ctx: &Context) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// The whole bwrap specification for one agent.
+/// Where Claude Code keeps its own state (`$CLAUDE_CONFIG_DIR`, else `~/.claude`).
+fn claude_dir(home: &Path) -> PathBuf {
+    std::env::var_os("CLAUDE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .unwrap_or_else(|| home.join(".claude"))
+}
+
+/// The directory a sandboxed claude's `sessions/<pid>.json` go to: its task's own (its pid
+/// inside is not the one outside, and every sandbox's would be the same).
+pub fn claude_sessions(task_dir: &Path) -> PathBuf {
+    agent_dir(task_dir).join("claude-sessions")
+}
+
+/// What in a harness's writable state would run commands OUTSIDE the sandbox the next time
+/// the person starts that program themselves (Claude Code's settings hooks, its plugins,
+/// agents and commands): read-only inside. A missing `settings.json` is made (`{}`) so
+/// that it can be.
+fn agent_config_read_only(harness: &str, home: &Path) -> Result<Vec<PathBuf>> {
+    if harness != "claude" {
+        return Ok(vec![]);
+    }
+    let dir = claude_dir(home);
+    let settings = dir.join("settings.json");
+    if !settings.exists() {
+        std::fs::write(&settings, "{}\n")
+            .map_err(|e| OrangeError::io(format!("writing {}", settings.display()), e))?;
+    }
+    Ok(["settings.json", "hooks", "agents", "commands", "plugins"]
+        .iter()
+        .map(|n| dir.join(n))
+        .filter(|p| p.exists())
+        .collect())
+}
+
+/// Sockets inside `dir` (one level): each would lead out of the sandbox.
+fn sockets_in(dir: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_socket()))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// The whole bwrap specification for one agent. Mounts in order: what is hidden or
+/// read-only, then what is writable, then what must stay read-only or hidden inside the
+/// writable places (and whatever `sandbox_writable` uncovered).
 pub fn spec(ctx: &Context) -> Result<Spec> {
-    let home = home_dir();
+    let home = home_dir().ok_or_else(|| {
+        OrangeError::invalid(
+            "the sandbox needs HOME (a directory other than /): it makes HOME read-only and the agent's own state in it writable",
+        )
+    })?;
+    let (own, common) = crate::adapters::git::git_dirs(ctx.workspace)?;
+    if own == common {
+        return Err(OrangeError::invalid(format!(
+            "{} is not a linked worktree: a sandbox gives an agent only a worktree's own git directory",
+            ctx.workspace.display()
+        )));
+    }
     let writable = writable(ctx)?;
     let mut mounts = vec![Mount::Tmpfs("/tmp".into()), Mount::Tmpfs("/run".into())];
     // Name resolution may live under /run (systemd-resolved's stub-resolv.conf).
@@ -218,27 +281,24 @@ pub fn spec(ctx: &Context) -> Result<Spec> {
             mounts.push(Mount::ReadOnly(dir.to_path_buf()));
         }
     }
-    if let Some(h) = &home {
-        // A private $HOME holding the real one's entries, read-only: a new file there (a
-        // temporary file beside ~/.claude.json) lands in memory and is gone at the end.
-        mounts.push(Mount::Tmpfs(h.clone()));
-        let mut entries: Vec<_> = std::fs::read_dir(h)
-            .map_err(|e| OrangeError::io(format!("reading {}", h.display()), e))?
-            .filter_map(|e| e.ok())
-            .collect();
-        entries.sort_by_key(|e| e.file_name());
-        for e in entries {
-            let at = e.path();
-            // A socket here leads out of the sandbox (read-only does not stop connect):
-            // left out.
-            use std::os::unix::fs::FileTypeExt;
-            if e.file_type().is_ok_and(|t| t.is_socket()) {
-                continue;
-            }
-            match std::fs::read_link(&at) {
-                Ok(target) => mounts.push(Mount::Symlink { target, at }),
-                Err(_) => mounts.push(Mount::ReadOnly(at)),
-            }
+    // A private $HOME holding the real one's entries, read-only: a new file there (a
+    // temporary file beside ~/.claude.json) lands in memory and is gone at the end.
+    mounts.push(Mount::Tmpfs(home.clone()));
+    let mut entries: Vec<_> = std::fs::read_dir(&home)
+        .map_err(|e| OrangeError::io(format!("reading {}", home.display()), e))?
+        .filter_map(|e| e.ok())
+        .collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let at = e.path();
+        // A socket here leads out of the sandbox (read-only does not stop connect).
+        use std::os::unix::fs::FileTypeExt;
+        if e.file_type().is_ok_and(|t| t.is_socket()) {
+            continue;
+        }
+        match std::fs::read_link(&at) {
+            Ok(target) => mounts.push(Mount::Symlink { target, at }),
+            Err(_) => mounts.push(Mount::ReadOnly(at)),
         }
     }
     // What a private /tmp or /run would hide but the agent must read: orange's data, the
@@ -251,27 +311,25 @@ pub fn spec(ctx: &Context) -> Result<Spec> {
     mounts.extend(
         ctx.extra_readable
             .iter()
-            .filter_map(|p| expand(p, home.as_deref()))
+            .filter_map(|p| expand(p, Some(&home)))
             .map(Mount::ReadOnly),
     );
-    // Sockets that lead out of the sandbox: the tmux server (it runs any command), ssh's
-    // shared connections to remote hosts.
-    if let Some(sock) = &ctx.tmux_socket {
-        if sock.exists() {
-            mounts.push(Mount::Null(canonical(sock)));
-        }
-    }
-    let ssh = ctx.home.run_dir().join("ssh");
-    if ssh.is_dir() {
-        mounts.push(Mount::Tmpfs(canonical(&ssh)));
-    }
     mounts.extend(writable.into_iter().map(Mount::Writable));
+    // A sandboxed claude's sessions/<pid>.json: its task's own directory.
+    if ctx.harness == "claude" {
+        let sessions = claude_sessions(ctx.task_dir);
+        store::ensure_dir(&sessions)?;
+        mounts.push(Mount::Writable(canonical(&sessions)));
+        mounts.push(Mount::Rebind {
+            from: canonical(&sessions),
+            to: claude_dir(&home).join("sessions"),
+        });
+    }
     // What tells git where the repository is stays as orange made it: rewritten, it would
     // point git — also orange's own git outside, which reads the workspace — at a config
     // the agent wrote (core.fsmonitor runs a command). The worktree's `.git` file, its git
     // dir's `commondir` and `gitdir`, and `config.worktree` (read when the repository has
     // extensions.worktreeConfig; an empty one is made when missing) are read-only.
-    let (own, _) = crate::adapters::git::git_dirs(ctx.workspace)?;
     mounts.push(Mount::ReadOnly(canonical(ctx.workspace).join(".git")));
     mounts.push(Mount::ReadOnly(own.join("commondir")));
     mounts.push(Mount::ReadOnly(own.join("gitdir")));
@@ -281,6 +339,29 @@ pub fn spec(ctx: &Context) -> Result<Spec> {
     } else {
         Mount::Null(wt_config)
     });
+    mounts.extend(
+        agent_config_read_only(ctx.harness, &home)?
+            .into_iter()
+            .map(Mount::ReadOnly),
+    );
+    // Last, so that nothing made writable uncovers them: sockets that lead out of the
+    // sandbox. The tmux server's (it runs any command), orange's shared ssh connections to
+    // remote hosts (made now if missing: a host added later puts its socket there), and
+    // the sockets of ssh, gpg and docker in the home directory.
+    if let Some(sock) = &ctx.tmux_socket {
+        if sock.exists() {
+            mounts.push(Mount::Null(canonical(sock)));
+        }
+    }
+    let ssh = ctx.home.run_dir().join("ssh");
+    store::ensure_dir(&ssh)?;
+    mounts.push(Mount::Tmpfs(canonical(&ssh)));
+    for dir in [".gnupg", ".docker/run"] {
+        if home.join(dir).is_dir() {
+            mounts.push(Mount::Tmpfs(home.join(dir)));
+        }
+    }
+    mounts.extend(sockets_in(&home.join(".ssh")).into_iter().map(Mount::Null));
     let mut setenv = vec![(ENV.to_string(), Kind::Bwrap.as_str().to_string())];
     // Claude Code refuses --dangerously-skip-permissions as root unless told it runs in a
     // sandbox: it does now (and only here).
@@ -313,14 +394,21 @@ pub struct Request {
     pub at: String,
 }
 
+/// What a task's agent may write in its task's directory (`orchestration::agent::agent_dir`
+/// is the same place).
+pub fn agent_dir(task_dir: &Path) -> PathBuf {
+    task_dir.join("agent")
+}
+
 pub fn requests_path(task_dir: &Path) -> PathBuf {
-    task_dir.join("requests.jsonl")
+    agent_dir(task_dir).join("requests.jsonl")
 }
 
 /// Queue a request (from inside the sandbox) and wake the monitor.
 pub fn request(home: &Home, task_dir: &Path, req: &Request) -> Result<()> {
     use std::io::Write;
     let path = requests_path(task_dir);
+    store::ensure_dir(&agent_dir(task_dir))?;
     let mut line = serde_json::to_string(req).expect("request serializes");
     line.push('\n');
     std::fs::OpenOptions::new()
@@ -337,19 +425,36 @@ pub fn request(home: &Home, task_dir: &Path, req: &Request) -> Result<()> {
 /// file before they are returned, so each is carried out once.
 pub fn take_requests(task_dir: &Path) -> Vec<Request> {
     let path = requests_path(task_dir);
-    let taking = task_dir.join(".requests.taking");
-    // A file left by a pass killed half-way is taken first.
-    let mut text = std::fs::read_to_string(&taking).unwrap_or_default();
+    let taking = agent_dir(task_dir).join(".requests.taking");
+    let taken = agent_dir(task_dir).join(".requests.taken");
+    // Read only regular files (the agent writes this directory: a FIFO or a link must not
+    // hang or redirect the monitor), at most 1 MiB of requests at a time.
+    let read = |p: &Path| {
+        store::read_regular(p, 1 << 20)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    };
+    // A file left by a pass killed half-way is taken first, then the new ones.
+    let mut text = read(&taken);
     if std::fs::rename(&path, &taking).is_ok() {
-        text = std::fs::read_to_string(&taking).unwrap_or_default();
+        text.push_str(&read(&taking));
+        let _ = std::fs::remove_file(&taking);
     }
     if text.is_empty() {
+        let _ = std::fs::remove_file(&taken);
         return vec![];
     }
-    let _ = std::fs::remove_file(&taking);
+    // What is being carried out stays in one place until [`requests_done`]: a kill before
+    // then repeats it, never loses it (a status already set is no change).
+    let _ = store::write_bytes_atomic(&taken, text.as_bytes());
     text.lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
+}
+
+/// The requests [`take_requests`] returned were carried out.
+pub fn requests_done(task_dir: &Path) {
+    let _ = std::fs::remove_file(agent_dir(task_dir).join(".requests.taken"));
 }
 
 #[cfg(test)]
@@ -389,7 +494,15 @@ mod tests {
         };
         request(&home, &task, &r).unwrap();
         request(&home, &task, &r).unwrap();
-        assert_eq!(take_requests(&task), vec![r.clone(), r]);
+        assert_eq!(take_requests(&task), vec![r.clone(), r.clone()]);
+        // Not marked done (the pass was killed): taken again, with what came since.
+        request(&home, &task, &r).unwrap();
+        assert_eq!(take_requests(&task).len(), 3);
+        requests_done(&task);
+        assert!(take_requests(&task).is_empty());
+        // A FIFO planted by the agent neither hangs nor counts.
+        let fifo = std::ffi::CString::new(requests_path(&task).to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
         assert!(take_requests(&task).is_empty());
     }
 }

@@ -301,15 +301,28 @@ pub fn after(a: &str, b: &str) -> bool {
     cmp_times(a, b).is_some_and(|o| o.is_gt())
 }
 
+/// The part of a task's directory its agent writes (its hooks' `agent.json` and lock, the
+/// requests of a sandboxed agent, a sandboxed claude's sessions): a sandbox makes this
+/// directory writable, not the task's own files.
+pub fn agent_dir(task_dir: &Path) -> PathBuf {
+    task_dir.join("agent")
+}
+
 pub fn info_path(task_dir: &Path) -> PathBuf {
-    task_dir.join("agent.json")
+    agent_dir(task_dir).join("agent.json")
 }
 
 pub fn load(task_dir: &Path) -> AgentInfo {
-    // agent.json is advisory: a missing or unreadable one is "nothing known yet".
-    std::fs::read(info_path(task_dir))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
+    // agent.json is advisory: a missing or unreadable one is "nothing known yet" (and one
+    // that is not a regular file — an agent may write this directory — too). A task from
+    // before the agent directory keeps its agent.json beside task.json.
+    let read = |p: &Path| {
+        store::read_regular(p, 1 << 20)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+    };
+    read(&info_path(task_dir))
+        .or_else(|| read(&task_dir.join("agent.json")))
         .unwrap_or_default()
 }
 
@@ -320,7 +333,7 @@ pub fn save(task_dir: &Path, info: &AgentInfo) -> Result<()> {
 /// The lock agent hooks and the monitor take to change `agent.json`.
 pub fn lock(task_dir: &Path) -> Result<store::LockGuard> {
     store::LockGuard::acquire_within(
-        &task_dir.join(".agent.lock"),
+        &agent_dir(task_dir).join(".agent.lock"),
         std::time::Duration::from_secs(5),
     )
 }
@@ -694,7 +707,22 @@ fn claude_dir() -> PathBuf {
 /// `busy` or `waiting` (Claude Code 2.1). The one source that sees a turn cut short by
 /// Esc while its request waited (no hook fires, the transcript ends on the prompt).
 pub fn claude_session_status(pid: u32) -> Option<String> {
-    let bytes = std::fs::read(claude_dir().join("sessions").join(format!("{pid}.json"))).ok()?;
+    session_status_of(&claude_dir().join("sessions").join(format!("{pid}.json")))
+}
+
+/// [`claude_session_status`] of a claude in a sandbox: its pid there is not the one seen
+/// here, and its `sessions/` is its task's own directory (`dir`): the newest file in it.
+pub fn claude_session_status_in(dir: &Path) -> Option<String> {
+    let newest = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())?;
+    session_status_of(&newest.path())
+}
+
+fn session_status_of(path: &Path) -> Option<String> {
+    let bytes = store::read_regular(path, 1 << 20).ok()?;
     let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     v.get("status")?.as_str().map(str::to_string)
 }
@@ -757,7 +785,7 @@ pub fn claude_log_path_in(config: &Path, cwd: &Path, session_id: &str) -> PathBu
 /// found" to claude).
 pub fn claude_has_conversation(path: &Path) -> bool {
     use std::io::BufRead;
-    let Ok(f) = std::fs::File::open(path) else {
+    let Ok(f) = store::open_regular(path) else {
         return false;
     };
     std::io::BufReader::new(f)
@@ -770,7 +798,7 @@ pub fn claude_has_conversation(path: &Path) -> bool {
 /// where that text starts in the file (bytes).
 pub fn read_log_tail(path: &Path) -> Option<(String, u64)> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(path).ok()?;
+    let mut f = store::open_regular(path).ok()?;
     let len = f.metadata().ok()?.len();
     let mut start = len.saturating_sub(64 * 1024);
     f.seek(SeekFrom::Start(start)).ok()?;

@@ -765,7 +765,12 @@ impl<'a> Tasks<'a> {
     fn write_outcome(&self, task: &Task, outcome: &str) {
         if let Some(w) = &task.workspace {
             if let Ok(ws) = pool::find(self.home, w) {
-                let _ = std::fs::write(ws.path.join(".orange-outcome"), format!("{outcome}\n"));
+                // Replaced, never written through: the agent may have left a symbolic
+                // link there.
+                let _ = store::write_bytes_atomic(
+                    &ws.path.join(".orange-outcome"),
+                    format!("{outcome}\n").as_bytes(),
+                );
             }
         }
     }

@@ -146,6 +146,10 @@ impl Seen {
                 self.retry = Some(detail);
             }
             screen::Screen::Retrying(_) => {}
+            // A declared error line says more than the screen's activity; a hook or the
+            // transcript (newer, and the agent's own word) says more than it.
+            screen::Screen::Error(_)
+                if !matches!(self.signal, None | Some(Signal::Screen | Signal::None)) => {}
             screen::Screen::Error(line) => {
                 self.state = Some(State::Error);
                 self.signal = Some(Signal::Screen);
@@ -411,6 +415,7 @@ impl<'a> Monitor<'a> {
                     Err(e) => json!({"task": task.id, "action": "request", "op": req.op, "error": e.to_string(), "code": e.code()}),
                 });
             }
+            sandbox::requests_done(&dir);
         }
         changed
     }
@@ -585,9 +590,7 @@ impl<'a> Monitor<'a> {
         if stalled
             && seen.signal != Some(Signal::Screen)
             && task.harness == "claude"
-            && agent::claude_session_status(crate::adapters::shell::unwrap_pid(pane.pane_pid))
-                .as_deref()
-                == Some("idle")
+            && claude_says(task, pane.pane_pid, &self.tasks.store).as_deref() == Some("idle")
         {
             seen.state = Some(State::Waiting);
         }
@@ -920,8 +923,8 @@ impl<'a> Monitor<'a> {
     fn outcome(&self, task: &Task) -> Option<String> {
         self.workspace_path(task)
             .map(|w| w.join(".orange-outcome"))
-            .and_then(|p| std::fs::read_to_string(p).ok())
-            .map(|s| s.trim().to_string())
+            .and_then(|p| store::read_regular(&p, 4096).ok())
+            .map(|b| String::from_utf8_lossy(&b).trim().to_string())
     }
 
     /// THE record of a death in the task's history (nothing else writes these): an
@@ -1102,6 +1105,22 @@ impl<'a> Monitor<'a> {
 }
 
 /// A dead agent's detail: how it ended, and its last line (the reason is usually there).
+/// What a running claude says of itself (`idle`, `busy`, `waiting`): by its pid, or in a
+/// sandbox from its task's own `claude-sessions/`.
+fn claude_says(
+    task: &Task,
+    pane_pid: u32,
+    store: &crate::orchestration::task::TaskStore,
+) -> Option<String> {
+    if task.sandbox == sandbox::Kind::None {
+        agent::claude_session_status(pane_pid)
+    } else {
+        agent::claude_session_status_in(&sandbox::claude_sessions(
+            &store.dir(&task.project, &task.id),
+        ))
+    }
+}
+
 fn death_detail(exit: Option<PaneExit>, info: &AgentInfo, task: &str) -> String {
     let how = match exit {
         Some(PaneExit::Signal(s)) => format!("killed by signal {s}"),

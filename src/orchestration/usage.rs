@@ -223,7 +223,7 @@ impl FileState {
     /// whether anything changed; a missing file changes nothing.
     pub fn read(&mut self, path: &Path) -> std::io::Result<bool> {
         use std::os::unix::fs::MetadataExt;
-        let mut f = match std::fs::File::open(path) {
+        let mut f = match crate::adapters::store::open_regular(path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
             Err(e) => return Err(e),
