@@ -54,7 +54,7 @@ try tmux tmux -S "$sock" list-sessions
 try own_task_json sh -c "echo x >> '$own/task.json'"
 try own_history sh -c "echo x >> '$own/history.jsonl'"
 try host_process kill -0 "$tmux_pid"
-try remount mount -o remount,rw,bind /usr
+try remount mount -o remount,rw,bind /
 try ssh_control_seen test -e "$ORANGE_HOME/run/ssh/box"
 try private_tmp sh -c 'echo x > /tmp/orange-probe-$$ && cat /tmp/orange-probe-$$'
 try own_task_md sh -c 'echo "probe notes" >> TASK.md'
