@@ -3,10 +3,10 @@
 # until the agent runs, with `--sandbox bwrap` and without, alternating in one run (the
 # issue's goal: at most 1.3x).
 #
-# The "agent" is a harness that creates a marker file in its task's directory as its first
-# act (writable in the sandbox; /tmp is not shared, and a file in the workspace would be
-# work that cancel keeps); the clock stops when the marker exists (polled without forking). Between iterations the task is cancelled; that is
-# not timed.
+# The "agent" is a harness that creates a marker file in its task's agent/ directory as its
+# first act (writable in the sandbox; /tmp is not shared, and a file in the workspace would
+# be work that cancel keeps); the clock stops when the marker exists (polled without
+# forking). Between iterations the task is cancelled; that is not timed.
 #
 # Usage: scripts/bench-sandbox.sh [--json]
 # Environment: ORANGE_BIN, BENCH_ITERS (default 10), BENCH_WARMUP (default 2),
@@ -36,7 +36,7 @@ mkdir -p "$ORANGE_HOME"
 # The agent: marks that it runs (in its workspace), then idles.
 cat >"$ORANGE_HOME/config.toml" <<'TOML'
 [harness.bench]
-command = ": {prompt}; touch \"$ORANGE_HOME/tasks/$ORANGE_PROJECT/$ORANGE_TASK_ID/started\"; exec sleep 600"
+command = ": {prompt}; touch \"$ORANGE_HOME/tasks/$ORANGE_PROJECT/$ORANGE_TASK_ID/agent/started\"; exec sleep 600"
 TOML
 cd "$repo"
 "$ORANGE" project add "$repo" --name bench --pool-size 2 >&2
@@ -58,7 +58,7 @@ iteration() {
         bench_die "orange task create failed: $(cat "$BENCH_STDOUT")"
     id=$(sed -n 's/.*"id":"\([0-9a-z]*\)".*/\1/p' "$BENCH_STDOUT")
     [[ -n "$id" ]] || bench_die "no task id in: $(cat "$BENCH_STDOUT")"
-    wait_marker "$ORANGE_HOME/tasks/bench/$id/started"
+    wait_marker "$ORANGE_HOME/tasks/bench/$id/agent/started"
     bench_now t1
     [[ $mode == record ]] && bench_record "spawn.$sandbox" "$((t1 - t0))"
     "$ORANGE" task cancel "$id" --yes >/dev/null || bench_die "cancel failed"
