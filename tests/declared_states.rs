@@ -39,17 +39,11 @@ fn say(env: &TaskEnv, pane: &str, line: &str, answer: &str) {
     });
 }
 
-/// One monitor pass, then the agent as `task show` reports it.
-fn pass(env: &TaskEnv, id: &str) -> Value {
-    env.ok(&["monitor", "--once"]);
-    env.task(id)["agent"].clone()
-}
-
-#[test]
-fn a_declared_harness_is_working_waiting_blocked_and_in_error_by_its_screen() {
+/// A project, config.toml with the made-up harness (and `policy`), and its task started.
+fn start(policy: &str) -> (TaskEnv, Value) {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    std::fs::write(env.home.join("config.toml"), config("")).unwrap();
+    std::fs::write(env.home.join("config.toml"), config(policy)).unwrap();
     let t = env.ok(&[
         "task",
         "create",
@@ -58,6 +52,18 @@ fn a_declared_harness_is_working_waiting_blocked_and_in_error_by_its_screen() {
         "--harness",
         "mybot",
     ]);
+    (env, t)
+}
+
+/// One monitor pass, then the agent as `task show` reports it.
+fn pass(env: &TaskEnv, id: &str) -> Value {
+    env.ok(&["monitor", "--once"]);
+    env.task(id)["agent"].clone()
+}
+
+#[test]
+fn a_declared_harness_is_working_waiting_blocked_and_in_error_by_its_screen() {
+    let (env, t) = start("");
     let id = t["id"].as_str().unwrap().to_string();
     let pane = t["tmux_pane_id"].as_str().unwrap().to_string();
     common::wait_for("the agent's prompt", 20, || {
@@ -105,17 +111,7 @@ fn a_declared_harness_is_working_waiting_blocked_and_in_error_by_its_screen() {
 
 #[test]
 fn a_declared_harness_is_nudged_its_own_way_and_never_while_blocked() {
-    let env = TaskEnv::new();
-    env.add_project(&[]);
-    std::fs::write(env.home.join("config.toml"), config("on_idle = \"nudge\"")).unwrap();
-    let t = env.ok(&[
-        "task",
-        "create",
-        "bot",
-        "do the thing",
-        "--harness",
-        "mybot",
-    ]);
+    let (env, t) = start("on_idle = \"nudge\"");
     let id = t["id"].as_str().unwrap().to_string();
     let pane = t["tmux_pane_id"].as_str().unwrap().to_string();
     say(&env, &pane, "ask", "[y/N]");

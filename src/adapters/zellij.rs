@@ -153,17 +153,26 @@ impl Zellij {
 
     /// The session's first terminal pane (`terminal_N`): actions name it explicitly, since
     /// the focused pane may be a plugin (zellij's "about" popup, for one).
+    /// The session's terminal pane. A session just created may list none for a moment (its
+    /// layout is still being applied, slower on a loaded machine): asked again for up to 5 s.
     fn terminal_pane(&self, name: &str) -> Result<String> {
-        let out = self.run(&["--session", name, "action", "list-panes"], &[], None)?;
-        out.lines()
-            .filter_map(|l| l.split_whitespace().next())
-            .find(|id| id.starts_with("terminal_"))
-            .map(str::to_string)
-            .ok_or_else(|| {
-                OrangeError::BackendCommandFailed(format!(
+        let start = std::time::Instant::now();
+        loop {
+            let out = self.run(&["--session", name, "action", "list-panes"], &[], None)?;
+            if let Some(id) = out
+                .lines()
+                .filter_map(|l| l.split_whitespace().next())
+                .find(|id| id.starts_with("terminal_"))
+            {
+                return Ok(id.to_string());
+            }
+            if start.elapsed() > std::time::Duration::from_secs(5) {
+                return Err(OrangeError::BackendCommandFailed(format!(
                     "zellij session {name:?} has no terminal pane"
-                ))
-            })
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
 
     /// Type `text` into the session's terminal pane and submit it with Enter.
