@@ -709,6 +709,27 @@ fn keys_act_in_a_task_session_whose_id_starts_with_0() {
     );
 }
 
+/// Issue 15: every key acts or says why not. The sidebar key in a session that is not a
+/// task's says so on the status line and opens nothing (it used to open a pane that closed
+/// at once, without a word).
+#[test]
+fn the_sidebar_key_outside_a_task_session_says_why() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    tell_server_home(&env);
+    let _plugin = load_plugin(&env.tmux);
+    env.tmux
+        .ok(&["new-session", "-d", "-s", "plain", "-x", "160", "-y", "40"]);
+    let client = Client::attach(&env.root(), &env.tmux, "plain");
+    client.press(&["C-b", "O", "s"]);
+    wait_for("the message", 10, || {
+        client.messages(&env.tmux).contains("not a task session")
+    });
+    let messages = client.messages(&env.tmux);
+    assert!(messages.contains("prefix O l"), "{messages}");
+    assert_eq!(window_panes(&env.tmux, "plain:").len(), 1);
+}
+
 #[test]
 fn sidebar_toggles_beside_the_agent_and_refuses_a_small_window() {
     let env = TaskEnv::new();

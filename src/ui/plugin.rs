@@ -200,6 +200,18 @@ pub fn toggle_sidebar_at(home: &Home, tmux: &Tmux, pane: &str) -> Result<Value> 
     {
         // The local session of a remote task (`task attach`): its sidebar, drawn here.
         command.extend(["--task".to_string(), id]);
+    } else {
+        // A sidebar shows one task: here there is none. Said, not a pane that opens and
+        // closes at once.
+        let msg = format!(
+            "orange: {session_name} is not a task session; the sidebar shows a task: pick one with prefix {} l",
+            user_option(tmux, OPT_KEY)
+                .ok()
+                .filter(|k| !k.trim().is_empty())
+                .unwrap_or_else(|| "O".into())
+        );
+        let _ = tmux.display_message_to(None, Some(pane), &msg);
+        return Err(OrangeError::invalid(msg.trim_start_matches("orange: ")));
     }
     let mut env = vec![
         ("ORANGE_HOME".to_string(), home.root.display().to_string()),
