@@ -18,6 +18,7 @@ mod cli;
 mod declared_states;
 mod error_codes;
 mod failures;
+mod first_hour;
 mod fuzz_parsers;
 mod kill_loop;
 mod lane;

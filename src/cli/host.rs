@@ -29,6 +29,7 @@ pub enum HostCmd {
     },
     /// Unregister a host (refused while projects use it, unless --force)
     Remove {
+        /// The host's name (as `orange host add` gave it)
         name: String,
         /// Remove it and forget its projects here (nothing is removed on the host)
         #[arg(long)]

@@ -14,13 +14,18 @@ pub enum LaneCmd {
     Create(CreateArgs),
     /// List lanes (closed ones with --include-closed)
     List {
+        /// Closed lanes too
         #[arg(long)]
         include_closed: bool,
     },
     /// Show a lane and whether its backend session and agent are alive
-    Status { lane_id: String },
+    Status {
+        /// The lane's id (from `lane create` or `lane list`)
+        lane_id: String,
+    },
     /// Close a lane: kill its session and remove its worktree (the branch is kept)
     Close {
+        /// The lane's id (from `lane create` or `lane list`)
         lane_id: String,
         /// Keep the worktree on disk
         #[arg(long)]
@@ -38,6 +43,7 @@ pub enum LaneCmd {
         /// commits or a process working in it, unless --force)
         #[arg(long)]
         remove_worktree: bool,
+        /// Close running lanes too, and remove worktrees with uncommitted changes
         #[arg(long)]
         force: bool,
         /// Show what would be closed, change nothing
@@ -125,14 +131,14 @@ pub fn run(ctx: &Ctx, cmd: LaneCmd) -> Result<Out> {
         LaneCmd::Status { lane_id } => {
             let (rec, backend) = lanes.status(&lane_id)?;
             let text = format!(
-                "lane {} [{}] task {:?} {} {}\n  worktree {}\n  backend: {}\n{}",
+                "lane {} [{}] for task {}\n  session   {} {}: {}\n  worktree  {}\n{}",
                 rec.lane_id,
                 rec.state.as_str(),
                 rec.task_id,
                 rec.mux_backend,
                 rec.mux_target,
+                backend_text(&backend),
                 rec.worktree_path.display(),
-                backend,
                 rec.last_error
                     .as_ref()
                     .map(|e| format!("  last error: {e}\n"))
@@ -189,4 +195,33 @@ pub fn run(ctx: &Ctx, cmd: LaneCmd) -> Result<Out> {
             Ok(Out::new(r, text))
         }
     }
+}
+
+/// What `lane status` says of its session, in words: `live, agent running, last output 12s
+/// ago`, `agent exited with status 3`, `gone`.
+fn backend_text(b: &serde_json::Value) -> String {
+    if let Some(e) = b["error"].as_str() {
+        return format!("could not be asked ({e})");
+    }
+    if b["session_exists"] != true {
+        return "gone".into();
+    }
+    let mut parts = vec!["live".to_string()];
+    if b["agent_running"] == true {
+        parts.push("agent running".into());
+    } else if let Some(c) = b["exit_status"].as_i64() {
+        parts.push(format!("agent exited with status {c}"));
+    } else if let Some(sig) = b["exit_signal"].as_i64() {
+        parts.push(format!("agent killed by signal {sig}"));
+    } else {
+        parts.push("agent exited".into());
+    }
+    if let Some(t) = b["last_activity"].as_i64() {
+        let now = chrono::Utc::now().timestamp();
+        parts.push(format!(
+            "last output {}",
+            crate::ui::output::ago_secs(now - t)
+        ));
+    }
+    parts.join(", ")
 }

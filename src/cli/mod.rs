@@ -9,6 +9,7 @@ use crate::error::{OrangeError, Result};
 use crate::orchestration::project::{self, Project};
 use crate::ui::output::Out;
 
+pub mod completions;
 pub mod demo;
 pub mod doctor;
 pub mod hook;
@@ -79,6 +80,8 @@ pub enum Command {
     /// Is this machine ready to run an agent here? (program, version, root, Claude Code's
     /// first-run setup, API key, folder trust; --trust records the repository's trust)
     Doctor(doctor::DoctorArgs),
+    /// Print the shell completion script for bash, zsh or fish
+    Completions(completions::CompletionsArgs),
     /// What the tmux plugin's keys run
     #[command(subcommand, hide = true)]
     Plugin(plugin::PluginCmd),
@@ -128,6 +131,7 @@ pub fn dispatch(ctx: &Ctx, cmd: Command) -> Result<Out> {
         Command::Demo(a) => demo::run(ctx, a),
         Command::Doctor(a) => doctor::run(ctx, a),
         Command::Plugin(c) => plugin::run(ctx, c),
+        Command::Completions(a) => completions::run(ctx, a),
     }
 }
 

@@ -186,7 +186,11 @@ pub fn restore(ctx: &Ctx, a: RestoreArgs) -> Result<Out> {
     let mut tasks = Tasks::new(&ctx.home);
     let orphans = tasks.orphaned()?;
     if !a.yes {
-        let mut text = format!("{} task(s) whose session is gone:\n", orphans.len());
+        let mut text = if orphans.is_empty() {
+            "no task has lost its session: nothing to restore\n".to_string()
+        } else {
+            format!("{} task(s) whose session is gone:\n", orphans.len())
+        };
         for t in &orphans {
             text.push_str(&format!(
                 "  {} {}/{} [{}] {}\n",
@@ -220,11 +224,24 @@ pub fn restore(ctx: &Ctx, a: RestoreArgs) -> Result<Out> {
         }
     }
     crate::ui::status::changed(&ctx.home, &tasks.tmux);
-    let text = format!(
+    let mut text = format!(
         "restored {} task(s), {} failed\n",
         restored.len(),
         failed.len()
     );
+    for t in &restored {
+        text.push_str(&format!(
+            "  {} {}/{} restarted\n",
+            t.id, t.project, t.branch
+        ));
+    }
+    for f in &failed {
+        text.push_str(&format!(
+            "  {} failed: {}\n",
+            f["id"].as_str().unwrap_or("?"),
+            f["message"].as_str().unwrap_or("?")
+        ));
+    }
     Ok(Out::new(
         json!({"restored": restored, "failed": failed}),
         text,

@@ -65,11 +65,13 @@ pub struct AddArgs {
 pub struct UpdateArgs {
     /// Project name (default: the project of the current directory, or --project)
     pub name: Option<String>,
+    /// How many worktrees the pool holds at most (a smaller pool keeps what is bound)
     #[arg(long, allow_negative_numbers = true)]
     pub pool_size: Option<i64>,
     /// New setup command ("" removes it)
     #[arg(long, allow_hyphen_values = true)]
     pub setup_cmd: Option<String>,
+    /// The branch new workspaces start from and tasks merge into
     #[arg(long)]
     pub default_branch: Option<String>,
     /// Replace the copy list (repeatable)
@@ -78,6 +80,7 @@ pub struct UpdateArgs {
     /// Replace the symlink list (repeatable)
     #[arg(long, value_name = "GLOB")]
     pub symlink: Vec<String>,
+    /// First port of the per-workspace port range (ORANGE_PORT = base + slot)
     #[arg(long)]
     pub port_base: Option<u16>,
     /// The sandbox the project's agents run in from now on: bwrap or none

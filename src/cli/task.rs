@@ -27,29 +27,49 @@ pub enum TaskCmd {
         all: bool,
     },
     /// Show one task: fields, session, TASK.md and history
-    Show { id: String },
+    Show {
+        /// The task: its id, a unique prefix of it, or its branch
+        id: String,
+    },
     /// Which signal decided the agent's current state, and when
-    Explain { id: String },
+    Explain {
+        /// The task: its id, a unique prefix of it, or its branch
+        id: String,
+    },
     /// Print the last lines of the task's agent pane
     Peek {
+        /// The task: its id, a unique prefix of it, or its branch
         id: String,
+        /// How many lines from the bottom of its pane
         #[arg(long, default_value_t = 40)]
         lines: usize,
     },
     /// Start the agent of a pending task
-    Spawn { id: String },
+    Spawn {
+        /// The task: its id, a unique prefix of it, or its branch
+        id: String,
+    },
     /// Attach to the task's session (switch-client inside tmux, attach-session outside)
-    Attach { id: String },
+    Attach {
+        /// The task: its id, a unique prefix of it, or its branch
+        id: String,
+    },
     /// Restart the agent of an active task whose agent exited or whose session is gone,
     /// or retry a failed task from the start
-    Respawn { id: String },
+    Respawn {
+        /// The task: its id, a unique prefix of it, or its branch
+        id: String,
+    },
     /// Change a task's status, summary or branch (ID defaults to $ORANGE_TASK_ID or the
     /// workspace you are in)
     Update {
+        /// The task: its id, a unique prefix of it, or its branch (default: $ORANGE_TASK_ID, or
+        /// the workspace you are in)
         id: Option<String>,
         /// New status (pending … stuck; done/cancelled go through merge/cancel)
         #[arg(long)]
         status: Option<String>,
+        /// New summary (the first line of TASK.md and the sidebar's title)
         #[arg(long, allow_hyphen_values = true)]
         summary: Option<String>,
         /// Rename the branch to NAME, or without NAME record the branch the workspace is on
@@ -57,11 +77,20 @@ pub enum TaskCmd {
         branch: Option<Option<String>>,
     },
     /// Mark the task ready for review (agents call this when done)
-    Complete { id: Option<String> },
+    Complete {
+        /// The task: its id, a unique prefix of it, or its branch (default: $ORANGE_TASK_ID, or
+        /// the workspace you are in)
+        id: Option<String>,
+    },
     /// Mark the task stuck (agents call this when they cannot go on)
-    Stuck { id: Option<String> },
+    Stuck {
+        /// The task: its id, a unique prefix of it, or its branch (default: $ORANGE_TASK_ID, or
+        /// the workspace you are in)
+        id: Option<String>,
+    },
     /// Merge the task's branch into the default branch, return its workspace, mark it done
     Merge {
+        /// The task: its id, a unique prefix of it, or its branch
         id: String,
         /// ff (fast-forward only, default) or merge (always a merge commit)
         #[arg(long, value_parser = ["ff", "merge"], default_value = "ff")]
@@ -72,6 +101,7 @@ pub enum TaskCmd {
     },
     /// Cancel a task: kill its session and return its workspace (kept if it has uncommitted work)
     Cancel {
+        /// The task: its id, a unique prefix of it, or its branch
         id: String,
         /// Do not ask for confirmation
         #[arg(long)]
@@ -79,7 +109,9 @@ pub enum TaskCmd {
     },
     /// Delete a done, cancelled or failed task's record (its branch stays)
     Delete {
+        /// The task: its id, a unique prefix of it, or its branch
         id: String,
+        /// Do not ask for confirmation
         #[arg(long)]
         yes: bool,
     },
@@ -421,15 +453,94 @@ fn show(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
     }
     text.push_str(&agent_text(&view.agent, &view.task.id));
     text.push_str(&tokens_text(view.tokens.as_ref(), &view.task.harness));
-    text.push_str("history:\n");
+    let body = md.trim_end();
+    if !body.is_empty() {
+        text.push_str("\nTASK.md:\n");
+        for line in body.lines() {
+            text.push_str(&format!("  {line}\n"));
+        }
+        text.push('\n');
+    }
+    text.push_str("history (newest first):\n");
+    let now = chrono::Utc::now();
     for e in history.iter().rev().take(10) {
-        text.push_str(&format!("  {}  {}\n", e.ts, e.event));
+        text.push_str(&format!(
+            "  {:>8}  {}\n",
+            crate::ui::output::ago(&e.ts, now),
+            event_text(e)
+        ));
+    }
+    if history.len() > 10 {
+        text.push_str(&format!(
+            "  … {} older (all of them with --json)\n",
+            history.len() - 10
+        ));
     }
     let mut v = serde_json::to_value(&view).unwrap();
     v["history"] = serde_json::to_value(&history).unwrap();
     v["task_md"] = json!(md);
     v["task_md_path"] = json!(md_path);
     Ok(Out { json: v, text })
+}
+
+/// One history event in words, with what it carries: `status working → reviewing (via
+/// sandbox)`, `agent exited (status 1): why`, `nudged: Please continue…`.
+fn event_text(e: &crate::orchestration::task::Event) -> String {
+    let d = &e.data;
+    let s = |k: &str| d.get(k).and_then(|v| v.as_str()).map(str::to_string);
+    let via = s("via").map(|v| format!(" (via {v})")).unwrap_or_default();
+    match e.event.as_str() {
+        "status.changed" => format!(
+            "status {} → {}{via}",
+            s("from").unwrap_or_else(|| "?".into()),
+            s("to").unwrap_or_else(|| "?".into())
+        ),
+        "task.created" => format!(
+            "created on branch {} ({}{})",
+            s("branch").unwrap_or_default(),
+            s("harness").unwrap_or_default(),
+            s("sandbox")
+                .filter(|x| x != "none")
+                .map(|x| format!(", sandbox {x}"))
+                .unwrap_or_default()
+        ),
+        "agent.spawned" => format!(
+            "agent started in {} (session {})",
+            s("workspace").unwrap_or_default(),
+            s("tmux_session").unwrap_or_default()
+        ),
+        "agent.exited" => {
+            let how = match (
+                d.get("exit_status").and_then(|v| v.as_i64()),
+                d.get("exit_signal").and_then(|v| v.as_i64()),
+            ) {
+                (Some(c), _) => format!("status {c}"),
+                (_, Some(sig)) => format!("signal {sig}"),
+                _ => "?".into(),
+            };
+            let why = s("detail").map(|w| format!(": {w}")).unwrap_or_default();
+            format!("agent exited ({how}){why}")
+        }
+        "agent.nudged" => format!("nudged: {}", s("message").unwrap_or_default()),
+        "task.failed" => format!("could not start: {}", s("error").unwrap_or_default()),
+        _ => {
+            let mut extra: Vec<String> = d
+                .iter()
+                .filter(|(k, _)| k.as_str() != "via")
+                .map(|(k, v)| match v.as_str() {
+                    Some(t) => format!("{k}={t}"),
+                    None => format!("{k}={v}"),
+                })
+                .collect();
+            extra.truncate(4);
+            let extra = if extra.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", extra.join(" "))
+            };
+            format!("{}{extra}{via}", e.event)
+        }
+    }
 }
 
 /// `task explain ID`
@@ -637,8 +748,10 @@ fn cancel(ctx: &Ctx, tasks: &mut Tasks, id: String, yes: bool) -> Result<Out> {
         tasks.cancel(&t.id, Some(&t.project))
     })?;
     let mut text = format!(
-        "cancelled task {} ({}); branch {} kept\n",
-        t.id, t.project, t.branch
+        "cancelled task {} ({}); {}\n",
+        t.id,
+        t.project,
+        branch_left(ctx, &t)
     );
     if let Some(n) = &note {
         text.push_str(&format!("{n}\n"));
@@ -650,13 +763,24 @@ fn cancel(ctx: &Ctx, tasks: &mut Tasks, id: String, yes: bool) -> Result<Out> {
     Ok(Out { json: v, text })
 }
 
+/// What became of a task's branch: kept, or never made (a task that never started).
+fn branch_left(ctx: &Ctx, t: &Task) -> String {
+    let exists = crate::orchestration::project::get(&ctx.home, &t.project)
+        .is_ok_and(|p| crate::adapters::git::local_branch_exists(&p.path, &t.branch));
+    if exists {
+        format!("branch {} kept", t.branch)
+    } else {
+        format!("no branch {} was made (the task never started)", t.branch)
+    }
+}
+
 /// `task delete ID [--yes]`
 fn delete(ctx: &Ctx, tasks: &mut Tasks, id: String, yes: bool) -> Result<Out> {
     let t = confirmed(tasks, &id, ctx.project.as_deref(), "Delete", yes)?;
     let t = audited(ctx, "task.delete", json!({"id": id}), || {
         tasks.delete(&t.id, Some(&t.project))
     })?;
-    let text = format!("deleted task {} (branch {} is kept)\n", t.id, t.branch);
+    let text = format!("deleted task {} ({})\n", t.id, branch_left(ctx, &t));
     Ok(Out::new(t, text))
 }
 

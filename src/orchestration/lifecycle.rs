@@ -306,7 +306,7 @@ impl<'a> Tasks<'a> {
     pub fn spawn(&mut self, id: &str, project: Option<&str>) -> Result<Task> {
         let task = self.get(id, project)?;
         let _lock = self.store.lock(&task.project)?;
-        self.spawn_locked(&task.project, id)
+        self.spawn_locked(&task.project, &task.id)
     }
 
     /// Start a pending task (the project lock held). A failure that is not transient

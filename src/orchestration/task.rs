@@ -313,7 +313,78 @@ impl TaskStore {
     }
 
     /// Find a task by id in any project (ids are unique enough to be typed alone).
+    ///
+    /// What a person types is accepted too, when the id itself is not found: a unique
+    /// prefix of an id (`k3v` for `k3v9qz`), or a task's branch (`fix-login`). Several
+    /// matches are an error naming them.
     pub fn find(&self, id: &str, project: Option<&str>) -> Result<Task> {
+        match self.find_exact(id, project) {
+            Err(OrangeError::TaskNotFound(missing)) => self
+                .find_typed(id, project)
+                .unwrap_or(Err(OrangeError::TaskNotFound(missing))),
+            other => other,
+        }
+    }
+
+    /// A task named by a unique id prefix or by its branch; `None` when nothing matches.
+    fn find_typed(&self, typed: &str, project: Option<&str>) -> Option<Result<Task>> {
+        if typed.is_empty() {
+            return None;
+        }
+        let all = match self.list_lenient(project) {
+            Ok(all) => all,
+            Err(e) => return Some(Err(e)),
+        };
+        let by_branch: Vec<&Task> = all.iter().filter(|t| t.branch == typed).collect();
+        let by_prefix: Vec<&Task> = all.iter().filter(|t| t.id.starts_with(typed)).collect();
+        // A branch names its task exactly; an open task wins over finished ones of the same
+        // branch (a branch is reused once its task is done or cancelled).
+        let open: Vec<&&Task> = by_branch.iter().filter(|t| !t.status.is_final()).collect();
+        let pick: Vec<&Task> = match (by_branch.len(), open.len(), by_prefix.len()) {
+            (1, _, _) => by_branch,
+            (n, 1, _) if n > 1 => vec![*open[0]],
+            (0, _, _) => by_prefix,
+            _ => by_branch,
+        };
+        match pick.len() {
+            0 => None,
+            1 => Some(Ok(pick[0].clone())),
+            _ => Some(Err(OrangeError::invalid(format!(
+                "{typed:?} names several tasks: {}; give more of the id",
+                pick.iter()
+                    .map(|t| format!("{} ({}/{}, {})", t.id, t.project, t.branch, t.status))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )))),
+        }
+    }
+
+    /// Every task that can be read (a damaged one is skipped, not an error: this only
+    /// helps find the one a person named).
+    fn list_lenient(&self, project: Option<&str>) -> Result<Vec<Task>> {
+        let projects: Vec<String> = match project {
+            Some(p) => vec![p.to_string()],
+            None => self.projects(),
+        };
+        let mut out = vec![];
+        for p in projects {
+            for entry in std::fs::read_dir(self.project_dir(&p))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let id = entry.file_name().to_string_lossy().into_owned();
+                if valid_id(&id) {
+                    if let Ok(t) = self.load(&p, &id) {
+                        out.push(t);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn find_exact(&self, id: &str, project: Option<&str>) -> Result<Task> {
         if let Some(p) = project {
             return self.load(p, id);
         }
@@ -699,5 +770,46 @@ mod tests {
         let h = parse_history(text);
         assert_eq!(h.len(), 2);
         assert_eq!(h[1].data["workspace"], "a--1");
+    }
+
+    #[test]
+    fn a_task_is_found_by_its_id_a_unique_prefix_or_its_branch() {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home {
+            root: d.path().to_path_buf(),
+        };
+        let store = TaskStore::new(&home);
+        let task = |id: &str, project: &str, branch: &str, status: Status| Task {
+            id: id.into(),
+            project: project.into(),
+            branch: branch.into(),
+            status,
+            ..Task::default()
+        };
+        for t in [
+            task("abc123", "shop", "fix-login", Status::Working),
+            task("abd456", "shop", "dark-mode", Status::Working),
+            task("xyz789", "blog", "fix-login", Status::Working),
+            task("qqq111", "blog", "old", Status::Done),
+            task("rrr222", "blog", "old", Status::Working),
+        ] {
+            store.save(&t).unwrap();
+        }
+        assert_eq!(store.find("abc123", None).unwrap().id, "abc123");
+        assert_eq!(store.find("abc", None).unwrap().id, "abc123");
+        assert_eq!(store.find("dark-mode", None).unwrap().id, "abd456");
+        assert_eq!(store.find("fix-login", Some("blog")).unwrap().id, "xyz789");
+        // The open task of a reused branch.
+        assert_eq!(store.find("old", None).unwrap().id, "rrr222");
+        let e = store.find("ab", None).unwrap_err();
+        assert_eq!(e.code(), "invalid_argument");
+        assert!(e.to_string().contains("abc123") && e.to_string().contains("abd456"));
+        let e = store.find("fix-login", None).unwrap_err();
+        assert!(e.to_string().contains("shop/fix-login"), "{e}");
+        assert_eq!(
+            store.find("nope", None).unwrap_err().code(),
+            "task_not_found"
+        );
+        assert_eq!(store.find("", None).unwrap_err().code(), "task_not_found");
     }
 }

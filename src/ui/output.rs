@@ -20,6 +20,25 @@ impl Out {
     }
 }
 
+/// `now`, `42s ago`, `5m ago`, `3h ago`, `2d ago` (a time in the future: `now`).
+pub fn ago_secs(secs: i64) -> String {
+    match secs {
+        ..=0 => "now".into(),
+        1..60 => format!("{secs}s ago"),
+        60..3600 => format!("{}m ago", secs / 60),
+        3600..86400 => format!("{}h ago", secs / 3600),
+        _ => format!("{}d ago", secs / 86400),
+    }
+}
+
+/// [`ago_secs`] of an RFC 3339 time; the text as it is when it does not parse.
+pub fn ago(rfc3339: &str, now: chrono::DateTime<chrono::Utc>) -> String {
+    match chrono::DateTime::parse_from_rfc3339(rfc3339) {
+        Ok(t) => ago_secs((now - t.with_timezone(&chrono::Utc)).num_seconds()),
+        Err(_) => rfc3339.to_string(),
+    }
+}
+
 pub fn color_enabled() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
 }

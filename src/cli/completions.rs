@@ -1,0 +1,79 @@
+//! `orange completions bash|zsh|fish`: the shell completion script, generated from the
+//! command-line definition itself (clap_complete), so it never lags behind it.
+
+use clap::{Args, CommandFactory, ValueEnum};
+
+use super::{Cli, Ctx};
+use crate::error::Result;
+use crate::ui::output::Out;
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Install:\n  bash  orange completions bash > ~/.local/share/bash-completion/completions/orange\n  zsh   orange completions zsh > \"${fpath[1]}/_orange\"   (a directory on $fpath)\n  fish  orange completions fish > ~/.config/fish/completions/orange.fish"
+)]
+pub struct CompletionsArgs {
+    /// The shell to complete in
+    pub shell: Shell,
+}
+
+pub fn run(_ctx: &Ctx, a: CompletionsArgs) -> Result<Out> {
+    let mut cmd = Cli::command();
+    let mut buf = Vec::new();
+    let shell = match a.shell {
+        Shell::Bash => clap_complete::Shell::Bash,
+        Shell::Zsh => clap_complete::Shell::Zsh,
+        Shell::Fish => clap_complete::Shell::Fish,
+    };
+    clap_complete::generate(shell, &mut cmd, "orange", &mut buf);
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    Ok(Out {
+        json: serde_json::json!({"shell": format!("{:?}", a.shell).to_lowercase(), "script": text}),
+        text,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every subcommand and every argument a person can see says what it is in `--help`
+    /// (issue 15).
+    #[test]
+    fn every_help_entry_is_described() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for a in cmd.get_arguments() {
+                let id = a.get_id().as_str();
+                if a.is_hide_set() || matches!(id, "help" | "version") {
+                    continue;
+                }
+                if a.get_help().is_none() && a.get_long_help().is_none() {
+                    missing.push(format!("{path} <{id}>"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                if sub.is_hide_set() || sub.get_name() == "help" {
+                    continue;
+                }
+                let p = format!("{path} {}", sub.get_name());
+                if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                    missing.push(p.clone());
+                }
+                walk(sub, &p, missing);
+            }
+        }
+        let mut missing = vec![];
+        walk(&Cli::command(), "orange", &mut missing);
+        assert!(
+            missing.is_empty(),
+            "undescribed in --help:\n{}",
+            missing.join("\n")
+        );
+    }
+}
