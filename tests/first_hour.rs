@@ -90,3 +90,157 @@ fn task_show_cancel_and_restore_speak_in_words() {
     assert!(restore.contains("nothing to restore"), "{restore}");
     assert!(!restore.trim_end().ends_with(':'), "{restore}");
 }
+
+/// The demo's own tmux server, killed when the test ends.
+struct DemoServer(String);
+
+impl Drop for DemoServer {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("tmux")
+            .args(["-L", &self.0, "kill-server"])
+            .output();
+    }
+}
+
+fn run_demo(socket: &str, extra_env: &[(&str, &str)]) -> (serde_json::Value, String) {
+    let mut c = std::process::Command::new(common::bin());
+    c.args(["demo", "--json"])
+        .env("ORANGE_TMUX_SOCKET", socket)
+        .env("ORANGE_DEMO_PACE", "0.2")
+        .env_remove("TMUX")
+        .env_remove("TMUX_PANE")
+        .env_remove("ORANGE_HOME");
+    for (k, v) in extra_env {
+        c.env(k, v);
+    }
+    let json_out = c.output().unwrap();
+    assert!(
+        json_out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&json_out.stdout),
+        String::from_utf8_lossy(&json_out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&json_out.stdout).unwrap();
+    (v, String::from_utf8_lossy(&json_out.stderr).into_owned())
+}
+
+/// Processes whose environment names `home` as ORANGE_HOME (the demo's monitor, agents).
+fn processes_of(home: &str) -> Vec<u32> {
+    let want = format!("ORANGE_HOME={home}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|b| b.split(|c| *c == 0).any(|kv| kv == want.as_bytes()))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+#[test]
+fn a_second_demo_replaces_the_first_and_its_printed_commands_work() {
+    let socket = format!("orange-fh-demo-{}", std::process::id());
+    let _server = DemoServer(socket.clone());
+    let (first, _) = run_demo(&socket, &[]);
+    let first_dir = first["sandbox"].as_str().unwrap().to_string();
+    let first_home = first["home"].as_str().unwrap().to_string();
+    // The person lands on the welcome session with its key guide.
+    assert!(
+        first["attach"].as_str().unwrap().contains("=demo"),
+        "{first}"
+    );
+    let mut welcome = String::new();
+    common::wait_for("the welcome text", 20, || {
+        let o = std::process::Command::new("tmux")
+            .args(["-L", &socket, "capture-pane", "-p", "-t", "=demo:"])
+            .output()
+            .unwrap();
+        welcome = String::from_utf8_lossy(&o.stdout).into_owned();
+        welcome.contains("Welcome to the orange demo")
+    });
+    assert!(welcome.contains("prefix O l"), "{welcome}");
+
+    let (second, _) = run_demo(&socket, &[]);
+    assert_eq!(second["replaced"], first_dir.as_str(), "{second}");
+    assert!(!std::path::Path::new(&first_dir).exists());
+    common::wait_for("the first demo's monitor and agents to end", 20, || {
+        processes_of(&first_home).is_empty()
+    });
+
+    // The text output's `tasks` line, run exactly as printed, lists live tasks.
+    let out = std::process::Command::new(common::bin())
+        .args(["demo", "--no-attach"])
+        .env("ORANGE_TMUX_SOCKET", &socket)
+        .env("ORANGE_DEMO_PACE", "0.2")
+        .env_remove("TMUX")
+        .env_remove("ORANGE_HOME")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("replaced the previous demo"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = text
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("tasks"))
+        .expect("a tasks line")
+        .trim()
+        .to_string();
+    let listed = std::process::Command::new("sh")
+        .args(["-c", &line])
+        .env_remove("TMUX")
+        .env_remove("ORANGE_HOME")
+        .env_remove("ORANGE_TMUX_SOCKET")
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.contains("demo/dark-mode"), "{line}\n{listed}");
+    assert!(!listed.contains("dead"), "{line}\n{listed}");
+    let dir = text
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("sandbox"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn inside_tmux_the_demo_opens_in_a_new_window_there() {
+    let env = TaskEnv::new();
+    let socket = format!("orange-fh-nest-{}", std::process::id());
+    let _server = DemoServer(socket.clone());
+    let tmux_var = format!("{},1,0", env.tmux.socket_path);
+    let out = std::process::Command::new(common::bin())
+        .args(["demo"])
+        .env("ORANGE_TMUX_SOCKET", &socket)
+        .env("ORANGE_DEMO_PACE", "0.2")
+        .env("TMUX", &tmux_var)
+        .env_remove("TMUX_PANE")
+        .env_remove("ORANGE_HOME")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("Opened in a new window here"), "{text}");
+    let windows = env.tmux.ok(&["list-windows", "-a", "-F", "#{window_name}"]);
+    assert!(windows.lines().any(|w| w == "orange-demo"), "{windows}");
+    // What the person sees in it: the demo's welcome session, inside their tmux.
+    let mut seen = String::new();
+    common::wait_for("the demo in the new window", 20, || {
+        seen = env.tmux.ok(&["capture-pane", "-p", "-t", ":orange-demo"]);
+        seen.contains("Welcome to the orange demo")
+    });
+    let dir = text
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("sandbox"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let _ = std::fs::remove_dir_all(dir);
+}

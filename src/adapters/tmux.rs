@@ -1464,6 +1464,18 @@ impl Tmux {
     /// `run-shell` `command` (a shell command line, run by tmux's `default-shell`, formats
     /// expanded) on the server and wait for it. Its output goes where tmux puts it (a pane's
     /// view mode), not here: use it for commands that talk back through tmux.
+    /// A new window named `name` running `command` (argv; run by `sh -c exec …` so that a
+    /// variable such as `TMUX=` can come first), made the current window.
+    pub fn open_window(&self, name: &str, command: &[String]) -> Result<()> {
+        let mut w = raw("new-window");
+        w.push_option("-n", name.to_string())
+            .push_param("/bin/sh")
+            .push_param("-c")
+            .push_param(format!("exec {}", shell_join(command)));
+        self.run(vec![w])?;
+        Ok(())
+    }
+
     pub fn run_shell(&self, command: &str) -> Result<()> {
         let mut cmd = raw("run-shell");
         cmd.push_param(command.to_string());

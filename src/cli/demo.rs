@@ -241,10 +241,23 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
     )?;
     let tmux = Tmux::from_env().with_config(&conf);
     let mut restarted = false;
-    if own_socket && matches!(tmux.server(), Server::Name(n) if n == DEMO_SOCKET) {
-        // A previous demo's server: start afresh.
+    let mut replaced = None;
+    // A previous demo (the demo's own socket, or any server a demo started: it names its
+    // sandbox) is replaced whole: its server goes (its agents and sessions with it; its
+    // monitor sees the server gone and exits), then its sandbox directory.
+    let previous = tmux
+        .get_option(OptionScope::Global, OPT_DEMO_DIR)
+        .ok()
+        .flatten()
+        .map(PathBuf::from);
+    let default_demo = own_socket && matches!(tmux.server(), Server::Name(n) if n == DEMO_SOCKET);
+    if default_demo || previous.is_some() {
         restarted = !tmux.list_sessions()?.is_empty();
         tmux.kill_server()?;
+        if let Some(old) = previous.filter(|d| *d != root && is_demo_dir(d)) {
+            remove_soon(&old)?;
+            replaced = Some(old);
+        }
     }
     let welcome = root.join("WELCOME.txt");
     write(&welcome, &welcome_text(&home, &repo, &tmux))?;
@@ -271,6 +284,14 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
         height: None,
         marks: vec![],
     })?;
+    if fresh {
+        // A server this demo started (never a person's own): it names its sandbox.
+        tmux.set_option(
+            OptionScope::Global,
+            OPT_DEMO_DIR,
+            &root.display().to_string(),
+        )?;
+    }
     if !fresh {
         // A server that was already running (ORANGE_TMUX_SOCKET): it never read our
         // config; the plugin still needs its binary. A user's own setting stays.
@@ -332,7 +353,8 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
         None => json!({"error": "the first task's session is gone"}),
     };
 
-    let attach_argv = plain.attach_command(&first_session);
+    // The person lands on the welcome session and its key guide, not on a task.
+    let attach_argv = plain.attach_command(&demo_session);
     let attach = tmux::shell_join(&attach_argv);
     let stop = format!(
         "tmux {} kill-server; rm -rf {}",
@@ -362,12 +384,28 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
         "attach": attach,
         "stop": stop,
         "restarted": restarted,
+        "replaced": replaced,
     });
-    let text = format!(
+    let socket_env = match plain.server() {
+        Server::Name(n) => format!("ORANGE_TMUX_SOCKET={} ", tmux::shell_quote(n)),
+        Server::Path(p) => format!(
+            "ORANGE_TMUX_SOCKET={} ",
+            tmux::shell_quote(&p.display().to_string())
+        ),
+        Server::Default => String::new(),
+    };
+    let mut text = String::new();
+    if let Some(old) = &replaced {
+        text.push_str(&format!(
+            "orange demo: replaced the previous demo (its tmux server, agents and monitor, and {})\n",
+            old.display()
+        ));
+    }
+    text.push_str(&format!(
         "orange demo: {n} demo agents are working on a sandbox shop repository.\n\n\
          \x20 sandbox      {root}\n\
          \x20 tmux server  tmux {server}   (isolated: your own tmux server is untouched)\n\
-         \x20 tasks        ORANGE_HOME={home} orange task list\n\
+         \x20 tasks        ORANGE_HOME={home} {socket_env}{exe} task list --all\n\
          \x20 attach       {attach}\n\
          \x20 stop         {stop}\n\n\
          In the demo: prefix O s sidebar · O l tasks · O w next waiting · O m actions · O n new task · O ? help;\n\
@@ -376,7 +414,8 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
         root = root.display(),
         server = server_label(&plain),
         home = tmux::shell_quote(&home.root.display().to_string()),
-    );
+        exe = tmux::shell_quote(&exe.display().to_string()),
+    ));
     let inside_tmux = std::env::var_os("TMUX").is_some_and(|v| !v.is_empty());
     let attach_now = !args.no_attach
         && !json_out
@@ -385,15 +424,53 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
         && std::io::stdout().is_terminal();
     if attach_now {
         print!("{text}");
-        return Err(plain.attach(&first_session));
+        return Err(plain.attach(&demo_session));
     }
-    let mut text = text;
     if inside_tmux && !args.no_attach && !json_out {
-        text.push_str(
-            "\nYou are inside tmux: attach from another terminal, or nest it with `TMUX= ` before the attach command.\n",
-        );
+        // Inside tmux: the demo opens in a new window of the person's own server (a tmux
+        // inside tmux: the prefix pressed twice reaches the demo's).
+        let mut nested = vec!["env".to_string(), "TMUX=".to_string()];
+        nested.extend(attach_argv.iter().cloned());
+        let own = Tmux::new(Tmux::server_from(
+            None,
+            std::env::var("TMUX").ok().as_deref(),
+        ));
+        match own.open_window("orange-demo", &nested) {
+            Ok(()) => text.push_str(
+                "\nOpened in a new window here (orange-demo): the demo's tmux runs inside yours, so press your prefix twice to reach the demo's keys (C-b C-b O l).\n",
+            ),
+            Err(e) => text.push_str(&format!(
+                "\nCould not open a window here ({e}); attach from another terminal, or nest it with `TMUX= ` before the attach command.\n"
+            )),
+        }
     }
     Ok(Out { json: value, text })
+}
+
+/// The demo server's option naming its sandbox directory (a re-run removes it).
+const OPT_DEMO_DIR: &str = "@orange_demo_dir";
+
+/// Remove a previous demo's directory. Its agents and monitor end with their server, but
+/// may still write a last file for a moment: tried again for up to 5 s.
+fn remove_soon(dir: &Path) -> Result<()> {
+    let start = std::time::Instant::now();
+    loop {
+        match std::fs::remove_dir_all(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if start.elapsed() > std::time::Duration::from_secs(5) => {
+                return Err(OrangeError::io(format!("removing {}", dir.display()), e))
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
+        }
+    }
+}
+
+/// A directory an `orange demo` made: its plugin copy, its data root and its welcome text.
+fn is_demo_dir(d: &Path) -> bool {
+    ["orange-home", "plugin/orange.tmux", "WELCOME.txt", "shop"]
+        .iter()
+        .all(|p| d.join(p).exists())
 }
 
 /// A value for a tmux config line: single-quoted (tmux takes it literally).
