@@ -244,3 +244,89 @@ fn inside_tmux_the_demo_opens_in_a_new_window_there() {
         .to_string();
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The sidebar tells the truth (issue 15): an agent that reported its task ready for review
+/// is not shown `working` beside `Status: reviewing`; without gh, a PR is unknown, not
+/// "none".
+#[test]
+fn the_sidebar_never_contradicts_the_status_and_says_when_the_pr_is_unknown() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let t = env.ok(&[
+        "task",
+        "create",
+        "truth",
+        "work then report",
+        "--harness",
+        "fake-wait",
+    ]);
+    let id = t["id"].as_str().unwrap().to_string();
+    env.wait_session(&id, "live");
+    // The monitor sees it busy (its screen just moved), then it reports.
+    env.ok(&["monitor", "--once"]);
+    assert_eq!(env.task(&id)["agent"]["state"], "working");
+    env.ok(&["task", "update", &id, "--status", "reviewing"]);
+    let (ok, m) = env.json(&["sidebar", "--once", "--task", &id]);
+    assert!(ok, "{m}");
+    assert_eq!(m["status"], "reviewing", "{m}");
+    assert_eq!(m["agent"], "waiting", "{m}");
+    // No gh on PATH: the PR is unknown.
+    let out = env
+        .cmd_in(&env.repo, &["sidebar", "--once", "--task", &id, "--json"])
+        .env(
+            "PATH",
+            format!(
+                "{}:/usr/bin:/bin",
+                common::bin().parent().unwrap().display()
+            ),
+        )
+        .output()
+        .unwrap();
+    let m: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(m["pr"], "unknown (gh not installed)", "{m}");
+    // With gh (the fixture's), and no PR recorded: none.
+    let (_, m) = env.json(&["sidebar", "--once", "--task", &id]);
+    assert_eq!(m["pr"], serde_json::Value::Null, "{m}");
+}
+
+/// The sidebar's footer names the keys really bound, as a person sees it in the pane.
+#[test]
+fn the_sidebar_footer_shows_the_keys_really_bound() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let t = env.ok(&[
+        "task",
+        "create",
+        "keys",
+        "show keys",
+        "--harness",
+        "fake-wait",
+    ]);
+    let id = t["id"].as_str().unwrap().to_string();
+    let session = t["tmux_session_id"].as_str().unwrap().to_string();
+    env.tmux.ok(&["set", "-g", "@orange-sidebar-key", "off"]);
+    env.tmux.ok(&["set", "-g", "@orange-zoom-key", "M-z"]);
+    let pane = env.tmux.ok(&[
+        "split-window",
+        "-h",
+        "-d",
+        "-P",
+        "-F",
+        "#{pane_id}",
+        "-t",
+        &format!("{session}:"),
+        "-e",
+        &format!("ORANGE_HOME={}", env.home.display()),
+        &format!("{} sidebar --task {id}", common::bin().display()),
+    ]);
+    let mut seen = String::new();
+    common::wait_for("the sidebar's footer", 20, || {
+        seen = env.tmux.ok(&["capture-pane", "-p", "-t", &pane]);
+        seen.contains("fullscreen")
+    });
+    assert!(seen.contains("M-z:fullscreen"), "{seen}");
+    assert!(
+        !seen.contains("sidebar  ") && !seen.contains("Ctrl+\\"),
+        "{seen}"
+    );
+}

@@ -124,6 +124,20 @@ fn toggle(ctx: &Ctx) -> Result<Out> {
     Ok(Out::new(v, text))
 }
 
+/// The sidebar's footer for the keys this tmux server has bound.
+fn bound_footer(tmux: &Tmux) -> String {
+    let opt = |name: &str| {
+        tmux.get_option(crate::adapters::tmux::OptionScope::Global, name)
+            .ok()
+            .flatten()
+    };
+    sidebar::footer_for_keys(
+        opt(crate::ui::plugin::OPT_SIDEBAR_KEY).as_deref(),
+        opt(crate::ui::plugin::OPT_ZOOM_KEY).as_deref(),
+        opt(crate::ui::plugin::OPT_KEY).as_deref(),
+    )
+}
+
 fn env_usize(name: &str) -> Option<usize> {
     std::env::var(name)
         .ok()
@@ -272,6 +286,9 @@ fn run_loop(
     let paths = task_paths(&store, &task);
     let project = task.project.clone();
 
+    // The keys this server really has bound (read once: a person may remap or turn off
+    // `@orange-sidebar-key` and `@orange-zoom-key`).
+    let footer = bound_footer(&pane_tmux);
     let term = Term::enter();
     let (_tx, rx) = keys();
     let color = color_enabled();
@@ -400,10 +417,11 @@ fn run_loop(
         }
         let now = chrono::Utc::now();
         if reload {
-            st.model = st
-                .task
-                .as_ref()
-                .map(|t| sidebar::assemble(&ctx.home, t, &st.session, &st.git, now));
+            st.model = st.task.as_ref().map(|t| {
+                let mut m = sidebar::assemble(&ctx.home, t, &st.session, &st.git, now);
+                m.footer = footer.clone();
+                m
+            });
             reload = false;
         }
         let (w, h) = size;
@@ -479,6 +497,9 @@ fn remote(ctx: &Ctx, id: &str, host_name: &str, args: &SidebarArgs) -> Result<Ou
         let text = sidebar::render(&m, width, args.height);
         return Ok(Out::new(&m, text));
     }
+    // The keys this server really has bound (read once: a person may remap or turn off
+    // `@orange-sidebar-key` and `@orange-zoom-key`).
+    let footer = bound_footer(&pane_tmux());
     let term = Term::enter();
     let (_tx, rx) = keys();
     let color = color_enabled();
@@ -488,6 +509,7 @@ fn remote(ctx: &Ctx, id: &str, host_name: &str, args: &SidebarArgs) -> Result<Ou
     );
     let mut stamp_was = None;
     let mut m = model(chrono::Utc::now());
+    m.footer = footer.clone();
     let mut last = (String::new(), (0, 0));
     let mut ticks = 0u32;
     loop {
@@ -496,6 +518,7 @@ fn remote(ctx: &Ctx, id: &str, host_name: &str, args: &SidebarArgs) -> Result<Ou
         if st != stamp_was || ticks.is_multiple_of(4) {
             stamp_was = st;
             m = model(chrono::Utc::now());
+            m.footer = footer.clone();
         }
         ticks = ticks.wrapping_add(1);
         if let Some((w, h)) = terminal::window_size() {

@@ -103,6 +103,22 @@ impl SessionView {
 /// last recorded. THE agent loader for display (`task list`, the sidebar).
 pub fn agent_state(store: &TaskStore, task: &Task, session: &SessionView) -> AgentInfo {
     let mut agent = agent::load(&store.dir(&task.project, &task.id)).current();
+    // One vocabulary: an agent that reported its task ready for review, stuck or asking
+    // ended its turn by doing so. A `working` seen before that report is stale (a screen
+    // still busy a moment ago), never shown beside `Status: reviewing`.
+    let seen_at = match agent.signal {
+        Some(agent::Signal::Hook) => agent.hook_at.clone().unwrap_or_default(),
+        _ => agent.at.clone(),
+    };
+    if agent.state == Some(agent::State::Working)
+        && matches!(
+            task.status,
+            Status::Reviewing | Status::Stuck | Status::Clarification
+        )
+        && !seen_after_change(&seen_at, &task.updated_at)
+    {
+        agent.state = Some(agent::State::Waiting);
+    }
     if session.state == "dead" || (session.state == "none" && task.status.is_active()) {
         agent.state = Some(agent::State::Dead);
         agent.exit_status = session.exit_status;
@@ -110,6 +126,20 @@ pub fn agent_state(store: &TaskStore, task: &Task, session: &SessionView) -> Age
         agent.state = None;
     }
     agent
+}
+
+/// An observation at `seen` (precise) came after a task change at `changed` (whole
+/// seconds): after the end of that second, so that one in the same second counts as before.
+fn seen_after_change(seen: &str, changed: &str) -> bool {
+    match chrono::DateTime::parse_from_rfc3339(changed) {
+        Ok(c) => agent::after(
+            seen,
+            &(c + chrono::Duration::seconds(1))
+                .to_utc()
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        ),
+        Err(_) => agent::after(seen, changed),
+    }
 }
 
 /// Which count an open task (or lane) adds to.

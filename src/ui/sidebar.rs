@@ -255,7 +255,10 @@ pub fn assemble(
     m.exit_status = session.exit_status;
     m.exit_signal = session.exit_signal;
     m.harness = task.harness.clone();
-    m.pr = task.pr.as_ref().and_then(pr_text);
+    // No PR known: "none" only when gh could have told; without gh it is unknown.
+    m.pr = task.pr.as_ref().and_then(pr_text).or_else(|| {
+        (!crate::adapters::shell::on_path("gh")).then(|| "unknown (gh not installed)".into())
+    });
     m.history = history.iter().rev().map(history_entry).collect();
     m.task = task_lines(&md);
     if let Some(d) = &git.diff {
@@ -687,6 +690,40 @@ fn first_fitting(candidates: Vec<Line>, width: usize) -> Line {
         .unwrap_or_default()
 }
 
+/// The footer for the keys really bound: `@orange-sidebar-key` and `@orange-zoom-key`
+/// (unset: the defaults `C-\\` and `C-]`; `off` or empty: not bound, not shown), else
+/// the plugin's help key (`prefix O ?`).
+pub fn footer_for_keys(sidebar: Option<&str>, zoom: Option<&str>, table: Option<&str>) -> String {
+    let shown = |k: Option<&str>, default: &str| -> Option<String> {
+        match k.map(str::trim) {
+            None => Some(default.to_string()),
+            Some("") | Some("off") | Some("none") => None,
+            Some(k) => Some(k.to_string()),
+        }
+    };
+    let s = shown(sidebar, "C-\\");
+    let z = shown(zoom, "C-]");
+    if s.as_deref() == Some("C-\\") && z.as_deref() == Some("C-]") {
+        return FOOTER.into();
+    }
+    let pretty = |k: &str| {
+        k.strip_prefix("C-")
+            .map_or(k.to_string(), |r| format!("Ctrl+{r}"))
+    };
+    let mut parts = vec![];
+    if let Some(k) = s {
+        parts.push(format!("{}:sidebar", pretty(&k)));
+    }
+    if let Some(k) = z {
+        parts.push(format!("{}:fullscreen", pretty(&k)));
+    }
+    if parts.is_empty() {
+        let key = shown(table, "O").unwrap_or_else(|| "O".into());
+        return format!("prefix {key} ?: keys");
+    }
+    parts.join("  ")
+}
+
 /// The footer, shortened to fit: `^\` is how terminals write Ctrl+\.
 fn footer_line(m: &Model, width: usize) -> Line {
     let mut candidates = vec![Line::text(&m.footer, Style::Dim)];
@@ -1001,6 +1038,25 @@ pub fn render_gone(id: &str, width: usize, height: Option<usize>) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_footer_names_the_keys_really_bound() {
+        assert_eq!(footer_for_keys(None, None, None), FOOTER);
+        assert_eq!(footer_for_keys(Some("C-\\"), Some("C-]"), None), FOOTER);
+        assert_eq!(
+            footer_for_keys(Some("off"), Some("M-z"), None),
+            "M-z:fullscreen"
+        );
+        assert_eq!(
+            footer_for_keys(Some("C-s"), Some(""), None),
+            "Ctrl+s:sidebar"
+        );
+        assert_eq!(
+            footer_for_keys(Some("off"), Some("off"), Some("T")),
+            "prefix T ?: keys"
+        );
+    }
+
     use super::*;
 
     #[test]
