@@ -282,9 +282,12 @@ for h in "${events[@]}"; do
 done
 
 # --- status line: #{orange_status} in status-left/right becomes the widget ------------------
+# #{@orange_build} before it: empty, except while scripts/build.sh builds the binary
+# ("⏳ orange: building") or after it failed (with the log's path).
 token='#{orange_status}'
-[[ $o_sleft == *"$token"* ]] && cmds+=(set-option -g status-left "${o_sleft//"$token"/"#($B status --format $sfmt)"}" \;)
-[[ $o_sright == *"$token"* ]] && cmds+=(set-option -g status-right "${o_sright//"$token"/"#($B status --format $sfmt)"}" \;)
+widget="#{@orange_build}#($B status --format $sfmt)"
+[[ $o_sleft == *"$token"* ]] && cmds+=(set-option -g status-left "${o_sleft//"$token"/"$widget"}" \;)
+[[ $o_sright == *"$token"* ]] && cmds+=(set-option -g status-right "${o_sright//"$token"/"$widget"}" \;)
 
 # --- the agent monitor ----------------------------------------------------------------------
 # One per tmux server (it takes a lock and exits at once if one runs; it stops with the

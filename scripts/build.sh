@@ -27,13 +27,27 @@ if [[ -z $cargo ]]; then
   exit 1
 fi
 log="$dir/target/orange-build.log"
+# mark TEXT: what #{@orange_build} shows on the status line (orange.tmux puts it where
+# #{orange_status} is) until the build is over; empty TEXT removes it.
+mark() {
+  [[ -n ${TMUX:-} ]] || return 0
+  if [[ -n $1 ]]; then
+    tmux set-option -gq @orange_build "${1//#/##} " 2>/dev/null
+  else
+    tmux set-option -gqu @orange_build 2>/dev/null
+  fi
+  tmux refresh-client -S 2>/dev/null || true
+}
 say "orange: building $dir/target/release/orange (log: $log)…"
+mark "⏳ orange: building"
 if "$cargo" build --release --locked --manifest-path "$dir/Cargo.toml" >"$log" 2>&1; then
+  mark ""
   if [[ -n ${TMUX:-} ]]; then
     "$dir/orange.tmux"
   fi
   say "orange: built"
 else
+  mark "✗ orange build failed: $log"
   say "orange: the build failed; see $log"
   exit 1
 fi

@@ -330,3 +330,56 @@ fn the_sidebar_footer_shows_the_keys_really_bound() {
         "{seen}"
     );
 }
+
+/// After a TPM install with no binary yet, the plugin builds it in the background: the
+/// status line says so until the build is over, and on failure names the log (issue 15:
+/// a message for 8 s, then nothing for minutes).
+#[test]
+fn a_plugin_building_its_binary_says_so_on_the_status_line_until_it_fails() {
+    let tmp = tempfile::Builder::new()
+        .prefix("orange-build-mark-")
+        .tempdir()
+        .unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let plugin = root.join("plugin");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for dir in ["tmux", "scripts"] {
+        std::fs::create_dir_all(plugin.join(dir)).unwrap();
+        for e in std::fs::read_dir(src.join(dir)).unwrap().flatten() {
+            std::fs::copy(e.path(), plugin.join(dir).join(e.file_name())).unwrap();
+        }
+    }
+    std::fs::copy(src.join("orange.tmux"), plugin.join("orange.tmux")).unwrap();
+    // A cargo that takes a moment, then fails as a broken toolchain would.
+    let bin = root.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let gate = root.join("let-it-fail");
+    std::fs::write(
+        bin.join("cargo"),
+        format!(
+            "#!/bin/sh\necho 'error: could not compile orange' >&2\nwhile [ ! -e '{}' ]; do sleep 0.1; done\nexit 101\n",
+            gate.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("cargo"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let server = common::TmuxServer::start(&root, &[("PATH", &path)]);
+    server.ok(&["set", "-g", "status-right", "#{orange_status} | %H:%M"]);
+    server.ok(&["run-shell", plugin.join("orange.tmux").to_str().unwrap()]);
+    let right = server.ok(&["show", "-gv", "status-right"]);
+    assert!(right.contains("#{@orange_build}"), "{right}");
+    let mark = || server.ok(&["show", "-gqv", "@orange_build"]);
+    common::wait_for("the building mark", 20, || mark().contains("building"));
+    // What the status line shows, expanded as tmux draws it.
+    let shown = server.ok(&["display", "-p", "#{E:@orange_build}"]);
+    assert!(shown.contains("⏳ orange: building"), "{shown}");
+    std::fs::write(&gate, "").unwrap();
+    common::wait_for("the failure mark", 20, || mark().contains("failed"));
+    let log = plugin.join("target/orange-build.log");
+    assert!(mark().contains(log.to_str().unwrap()), "{}", mark());
+    assert!(std::fs::read_to_string(&log)
+        .unwrap()
+        .contains("could not compile"));
+}
