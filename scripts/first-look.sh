@@ -23,5 +23,7 @@ fi
 cargo build --release --manifest-path "$repo_root/Cargo.toml"
 say "[2/2] starting the demo: a private tmux server, a sandbox repository, three demo agents"
 args=("$@")
-[[ -t 0 && -t 1 ]] || args+=(--no-attach)
+if [[ ! -t 0 || ! -t 1 ]] && [[ " $* " != *" --no-attach "* ]]; then
+  args+=(--no-attach)
+fi
 exec "$orange" demo "${args[@]}"
