@@ -158,20 +158,30 @@ confirm A_MERGE "Merge task $T? (y/n)" "$x"
 popup A_PR pr
 act x task cancel --yes "$T"
 confirm A_CANCEL "Cancel task $T? (y/n)" "$x"
-# m: actions for the task of this session; outside one its items hide themselves.
-menu K_ACTIONS "orange#{?@orange_task, task $T,}" \
-  "#{?@orange_task,,-not an orange task session}" "" "" \
-  "#{?@orange_task,Attach another task…,Attach a task…}" a "$K_PICK" \
-  "#{?@orange_task,Full screen (zoom the agent),}" z "resize-pane -Z" \
-  "#{?@orange_task,Show the task,}" i "$A_SHOW" \
-  "#{?@orange_task,Toggle the sidebar,}" s "$K_SIDEBAR" \
+# m: actions for the task of this session; outside one, a short menu of its own (one
+# menu with hidden items would show two separators in a row).
+menu x "orange task $T" \
+  "Attach another task…" a "$K_PICK" \
+  "Full screen (zoom the agent)" z "resize-pane -Z" \
+  "Show the task" i "$A_SHOW" \
+  "Toggle the sidebar" s "$K_SIDEBAR" \
   "" \
-  "#{?@orange_task,Respawn the agent,}" r "$A_RESPAWN" \
-  "#{?@orange_task,Merge into the default branch,}" M "$A_MERGE" \
-  "#{?@orange_task,Pull request (push + gh pr create),}" p "$A_PR" \
-  "#{?@orange_task,Cancel the task,}" x "$A_CANCEL" \
+  "Respawn the agent" r "$A_RESPAWN" \
+  "Merge into the default branch" M "$A_MERGE" \
+  "Pull request (push + gh pr create)" p "$A_PR" \
+  "Cancel the task" x "$A_CANCEL" \
   "" \
   "New task…" n "$K_NEW"
+# (a disabled item's name starts with -: given as a format, so that display-menu does not
+# take it for a flag)
+menu y "orange" \
+  "#{?@orange_task,,-not an orange task session}" "" "" \
+  "" \
+  "Attach a task…" a "$K_PICK" \
+  "New task…" n "$K_NEW"
+tq x "$x"
+tq y "$y"
+K_ACTIONS="if-shell -F '$IN_TASK' $x $y"
 # ?: every key, each runnable from the menu.
 menu K_HELP "orange: prefix ${key//#/##}, then…" \
   "Toggle the sidebar" s "$K_SIDEBAR" \

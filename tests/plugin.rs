@@ -382,7 +382,10 @@ fn plugin_binds_keys_installs_hooks_and_the_status_token_idempotently() {
 
     // The token is replaced, the rest of the string is byte-identical (the trailing `;`
     // too); a string without the token is not touched.
-    let widget = format!("#('{}' status --format tmux)", bin().display());
+    let widget = format!(
+        "#{{@orange_build}}#('{}' status --format tmux)",
+        bin().display()
+    );
     assert_eq!(
         t.ok(&["show", "-gv", "status-right"]),
         status_right.replace("#{orange_status}", &widget)
@@ -885,6 +888,23 @@ fn new_task_key_takes_quotes_and_substitutions_literally() {
         client.messages(&env.tmux).contains("the task was empty")
     });
     assert_eq!(env.ok(&["task", "list"]).as_array().unwrap().len(), 1);
+    // Issue 15: its header names the project (not a directory), and Escape cancels.
+    client.wait_screen("the popup to close", |s| !s.contains("orange: new task"));
+    client.press(&["C-b", "O", "n"]);
+    let screen = client.wait_screen("the branch question", |s| {
+        s.contains("branch (empty: automatic):")
+    });
+    assert!(screen.contains("new task in project app"), "{screen}");
+    assert!(screen.contains("Esc cancels"), "{screen}");
+    client.type_text("half-typed");
+    client.press(&["Escape"]);
+    wait_for("the cancellation", 10, || {
+        client
+            .messages(&env.tmux)
+            .contains("no task created (cancelled)")
+    });
+    client.wait_screen("the popup to close", |s| !s.contains("orange: new task"));
+    assert_eq!(env.ok(&["task", "list"]).as_array().unwrap().len(), 1);
 }
 
 #[test]
@@ -916,6 +936,13 @@ fn picker_help_and_actions_menus_show_orange_things() {
         s.contains("not an orange task session")
     });
     assert!(!s.contains("Respawn"), "{s}");
+    assert!(s.contains("New task"), "{s}");
+    // Issue 15: never two separator lines in a row (hidden items left them).
+    let separators: Vec<bool> = s.lines().map(|l| l.trim_start().starts_with('├')).collect();
+    assert!(
+        !separators.windows(2).any(|w| w[0] && w[1]),
+        "two separators in a row:\n{s}"
+    );
     client.press(&["q"]);
 
     // The picker: only task sessions, with a live preview.

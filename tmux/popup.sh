@@ -22,7 +22,18 @@ fi
 task=$(tmux display-message -p '#{@orange_task}' 2>/dev/null)
 case $action in
 new)
-  printf '\033[1morange: new task\033[0m in %s\n\n' "$PWD"
+  if ! project=$("$bin" plugin project 2>&1); then
+    printf 'orange: no task here: %s\n' "${project#orange: }"
+    pause
+  fi
+  # shellcheck disable=SC2317 # called by readline (bind -x) on Escape
+  cancel() {
+    say "orange: no task created (cancelled)"
+    exit 0
+  }
+  # Escape cancels (arrow keys still work: readline tells them apart by their sequence).
+  bind -x '"\e": cancel' 2>/dev/null
+  printf '\033[1morange: new task\033[0m in project %s \033[2m(Esc cancels)\033[0m\n\n' "$project"
   IFS= read -r -e -p 'branch (empty: automatic): ' branch || exit 0
   IFS= read -r -e -p 'task: ' summary || exit 0
   if [[ -z ${summary//[[:space:]]/} ]]; then

@@ -357,7 +357,7 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
     let attach_argv = plain.attach_command(&demo_session);
     let attach = tmux::shell_join(&attach_argv);
     let stop = format!(
-        "tmux {} kill-server; rm -rf {}",
+        "tmux {} kill-server; sleep 1; rm -rf {}",
         server_label(&plain),
         tmux::shell_quote(&root.display().to_string())
     );

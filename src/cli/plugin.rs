@@ -30,11 +30,18 @@ pub enum PluginCmd {
         #[arg(long)]
         pane: Option<String>,
     },
+    /// The project of the current directory (its name; the new-task popup's header)
+    Project,
 }
 
 pub fn run(ctx: &Ctx, cmd: PluginCmd) -> Result<Out> {
     let tmux = Tmux::from_env();
     match cmd {
+        PluginCmd::Project => {
+            let p = ctx.project()?;
+            let text = format!("{}\n", p.name);
+            Ok(Out::new(json!({"name": p.name, "path": p.path}), text))
+        }
         PluginCmd::Next { client, session } => {
             let client = client.as_deref();
             let Some(next) = pick_next(&ctx.home, &tmux, client, session.as_deref())? else {
