@@ -1144,6 +1144,28 @@ fn demo_starts_three_agents_with_the_plugin_and_a_sidebar() {
     wait_for("the dark-mode agent to finish", 30, || {
         status_of("demo/dark-mode") == "reviewing"
     });
+    // Issue 15: its last words scroll in after it reported; the sidebar must not say
+    // `Agent: working` beside `Status: reviewing` (seen after the report, by activity).
+    std::thread::sleep(Duration::from_millis(1500));
+    let agent_of = || -> Value {
+        let o = Command::new(bin())
+            .args([
+                "sidebar",
+                "--once",
+                "--json",
+                "--task",
+                tasks[0]["id"].as_str().unwrap(),
+            ])
+            .env("ORANGE_HOME", home)
+            .env("ORANGE_TMUX_SOCKET", &socket)
+            .env_remove("TMUX")
+            .output()
+            .unwrap();
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let m = agent_of();
+    assert_eq!(m["status"], "reviewing", "{m}");
+    assert_ne!(m["agent"], "working", "{m}");
     wait_for("the lockout agent to ask", 30, || {
         status_of("demo/login-lockout") == "clarification"
     });

@@ -104,8 +104,10 @@ impl SessionView {
 pub fn agent_state(store: &TaskStore, task: &Task, session: &SessionView) -> AgentInfo {
     let mut agent = agent::load(&store.dir(&task.project, &task.id)).current();
     // One vocabulary: an agent that reported its task ready for review, stuck or asking
-    // ended its turn by doing so. A `working` seen before that report is stale (a screen
-    // still busy a moment ago), never shown beside `Status: reviewing`.
+    // ended its turn by doing so. A `working` seen before that report is stale, and one
+    // guessed from screen activity alone (its last words scrolling in) says nothing more:
+    // never shown beside `Status: reviewing`. A hook or the transcript saying it works
+    // after the report is believed.
     let seen_at = match agent.signal {
         Some(agent::Signal::Hook) => agent.hook_at.clone().unwrap_or_default(),
         _ => agent.at.clone(),
@@ -115,7 +117,8 @@ pub fn agent_state(store: &TaskStore, task: &Task, session: &SessionView) -> Age
             task.status,
             Status::Reviewing | Status::Stuck | Status::Clarification
         )
-        && !seen_after_change(&seen_at, &task.updated_at)
+        && (agent.signal == Some(agent::Signal::Screen)
+            || !seen_after_change(&seen_at, &task.updated_at))
     {
         agent.state = Some(agent::State::Waiting);
     }
