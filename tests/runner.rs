@@ -31,6 +31,7 @@ mod plugin;
 mod pool;
 mod pool_concurrency;
 mod project;
+mod readme;
 mod real_claude;
 mod remote;
 mod sandbox;

@@ -1,0 +1,215 @@
+//! The README says what is true (issue 15): every `orange …` command in its code blocks
+//! exists with the flags it is shown with, every `@orange-*` option it names is one the
+//! plugin reads, every script it names exists, and its picture of the demo uses the labels
+//! the sidebar really draws and the icons the status line really shows, in their order.
+
+use std::collections::BTreeSet;
+
+use crate::common::{self, TaskEnv};
+
+fn readme() -> String {
+    std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .unwrap()
+}
+
+/// The lines of the README's fenced code blocks (any language).
+fn code_lines(text: &str) -> Vec<String> {
+    let mut inside = false;
+    let mut out = vec![];
+    for l in text.lines() {
+        if l.trim_start().starts_with("```") {
+            inside = !inside;
+            continue;
+        }
+        if inside {
+            out.push(l.to_string());
+        }
+    }
+    out
+}
+
+/// `orange` invocations on a code line: the words from `orange` to the end of the command
+/// (a `;`, `|`, `&&`, `#` or a closing backtick ends it).
+fn invocations(line: &str) -> Vec<Vec<String>> {
+    let mut out = vec![];
+    // A shell or tmux comment is prose.
+    let line = match line.find(" #") {
+        Some(i) => &line[..i],
+        None if line.trim_start().starts_with('#') => "",
+        None => line,
+    };
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let mut i = 0;
+    while i < words.len() {
+        let w = words[i].trim_start_matches(['`', '(', '$']);
+        if w == "orange" {
+            let mut cmd = vec![];
+            for w in &words[i + 1..] {
+                if w.starts_with('#') || matches!(*w, ";" | "|" | "&&" | "||") {
+                    break;
+                }
+                let end = w.ends_with(['`', ';', ')']);
+                cmd.push(w.trim_end_matches(['`', ';', ')']).to_string());
+                if end {
+                    break;
+                }
+            }
+            out.push(cmd);
+        }
+        i += 1;
+    }
+    out
+}
+
+#[test]
+fn every_orange_command_in_the_readme_exists_with_its_flags() {
+    let env = TaskEnv::new();
+    let mut checked = BTreeSet::new();
+    for line in code_lines(&readme()) {
+        for cmd in invocations(&line) {
+            // The subcommand path: the leading lowercase words (arguments are placeholders,
+            // ids, quoted text).
+            let path: Vec<&str> = cmd
+                .iter()
+                .take_while(|w| {
+                    w.chars().all(|c| c.is_ascii_lowercase() || c == '-') && !w.starts_with('-')
+                })
+                .map(String::as_str)
+                .take(2)
+                .collect();
+            if path.is_empty() {
+                continue;
+            }
+            let mut args = path.clone();
+            args.push("--help");
+            let out = env.cmd_in(&env.repo, &args).output().unwrap();
+            let help = String::from_utf8_lossy(&out.stdout).into_owned();
+            // A two-word path whose second word is an argument (`orange sidebar toggle`):
+            // the first word's help must then accept it.
+            let help = if out.status.success() {
+                help
+            } else {
+                let out = env.cmd_in(&env.repo, &[path[0], "--help"]).output().unwrap();
+                assert!(
+                    out.status.success(),
+                    "README: `orange {}` does not exist (from: {line})",
+                    path.join(" ")
+                );
+                String::from_utf8_lossy(&out.stdout).into_owned()
+            };
+            for flag in cmd.iter().filter(|w| w.starts_with("--")) {
+                let name = flag.split('=').next().unwrap();
+                assert!(
+                    help.contains(name) || name == "--json" || name == "--project",
+                    "README: `orange {}` has no {name} (from: {line})",
+                    path.join(" ")
+                );
+            }
+            checked.insert(path.join(" "));
+        }
+    }
+    assert!(checked.len() >= 20, "only {} commands found: {checked:?}", checked.len());
+}
+
+#[test]
+fn every_option_and_script_the_readme_names_exists() {
+    let text = readme();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let plugin = std::fs::read_to_string(root.join("orange.tmux")).unwrap();
+    let mut options = BTreeSet::new();
+    for (i, _) in text.match_indices("@orange-") {
+        let name: String = text[i..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '@')
+            .collect();
+        options.insert(name.trim_end_matches('-').to_string());
+    }
+    for o in &options {
+        let in_plugin = plugin.contains(o.as_str());
+        let in_binary = std::fs::read_to_string(root.join("src/ui/plugin.rs"))
+            .unwrap()
+            .contains(o.as_str())
+            || std::fs::read_to_string(root.join("src/orchestration/observer.rs"))
+                .unwrap()
+                .contains(o.as_str());
+        assert!(in_plugin || in_binary, "README names {o}, which nothing reads");
+    }
+    assert!(options.len() >= 10, "{options:?}");
+    for (i, _) in text.match_indices("scripts/") {
+        let name: String = text[i..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || "/-_.".contains(*c))
+            .collect();
+        let name = name.trim_end_matches('.');
+        if name.ends_with(".sh") || name.ends_with(".versions") {
+            assert!(root.join(name).exists(), "README names {name}, which does not exist");
+        }
+    }
+}
+
+#[test]
+fn the_readme_picture_uses_the_real_labels_and_icons() {
+    let text = readme();
+    let start = text.find("What `orange demo` shows").expect("the picture's caption");
+    let block = &text[start..];
+    let block = &block[block.find("```").unwrap() + 4..];
+    let block = &block[..block.find("```").unwrap()];
+    let lines: Vec<&str> = block.lines().collect();
+    let sidebar: Vec<String> = lines[..lines.len() - 1]
+        .iter()
+        .map(|l| l.split('│').next().unwrap_or("").trim_end().to_string())
+        .collect();
+    // The same kind of task, rendered by the real sidebar at the picture's width.
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let t = env.ok(&["task", "create", "dark-mode", "Add a dark mode", "--harness", "fake-wait"]);
+    let id = t["id"].as_str().unwrap().to_string();
+    env.wait_session(&id, "live");
+    env.ok(&["monitor", "--once"]);
+    let out = env
+        .cmd_in(&env.repo, &["sidebar", "--once", "--width", "48", "--task", &id])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let real = String::from_utf8_lossy(&out.stdout).into_owned();
+    for label in [
+        "Status: ",
+        "Agent: ",
+        "Harness: ",
+        "Tokens: ",
+        "PR: ",
+        "Commits: ",
+        "Port: ",
+        "── Files (",
+        "── History ",
+        "── Task ",
+        "Ctrl+\\:sidebar  Ctrl+]:fullscreen",
+    ] {
+        assert!(
+            sidebar.iter().any(|l| l.starts_with(label)),
+            "the picture has no {label:?}"
+        );
+        assert!(real.contains(label), "the real sidebar has no {label:?}:\n{real}");
+    }
+    // The status line: the icons the widget uses, each with a count, in its order.
+    let status = lines.last().unwrap().trim();
+    let order = ["⚙", "⚑", "✗", "✓", "⏸"];
+    let mut last = 0;
+    for w in status.split_whitespace().collect::<Vec<_>>().chunks(2) {
+        if w[0] == "|" {
+            break;
+        }
+        let at = order
+            .iter()
+            .position(|i| *i == w[0])
+            .unwrap_or_else(|| panic!("{:?} is no icon of the status line: {status}", w[0]));
+        assert!(at >= last, "out of order: {status}");
+        assert!(w[1].parse::<u32>().is_ok(), "no count after {}: {status}", w[0]);
+        last = at;
+    }
+    let legend = &text[start..];
+    for icon in order {
+        assert!(legend.contains(&format!("`{icon}`")), "the legend lacks {icon}");
+    }
+    let _ = common::bin();
+}
