@@ -89,7 +89,10 @@ fn every_orange_command_in_the_readme_exists_with_its_flags() {
             let help = if out.status.success() {
                 help
             } else {
-                let out = env.cmd_in(&env.repo, &[path[0], "--help"]).output().unwrap();
+                let out = env
+                    .cmd_in(&env.repo, &[path[0], "--help"])
+                    .output()
+                    .unwrap();
                 assert!(
                     out.status.success(),
                     "README: `orange {}` does not exist (from: {line})",
@@ -108,7 +111,11 @@ fn every_orange_command_in_the_readme_exists_with_its_flags() {
             checked.insert(path.join(" "));
         }
     }
-    assert!(checked.len() >= 20, "only {} commands found: {checked:?}", checked.len());
+    assert!(
+        checked.len() >= 20,
+        "only {} commands found: {checked:?}",
+        checked.len()
+    );
 }
 
 #[test]
@@ -132,7 +139,10 @@ fn every_option_and_script_the_readme_names_exists() {
             || std::fs::read_to_string(root.join("src/orchestration/observer.rs"))
                 .unwrap()
                 .contains(o.as_str());
-        assert!(in_plugin || in_binary, "README names {o}, which nothing reads");
+        assert!(
+            in_plugin || in_binary,
+            "README names {o}, which nothing reads"
+        );
     }
     assert!(options.len() >= 10, "{options:?}");
     for (i, _) in text.match_indices("scripts/") {
@@ -142,7 +152,10 @@ fn every_option_and_script_the_readme_names_exists() {
             .collect();
         let name = name.trim_end_matches('.');
         if name.ends_with(".sh") || name.ends_with(".versions") {
-            assert!(root.join(name).exists(), "README names {name}, which does not exist");
+            assert!(
+                root.join(name).exists(),
+                "README names {name}, which does not exist"
+            );
         }
     }
 }
@@ -150,7 +163,9 @@ fn every_option_and_script_the_readme_names_exists() {
 #[test]
 fn the_readme_picture_uses_the_real_labels_and_icons() {
     let text = readme();
-    let start = text.find("What `orange demo` shows").expect("the picture's caption");
+    let start = text
+        .find("What `orange demo` shows")
+        .expect("the picture's caption");
     let block = &text[start..];
     let block = &block[block.find("```").unwrap() + 4..];
     let block = &block[..block.find("```").unwrap()];
@@ -162,12 +177,22 @@ fn the_readme_picture_uses_the_real_labels_and_icons() {
     // The same kind of task, rendered by the real sidebar at the picture's width.
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let t = env.ok(&["task", "create", "dark-mode", "Add a dark mode", "--harness", "fake-wait"]);
+    let t = env.ok(&[
+        "task",
+        "create",
+        "dark-mode",
+        "Add a dark mode",
+        "--harness",
+        "fake-wait",
+    ]);
     let id = t["id"].as_str().unwrap().to_string();
     env.wait_session(&id, "live");
     env.ok(&["monitor", "--once"]);
     let out = env
-        .cmd_in(&env.repo, &["sidebar", "--once", "--width", "48", "--task", &id])
+        .cmd_in(
+            &env.repo,
+            &["sidebar", "--once", "--width", "48", "--task", &id],
+        )
         .env("NO_COLOR", "1")
         .output()
         .unwrap();
@@ -189,7 +214,10 @@ fn the_readme_picture_uses_the_real_labels_and_icons() {
             sidebar.iter().any(|l| l.starts_with(label)),
             "the picture has no {label:?}"
         );
-        assert!(real.contains(label), "the real sidebar has no {label:?}:\n{real}");
+        assert!(
+            real.contains(label),
+            "the real sidebar has no {label:?}:\n{real}"
+        );
     }
     // The status line: the icons the widget uses, each with a count, in its order.
     let status = lines.last().unwrap().trim();
@@ -204,12 +232,176 @@ fn the_readme_picture_uses_the_real_labels_and_icons() {
             .position(|i| *i == w[0])
             .unwrap_or_else(|| panic!("{:?} is no icon of the status line: {status}", w[0]));
         assert!(at >= last, "out of order: {status}");
-        assert!(w[1].parse::<u32>().is_ok(), "no count after {}: {status}", w[0]);
+        assert!(
+            w[1].parse::<u32>().is_ok(),
+            "no count after {}: {status}",
+            w[0]
+        );
         last = at;
     }
     let legend = &text[start..];
     for icon in order {
-        assert!(legend.contains(&format!("`{icon}`")), "the legend lacks {icon}");
+        assert!(
+            legend.contains(&format!("`{icon}`")),
+            "the legend lacks {icon}"
+        );
     }
     let _ = common::bin();
+}
+
+/// The README's own blocks for projects, workspaces and tasks, walked on a sandbox: each
+/// command as written (an `[optional part]` left out but `[ID]` given, `a | b` as two
+/// commands), the placeholders filled in (ID: the second task created, but `merge` takes
+/// the first; LABEL, NAME, the example workspace), the example setup command one this
+/// sandbox can run, the agents the test's own (`fake-wait`); `attach` needs a terminal and
+/// is left out; before `respawn` its session is ended, as its comment says, and before
+/// `complete` the task is back at work (the lines are examples, not one script). In
+/// order, each must succeed.
+#[test]
+fn the_readme_project_and_task_commands_run_as_written() {
+    let text = readme();
+    let block = |heading: &str| -> Vec<String> {
+        let at = text.find(heading).unwrap_or_else(|| panic!("no {heading}"));
+        let rest = &text[at..];
+        let start = rest.find("```sh\n").unwrap() + 6;
+        let end = start + rest[start..].find("```").unwrap();
+        rest[start..end].lines().map(str::to_string).collect()
+    };
+    let env = TaskEnv::new();
+    let mut ids: Vec<String> = vec![];
+    let mut walked = vec![];
+    let mut lines = block("### Projects and the workspace pool");
+    lines.extend(block("### Tasks"));
+    for raw in lines {
+        let line = match raw.find("  #") {
+            Some(i) => raw[..i].trim().to_string(),
+            None => raw.trim().to_string(),
+        };
+        let Some(rest) = line.strip_prefix("orange ") else {
+            continue;
+        };
+        let rest = rest.replace("[ID]", "ID");
+        let mut plain = String::new();
+        let mut depth = 0;
+        for c in rest.chars() {
+            match c {
+                '[' => depth += 1,
+                ']' => depth -= 1,
+                _ if depth == 0 => plain.push(c),
+                _ => {}
+            }
+        }
+        let mut commands: Vec<Vec<String>> = vec![vec![]];
+        for w in shell_words(&plain) {
+            if w == "|" {
+                commands.push(vec![]);
+            } else {
+                commands.last_mut().unwrap().push(w);
+            }
+        }
+        // `show ID | peek ID` repeats the family; `--status x | --summary y` the command.
+        let head = commands[0].clone();
+        for c in commands.iter_mut().skip(1) {
+            let keep = if c.first().is_some_and(|w| w.starts_with("--")) {
+                2
+            } else {
+                1
+            };
+            let mut full: Vec<String> = head[..keep.min(head.len())].to_vec();
+            if keep == 2 && head.get(2).is_some_and(|w| w == "ID") {
+                full.push("ID".into());
+            }
+            full.append(c);
+            *c = full;
+        }
+        for mut cmd in commands {
+            if cmd.get(1).is_some_and(|w| w == "attach") {
+                continue;
+            }
+            let merge = cmd.get(1).is_some_and(|w| w == "merge");
+            for w in cmd.iter_mut() {
+                *w = match w.as_str() {
+                    "ID" if merge => ids[0].clone(),
+                    "ID" => ids.get(1).cloned().unwrap_or_default(),
+                    "LABEL" => "walk".into(),
+                    "NAME" => "renamed".into(),
+                    "shop--1" => "app--1".into(),
+                    "npm ci" => "true".into(),
+                    "-" => "from the README walk".into(),
+                    _ => std::mem::take(w),
+                };
+            }
+            // Redirections are the shell's: `< notes.md` (its text given as --context
+            // instead), `> file` (printed here instead).
+            cmd.retain(|w| !matches!(w.as_str(), "<" | "notes.md"));
+            if let Some(i) = cmd.iter().position(|w| w == ">") {
+                cmd.truncate(i);
+            }
+            if cmd.starts_with(&["task".into(), "create".into()]) {
+                match cmd.iter().position(|w| w == "--harness") {
+                    Some(i) => cmd[i + 1] = "fake-wait".into(),
+                    None => cmd.extend(["--harness".into(), "fake-wait".into()]),
+                }
+            }
+            // The lines are examples, not one script: the agent's `complete` follows its
+            // task going back to work after the `--status clarification` example.
+            if cmd.get(1).is_some_and(|w| w == "complete" || w == "stuck") {
+                env.ok(&["task", "update", &ids[1], "--status", "working"]);
+            }
+            if cmd.get(1).is_some_and(|w| w == "respawn") {
+                let s = env.task(&cmd[2])["tmux_session_id"]
+                    .as_str()
+                    .unwrap()
+                    .to_string();
+                env.tmux.ok(&["kill-session", "-t", &s]);
+            }
+            let mut args: Vec<&str> = cmd.iter().map(String::as_str).collect();
+            args.push("--json");
+            let mut c = env.cmd_in(&env.repo, &args);
+            if let Some(id) = ids.get(1) {
+                c.env("ORANGE_TASK_ID", id);
+            }
+            let out = c.output().unwrap();
+            let (ok, v) = common::parse_json_output(&args, &out);
+            assert!(ok, "README: `orange {}` failed: {v}", args.join(" "));
+            if args.starts_with(&["task", "create"]) {
+                ids.push(v["id"].as_str().unwrap().to_string());
+            }
+            walked.push(args.join(" "));
+        }
+    }
+    assert!(
+        walked.len() >= 15,
+        "only {} commands walked: {walked:#?}",
+        walked.len()
+    );
+}
+
+/// Split like a shell (quotes kept together, removed); `|` stands alone.
+fn shell_words(s: &str) -> Vec<String> {
+    let mut out = vec![];
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    let mut any = false;
+    for c in s.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => cur.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                any = true
+            }
+            (None, c) if c.is_whitespace() => {
+                if !cur.is_empty() || any {
+                    out.push(std::mem::take(&mut cur));
+                    any = false;
+                }
+            }
+            (None, c) => cur.push(c),
+        }
+    }
+    if !cur.is_empty() || any {
+        out.push(cur);
+    }
+    out
 }
