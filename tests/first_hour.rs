@@ -302,6 +302,10 @@ fn the_sidebar_never_contradicts_the_status_and_says_when_the_pr_is_unknown() {
 fn the_sidebar_footer_shows_the_keys_really_bound() {
     let env = TaskEnv::new();
     env.add_project(&[]);
+    // Set before any task, as a person's tmux.conf does (the observer reads them with
+    // everything else; the sidebar asks tmux nothing).
+    env.tmux.ok(&["set", "-g", "@orange-sidebar-key", "off"]);
+    env.tmux.ok(&["set", "-g", "@orange-zoom-key", "M-z"]);
     let t = env.ok(&[
         "task",
         "create",
@@ -312,8 +316,6 @@ fn the_sidebar_footer_shows_the_keys_really_bound() {
     ]);
     let id = t["id"].as_str().unwrap().to_string();
     let session = t["tmux_session_id"].as_str().unwrap().to_string();
-    env.tmux.ok(&["set", "-g", "@orange-sidebar-key", "off"]);
-    env.tmux.ok(&["set", "-g", "@orange-zoom-key", "M-z"]);
     let pane = env.tmux.ok(&[
         "split-window",
         "-h",

@@ -124,18 +124,12 @@ fn toggle(ctx: &Ctx) -> Result<Out> {
     Ok(Out::new(v, text))
 }
 
-/// The sidebar's footer for the keys this tmux server has bound.
-fn bound_footer(tmux: &Tmux) -> String {
-    let opt = |name: &str| {
-        tmux.get_option(crate::adapters::tmux::OptionScope::Global, name)
-            .ok()
-            .flatten()
-    };
-    sidebar::footer_for_keys(
-        opt(crate::ui::plugin::OPT_SIDEBAR_KEY).as_deref(),
-        opt(crate::ui::plugin::OPT_ZOOM_KEY).as_deref(),
-        opt(crate::ui::plugin::OPT_KEY).as_deref(),
-    )
+/// The sidebar's footer for the keys this tmux server has bound, from the observer's
+/// snapshot (it reads them in its one call: the sidebar asks tmux nothing).
+fn bound_footer(snap: Option<&observer::Snapshot>) -> String {
+    let opt = |name: &str| snap.and_then(|s| s.option(name));
+    let [side, zoom, key] = observer::KEY_OPTIONS;
+    sidebar::footer_for_keys(opt(side), opt(zoom), opt(key))
 }
 
 fn env_usize(name: &str) -> Option<usize> {
@@ -286,9 +280,6 @@ fn run_loop(
     let paths = task_paths(&store, &task);
     let project = task.project.clone();
 
-    // The keys this server really has bound (read once: a person may remap or turn off
-    // `@orange-sidebar-key` and `@orange-zoom-key`).
-    let footer = bound_footer(&pane_tmux);
     let term = Term::enter();
     let (_tx, rx) = keys();
     let color = color_enabled();
@@ -417,9 +408,12 @@ fn run_loop(
         }
         let now = chrono::Utc::now();
         if reload {
+            // The keys this server really has bound (a person may remap or turn off
+            // `@orange-sidebar-key` and `@orange-zoom-key`).
+            let footer = bound_footer(snapshot.as_ref());
             st.model = st.task.as_ref().map(|t| {
                 let mut m = sidebar::assemble(&ctx.home, t, &st.session, &st.git, now);
-                m.footer = footer.clone();
+                m.footer = footer;
                 m
             });
             reload = false;
@@ -497,9 +491,8 @@ fn remote(ctx: &Ctx, id: &str, host_name: &str, args: &SidebarArgs) -> Result<Ou
         let text = sidebar::render(&m, width, args.height);
         return Ok(Out::new(&m, text));
     }
-    // The keys this server really has bound (read once: a person may remap or turn off
-    // `@orange-sidebar-key` and `@orange-zoom-key`).
-    let footer = bound_footer(&pane_tmux());
+    // The keys this server really has bound, from the last local snapshot (a file).
+    let footer = bound_footer(observer::read(&ctx.home, &pane_tmux()).as_ref());
     let term = Term::enter();
     let (_tx, rx) = keys();
     let color = color_enabled();

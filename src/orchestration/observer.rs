@@ -41,6 +41,9 @@ pub const SESSION_OPTION: &str = "@orange_status";
 /// observation's one call, so a pass pays nothing more to know it.
 pub const NOTIFY_OPTION: &str = "@orange-notify";
 
+/// The plugin's key options the sidebar's footer names (read in the same call).
+pub const KEY_OPTIONS: [&str; 3] = ["@orange-sidebar-key", "@orange-zoom-key", "@orange-key"];
+
 /// A snapshot is not trusted past this age.
 pub const MAX_AGE: Duration = Duration::from_secs(60);
 
@@ -88,6 +91,12 @@ impl Snapshot {
         self.sessions.first().and_then(|s| s.mark(NOTIFY_OPTION))
     }
 
+    /// A global user option read with the observation (one of [`KEY_OPTIONS`], the notify
+    /// option); `None` when unset or empty.
+    pub fn option(&self, name: &str) -> Option<&str> {
+        self.sessions.first().and_then(|s| s.mark(name))
+    }
+
     /// The sessions and their marks (what a reconciliation works on).
     pub fn marked(&self) -> Marked {
         Marked {
@@ -132,6 +141,8 @@ pub fn look(home: &Home, tmux: &Tmux) -> Result<Snapshot> {
     }
     let mut options: Vec<&str> = MARKS.to_vec();
     options.extend([SESSION_OPTION, SUMMARY_OPTION, NOTIFY_OPTION]);
+    // The keys the sidebar's footer names, as bound now (no call of the sidebar's own).
+    options.extend(KEY_OPTIONS);
     let Observed {
         server,
         panes,
