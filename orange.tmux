@@ -204,6 +204,8 @@ cmds=(set-option -gq @orange_bin "$bin" \; set-option -gq @orange_dir "$DIR" \;
   bind-key -T orange -N "orange: next task waiting for you" w "$K_NEXT" \;
   bind-key -T orange -N "orange: actions for this task" m "$K_ACTIONS" \;
   bind-key -T orange -N "orange: keys" '?' "$K_HELP" \;)
+# A binary at hand: whatever a build said on the status line is over.
+[[ -x $bin ]] && cmds+=(set-option -gqu @orange_build \;)
 
 # --- what is there already: hooks and bindings, one call -----------------------------------
 events=(pane-died pane-exited session-closed client-session-changed)

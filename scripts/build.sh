@@ -40,6 +40,8 @@ mark() {
 }
 say "orange: building $dir/target/release/orange (log: $log)…"
 mark "⏳ orange: building"
+# However this ends (killed too), "building" does not stay; a failure says so below.
+trap 'mark ""; rm -rf "$lock"' EXIT
 if "$cargo" build --release --locked --manifest-path "$dir/Cargo.toml" >"$log" 2>&1; then
   mark ""
   if [[ -n ${TMUX:-} ]]; then
@@ -47,6 +49,7 @@ if "$cargo" build --release --locked --manifest-path "$dir/Cargo.toml" >"$log" 2
   fi
   say "orange: built"
 else
+  trap 'rm -rf "$lock"' EXIT
   mark "✗ orange build failed: $log"
   say "orange: the build failed; see $log"
   exit 1

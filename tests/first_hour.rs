@@ -392,4 +392,34 @@ fn a_plugin_building_its_binary_says_so_on_the_status_line_until_it_fails() {
     assert!(std::fs::read_to_string(&log)
         .unwrap()
         .contains("could not compile"));
+    // Fixed another way (a binary given): loading the plugin again clears the mark.
+    server.ok(&["set", "-g", "@orange-bin", common::bin().to_str().unwrap()]);
+    server.ok(&["run-shell", plugin.join("orange.tmux").to_str().unwrap()]);
+    common::wait_for("the mark to clear", 20, || mark().is_empty());
+}
+
+/// A demo's server that a person started using for more (a session of their own) is not
+/// killed by the next demo, nor is its sandbox removed.
+#[test]
+fn a_demo_server_holding_other_sessions_is_left_alone() {
+    let socket = format!("orange-fh-keep-{}", std::process::id());
+    let _server = DemoServer(socket.clone());
+    let (first, _) = run_demo(&socket, &[]);
+    let first_dir = first["sandbox"].as_str().unwrap().to_string();
+    let tmux = |args: &[&str]| {
+        std::process::Command::new("tmux")
+            .args(["-L", &socket])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    assert!(tmux(&["new-session", "-d", "-s", "mine"]).status.success());
+    let (second, stderr) = run_demo(&socket, &[]);
+    assert!(second["replaced"].is_null(), "{second}");
+    assert!(stderr.contains("left alone"), "{stderr}");
+    assert!(tmux(&["has-session", "-t", "=mine"]).status.success());
+    assert!(std::path::Path::new(&first_dir).exists());
+    for d in [first_dir.as_str(), second["sandbox"].as_str().unwrap()] {
+        let _ = std::fs::remove_dir_all(d);
+    }
 }

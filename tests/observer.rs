@@ -161,7 +161,7 @@ fn a_change_wakes_the_monitor_at_once() {
     // And the widget it publishes follows.
     wait_for("@orange_summary to count it", 20, || {
         env.tmux
-            .ok(&["show", "-gv", "@orange_summary"])
+            .ok(&["show", "-gqv", "@orange_summary"])
             .contains("⏸ 1")
     });
 }

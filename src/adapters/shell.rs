@@ -156,6 +156,35 @@ pub fn join<S: AsRef<str>>(argv: &[S]) -> String {
         .join(" ")
 }
 
+/// The processes (of this user, as far as `/proc` lets us read) whose environment holds
+/// `key=value`: what a demo's agents and monitor carry (`ORANGE_HOME`).
+pub fn pids_with_env(key: &str, value: &str) -> Vec<u32> {
+    let want = format!("{key}={value}");
+    let me = std::process::id();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != me)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|b| b.split(|c| *c == 0).any(|kv| kv == want.as_bytes()))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Ask a process to end (SIGTERM).
+pub fn terminate(pid: u32) {
+    if let Ok(pid) = i32::try_from(pid) {
+        // SAFETY: kill(2) with a pid and a signal number; no memory is shared.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

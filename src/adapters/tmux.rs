@@ -1465,9 +1465,14 @@ impl Tmux {
     /// expanded) on the server and wait for it. Its output goes where tmux puts it (a pane's
     /// view mode), not here: use it for commands that talk back through tmux.
     /// A new window named `name` running `command` (argv; run by `sh -c exec …` so that a
-    /// variable such as `TMUX=` can come first), made the current window.
-    pub fn open_window(&self, name: &str, command: &[String]) -> Result<()> {
+    /// variable such as `TMUX=` can come first), made the current window; `beside`: a pane
+    /// whose session gets it (else tmux's current session).
+    pub fn open_window(&self, name: &str, command: &[String], beside: Option<&str>) -> Result<()> {
         let mut w = raw("new-window");
+        if let Some(pane) = beside {
+            // In the session of that pane (after its window).
+            w.push_flag("-a").push_option("-t", pane.to_string());
+        }
         w.push_option("-n", name.to_string())
             .push_param("/bin/sh")
             .push_param("-c")

@@ -219,6 +219,10 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
         std::env::set_var("ORANGE_TMUX_SOCKET", DEMO_SOCKET);
     }
     std::env::set_var("PATH", &path);
+    // The pane the person ran this in (inside tmux the demo opens beside it).
+    let my_pane = std::env::var("TMUX_PANE")
+        .ok()
+        .filter(|p| p.starts_with('%'));
     for v in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "TMUX_PANE"] {
         std::env::remove_var(v);
     }
@@ -251,10 +255,21 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
         .flatten()
         .map(PathBuf::from);
     let default_demo = own_socket && matches!(tmux.server(), Server::Name(n) if n == DEMO_SOCKET);
-    if default_demo || previous.is_some() {
+    // Never a server that holds more than a demo (a person may have started working on a
+    // server a demo started), nor the one this command runs in.
+    let safe = (default_demo || previous.is_some())
+        && only_demo_sessions(&tmux, previous.as_deref())
+        && !runs_inside(&tmux);
+    if !safe && previous.is_some() {
+        eprintln!(
+            "orange demo: the previous demo's tmux server also holds other sessions (or this runs inside it): left alone"
+        );
+    }
+    if safe {
         restarted = !tmux.list_sessions()?.is_empty();
         tmux.kill_server()?;
-        if let Some(old) = previous.filter(|d| *d != root && is_demo_dir(d)) {
+        if let Some(old) = previous.filter(|d| *d != root && !root.starts_with(d) && is_demo_dir(d))
+        {
             remove_soon(&old)?;
             replaced = Some(old);
         }
@@ -435,7 +450,7 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
             None,
             std::env::var("TMUX").ok().as_deref(),
         ));
-        match own.open_window("orange-demo", &nested) {
+        match own.open_window("orange-demo", &nested, my_pane.as_deref()) {
             Ok(()) => text.push_str(
                 "\nOpened in a new window here (orange-demo): the demo's tmux runs inside yours, so press your prefix twice to reach the demo's keys (C-b C-b O l).\n",
             ),
@@ -450,9 +465,25 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
 /// The demo server's option naming its sandbox directory (a re-run removes it).
 const OPT_DEMO_DIR: &str = "@orange_demo_dir";
 
-/// Remove a previous demo's directory. Its agents and monitor end with their server, but
-/// may still write a last file for a moment: tried again for up to 5 s.
+/// Remove a previous demo's directory. Its agents and monitor end with their server (the
+/// monitor when it next looks, which can take a moment on a loaded machine): waited for,
+/// up to 10 s, then asked to end; the removal is tried again while a last write lands.
 fn remove_soon(dir: &Path) -> Result<()> {
+    use crate::adapters::shell;
+    let home = dir.join("orange-home").display().to_string();
+    let start = std::time::Instant::now();
+    loop {
+        let left = shell::pids_with_env("ORANGE_HOME", &home);
+        if left.is_empty() {
+            break;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(10) {
+            left.into_iter().for_each(shell::terminate);
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     let start = std::time::Instant::now();
     loop {
         match std::fs::remove_dir_all(dir) {
@@ -464,6 +495,37 @@ fn remove_soon(dir: &Path) -> Result<()> {
             Err(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
         }
     }
+}
+
+/// Every session of the server is a demo's: its welcome session (`demo`, `demo-<pid>`) or
+/// a task session whose data root is the previous demo's.
+fn only_demo_sessions(tmux: &Tmux, previous: Option<&Path>) -> bool {
+    let Ok(sessions) = tmux.list_sessions() else {
+        return true;
+    };
+    let home = previous.map(|d| d.join("orange-home").display().to_string());
+    sessions.iter().all(|s| {
+        s.name == "demo"
+            || s.name.starts_with("demo-")
+            || (home.is_some()
+                && tmux
+                    .get_option(OptionScope::Session(&s.id), "@orange_home")
+                    .ok()
+                    .flatten()
+                    == home)
+    })
+}
+
+/// This process runs inside the tmux server `tmux` talks to (killing it would kill us).
+fn runs_inside(tmux: &Tmux) -> bool {
+    let Some(ours) = std::env::var("TMUX")
+        .ok()
+        .and_then(|t| t.split(',').next().map(PathBuf::from))
+    else {
+        return false;
+    };
+    let canon = |p: PathBuf| p.canonicalize().unwrap_or(p);
+    tmux.socket_path().map(canon) == Some(canon(ours))
 }
 
 /// A directory an `orange demo` made: its plugin copy, its data root and its welcome text.

@@ -38,7 +38,15 @@ pub fn route(ctx: &Ctx, cmd: &Command) -> Result<Option<Host>> {
     match cmd {
         Command::Task(tc) => match task_id(tc) {
             Some(id) => {
-                if TaskStore::new(&ctx.home).find(id, None).is_ok() {
+                // A local task wins: its exact id, or (when no remote task has this id) a
+                // prefix or branch that names one here.
+                let store = TaskStore::new(&ctx.home);
+                if store.find_exact(id, ctx.project.as_deref()).is_ok() {
+                    return Ok(None);
+                }
+                if host::linked(&ctx.home, id).is_none()
+                    && store.find(id, ctx.project.as_deref()).is_ok()
+                {
                     return Ok(None);
                 }
                 // The host it was seen on, while that host is still registered.

@@ -128,8 +128,8 @@ fn toggle(ctx: &Ctx) -> Result<Out> {
 /// snapshot (it reads them in its one call: the sidebar asks tmux nothing).
 fn bound_footer(snap: Option<&observer::Snapshot>) -> String {
     let opt = |name: &str| snap.and_then(|s| s.option(name));
-    let [side, zoom, key] = observer::KEY_OPTIONS;
-    sidebar::footer_for_keys(opt(side), opt(zoom), opt(key))
+    let [side, zoom, key, bound] = observer::KEY_OPTIONS;
+    sidebar::footer_for_keys(opt(side), opt(zoom), opt(key), opt(bound))
 }
 
 fn env_usize(name: &str) -> Option<usize> {

@@ -763,14 +763,19 @@ fn cancel(ctx: &Ctx, tasks: &mut Tasks, id: String, yes: bool) -> Result<Out> {
     Ok(Out { json: v, text })
 }
 
-/// What became of a task's branch: kept, or never made (a task that never started).
+/// What became of a task's branch: kept; never made (the task never started: no agent
+/// was ever spawned); or not there (deleted since, or its repository not readable).
 fn branch_left(ctx: &Ctx, t: &Task) -> String {
     let exists = crate::orchestration::project::get(&ctx.home, &t.project)
         .is_ok_and(|p| crate::adapters::git::local_branch_exists(&p.path, &t.branch));
-    if exists {
-        format!("branch {} kept", t.branch)
-    } else {
-        format!("no branch {} was made (the task never started)", t.branch)
+    let started = crate::orchestration::task::TaskStore::new(&ctx.home)
+        .history(&t.project, &t.id)
+        .iter()
+        .any(|e| e.event == "agent.spawned");
+    match (exists, started) {
+        (true, _) => format!("branch {} kept", t.branch),
+        (false, false) => format!("no branch {} was made (the task never started)", t.branch),
+        (false, true) => format!("branch {} not found", t.branch),
     }
 }
 

@@ -105,9 +105,10 @@ pub fn agent_state(store: &TaskStore, task: &Task, session: &SessionView) -> Age
     let mut agent = agent::load(&store.dir(&task.project, &task.id)).current();
     // One vocabulary: an agent that reported its task ready for review, stuck or asking
     // ended its turn by doing so. A `working` seen before that report is stale, and one
-    // guessed from screen activity alone (its last words scrolling in) says nothing more:
-    // never shown beside `Status: reviewing`. A hook or the transcript saying it works
-    // after the report is believed.
+    // guessed from screen activity alone in the moments after it (its last words scrolling
+    // in) says nothing more: never shown beside `Status: reviewing`. A hook or the
+    // transcript saying it works after the report, or its screen busy later (a person
+    // answered it in its pane), is believed.
     let seen_at = match agent.signal {
         Some(agent::Signal::Hook) => agent.hook_at.clone().unwrap_or_default(),
         _ => agent.at.clone(),
@@ -117,7 +118,8 @@ pub fn agent_state(store: &TaskStore, task: &Task, session: &SessionView) -> Age
             task.status,
             Status::Reviewing | Status::Stuck | Status::Clarification
         )
-        && (agent.signal == Some(agent::Signal::Screen)
+        && ((agent.signal == Some(agent::Signal::Screen)
+            && !seen_after_change_by(&seen_at, &task.updated_at, REPORT_SETTLES))
             || !seen_after_change(&seen_at, &task.updated_at))
     {
         agent.state = Some(agent::State::Waiting);
@@ -134,10 +136,19 @@ pub fn agent_state(store: &TaskStore, task: &Task, session: &SessionView) -> Age
 /// An observation at `seen` (precise) came after a task change at `changed` (whole
 /// seconds): after the end of that second, so that one in the same second counts as before.
 fn seen_after_change(seen: &str, changed: &str) -> bool {
+    seen_after_change_by(seen, changed, 1)
+}
+
+/// How long after an agent reported its task its screen's activity is taken for its last
+/// words scrolling in, not for new work (a person typing to it later is new work).
+const REPORT_SETTLES: i64 = 20;
+
+/// `seen` is more than `secs` seconds after `changed`.
+fn seen_after_change_by(seen: &str, changed: &str, secs: i64) -> bool {
     match chrono::DateTime::parse_from_rfc3339(changed) {
         Ok(c) => agent::after(
             seen,
-            &(c + chrono::Duration::seconds(1))
+            &(c + chrono::Duration::seconds(secs))
                 .to_utc()
                 .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         ),

@@ -283,7 +283,7 @@ pub fn link(home: &Home, id: &str, host: &str, project: &str) {
     let Some(p) = link_path(home, id) else { return };
     // A host never takes an id that is a task here.
     if crate::orchestration::task::TaskStore::new(home)
-        .find(id, None)
+        .find_exact(id, None)
         .is_ok()
     {
         return;

@@ -42,7 +42,12 @@ pub const SESSION_OPTION: &str = "@orange_status";
 pub const NOTIFY_OPTION: &str = "@orange-notify";
 
 /// The plugin's key options the sidebar's footer names (read in the same call).
-pub const KEY_OPTIONS: [&str; 3] = ["@orange-sidebar-key", "@orange-zoom-key", "@orange-key"];
+pub const KEY_OPTIONS: [&str; 4] = [
+    "@orange-sidebar-key",
+    "@orange-zoom-key",
+    "@orange-key",
+    "@orange_bound_keys",
+];
 
 /// A snapshot is not trusted past this age.
 pub const MAX_AGE: Duration = Duration::from_secs(60);

@@ -248,6 +248,9 @@ pub fn valid_id(id: &str) -> bool {
             .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
 }
 
+/// The shortest id prefix that names a task.
+pub const MIN_PREFIX: usize = 3;
+
 pub struct TaskStore {
     root: PathBuf,
     home: Home,
@@ -326,7 +329,8 @@ impl TaskStore {
         }
     }
 
-    /// A task named by a unique id prefix or by its branch; `None` when nothing matches.
+    /// A task named by a unique id prefix (at least [`MIN_PREFIX`] characters) or by its
+    /// branch; `None` when nothing matches.
     fn find_typed(&self, typed: &str, project: Option<&str>) -> Option<Result<Task>> {
         if typed.is_empty() {
             return None;
@@ -336,7 +340,13 @@ impl TaskStore {
             Err(e) => return Some(Err(e)),
         };
         let by_branch: Vec<&Task> = all.iter().filter(|t| t.branch == typed).collect();
-        let by_prefix: Vec<&Task> = all.iter().filter(|t| t.id.starts_with(typed)).collect();
+        // A prefix names a task from 3 characters on: one or two typed by mistake must not
+        // pick a task for a command that acts at once (merge, respawn, delete --yes).
+        let by_prefix: Vec<&Task> = if typed.len() >= MIN_PREFIX {
+            all.iter().filter(|t| t.id.starts_with(typed)).collect()
+        } else {
+            vec![]
+        };
         // A branch names its task exactly; an open task wins over finished ones of the same
         // branch (a branch is reused once its task is done or cancelled).
         let open: Vec<&&Task> = by_branch.iter().filter(|t| !t.status.is_final()).collect();
@@ -384,7 +394,8 @@ impl TaskStore {
         Ok(out)
     }
 
-    fn find_exact(&self, id: &str, project: Option<&str>) -> Result<Task> {
+    /// The task with exactly this id (no prefix, no branch): what routing and links use.
+    pub fn find_exact(&self, id: &str, project: Option<&str>) -> Result<Task> {
         if let Some(p) = project {
             return self.load(p, id);
         }
@@ -796,14 +807,19 @@ mod tests {
             store.save(&t).unwrap();
         }
         assert_eq!(store.find("abc123", None).unwrap().id, "abc123");
-        assert_eq!(store.find("abc", None).unwrap().id, "abc123");
+        assert_eq!(store.find("abc1", None).unwrap().id, "abc123");
         assert_eq!(store.find("dark-mode", None).unwrap().id, "abd456");
         assert_eq!(store.find("fix-login", Some("blog")).unwrap().id, "xyz789");
         // The open task of a reused branch.
         assert_eq!(store.find("old", None).unwrap().id, "rrr222");
-        let e = store.find("ab", None).unwrap_err();
+        // Two characters are too few to name a task.
+        assert_eq!(store.find("ab", None).unwrap_err().code(), "task_not_found");
+        store
+            .save(&task("abc999", "shop", "other", Status::Working))
+            .unwrap();
+        let e = store.find("abc", None).unwrap_err();
         assert_eq!(e.code(), "invalid_argument");
-        assert!(e.to_string().contains("abc123") && e.to_string().contains("abd456"));
+        assert!(e.to_string().contains("abc123") && e.to_string().contains("abc999"));
         let e = store.find("fix-login", None).unwrap_err();
         assert!(e.to_string().contains("shop/fix-login"), "{e}");
         assert_eq!(

@@ -691,9 +691,18 @@ fn first_fitting(candidates: Vec<Line>, width: usize) -> Line {
 }
 
 /// The footer for the keys really bound: `@orange-sidebar-key` and `@orange-zoom-key`
-/// (unset: the defaults `C-\\` and `C-]`; `off` or empty: not bound, not shown), else
-/// the plugin's help key (`prefix O ?`).
-pub fn footer_for_keys(sidebar: Option<&str>, zoom: Option<&str>, table: Option<&str>) -> String {
+/// (unset: the defaults `C-\\` and `C-]`; `off` or empty: not bound, not shown), each
+/// only when the plugin did bind it (`bound`: its `@orange_bound_keys`, `table:key` words;
+/// `None`: not known), else the plugin's help key (`prefix O ?`), else nothing.
+pub fn footer_for_keys(
+    sidebar: Option<&str>,
+    zoom: Option<&str>,
+    table: Option<&str>,
+    bound: Option<&str>,
+) -> String {
+    let is_bound = |t: &str, k: &str| {
+        bound.is_none_or(|b| b.split_whitespace().any(|w| w == format!("{t}:{k}")))
+    };
     let shown = |k: Option<&str>, default: &str| -> Option<String> {
         match k.map(str::trim) {
             None => Some(default.to_string()),
@@ -701,8 +710,8 @@ pub fn footer_for_keys(sidebar: Option<&str>, zoom: Option<&str>, table: Option<
             Some(k) => Some(k.to_string()),
         }
     };
-    let s = shown(sidebar, "C-\\");
-    let z = shown(zoom, "C-]");
+    let s = shown(sidebar, "C-\\").filter(|k| is_bound("root", k));
+    let z = shown(zoom, "C-]").filter(|k| is_bound("root", k));
     if s.as_deref() == Some("C-\\") && z.as_deref() == Some("C-]") {
         return FOOTER.into();
     }
@@ -718,8 +727,10 @@ pub fn footer_for_keys(sidebar: Option<&str>, zoom: Option<&str>, table: Option<
         parts.push(format!("{}:fullscreen", pretty(&k)));
     }
     if parts.is_empty() {
-        let key = shown(table, "O").unwrap_or_else(|| "O".into());
-        return format!("prefix {key} ?: keys");
+        return match shown(table, "O").filter(|k| is_bound("prefix", k)) {
+            Some(key) => format!("prefix {key} ?: keys"),
+            None => String::new(),
+        };
     }
     parts.join("  ")
 }
@@ -1041,19 +1052,32 @@ mod tests {
 
     #[test]
     fn the_footer_names_the_keys_really_bound() {
-        assert_eq!(footer_for_keys(None, None, None), FOOTER);
-        assert_eq!(footer_for_keys(Some("C-\\"), Some("C-]"), None), FOOTER);
+        assert_eq!(footer_for_keys(None, None, None, None), FOOTER);
         assert_eq!(
-            footer_for_keys(Some("off"), Some("M-z"), None),
+            footer_for_keys(Some("C-\\"), Some("C-]"), None, None),
+            FOOTER
+        );
+        assert_eq!(
+            footer_for_keys(Some("off"), Some("M-z"), None, None),
             "M-z:fullscreen"
         );
         assert_eq!(
-            footer_for_keys(Some("C-s"), Some(""), None),
+            footer_for_keys(Some("C-s"), Some(""), None, None),
             "Ctrl+s:sidebar"
         );
         assert_eq!(
-            footer_for_keys(Some("off"), Some("off"), Some("T")),
+            footer_for_keys(Some("off"), Some("off"), Some("T"), None),
             "prefix T ?: keys"
+        );
+        // What the plugin left alone (the person had bound it) is not named.
+        let bound = Some("prefix:O root:C-]");
+        assert_eq!(
+            footer_for_keys(None, None, None, bound),
+            "Ctrl+]:fullscreen"
+        );
+        assert_eq!(
+            footer_for_keys(Some("off"), Some("off"), Some("off"), Some("")),
+            ""
         );
     }
 
