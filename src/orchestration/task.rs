@@ -372,6 +372,15 @@ impl TaskStore {
     /// Every task that can be read (a damaged one is skipped, not an error: this only
     /// helps find the one a person named).
     fn list_lenient(&self, project: Option<&str>) -> Result<Vec<Task>> {
+        Ok(self
+            .ids(project)
+            .into_iter()
+            .filter_map(|(p, id)| self.load(&p, &id).ok())
+            .collect())
+    }
+
+    /// `(project, id)` of every task with a `task.json`, in `project` or in all of them.
+    fn ids(&self, project: Option<&str>) -> Vec<(String, String)> {
         let projects: Vec<String> = match project {
             Some(p) => vec![p.to_string()],
             None => self.projects(),
@@ -384,14 +393,12 @@ impl TaskStore {
                 .flatten()
             {
                 let id = entry.file_name().to_string_lossy().into_owned();
-                if valid_id(&id) {
-                    if let Ok(t) = self.load(&p, &id) {
-                        out.push(t);
-                    }
+                if valid_id(&id) && self.json_path(&p, &id).exists() {
+                    out.push((p.clone(), id));
                 }
             }
         }
-        Ok(out)
+        out
     }
 
     /// The task with exactly this id (no prefix, no branch): what routing and links use.
@@ -540,23 +547,11 @@ impl TaskStore {
     /// Every task of `project` (or of all projects), oldest first. Unreadable task files
     /// are reported, not skipped.
     pub fn list(&self, project: Option<&str>) -> Result<Vec<Task>> {
-        let projects: Vec<String> = match project {
-            Some(p) => vec![p.to_string()],
-            None => self.projects(),
-        };
-        let mut out = vec![];
-        for p in projects {
-            for entry in std::fs::read_dir(self.project_dir(&p))
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
-                let id = entry.file_name().to_string_lossy().into_owned();
-                if valid_id(&id) && self.json_path(&p, &id).exists() {
-                    out.push(self.load(&p, &id)?);
-                }
-            }
-        }
+        let mut out = self
+            .ids(project)
+            .into_iter()
+            .map(|(p, id)| self.load(&p, &id))
+            .collect::<Result<Vec<Task>>>()?;
         out.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
         Ok(out)
     }
