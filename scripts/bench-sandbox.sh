@@ -42,14 +42,6 @@ cd "$repo"
 "$ORANGE" project add "$repo" --name bench --pool-size 2 >&2
 "$ORANGE" workspace init >&2
 
-# wait_marker FILE: spin until FILE exists (no fork per check), at most 30 s.
-wait_marker() {
-    local f=$1 t0=$SECONDS
-    until [[ -e "$f" ]]; do
-        ((SECONDS - t0 < 30)) || bench_die "the agent never started ($f)"
-    done
-}
-
 iteration() {
     local sandbox=$1 mode=$2 i=$3 t0 t1 id
     bench_now t0
@@ -58,7 +50,7 @@ iteration() {
         bench_die "orange task create failed: $(cat "$BENCH_STDOUT")"
     id=$(sed -n 's/.*"id":"\([0-9a-z]*\)".*/\1/p' "$BENCH_STDOUT")
     [[ -n "$id" ]] || bench_die "no task id in: $(cat "$BENCH_STDOUT")"
-    wait_marker "$ORANGE_HOME/tasks/bench/$id/agent/started"
+    bench_wait_file "$ORANGE_HOME/tasks/bench/$id/agent/started"
     bench_now t1
     [[ $mode == record ]] && bench_record "spawn.$sandbox" "$((t1 - t0))"
     "$ORANGE" task cancel "$id" --yes >/dev/null || bench_die "cancel failed"

@@ -44,14 +44,6 @@ cd "$repo"
 "$ORANGE" project add "$repo" --name bench --pool-size 2 >&2
 "$ORANGE" workspace init >&2
 
-# wait_marker FILE: spin until FILE exists (no fork per check), at most 30 s.
-wait_marker() {
-    local f=$1 t0=$SECONDS
-    until [[ -e "$f" ]]; do
-        ((SECONDS - t0 < 30)) || bench_die "the agent never started ($f)"
-    done
-}
-
 orange_iteration() {
     local mode=$1 i=$2 t0 t1 id
     bench_now t0
@@ -59,7 +51,7 @@ orange_iteration() {
         bench_die "orange task create failed: $(cat "$BENCH_STDOUT")"
     id=$(sed -n 's/.*"id":"\([0-9a-z]*\)".*/\1/p' "$BENCH_STDOUT")
     [[ -n "$id" ]] || bench_die "no task id in: $(cat "$BENCH_STDOUT")"
-    wait_marker "$markers/$id"
+    bench_wait_file "$markers/$id"
     bench_now t1
     [[ $mode == record ]] && bench_record spawn.orange "$((t1 - t0))"
     "$ORANGE" task cancel "$id" --yes >/dev/null || bench_die "cancel failed"
@@ -72,7 +64,7 @@ baseline_iteration() {
     git -C "$repo" worktree add --quiet -b "$name" "$wt" origin/main
     tmux -L "$sock" new-session -d -s "$name" -c "$wt" -e ORANGE_TASK_ID="b$i-$mode" \
         "touch '$markers'/\"\$ORANGE_TASK_ID\"; exec sleep 600"
-    wait_marker "$markers/b$i-$mode"
+    bench_wait_file "$markers/b$i-$mode"
     bench_now t1
     [[ $mode == record ]] && bench_record spawn.baseline "$((t1 - t0))"
     tmux -L "$sock" kill-session -t "=$name"

@@ -79,6 +79,15 @@ else
     }
 fi
 
+# bench_wait_file FILE: spin until FILE exists (no fork per check), at most 30 s (an agent
+# marks that it started).
+bench_wait_file() {
+    local f=$1 t0=$SECONDS
+    until [[ -e "$f" ]]; do
+        ((SECONDS - t0 < 30)) || bench_die "the agent never started ($f)"
+    done
+}
+
 # bench_time VAR CMD [ARG...]: run CMD (stdout to $BENCH_STDOUT, stderr to $BENCH_STDERR),
 # store its wall time in ns in VAR. Returns CMD's exit status; on failure CMD's stderr is
 # copied to ours, so `bench_time t cmd || bench_die ...` explains itself.

@@ -124,6 +124,15 @@ fn run_demo(socket: &str, extra_env: &[(&str, &str)]) -> (serde_json::Value, Str
     (v, String::from_utf8_lossy(&json_out.stderr).into_owned())
 }
 
+/// The value of a line of the demo's text output (`  sandbox      /tmp/orange-demo-…`).
+fn printed(text: &str, label: &str) -> String {
+    text.lines()
+        .find_map(|l| l.trim_start().strip_prefix(label))
+        .unwrap_or_else(|| panic!("no {label} line in:\n{text}"))
+        .trim()
+        .to_string()
+}
+
 /// Processes whose environment names `home` as ORANGE_HOME (the demo's monitor, agents).
 fn processes_of(home: &str) -> Vec<u32> {
     let want = format!("ORANGE_HOME={home}");
@@ -184,12 +193,7 @@ fn a_second_demo_replaces_the_first_and_its_printed_commands_work() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let line = text
-        .lines()
-        .find_map(|l| l.trim_start().strip_prefix("tasks"))
-        .expect("a tasks line")
-        .trim()
-        .to_string();
+    let line = printed(&text, "tasks");
     let listed = std::process::Command::new("sh")
         .args(["-c", &line])
         .env_remove("TMUX")
@@ -201,13 +205,7 @@ fn a_second_demo_replaces_the_first_and_its_printed_commands_work() {
     let listed = String::from_utf8_lossy(&listed.stdout);
     assert!(listed.contains("demo/dark-mode"), "{line}\n{listed}");
     assert!(!listed.contains("dead"), "{line}\n{listed}");
-    let dir = text
-        .lines()
-        .find_map(|l| l.trim_start().strip_prefix("sandbox"))
-        .unwrap()
-        .trim()
-        .to_string();
-    let _ = std::fs::remove_dir_all(dir);
+    let _ = std::fs::remove_dir_all(printed(&text, "sandbox"));
 }
 
 #[test]
@@ -236,13 +234,7 @@ fn inside_tmux_the_demo_opens_in_a_new_window_there() {
         seen = env.tmux.ok(&["capture-pane", "-p", "-t", ":orange-demo"]);
         seen.contains("Welcome to the orange demo")
     });
-    let dir = text
-        .lines()
-        .find_map(|l| l.trim_start().strip_prefix("sandbox"))
-        .unwrap()
-        .trim()
-        .to_string();
-    let _ = std::fs::remove_dir_all(dir);
+    let _ = std::fs::remove_dir_all(printed(&text, "sandbox"));
 }
 
 /// The sidebar tells the truth (issue 15): an agent that reported its task ready for review

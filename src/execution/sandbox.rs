@@ -170,13 +170,13 @@ fn agent_state(harness: &str, home: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     }
 }
 
-/// What the agent may write, in mount order (every path absolute). Directories that must
-/// exist for the agent to write them are created here, outside the sandbox.
-pub fn writable(ctx: &Context) -> Result<Vec<PathBuf>> {
+/// What the agent may write, in mount order (every path absolute), given the worktree's
+/// own git dir and the repository's common one. Directories that must exist for the agent
+/// to write them are created here, outside the sandbox.
+fn writable(ctx: &Context, own: &Path, common: &Path) -> Result<Vec<PathBuf>> {
     let home = home_dir();
     let mut out = vec![canonical(ctx.workspace)];
-    let (own, common) = crate::adapters::git::git_dirs(ctx.workspace)?;
-    out.push(own);
+    out.push(own.to_path_buf());
     for sub in ["objects", "refs", "logs"] {
         let p = common.join(sub);
         store::ensure_dir(&p)?;
@@ -273,7 +273,7 @@ pub fn spec(ctx: &Context) -> Result<Spec> {
             ctx.workspace.display()
         )));
     }
-    let writable = writable(ctx)?;
+    let writable = writable(ctx, &own, &common)?;
     let mut mounts = vec![Mount::Tmpfs("/tmp".into()), Mount::Tmpfs("/run".into())];
     // Name resolution may live under /run (systemd-resolved's stub-resolv.conf).
     if let Ok(resolv) = Path::new("/etc/resolv.conf").canonicalize() {
