@@ -347,7 +347,20 @@ fn off_tells_nothing() {
     holds_for(
         "silence with @orange-notify off",
         Duration::from_secs(3),
-        || client.bells() == 0 && calls(&s).is_empty() && !client.text().contains("needs you"),
+        || {
+            let silent =
+                client.bells() == 0 && calls(&s).is_empty() && !client.text().contains("needs you");
+            if !silent {
+                // Which one broke the silence, for the failure message.
+                eprintln!(
+                    "bells {}, notify-send calls {:?}, the terminal received:\n{:?}",
+                    client.bells(),
+                    calls(&s),
+                    String::from_utf8_lossy(&client.output())
+                );
+            }
+            silent
+        },
     );
 }
 

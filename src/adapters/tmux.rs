@@ -1277,7 +1277,7 @@ impl Tmux {
     pub fn display_message(&self, msg: &str) -> Result<()> {
         let mut cmd = raw("display-message");
         cmd.push_param("--");
-        cmd.push_param(msg.replace('#', "##"));
+        cmd.push_param(crate::text::for_tmux(msg));
         self.run(vec![cmd])?;
         Ok(())
     }
@@ -1434,7 +1434,7 @@ impl Tmux {
             cmd.push_option("-t", pane_target(t));
         }
         cmd.push_param("--");
-        cmd.push_param(msg.replace('#', "##"));
+        cmd.push_param(crate::text::for_tmux(msg));
         self.run(vec![cmd])?;
         Ok(())
     }
@@ -1733,7 +1733,7 @@ impl Tmux {
             let mut cmd = raw("display-message");
             cmd.push_option("-c", client.to_string());
             cmd.push_param("--");
-            cmd.push_param(msg.replace('#', "##"));
+            cmd.push_param(crate::text::for_tmux(msg));
             cmd
         };
         if clients.is_empty() {
