@@ -324,6 +324,7 @@ impl<'a> Monitor<'a> {
                 continue;
             }
             report.checked += 1;
+            let task = self.learn_first_prompt(task, &mut report);
             let dir = self.tasks.store.dir(&task.project, &task.id);
             // Taken before looking: a hook that comes while this pass looks is newer.
             let stamp = now_s();
@@ -401,6 +402,37 @@ impl<'a> Monitor<'a> {
         Ok(report)
     }
 
+    /// A task started without a prompt: the first prompt typed into its agent, when its
+    /// transcript tells it (the hook that should have told it may have failed or not run),
+    /// becomes its summary. The task as it is now.
+    fn learn_first_prompt(&mut self, task: Task, report: &mut PassReport) -> Task {
+        if !task.awaiting_prompt {
+            return task;
+        }
+        let prompt = match (task.harness.as_str(), &task.agent_session_id) {
+            ("claude", Some(conv)) => self
+                .workspace_path(&task)
+                .and_then(|ws| agent::first_prompt_in_log(&agent::claude_log_path(&ws, conv))),
+            _ => None,
+        };
+        let Some(prompt) = prompt else {
+            return task;
+        };
+        match self.tasks.adopt_first_prompt(&task, &prompt, "transcript") {
+            Ok(Some(t)) => {
+                report
+                    .actions
+                    .push(json!({"task": t.id, "action": "first_prompt", "via": "transcript"}));
+                t
+            }
+            Ok(None) => task,
+            Err(e) => {
+                report.actions.push(json!({"task": task.id, "action": "error", "error": e.to_string(), "code": e.code()}));
+                task
+            }
+        }
+    }
+
     /// Carry out the requests sandboxed agents queued (`task complete`, `stuck`,
     /// `update`); true when a task changed.
     fn apply_requests(&mut self, open: &[Task], report: &mut PassReport) -> bool {
@@ -426,6 +458,14 @@ impl<'a> Monitor<'a> {
         match req.op.as_str() {
             "complete" => t = self.tasks.set_status(&t, Status::Reviewing, via)?,
             "stuck" => t = self.tasks.set_status(&t, Status::Stuck, via)?,
+            // Its hook heard the first prompt typed into an agent started without one.
+            "prompt" => {
+                if let Some(p) = &req.summary {
+                    if let Some(adopted) = self.tasks.adopt_first_prompt(&t, p, "hook")? {
+                        t = adopted;
+                    }
+                }
+            }
             "update" => {
                 if let Some(s) = &req.summary {
                     t = self.tasks.set_summary(&t, s)?;
@@ -815,6 +855,12 @@ impl<'a> Monitor<'a> {
             report.actions.push(json!({"task": task.id, "action": "none", "reason": format!("idle; task is {} (only working tasks are nudged)", current.status)}));
             return Ok(());
         }
+        // Started without a prompt, and none typed yet: it waits for its person, who knows
+        // (they started it so). No nudge (it would be the agent's first task), no escalation.
+        if current.awaiting_prompt {
+            report.actions.push(json!({"task": task.id, "action": "none", "reason": "waiting for its first prompt (started without one)"}));
+            return Ok(());
+        }
         // Idle since it started, before its first turn: a claude still starting up (its
         // prompt not submitted yet), or one started without a prompt. Nothing to continue.
         if info.hook_state == Some(State::Waiting)
@@ -1164,6 +1210,25 @@ pub fn agent_hook(
         }
     }
     let dir = tasks.store.dir(&task.project, &task.id);
+    // The first prompt typed into an agent started without one becomes the summary: before
+    // the state is written (a summary change makes older observations stale).
+    let mut first_prompt = serde_json::Value::Null;
+    if event == "UserPromptSubmit" && task.awaiting_prompt {
+        if let Some(prompt) = payload.get("prompt").and_then(|p| p.as_str()) {
+            first_prompt = match adopt_prompt(home, &task, &dir, prompt) {
+                Ok(v) => v,
+                Err(e) => {
+                    store::log(
+                        home,
+                        "warn",
+                        "first prompt not recorded",
+                        json!({"task": task.id, "error": e.to_string(), "code": e.code()}),
+                    );
+                    json!({"error": e.to_string()})
+                }
+            };
+        }
+    }
     let _lock = agent::lock(&dir)?;
     let mut info = agent::load(&dir);
     // Claude's reminder a minute after a turn ended (`idle_prompt`) is no new idle period.
@@ -1186,8 +1251,25 @@ pub fn agent_hook(
     }
     agent::save(&dir, &info)?;
     Ok(
-        json!({"task": task.id, "event": event, "state": says.state, "blocker": says.blocker, "error": says.error, "detail": says.detail}),
+        json!({"task": task.id, "event": event, "state": says.state, "blocker": says.blocker, "error": says.error, "detail": says.detail, "first_prompt": first_prompt}),
     )
+}
+
+/// A hook heard the first prompt of a task that waits for one: recorded as its summary here,
+/// or, inside a sandbox (orange's state is read-only there), asked of the monitor.
+fn adopt_prompt(home: &Home, task: &Task, dir: &Path, prompt: &str) -> Result<serde_json::Value> {
+    if sandbox::inside() {
+        let req = sandbox::Request {
+            op: "prompt".into(),
+            status: None,
+            summary: Some(prompt.to_string()),
+            at: store::now_rfc3339(),
+        };
+        sandbox::request(home, dir, &req)?;
+        return Ok(json!("requested"));
+    }
+    let adopted = Tasks::new(home).adopt_first_prompt(task, prompt, "hook")?;
+    Ok(adopted.map(|t| json!(t.summary)).unwrap_or_default())
 }
 
 /// The lock that makes `orange monitor` one per tmux server instance and ORANGE_HOME
