@@ -983,6 +983,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_first_prompt_is_the_first_typed_user_line_of_the_transcript() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude");
+        assert_eq!(
+            first_prompt_in_log(
+                &fixtures.join("transcripts/bypass-tool-turn-exit-resume-sigterm.jsonl")
+            )
+            .as_deref(),
+            Some("please touch x")
+        );
+        let d = tempfile::tempdir().unwrap();
+        let log = d.path().join("c.jsonl");
+        std::fs::write(
+            &log,
+            concat!(
+                "{\"type\":\"mode\",\"mode\":\"normal\"}\n",
+                "{\"type\":\"user\",\"isMeta\":true,\"message\":{\"content\":\"caveat\"}}\n",
+                "{\"type\":\"user\",\"message\":{\"content\":\"<command-name>/model</command-name>\"}}\n",
+                "{\"type\":\"user\",\"message\":{\"content\":[{\"type\":\"tool_result\",\"content\":\"x\"}]}}\n",
+                "not json \"user\"\n",
+                "{\"type\":\"user\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"Fix it\"}]}}\n",
+                "{\"type\":\"user\",\"message\":{\"content\":\"later\"}}\n",
+            ),
+        )
+        .unwrap();
+        assert_eq!(first_prompt_in_log(&log).as_deref(), Some("Fix it"));
+        assert_eq!(first_prompt_in_log(&d.path().join("none.jsonl")), None);
+        std::fs::write(&log, "{\"type\":\"mode\"}\n").unwrap();
+        assert_eq!(first_prompt_in_log(&log), None);
+    }
+
+    #[test]
     fn errors_are_classified() {
         assert_eq!(
             classify_error("API Error: 401 {\"type\":\"authentication_error\"}"),

@@ -1271,6 +1271,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_typed_prompt_gives_its_first_line_cleaned_as_the_summary() {
+        assert_eq!(
+            summary_of_prompt("  Fix the login  \nand more").as_deref(),
+            Some("Fix the login")
+        );
+        assert_eq!(
+            summary_of_prompt("\n \t\n\u{1b}[2J\x07go\tnow\r\n").as_deref(),
+            Some("[2Jgo now")
+        );
+        assert_eq!(summary_of_prompt(" \n\u{1b}\u{9b}\n"), None);
+        assert_eq!(summary_of_prompt(""), None);
+        let long = summary_of_prompt(&"é".repeat(MAX_SUMMARY + 5)).unwrap();
+        assert_eq!(long.chars().count(), MAX_SUMMARY);
+        let task = Task {
+            summary: "feat/x".into(),
+            awaiting_prompt: true,
+            ..Task::default()
+        };
+        assert_eq!(first_prompt(&task), None, "the branch is no prompt");
+    }
+
+    #[test]
     fn hostile_branch_names_are_refused() {
         for bad in [
             "a b", "a..b", "a:b", "-x", "--force", "a~1", "x^", "a?b", "a*", "a[b", "a\\b",
