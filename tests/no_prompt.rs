@@ -394,3 +394,93 @@ fn respawn_and_recovery_of_a_task_without_a_prompt_give_it_none() {
     assert!(r.to_string().contains("\"recover\""), "{r}");
     assert_eq!(env.agent_log(&id, "argv"), "\n");
 }
+
+#[test]
+fn a_sandboxed_agents_first_prompt_reaches_the_summary_through_the_monitor() {
+    if !crate::sandbox::bwrap_usable() {
+        return;
+    }
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    with_tui(&env);
+    let v = env.ok(&[
+        "task",
+        "create",
+        "feat/boxed",
+        "--harness",
+        "fake-tui",
+        "--sandbox",
+        "bwrap",
+    ]);
+    let id = v["id"].as_str().unwrap().to_string();
+    assert_eq!(v["sandbox"], "bwrap", "{v}");
+    let log = env
+        .ws_path(v["workspace"].as_str().unwrap())
+        .join(".tui-log");
+    let read = |f: &str| {
+        let p = log.join(f);
+        common::poll(Duration::from_secs(20), || {
+            std::fs::read_to_string(&p)
+                .ok()
+                .filter(|t| !t.is_empty() || f == "prompt")
+        })
+        .unwrap_or_else(|| panic!("{} never written", p.display()))
+    };
+    assert_eq!(read("prompt"), "");
+    let pane = env.task(&id)["tmux_pane_id"].as_str().unwrap().to_string();
+    env.tmux
+        .ok(&["send-keys", "-t", &pane, "-l", "Fix the boxed form"]);
+    env.tmux.ok(&["send-keys", "-t", &pane, "Enter"]);
+    // Inside, orange's state is read-only: the hook asks, the monitor's pass records.
+    let said = read("hook");
+    assert!(said.contains("requested"), "{said}");
+    let mut t = Value::Null;
+    wait_for("the monitor to record the first prompt", 20, || {
+        env.ok(&["monitor", "--once"]);
+        t = env.task(&id);
+        t["summary"] == "Fix the boxed form"
+    });
+    let changed = history(&env, &id, "summary.changed");
+    assert_eq!(changed.len(), 1, "{t}");
+    assert_eq!(changed[0]["via"], "hook", "{t}");
+}
+
+#[test]
+fn a_claudes_first_prompt_is_read_from_its_transcript_when_no_hook_told_it() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    // The fake claude of tests/fixtures/bin: no hooks; its transcript is written here.
+    let v = env.ok(&["task", "create", "feat/transcript", "--harness", "claude"]);
+    let id = v["id"].as_str().unwrap().to_string();
+    let argv = env.agent_log(&id, "argv");
+    assert!(!argv.lines().any(|a| a == "--"), "no prompt: {argv}");
+    let conv = v["agent_session_id"].as_str().unwrap().to_string();
+    let ws = env.ws_path(v["workspace"].as_str().unwrap());
+    let cfg = env.root().join("claude-config");
+    let dir: String =
+        orange::orchestration::agent::claude_project_dir_name(&ws.canonicalize().unwrap());
+    let log_dir = cfg.join("projects").join(dir);
+    std::fs::create_dir_all(&log_dir).unwrap();
+    let pass = || {
+        let mut c = env.cmd_in(&env.repo, &["monitor", "--once", "--json"]);
+        c.env("CLAUDE_CONFIG_DIR", &cfg);
+        let (ok, r) = common::parse_json_output(&["monitor"], &c.output().unwrap());
+        assert!(ok, "{r}");
+        r
+    };
+    // No transcript yet (claude writes it with the first prompt): still waiting for one.
+    pass();
+    assert_eq!(env.task(&id)["awaiting_prompt"], true);
+    std::fs::copy(
+        common::fixtures().join("claude/transcripts/bypass-tool-turn-exit-resume-sigterm.jsonl"),
+        log_dir.join(format!("{conv}.jsonl")),
+    )
+    .unwrap();
+    let r = pass();
+    assert!(r.to_string().contains("first_prompt"), "{r}");
+    let t = env.task(&id);
+    assert_eq!(t["summary"], "please touch x", "{t}");
+    let changed = history(&env, &id, "summary.changed");
+    assert_eq!(changed.len(), 1, "{t}");
+    assert_eq!(changed[0]["via"], "transcript", "{t}");
+}
