@@ -335,6 +335,22 @@ fn waiting_for_a_first_prompt_is_not_nudged_escalated_or_told_as_needing_you() {
         !row.contains("needs you") && row.contains("waiting"),
         "{text}"
     );
+    let out = env
+        .cmd_in(&env.repo, &["task", "show", &quiet])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("waits for its first prompt"), "{text}");
+    let out = env
+        .cmd_in(
+            &env.repo,
+            &["sidebar", "--task", &quiet, "--once", "--width", "60"],
+        )
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("No prompt yet"), "{text}");
+    assert!(!text.contains("Needs you"), "{text}");
     // The control was told; the agent waiting for its first prompt never was.
     wait_for("the control's notification", 20, || {
         pass();

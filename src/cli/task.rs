@@ -328,7 +328,7 @@ fn create(ctx: &Ctx, tasks: &mut Tasks, a: CreateArgs) -> Result<Out> {
         _ => {}
     }
     text.push('\n');
-    if t.awaiting_prompt && created.outcome != "pending" {
+    if t.awaiting_prompt && created.outcome == "spawned" {
         text.push_str(&format!(
             "no prompt: the agent waits for yours; type it in its pane (`orange task attach {}`)\n",
             t.id
@@ -435,9 +435,14 @@ fn show(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
     let _ = tasks.update_usage(&t);
     let view = tasks.view(t, &tasks.panes());
     let mut text = format!(
-        "{}\nsummary: {}\nworkspace: {}\nsession: {}{}\nTASK.md: {}\n",
+        "{}\nsummary: {}{}\nworkspace: {}\nsession: {}{}\nTASK.md: {}\n",
         describe(&view),
         view.task.summary,
+        if view.task.awaiting_prompt {
+            " (its branch: the agent waits for its first prompt, typed in its pane)"
+        } else {
+            ""
+        },
         view.task.workspace.as_deref().unwrap_or("-"),
         view.task.tmux_session.as_deref().unwrap_or("-"),
         match (view.session.exit_status, view.session.exit_signal) {
