@@ -872,19 +872,6 @@ mod tests {
         assert_eq!(first.bucket, Bucket::Waiting);
         assert_eq!(need(&first), None);
         assert!(!needs_you(&first));
-        let seen_working = crate::orchestration::notify::Notified {
-            worked: ["|task|p|t".to_string()].into(),
-            ..Default::default()
-        };
-        let plan =
-            crate::orchestration::notify::plan(&seen_working, std::slice::from_ref(&first), 10_000);
-        assert!(plan.fresh.is_empty());
-        let plan = crate::orchestration::notify::plan(
-            &seen_working,
-            std::slice::from_ref(&waiting),
-            10_000,
-        );
-        assert_eq!(plan.fresh.len(), 1, "the same agent after a turn rings");
     }
 
     #[test]

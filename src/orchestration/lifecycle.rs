@@ -802,47 +802,6 @@ impl<'a> Tasks<'a> {
         Ok(task)
     }
 
-    /// The first prompt typed into an agent started without one (`via`: what told it, the
-    /// agent's hook or its transcript): its first line, trimmed and cleaned, becomes the
-    /// summary (recorded in the history). Nothing when the task does not wait for its first
-    /// prompt (any more) or the prompt has no text: `None`.
-    pub fn adopt_first_prompt(
-        &mut self,
-        task: &Task,
-        prompt: &str,
-        via: &str,
-    ) -> Result<Option<Task>> {
-        let Some(summary) = summary_of_prompt(prompt) else {
-            return Ok(None);
-        };
-        let _lock = self.store.lock(&task.project)?;
-        let mut task = self.store.load(&task.project, &task.id)?;
-        if !task.awaiting_prompt {
-            return Ok(None);
-        }
-        task.summary = summary;
-        task.awaiting_prompt = false;
-        task.updated_at = store::now_rfc3339();
-        self.store.save(&task)?;
-        // TASK.md's title follows while it is still the placeholder (the agent may have
-        // written its own by now: that one is kept).
-        let md = self.store.task_md(&task.project, &task.id);
-        if let Ok(text) = std::fs::read_to_string(&md) {
-            if let Some(rest) = text.strip_prefix("# (no summary)\n") {
-                let _ = store::write_bytes_atomic(
-                    &md,
-                    format!("# {}\n{rest}", task.summary).as_bytes(),
-                );
-            }
-        }
-        self.store.append_history(
-            &task,
-            "summary.changed",
-            json!({"summary": task.summary, "via": via}),
-        )?;
-        Ok(Some(task))
-    }
-
     /// Rename the task's branch (`Some`), or record the branch the agent switched to (`None`).
     pub fn set_branch(&mut self, task: &Task, new: Option<&str>) -> Result<Task> {
         let _lock = self.store.lock(&task.project)?;
@@ -1171,28 +1130,6 @@ pub fn validate_summary(s: &str) -> Result<()> {
     Ok(())
 }
 
-/// The summary a prompt typed by a person gives: its first line with text, trimmed, tabs
-/// made spaces and every other control character (escape sequences' ESC included) dropped,
-/// at most [`MAX_SUMMARY`] characters. `None` when nothing is left.
-pub fn summary_of_prompt(prompt: &str) -> Option<String> {
-    let line = prompt
-        .lines()
-        .map(|l| {
-            l.chars()
-                .filter_map(|c| match c {
-                    '\t' => Some(' '),
-                    c if c.is_control() => None,
-                    c => Some(c),
-                })
-                .collect::<String>()
-        })
-        .find(|l| !l.trim().is_empty())?;
-    let s: String = line.trim().chars().take(MAX_SUMMARY).collect();
-    let s = s.trim_end().to_string();
-    validate_summary(&s).ok()?;
-    Some(s)
-}
-
 /// Branch names: what git accepts as a branch, and never a leading `-`.
 pub fn validate_branch(b: &str) -> Result<()> {
     if b.len() > MAX_BRANCH {
@@ -1271,19 +1208,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_typed_prompt_gives_its_first_line_cleaned_as_the_summary() {
-        assert_eq!(
-            summary_of_prompt("  Fix the login  \nand more").as_deref(),
-            Some("Fix the login")
-        );
-        assert_eq!(
-            summary_of_prompt("\n \t\n\u{1b}[2J\x07go\tnow\r\n").as_deref(),
-            Some("[2Jgo now")
-        );
-        assert_eq!(summary_of_prompt(" \n\u{1b}\u{9b}\n"), None);
-        assert_eq!(summary_of_prompt(""), None);
-        let long = summary_of_prompt(&"é".repeat(MAX_SUMMARY + 5)).unwrap();
-        assert_eq!(long.chars().count(), MAX_SUMMARY);
+    fn a_task_waiting_for_its_first_prompt_has_none() {
         let task = Task {
             summary: "feat/x".into(),
             awaiting_prompt: true,

@@ -17,6 +17,7 @@ use crate::execution::sandbox;
 use crate::orchestration::agent::{self, AgentInfo, Escalation, LogState, Signal, State};
 use crate::orchestration::lifecycle::{Recovery, Tasks};
 use crate::orchestration::observer::{self, Snapshot};
+use crate::orchestration::prompt;
 use crate::orchestration::screen;
 use crate::orchestration::task::{Status, Task};
 
@@ -402,23 +403,20 @@ impl<'a> Monitor<'a> {
         Ok(report)
     }
 
-    /// A task started without a prompt: the first prompt typed into its agent, when its
-    /// transcript tells it (the hook that should have told it may have failed or not run),
-    /// becomes its summary. The task as it is now.
+    /// A task started without a prompt: the first prompt typed into its agent, when the
+    /// agent wrote it down itself (the hook that should have told it may have failed or not
+    /// run), becomes its summary. The task as it is now.
     fn learn_first_prompt(&mut self, task: Task, report: &mut PassReport) -> Task {
         if !task.awaiting_prompt {
             return task;
         }
-        let prompt = match (task.harness.as_str(), &task.agent_session_id) {
-            ("claude", Some(conv)) => self
-                .workspace_path(&task)
-                .and_then(|ws| agent::first_prompt_in_log(&agent::claude_log_path(&ws, conv))),
-            _ => None,
-        };
-        let Some(prompt) = prompt else {
+        let Some(text) = self
+            .workspace_path(&task)
+            .and_then(|ws| prompt::in_transcript(&task, &ws))
+        else {
             return task;
         };
-        match self.tasks.adopt_first_prompt(&task, &prompt, "transcript") {
+        match prompt::adopt(&self.tasks.store, &task, &text, "transcript") {
             Ok(Some(t)) => {
                 report
                     .actions
@@ -461,7 +459,7 @@ impl<'a> Monitor<'a> {
             // Its hook heard the first prompt typed into an agent started without one.
             "prompt" => {
                 if let Some(p) = &req.summary {
-                    if let Some(adopted) = self.tasks.adopt_first_prompt(&t, p, "hook")? {
+                    if let Some(adopted) = prompt::adopt(&self.tasks.store, &t, p, "hook")? {
                         t = adopted;
                     }
                 }
@@ -1182,7 +1180,8 @@ fn death_detail(exit: Option<PaneExit>, info: &AgentInfo, task: &str) -> String 
 
 /// An agent hook (`orange hook agent EVENT`, Claude Code's settings hooks): route it by
 /// `$ORANGE_TASK_ID` (else by the cwd's workspace), ignore sub-agents' events, record the
-/// state. `payload` is the hook's JSON from standard input (may be empty).
+/// state; a UserPromptSubmit's `prompt` is the first prompt of a task waiting for one
+/// ([`prompt::from_hook`]). `payload` is the hook's JSON from standard input (may be empty).
 pub fn agent_hook(
     home: &Home,
     event: &str,
@@ -1214,8 +1213,8 @@ pub fn agent_hook(
     // the state is written (a summary change makes older observations stale).
     let mut first_prompt = serde_json::Value::Null;
     if event == "UserPromptSubmit" && task.awaiting_prompt {
-        if let Some(prompt) = payload.get("prompt").and_then(|p| p.as_str()) {
-            first_prompt = match adopt_prompt(home, &task, &dir, prompt) {
+        if let Some(typed) = payload.get("prompt").and_then(|p| p.as_str()) {
+            first_prompt = match prompt::from_hook(home, &task, typed) {
                 Ok(v) => v,
                 Err(e) => {
                     store::log(
@@ -1253,23 +1252,6 @@ pub fn agent_hook(
     Ok(
         json!({"task": task.id, "event": event, "state": says.state, "blocker": says.blocker, "error": says.error, "detail": says.detail, "first_prompt": first_prompt}),
     )
-}
-
-/// A hook heard the first prompt of a task that waits for one: recorded as its summary here,
-/// or, inside a sandbox (orange's state is read-only there), asked of the monitor.
-fn adopt_prompt(home: &Home, task: &Task, dir: &Path, prompt: &str) -> Result<serde_json::Value> {
-    if sandbox::inside() {
-        let req = sandbox::Request {
-            op: "prompt".into(),
-            status: None,
-            summary: Some(prompt.to_string()),
-            at: store::now_rfc3339(),
-        };
-        sandbox::request(home, dir, &req)?;
-        return Ok(json!("requested"));
-    }
-    let adopted = Tasks::new(home).adopt_first_prompt(task, prompt, "hook")?;
-    Ok(adopted.map(|t| json!(t.summary)).unwrap_or_default())
 }
 
 /// The lock that makes `orange monitor` one per tmux server instance and ORANGE_HOME
