@@ -55,12 +55,18 @@ pub fn quote(s: &str) -> String {
 
 /// Is `name` an executable on PATH?
 pub fn on_path(name: &str) -> bool {
+    find_on_path(name).is_some()
+}
+
+/// Where `name` is found on PATH (or `name` itself when it has a `/` and is executable).
+pub fn find_on_path(name: &str) -> Option<std::path::PathBuf> {
     if name.contains('/') {
-        return is_executable(Path::new(name));
+        return is_executable(Path::new(name)).then(|| Path::new(name).to_path_buf());
     }
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| is_executable(&d.join(name))))
-        .unwrap_or(false)
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
 }
 
 /// The first line `program --version` prints (stdout, else stderr), within 10 s; `None`

@@ -233,6 +233,10 @@ impl<'a> Tasks<'a> {
             &harness.name,
         )?;
         sandbox.preflight()?;
+        if sandbox == sandbox::Kind::Bwrap {
+            let (w, r) = sandbox::extra_paths(self.config()?, &project.name, &harness.name);
+            sandbox::check_visible(self.home, &project.path, &harness, &w, &r)?;
+        }
         if req.spawn {
             if req.summary.trim().is_empty() {
                 return Err(OrangeError::invalid(
@@ -511,6 +515,7 @@ impl<'a> Tasks<'a> {
             task.sandbox.preflight()?;
             let (writable, readable) =
                 sandbox::extra_paths(self.config()?, &project.name, &harness.name);
+            sandbox::check_visible(self.home, &project.path, &harness, &writable, &readable)?;
             argv = sandbox::wrap(
                 &sandbox::Context {
                     home: self.home,
