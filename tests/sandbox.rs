@@ -4,7 +4,11 @@
 //! state files of other tasks, the repository's config and hooks. The agent here is a
 //! probe script committed in the repository (so it is inside the sandbox's view); it tries
 //! each thing and writes what happened into its workspace. A missing `bwrap` and one that
-//! cannot make namespaces are clear errors that leave nothing behind.
+//! cannot make namespaces are clear errors that leave nothing behind. git works in the
+//! sandboxed worktree (commit, branch, tag, stash, rebase, fetch, gc) without a word on
+//! stderr while the rest of the repository stays read-only, seen from both sides; a
+//! harness the sandbox would hide is refused before anything is created, and an agent that
+//! does not find its program inside (127) is explained, not counted as a crash.
 //!
 //! The real Claude Code CLI under the sandbox is tested in real_claude.rs.
 
