@@ -30,6 +30,7 @@ mod other_harnesses;
 mod plugin;
 mod pool;
 mod pool_concurrency;
+mod progress;
 mod project;
 mod readme;
 mod real_claude;
