@@ -7,6 +7,40 @@ cd "$(dirname "$0")/.."
 # Tests must never touch a user's tmux server or git identity.
 unset TMUX TMUX_PANE ORANGE_TMUX_SOCKET ORANGE_HOME GIT_DIR GIT_WORK_TREE
 
+# scripts/test.sh --repeat N FILTER [-- TEST ARGS]: run the tests FILTER names (a name,
+# `task::`, or a whole test name) N times in a row, built once, stopping at the first
+# failure; prints `N passed, N failed`. A test that fails one time in N is a bug: this is
+# how to find it and how to show it is gone.
+if [[ ${1:-} == --repeat ]]; then
+  n=${2:?usage: scripts/test.sh --repeat N FILTER}
+  filter=${3:?usage: scripts/test.sh --repeat N FILTER}
+  shift 3
+  [[ ${1:-} == -- ]] && shift
+  runner=$(cargo test --locked --test runner --no-run 2>&1 |
+    sed -n 's/.*Executable tests\/runner.rs (\(.*\))/\1/p' | tail -n 1)
+  [[ -x $runner ]] || { echo "the test runner did not build" >&2; exit 1; }
+  passed=0 failed=0
+  for ((i = 1; i <= n; i++)); do
+    log=$(mktemp)
+    if "$runner" --quiet "$filter" "$@" >"$log" 2>&1; then
+      if ! grep -qE '^running [1-9]' "$log"; then
+        echo "no test matches $filter" >&2
+        exit 1
+      fi
+      passed=$((passed + 1))
+      rm -f "$log"
+    else
+      failed=$((failed + 1))
+      echo "run $i of $n failed (output: $log):" >&2
+      tail -n 30 "$log" >&2
+      break
+    fi
+  done
+  echo "$passed passed, $failed failed"
+  [[ $failed -eq 0 ]]
+  exit
+fi
+
 # Lints first, warnings as errors: clippy.toml keeps `std::process::Command` in src/adapters/.
 cargo clippy --locked --all-targets -- -D warnings
 

@@ -16,4 +16,5 @@ pub mod cli;
 pub mod error;
 pub mod execution;
 pub mod orchestration;
+pub mod text;
 pub mod ui;

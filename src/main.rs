@@ -54,7 +54,7 @@ fn main() {
                 print_json(&out.json);
             } else {
                 let mut so = std::io::stdout().lock();
-                let _ = so.write_all(out.text.as_bytes());
+                let _ = so.write_all(out.printed().as_bytes());
             }
         }
         Err(e) => {
@@ -68,12 +68,17 @@ fn report(e: &OrangeError, json: bool) {
     if json {
         print_json(&serde_json::json!({"error": {"code": e.code(), "message": e.to_string()}}));
     } else {
-        eprintln!("orange: {e} [{}]", e.code());
+        // An error may quote what was typed or what a workspace holds: one safe line.
+        eprintln!(
+            "orange: {} [{}]",
+            orange::text::safe_line(&e.to_string()),
+            e.code()
+        );
     }
 }
 
 fn print_json(v: &serde_json::Value) {
     let mut so = std::io::stdout().lock();
-    let _ = serde_json::to_writer(&mut so, v);
+    let _ = so.write_all(orange::ui::output::json_text(v).as_bytes());
     let _ = so.write_all(b"\n");
 }

@@ -739,3 +739,57 @@ fn a_workspace_cancel_kept_stays_until_its_work_is_saved_then_a_monitor_pass_fre
     env.ok(&["monitor", "--once"]);
     assert!(bound(&env).is_empty(), "{:?}", bound(&env));
 }
+
+/// A reader that looks while a task is being created (indexed as open, its file not yet
+/// written) must not drop it from the index of open tasks: seen as `merge`'s
+/// `next.spawned: null` in a fresh-machine run, when the first task's agent ran `orange
+/// task complete` while the test created the queued one. The queued task then never
+/// started.
+#[test]
+fn a_reader_while_a_task_is_created_never_drops_it_from_the_queue() {
+    let env = TaskEnv::new();
+    env.add_project(&["--pool-size", "1"]);
+    let a = create(&env, &["idx/first", "a", "--harness", "fake-wait"]);
+    let pause = tempfile::tempdir().unwrap();
+    let creating = env
+        .cmd_in(
+            &env.repo,
+            &[
+                "task",
+                "create",
+                "idx/second",
+                "b",
+                "--harness",
+                "fake-wait",
+                "--json",
+            ],
+        )
+        .env("ORANGE_PAUSE_AT", "task.indexed")
+        .env("ORANGE_PAUSE_DIR", pause.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::wait_for("the create to pause after indexing", 20, || {
+        pause.path().join("task.indexed.paused").exists()
+    });
+    // Readers of the index while the file is not there yet: a listing and a monitor pass.
+    env.ok(&["task", "list", "--all"]);
+    env.ok(&["monitor", "--once"]);
+    std::fs::write(pause.path().join("task.indexed.go"), "").unwrap();
+    let out = creating.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let b: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(b["outcome"], "queued", "{b}");
+    let listed = env.ok(&["task", "list"]);
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["id"] == b["id"]),
+        "the queued task is listed: {listed}"
+    );
+    // Freeing the workspace starts it.
+    let c = env.ok(&["task", "cancel", "--yes", &id(&a)]);
+    assert_eq!(c["next"]["spawned"], b["id"], "{c}");
+}

@@ -237,6 +237,122 @@ fn inside_tmux_the_demo_opens_in_a_new_window_there() {
     let _ = std::fs::remove_dir_all(printed(&text, "sandbox"));
 }
 
+/// Run from a pane of a real attached client (tmux sets `TMUX` and `TMUX_PANE` there, as
+/// for a person): the demo opens its window in that session, right after the person's
+/// window, made current; their other windows keep their ids, names and indexes, and no
+/// option of their server changes. tmux 3.3a refused the pane id as `new-window -t`.
+#[test]
+fn from_a_pane_of_an_attached_client_the_demo_opens_beside_it() {
+    let env = TaskEnv::new();
+    let demo_socket = format!("orange-fh-pane-{}", std::process::id());
+    let _server = DemoServer(demo_socket.clone());
+    // The person's session: two windows, the first one in use; `logs` sits right after it.
+    env.tmux
+        .ok(&["new-session", "-d", "-s", "work", "-n", "editor", "/bin/sh"]);
+    env.tmux
+        .ok(&["new-window", "-d", "-t", "=work:", "-n", "logs", "/bin/sh"]);
+    env.tmux
+        .ok(&["set-option", "-t", "=work:", "@mine", "kept"]);
+    let windows = |env: &TaskEnv| {
+        env.tmux.ok(&[
+            "list-windows",
+            "-t",
+            "=work",
+            "-F",
+            "#{window_id} #{window_index} #{window_name}",
+        ])
+    };
+    let options = |env: &TaskEnv| {
+        (
+            env.tmux.ok(&["show-options", "-g"]),
+            env.tmux.ok(&["show-options", "-t", "=work:"]),
+            env.tmux.ok(&["show-options", "-gw"]),
+        )
+    };
+    let (windows_before, options_before) = (windows(&env), options(&env));
+    let log = env.root().join("client.log");
+    let _client = common::client::Client::attach(&env, "work", &log);
+    env.tmux.ok(&["select-window", "-t", "=work:editor"]);
+
+    // Typed at the person's prompt, as they would.
+    let out = env.root().join("demo.out");
+    let line = format!(
+        "ORANGE_TMUX_SOCKET={} ORANGE_DEMO_PACE=0.2 {} demo > {} 2>&1; echo finished >> {}",
+        demo_socket,
+        common::bin().display(),
+        out.display(),
+        out.display()
+    );
+    env.tmux
+        .ok(&["send-keys", "-t", "=work:editor", "-l", &line]);
+    env.tmux.ok(&["send-keys", "-t", "=work:editor", "Enter"]);
+    let mut text = String::new();
+    common::wait_for("the demo to finish in the pane", 120, || {
+        text = std::fs::read_to_string(&out).unwrap_or_default();
+        text.contains("finished")
+    });
+    assert!(text.contains("Opened in a new window here"), "{text}");
+
+    // Beside the person's window: `editor` is 1, `logs` 2, so the demo takes the first
+    // free index (3); their windows are as they were.
+    let after = windows(&env);
+    let (theirs, demo): (Vec<&str>, Vec<&str>) =
+        after.lines().partition(|l| !l.ends_with(" orange-demo"));
+    assert_eq!(theirs.join("\n"), windows_before, "{after}");
+    assert_eq!(demo.len(), 1, "{after}");
+    assert!(demo[0].contains(" 3 orange-demo"), "{after}");
+    assert_eq!(
+        env.tmux
+            .ok(&["display", "-p", "-t", "=work:", "#{window_name}"]),
+        "orange-demo",
+        "the demo's window is made current"
+    );
+    assert_eq!(options(&env), options_before);
+    // What the person sees in it: the demo's welcome session (its key guide).
+    let mut seen = String::new();
+    let found = common::poll(std::time::Duration::from_secs(30), || {
+        seen = env
+            .tmux
+            .ok(&["capture-pane", "-p", "-t", "=work:orange-demo"]);
+        seen.contains("prefix O l   pick a task").then_some(())
+    });
+    assert!(
+        found.is_some(),
+        "the demo's window shows:\n{seen}\n(demo said:\n{text})"
+    );
+    let _ = std::fs::remove_dir_all(printed(&text, "sandbox"));
+}
+
+/// Beside a window whose next index is free, the demo's window takes that index; nothing
+/// else moves.
+#[test]
+fn the_demo_window_goes_right_after_the_pane_s_window_when_that_index_is_free() {
+    let env = TaskEnv::new();
+    env.tmux
+        .ok(&["new-session", "-d", "-s", "work", "-n", "editor", "/bin/sh"]);
+    env.tmux
+        .ok(&["new-window", "-d", "-t", "=work:5", "-n", "far", "/bin/sh"]);
+    let pane = env
+        .tmux
+        .ok(&["display", "-p", "-t", "=work:editor", "#{pane_id}"]);
+    let tmux = orange::adapters::tmux::Tmux::new(orange::adapters::tmux::Tmux::server_from(
+        Some(&env.tmux.socket),
+        None,
+    ));
+    tmux.open_window("beside", &["sleep".into(), "60".into()], Some(&pane))
+        .unwrap();
+    assert_eq!(
+        env.tmux.ok(&[
+            "list-windows",
+            "-t",
+            "=work",
+            "-F",
+            "#{window_index} #{window_name}"
+        ]),
+        "1 editor\n2 beside\n5 far"
+    );
+}
+
 /// The sidebar tells the truth (issue 15): an agent that reported its task ready for review
 /// is not shown `working` beside `Status: reviewing`; without gh, a PR is unknown, not
 /// "none".

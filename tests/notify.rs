@@ -10,6 +10,8 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+
+use common::client::Client;
 use std::time::Duration;
 
 use common::{holds_for, wait_for, TaskEnv};
@@ -73,126 +75,6 @@ fn setup(pool: u32) -> Setup {
         calls,
         rec_bin,
     }
-}
-
-/// A client attached to a session of the test server, on a terminal `script` records.
-struct Client {
-    child: Child,
-    /// Its input, held open: `script` passes an end of input on to the terminal (a
-    /// Ctrl+D typed into the session).
-    _input: std::process::ChildStdin,
-    log: PathBuf,
-    tty: String,
-}
-
-impl Client {
-    fn attach(env: &TaskEnv, session: &str, log: &Path) -> Client {
-        let before: Vec<String> = clients(env);
-        let cmd = format!("tmux -L {} attach -t ={session}", env.tmux.socket);
-        let mut child = Command::new("script")
-            .args(["-qfc", &cmd])
-            .arg(log)
-            .env_remove("TMUX")
-            .env("TERM", "xterm-256color")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("script runs");
-        let input = child.stdin.take().unwrap();
-        let tty = common::poll(Duration::from_secs(20), || {
-            clients(env).into_iter().find(|c| !before.contains(c))
-        })
-        .unwrap_or_else(|| {
-            panic!(
-                "the client did not attach: {:?}",
-                String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default())
-            )
-        });
-        Client {
-            child,
-            _input: input,
-            log: log.to_path_buf(),
-            tty,
-        }
-    }
-
-    fn output(&self) -> Vec<u8> {
-        std::fs::read(&self.log).unwrap_or_default()
-    }
-
-    /// BELs that ring: those outside escape sequences (an OSC ends with one too).
-    fn bells(&self) -> usize {
-        split_output(&self.output()).0
-    }
-
-    /// The OSC sequences written to the terminal (their text).
-    fn oscs(&self) -> Vec<String> {
-        split_output(&self.output()).1
-    }
-
-    /// What it shows, outside the OSC sequences (the status line's message is there).
-    fn text(&self) -> String {
-        split_output(&self.output()).2
-    }
-
-    fn switch_to(&self, env: &TaskEnv, session: &str) {
-        env.tmux.ok(&[
-            "switch-client",
-            "-c",
-            &self.tty,
-            "-t",
-            &format!("={session}"),
-        ]);
-    }
-}
-
-impl Drop for Client {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn clients(env: &TaskEnv) -> Vec<String> {
-    let out = env.tmux.tmux(&["list-clients", "-F", "#{client_tty}"]);
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
-/// (BELs outside escape sequences, the OSC sequences' text, the rest).
-fn split_output(out: &[u8]) -> (usize, Vec<String>, String) {
-    let mut bells = 0;
-    let mut oscs = Vec::new();
-    let mut rest = Vec::new();
-    let mut i = 0;
-    while i < out.len() {
-        match out[i] {
-            0x07 => bells += 1,
-            0x1b if out.get(i + 1) == Some(&b']') => {
-                let start = i + 2;
-                let mut j = start;
-                while j < out.len()
-                    && out[j] != 0x07
-                    && !(out[j] == 0x1b && out.get(j + 1) == Some(&b'\\'))
-                {
-                    j += 1;
-                }
-                oscs.push(String::from_utf8_lossy(&out[start..j.min(out.len())]).into_owned());
-                i = if out.get(j) == Some(&0x1b) {
-                    j + 2
-                } else {
-                    j + 1
-                };
-                continue;
-            }
-            b => rest.push(b),
-        }
-        i += 1;
-    }
-    (bells, oscs, String::from_utf8_lossy(&rest).into_owned())
 }
 
 /// A background monitor with `path` as its PATH, killed on drop.
@@ -465,7 +347,20 @@ fn off_tells_nothing() {
     holds_for(
         "silence with @orange-notify off",
         Duration::from_secs(3),
-        || client.bells() == 0 && calls(&s).is_empty() && !client.text().contains("needs you"),
+        || {
+            let silent =
+                client.bells() == 0 && calls(&s).is_empty() && !client.text().contains("needs you");
+            if !silent {
+                // Which one broke the silence, for the failure message.
+                eprintln!(
+                    "bells {}, notify-send calls {:?}, the terminal received:\n{:?}",
+                    client.bells(),
+                    calls(&s),
+                    String::from_utf8_lossy(&client.output())
+                );
+            }
+            silent
+        },
     );
 }
 

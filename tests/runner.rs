@@ -20,6 +20,7 @@ mod error_codes;
 mod failures;
 mod first_hour;
 mod fuzz_parsers;
+mod hostile_text;
 mod kill_loop;
 mod lane;
 mod layers;

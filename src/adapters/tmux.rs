@@ -1277,7 +1277,7 @@ impl Tmux {
     pub fn display_message(&self, msg: &str) -> Result<()> {
         let mut cmd = raw("display-message");
         cmd.push_param("--");
-        cmd.push_param(msg.replace('#', "##"));
+        cmd.push_param(crate::text::for_tmux(msg));
         self.run(vec![cmd])?;
         Ok(())
     }
@@ -1434,7 +1434,7 @@ impl Tmux {
             cmd.push_option("-t", pane_target(t));
         }
         cmd.push_param("--");
-        cmd.push_param(msg.replace('#', "##"));
+        cmd.push_param(crate::text::for_tmux(msg));
         self.run(vec![cmd])?;
         Ok(())
     }
@@ -1461,17 +1461,16 @@ impl Tmux {
         Ok(())
     }
 
-    /// `run-shell` `command` (a shell command line, run by tmux's `default-shell`, formats
-    /// expanded) on the server and wait for it. Its output goes where tmux puts it (a pane's
-    /// view mode), not here: use it for commands that talk back through tmux.
     /// A new window named `name` running `command` (argv; run by `sh -c exec …` so that a
     /// variable such as `TMUX=` can come first), made the current window; `beside`: a pane
-    /// whose session gets it (else tmux's current session).
+    /// whose session gets it, right after that pane's window when that index is free, else
+    /// at the session's first free index (else tmux's current session). The person's own
+    /// windows keep their indexes: no `-a`, which moves the windows after it up. A pane id
+    /// is never the target of `new-window` (tmux 3.3a: "can't specify pane here").
     pub fn open_window(&self, name: &str, command: &[String], beside: Option<&str>) -> Result<()> {
         let mut w = raw("new-window");
         if let Some(pane) = beside {
-            // In the session of that pane (after its window).
-            w.push_flag("-a").push_option("-t", pane.to_string());
+            w.push_option("-t", self.window_slot_after(pane)?);
         }
         w.push_option("-n", name.to_string())
             .push_param("/bin/sh")
@@ -1481,6 +1480,39 @@ impl Tmux {
         Ok(())
     }
 
+    /// Where a new window beside `pane`'s goes: `$session:index+1` when that index is
+    /// free, else `$session:` (tmux picks the first free index from `base-index`).
+    fn window_slot_after(&self, pane: &str) -> Result<String> {
+        let fields = ["session_id", "window_index"];
+        let mut ask = raw("display-message");
+        ask.push_flag("-p")
+            .push_option("-t", pane_target(pane))
+            .push_param(format_of(&fields));
+        let out = self.run(vec![ask])?;
+        let rows = records(&out, fields.len())?;
+        let Some(r) = rows.first() else {
+            return Err(OrangeError::BackendCommandFailed(format!(
+                "tmux did not describe pane {pane}"
+            )));
+        };
+        let (session, index) = (r[0].to_string(), r[1].parse::<u32>().ok());
+        let mut list = raw("list-windows");
+        list.push_option("-t", session.clone())
+            .push_option("-F", "#{window_index}".to_string());
+        let taken: Vec<u32> = self
+            .run(vec![list])?
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        Ok(match index.map(|i| i + 1) {
+            Some(next) if !taken.contains(&next) => format!("{session}:{next}"),
+            _ => format!("{session}:"),
+        })
+    }
+
+    /// `run-shell` `command` (a shell command line, run by tmux's `default-shell`, formats
+    /// expanded) on the server and wait for it. Its output goes where tmux puts it (a pane's
+    /// view mode), not here: use it for commands that talk back through tmux.
     pub fn run_shell(&self, command: &str) -> Result<()> {
         let mut cmd = raw("run-shell");
         cmd.push_param(command.to_string());
@@ -1701,7 +1733,7 @@ impl Tmux {
             let mut cmd = raw("display-message");
             cmd.push_option("-c", client.to_string());
             cmd.push_param("--");
-            cmd.push_param(msg.replace('#', "##"));
+            cmd.push_param(crate::text::for_tmux(msg));
             cmd
         };
         if clients.is_empty() {

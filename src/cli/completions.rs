@@ -33,10 +33,10 @@ pub fn run(_ctx: &Ctx, a: CompletionsArgs) -> Result<Out> {
     };
     clap_complete::generate(shell, &mut cmd, "orange", &mut buf);
     let text = String::from_utf8_lossy(&buf).into_owned();
-    Ok(Out {
-        json: serde_json::json!({"shell": format!("{:?}", a.shell).to_lowercase(), "script": text}),
+    Ok(Out::new(
+        serde_json::json!({"shell": format!("{:?}", a.shell).to_lowercase(), "script": text}),
         text,
-    })
+    ))
 }
 
 #[cfg(test)]

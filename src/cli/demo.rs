@@ -459,7 +459,7 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
             )),
         }
     }
-    Ok(Out { json: value, text })
+    Ok(Out::new(value, text))
 }
 
 /// The demo server's option naming its sandbox directory (a re-run removes it).

@@ -131,11 +131,11 @@ pub fn run(ctx: &Ctx, args: HookArgs) -> Result<Out> {
     };
     report["ms"] = json!((started.elapsed().as_secs_f64() * 1e5).round() / 100.0);
     let text = if flags.json {
-        format!("{report}\n")
+        format!("{}\n", crate::ui::output::json_text(&report))
     } else {
         String::new()
     };
-    Ok(Out { json: report, text })
+    Ok(Out::new(report, text))
 }
 
 fn handle(ctx: &Ctx, event: &str, rest: &[String], flags: &HookFlags) -> Result<Value> {

@@ -146,7 +146,7 @@ pub fn run(ctx: &Ctx, cmd: LaneCmd) -> Result<Out> {
             );
             let mut v = serde_json::to_value(&rec).unwrap();
             v["backend"] = backend;
-            Ok(Out { json: v, text })
+            Ok(Out::new(v, text))
         }
         LaneCmd::Close {
             lane_id,

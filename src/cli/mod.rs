@@ -158,7 +158,11 @@ pub fn reconcile(ctx: &Ctx) {
     ) {
         Ok(repairs) => {
             for r in &repairs {
-                eprintln!("orange: repaired: {r}");
+                // A repair names sessions and workspaces as it found them.
+                eprintln!(
+                    "orange: repaired: {}",
+                    crate::text::safe_line(&r.to_string())
+                );
             }
             // A freed workspace starts what waits in its project's queue.
             let mut tasks = crate::orchestration::lifecycle::Tasks::new(&ctx.home);

@@ -74,7 +74,7 @@ pub fn run(ctx: &Ctx, cmd: PluginCmd) -> Result<Out> {
                 None => toggle_sidebar(&ctx.home, &tmux)?,
             };
             let text = format!("sidebar {}\n", v["action"].as_str().unwrap_or(""));
-            Ok(Out { json: v, text })
+            Ok(Out::new(v, text))
         }
     }
 }

@@ -201,7 +201,7 @@ pub fn run(ctx: &Ctx, cmd: ProjectCmd) -> Result<Out> {
             if let Some(a) = all.as_array_mut() {
                 a.extend(remote);
             }
-            Ok(Out { json: all, text })
+            Ok(Out::new(all, text))
         }
         ProjectCmd::Update(a) => {
             let name = match a.name.clone() {

@@ -186,15 +186,15 @@ fn run_there(ctx: &Ctx, h: &Host, cmd: &Command) -> Result<Out> {
                 h.name
             ),
         };
-        return Ok(Out { json: v, text });
+        return Ok(Out::new(v, text));
     }
     let out = h.call(&ctx.home, &args, stdin.as_deref())?;
     if out.status == 0 {
-        let _ = std::io::stderr().write_all(out.stderr.as_bytes());
-        return Ok(Out {
-            json: Value::Null,
-            text: String::from_utf8_lossy(&out.stdout).into_owned(),
-        });
+        let _ = std::io::stderr().write_all(crate::text::safe(&out.stderr).as_bytes());
+        return Ok(Out::new(
+            Value::Null,
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        ));
     }
     Err(text_error(h, &out.stderr))
 }
@@ -363,7 +363,7 @@ pub fn project_add(ctx: &Ctx, host_name: &str, name: Option<&str>, path: &str) -
         h.name,
         out["path"].as_str().unwrap_or("?")
     );
-    Ok(Out { json: out, text })
+    Ok(Out::new(out, text))
 }
 
 /// A project name must be one project's: here or on one host.
@@ -412,7 +412,7 @@ pub fn project_remove(ctx: &Ctx, h: &Host, name: &str) -> Result<Out> {
     })?;
     tag(&mut v, &h.name);
     let text = format!("removed project {name} on host {}\n", h.name);
-    Ok(Out { json: v, text })
+    Ok(Out::new(v, text))
 }
 
 /// Every host's `task list --all`, at once (one ssh call per host): (host, its tasks or

@@ -98,12 +98,13 @@ pub fn run(ctx: &Ctx, args: SidebarArgs) -> Result<Out> {
             .or_else(|| pane_size(&pane_tmux()).map(|(w, _)| w))
             .unwrap_or(DEFAULT_WIDTH);
         let model = sidebar::model_for_task(&ctx.home, &task, chrono::Utc::now())?;
+        // Every piece of the frame went through the sidebar's own safe-text step.
         let text = if color_enabled() {
             sidebar::render_ansi(&model, width, args.height)
         } else {
             sidebar::render(&model, width, args.height)
         };
-        return Ok(Out::new(&model, text));
+        return Ok(Out::new(&model, text).styled());
     }
     if std::env::args_os().any(|a| a == "--json") {
         return Err(OrangeError::invalid(

@@ -31,5 +31,5 @@ pub fn run(ctx: &Ctx, args: StatusArgs) -> Result<Out> {
         "json" => format!("{json}\n"),
         _ => status::render_plain(&summary),
     };
-    Ok(Out { json, text })
+    Ok(Out::new(json, text))
 }

@@ -11,7 +11,7 @@ use crate::error::{OrangeError, Result};
 use crate::execution::sandbox;
 use crate::orchestration::lifecycle::{CreateRequest, TaskView, Tasks};
 use crate::orchestration::task::{Status, Task};
-use crate::ui::output::{status_word, table, Out};
+use crate::ui::output::{table, Out};
 
 #[derive(Debug, Subcommand)]
 pub enum TaskCmd {
@@ -362,7 +362,7 @@ fn list(ctx: &Ctx, tasks: &mut Tasks, status: Option<String>, all: bool) -> Resu
         .map(|v| {
             let mut r = vec![
                 v.task.id.clone(),
-                status_word(v.task.status.as_str()),
+                v.task.status.as_str().to_string(),
                 format!("{} {}", v.session.icon(), v.session.state),
                 match (v.agent.state, &v.agent.escalated) {
                     (_, Some(_)) => "needs you".to_string(),
@@ -384,7 +384,7 @@ fn list(ctx: &Ctx, tasks: &mut Tasks, status: Option<String>, all: bool) -> Resu
         vec![
             format!("{}@{}", s(&v["project"]), s(&v["host"])),
             s(&v["id"]),
-            status_word(v["status"].as_str().unwrap_or("-")),
+            s(&v["status"]),
             s(&v["session"]["state"]),
             s(&v["agent"]["state"]),
             s(&v["branch"]),
@@ -413,7 +413,7 @@ fn list(ctx: &Ctx, tasks: &mut Tasks, status: Option<String>, all: bool) -> Resu
     if let Some(a) = json.as_array_mut() {
         a.extend(remote);
     }
-    Ok(Out { json, text })
+    Ok(Out::new(json, text))
 }
 
 /// `task show ID`
@@ -421,7 +421,8 @@ fn show(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
     let t = tasks.get(id, ctx.project.as_deref())?;
     let history = tasks.store.history(&t.project, &t.id);
     let md_path = tasks.store.task_md(&t.project, &t.id);
-    let md = std::fs::read_to_string(&md_path).unwrap_or_default();
+    // One invalid byte must not drop the whole text: shown lossily.
+    let md = crate::text::lossy(std::fs::read(&md_path).unwrap_or_default());
     // Token use as of now (only what the transcripts gained since the last read). Best
     // effort: `task show` must not fail on it.
     let _ = tasks.update_usage(&t);
@@ -480,7 +481,7 @@ fn show(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
     v["history"] = serde_json::to_value(&history).unwrap();
     v["task_md"] = json!(md);
     v["task_md_path"] = json!(md_path);
-    Ok(Out { json: v, text })
+    Ok(Out::new(v, text))
 }
 
 /// One history event in words, with what it carries: `status working → reviewing (via
@@ -738,7 +739,7 @@ fn merge(ctx: &Ctx, tasks: &mut Tasks, id: String, strategy: String, local: bool
     let mut v = serde_json::to_value(&t).unwrap();
     v["merge"] = info;
     v["next"] = serde_json::to_value(&next).unwrap();
-    Ok(Out { json: v, text })
+    Ok(Out::new(v, text))
 }
 
 /// `task cancel ID [--yes]`
@@ -760,7 +761,7 @@ fn cancel(ctx: &Ctx, tasks: &mut Tasks, id: String, yes: bool) -> Result<Out> {
     let mut v = serde_json::to_value(&t).unwrap();
     v["note"] = json!(note);
     v["next"] = serde_json::to_value(&next).unwrap();
-    Ok(Out { json: v, text })
+    Ok(Out::new(v, text))
 }
 
 /// What became of a task's branch: kept; never made (the task never started: no agent

@@ -10,7 +10,7 @@ use crate::error::{OrangeError, Result};
 use crate::execution::pool::{self, Workspace};
 use crate::orchestration::lifecycle::Tasks;
 use crate::orchestration::task::TaskStore;
-use crate::ui::output::{status_word, table, Out};
+use crate::ui::output::{table, Out};
 
 #[derive(Debug, Subcommand)]
 pub enum WorkspaceCmd {
@@ -77,7 +77,7 @@ fn rows(list: &[Workspace], with_project: bool) -> String {
         .map(|w| {
             let mut r = vec![
                 w.name.clone(),
-                status_word(&w.status),
+                w.status.clone(),
                 w.task.clone().unwrap_or_else(|| "-".into()),
                 w.path.display().to_string(),
             ];
@@ -152,7 +152,13 @@ fn run_command(ctx: &Ctx, cmd: WorkspaceCmd) -> Result<Out> {
             } else {
                 rows(&list, all)
             };
-            Ok(Out::new(list, text))
+            // Nothing but a table, whose cells are made safe one by one.
+            let out = Out::new(list, text);
+            Ok(if crate::ui::output::table_colored() {
+                out.styled()
+            } else {
+                out
+            })
         }
         WorkspaceCmd::Acquire(a) => {
             let p = ctx.project()?;
@@ -200,7 +206,7 @@ fn run_command(ctx: &Ctx, cmd: WorkspaceCmd) -> Result<Out> {
             let mut v = serde_json::to_value(ws).unwrap();
             v["outcome"] = json!(outcome);
             v["next"] = serde_json::to_value(&next).unwrap();
-            Ok(Out { json: v, text })
+            Ok(Out::new(v, text))
         }
         WorkspaceCmd::Gc { force, dry_run } => {
             let p = ctx.project()?;
@@ -240,7 +246,7 @@ fn run_command(ctx: &Ctx, cmd: WorkspaceCmd) -> Result<Out> {
             }
             let mut v = serde_json::to_value(&r).unwrap();
             v["next"] = serde_json::to_value(&next).unwrap();
-            Ok(Out { json: v, text })
+            Ok(Out::new(v, text))
         }
         WorkspaceCmd::Shutdown { force } => {
             let p = ctx.project()?;

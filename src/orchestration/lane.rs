@@ -229,6 +229,17 @@ impl<'a> Lanes<'a> {
         if req.task_id.chars().any(|c| c.is_control()) {
             return Err(OrangeError::invalid("task id contains control characters"));
         }
+        // The seed context is the agent's prompt: nothing with control characters is ever
+        // typed into an agent (newlines and tabs are text).
+        if req
+            .seed_context
+            .as_deref()
+            .is_some_and(crate::text::has_controls)
+        {
+            return Err(OrangeError::invalid(
+                "--seed-context contains control characters (escape sequences, carriage returns…); only newlines and tabs are taken",
+            ));
+        }
         let mux = Mux::named(req.mux.as_deref().unwrap_or("tmux"))?;
         mux.preflight()?;
         let config = Config::load(self.home)?;

@@ -183,11 +183,10 @@ fn name(item: &Item) -> String {
     }
 }
 
-/// Text safe for a status line and inside an escape sequence: no control characters.
+/// Text safe for a status line and inside an escape sequence (an OSC payload): one line,
+/// every control character shown, never sent ([`crate::text::safe_line`]).
 fn clean(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
+    crate::text::safe_line(s).into_owned()
 }
 
 /// The one message for what is new: `orange: app/fix needs you (waiting for input)`, or
@@ -543,7 +542,7 @@ mod tests {
         let text = render(&[(&remote, Need::Escalated)]);
         assert_eq!(
             text,
-            "orange: app/b-2 on box needs you (escalated: the agent asks: [31m what? )"
+            "orange: app/b-2 on box needs you (escalated: the agent asks:␛[31m what?␤)"
         );
         remote.reason = "x".repeat(500);
         assert_eq!(
@@ -561,7 +560,7 @@ mod tests {
         };
         assert_eq!(
             escapes("a\x07b", osc),
-            b"\x1b]9;a b\x07\x1b]777;notify;orange;a b\x07"
+            "\x1b]9;a␇b\x07\x1b]777;notify;orange;a␇b\x07".as_bytes()
         );
         assert_eq!(
             desktop_args(&one),

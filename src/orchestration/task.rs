@@ -440,6 +440,7 @@ impl TaskStore {
                 store::ensure_dir(dir)?;
             }
             std::fs::File::create(&marker).ctx(|| format!("indexing {}", marker.display()))?;
+            crate::adapters::fault::point("task.indexed");
         }
         store::write_json_atomic(&self.json_path(&task.project, &task.id), task)?;
         if task.status.is_final() {
@@ -521,7 +522,8 @@ impl TaskStore {
     }
 
     /// The open tasks that read well, oldest first, and the errors of those that did not.
-    /// Entries of finished or removed tasks are stale: pruned from the index.
+    /// Entries of finished or removed tasks are stale: pruned from the index, under the
+    /// project's lock only (see [`Self::prune`]).
     fn read_open(&self, project: Option<&str>) -> (Vec<Task>, Vec<OrangeError>) {
         let projects = match project {
             Some(p) => vec![p.to_string()],
@@ -530,18 +532,43 @@ impl TaskStore {
         let mut out = vec![];
         let mut errors = vec![];
         for p in projects {
+            let mut stale = vec![];
             for id in self.open_ids(&p) {
                 match self.load(&p, &id) {
                     Ok(t) if !t.status.is_final() => out.push(t),
-                    Ok(_) | Err(OrangeError::TaskNotFound(_)) => {
-                        let _ = std::fs::remove_file(self.open_marker(&p, &id));
-                    }
+                    Ok(_) | Err(OrangeError::TaskNotFound(_)) => stale.push(id),
                     Err(e) => errors.push(e),
                 }
             }
+            self.prune(&p, &stale);
         }
         out.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
         (out, errors)
+    }
+
+    /// Remove the index entries of tasks that looked finished or gone. Only with the
+    /// project's lock, and after a second look under it: a task being created is indexed
+    /// before its file is written, and a failed task being retried is saved open again,
+    /// both under that lock; a reader that pruned without it dropped such a task from the
+    /// index for good (a queued task then never started). Busy (a command holds the lock,
+    /// maybe this one): left for the next reader.
+    fn prune(&self, project: &str, stale: &[String]) {
+        if stale.is_empty() {
+            return;
+        }
+        let Ok(Some(_lock)) = self.try_lock(project) else {
+            return;
+        };
+        for id in stale {
+            let stale = match self.load(project, id) {
+                Ok(t) => t.status.is_final(),
+                Err(OrangeError::TaskNotFound(_)) => true,
+                Err(_) => false,
+            };
+            if stale {
+                let _ = std::fs::remove_file(self.open_marker(project, id));
+            }
+        }
     }
 
     /// Every task of `project` (or of all projects), oldest first. Unreadable task files
@@ -581,7 +608,7 @@ impl TaskStore {
     /// have left half a line) are skipped: history is informational.
     pub fn history(&self, project: &str, id: &str) -> Vec<Event> {
         let path = self.dir(project, id).join("history.jsonl");
-        parse_history(&std::fs::read_to_string(path).unwrap_or_default())
+        parse_history(&crate::text::lossy(std::fs::read(path).unwrap_or_default()))
     }
 
     pub fn remove(&self, task: &Task) -> Result<()> {

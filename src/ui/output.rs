@@ -9,6 +9,9 @@ use unicode_width::UnicodeWidthStr;
 pub struct Out {
     pub json: serde_json::Value,
     pub text: String,
+    /// The text carries orange's own terminal styles (colours), its other text made safe
+    /// piece by piece; else it is plain and made safe whole when printed ([`Out::printed`]).
+    styled: bool,
 }
 
 impl Out {
@@ -16,8 +19,47 @@ impl Out {
         Out {
             json: serde_json::to_value(value).expect("output serializes"),
             text: text.into(),
+            styled: false,
         }
     }
+
+    /// Text with orange's own colours, whose every other piece went through
+    /// [`crate::text::safe`] where it was put together.
+    pub fn styled(mut self) -> Out {
+        self.styled = true;
+        self
+    }
+
+    /// The text as it reaches the terminal: control characters and escape sequences
+    /// from agents, workspaces and hosts shown, never interpreted
+    /// ([`crate::text::safe`]). `--json` prints [`Out::json`] instead, exact.
+    pub fn printed(&self) -> std::borrow::Cow<'_, str> {
+        if self.styled {
+            std::borrow::Cow::Borrowed(&self.text)
+        } else {
+            crate::text::safe(&self.text)
+        }
+    }
+}
+
+/// A JSON value as one line of text for a terminal or a pipe: the exact text of every
+/// string, with DEL and the C1 controls escaped too (`\u009b`; JSON itself escapes only
+/// C0), so that `--json` on a terminal interprets nothing an agent wrote. Outside strings
+/// JSON has only ASCII, so the escape applies inside strings only.
+pub fn json_text(v: &serde_json::Value) -> String {
+    let s = serde_json::to_string(v).expect("a JSON value serializes");
+    if !s.chars().any(|c| ('\u{7f}'..='\u{9f}').contains(&c)) {
+        return s;
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if ('\u{7f}'..='\u{9f}').contains(&c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// `now`, `42s ago`, `5m ago`, `3h ago`, `2d ago` (a time in the future: `now`).
@@ -43,11 +85,8 @@ pub fn color_enabled() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
 }
 
-/// Colour a workspace/task status word for a terminal.
-pub fn status_word(status: &str) -> String {
-    if !color_enabled() {
-        return status.to_string();
-    }
+/// A workspace status word coloured for a terminal (the `STATUS` column of [`table`]).
+fn status_word(status: &str) -> String {
     match status {
         "available" => status.green().to_string(),
         "bound" => status.yellow().to_string(),
@@ -60,10 +99,9 @@ pub fn status_word(status: &str) -> String {
 /// values are in `--json`.
 pub const MAX_CELL: usize = 48;
 
-/// `s` cut to at most `max` display columns, with `…` when cut. Text with terminal
-/// escapes (a coloured status word) is left as it is.
+/// `s` cut to at most `max` display columns, with `…` when cut.
 pub fn fit_cell(s: &str, max: usize) -> String {
-    if s.contains('\u{1b}') || s.width() <= max {
+    if s.width() <= max {
         return s.to_string();
     }
     let mut out = String::new();
@@ -81,11 +119,28 @@ pub fn fit_cell(s: &str, max: usize) -> String {
 }
 
 /// A left-aligned text table sized by display width (CJK and emoji count double); a cell
-/// wider than [`MAX_CELL`] is cut (`…`).
+/// wider than [`MAX_CELL`] is cut (`…`). Cells are data: each is made one safe line
+/// ([`crate::text::safe_line`]) before it is measured. On a terminal the `STATUS` column
+/// is coloured: the text then carries orange's own styles (print it as
+/// [`Out::styled`], which [`table_colored`] says).
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let color = table_colored();
+    let status_col = header.iter().position(|h| *h == "STATUS");
     let rows: Vec<Vec<String>> = rows
         .iter()
-        .map(|r| r.iter().map(|c| fit_cell(c, MAX_CELL)).collect())
+        .map(|r| {
+            r.iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let cell = fit_cell(&crate::text::safe_line(c), MAX_CELL);
+                    if color && Some(i) == status_col {
+                        status_word(&cell)
+                    } else {
+                        cell
+                    }
+                })
+                .collect()
+        })
         .collect();
     let rows = rows.as_slice();
     let cols = header.len();
@@ -114,6 +169,12 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// Whether [`table`] colours (stdout is a terminal and `NO_COLOR` is unset): an [`Out`]
+/// that holds nothing but tables is then [`Out::styled`].
+pub fn table_colored() -> bool {
+    color_enabled()
+}
+
 fn strip_ansi_width(s: &str) -> usize {
     let mut plain = String::new();
     let mut in_esc = false;
@@ -134,6 +195,15 @@ fn strip_ansi_width(s: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_text_escapes_c1_and_del_and_keeps_the_text() {
+        let v = serde_json::json!({"s": "a\u{9b}2J\u{7f}\x1b\u{a0}é"});
+        let t = json_text(&v);
+        assert_eq!(t, "{\"s\":\"a\\u009b2J\\u007f\\u001b\u{a0}é\"}");
+        assert!(!t.chars().any(char::is_control), "{t:?}");
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&t).unwrap(), v);
+    }
 
     #[test]
     fn wide_cells_are_cut_by_display_width() {

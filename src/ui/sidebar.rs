@@ -247,7 +247,10 @@ pub fn assemble(
     now: DateTime<Utc>,
 ) -> Model {
     let store = TaskStore::new(home);
-    let md = std::fs::read_to_string(store.task_md(&task.project, &task.id)).unwrap_or_default();
+    // One invalid byte must not drop the whole text: shown lossily.
+    let md = crate::text::lossy(
+        std::fs::read(store.task_md(&task.project, &task.id)).unwrap_or_default(),
+    );
     let history = store.history(&task.project, &task.id);
     let mut m = Model::empty(&task.id, &task.project, &task.branch, now.timestamp());
     m.status = task.status.to_string();
@@ -574,23 +577,11 @@ impl Line {
     }
 }
 
-/// Text as one terminal line: control characters (which would move the cursor or
-/// recolour the pane) and bidi overrides become `�`, tabs two spaces; overlong input is cut.
+/// Text as one terminal line ([`crate::text::safe_line`]: control characters and escapes
+/// shown, never interpreted), tabs two spaces; overlong input is cut.
 fn sanitize(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars().take(MAX_INPUT_CHARS) {
-        match c {
-            '\t' => out.push_str("  "),
-            c if c.is_control()
-                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-                || matches!(c, '\u{2028}' | '\u{2029}') =>
-            {
-                out.push('\u{fffd}')
-            }
-            c => out.push(c),
-        }
-    }
-    out
+    let head: String = s.chars().take(MAX_INPUT_CHARS).collect();
+    crate::text::safe_line(&head.replace('\t', "  ")).into_owned()
 }
 
 /// The longest prefix of `s` at most `cols` columns wide (never half a wide character).
@@ -1123,7 +1114,7 @@ mod tests {
     #[test]
     fn control_characters_never_reach_the_terminal() {
         let l = fit(Line::text("a\x1b[2Jb\tc\r\u{202e}d", Style::Plain), 40);
-        assert_eq!(l.plain(), "a\u{fffd}[2Jb  c\u{fffd}\u{fffd}d");
+        assert_eq!(l.plain(), "a␛[2Jb  c␍\u{fffd}d");
     }
 
     #[test]

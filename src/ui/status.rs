@@ -41,11 +41,11 @@ const UNREADABLE_STYLE: &str = "fg=red";
 // Rendering (pure)
 // ---------------------------------------------------------------------------------------
 
-/// Make text safe inside a tmux format value: `#` is doubled, so user data can never open a
-/// style (`#[`) or a format (`#{`). Today no rendered text carries user data (only counts,
-/// icons and fixed words); anything that ever does must go through this.
+/// Make text safe inside a tmux format value ([`crate::text::for_tmux`]): `#` is doubled,
+/// so user data can never open a style (`#[`) or a format (`#{`), and control characters
+/// are shown, never sent to the terminal. A session's label carries its task's branch.
 pub fn escape_tmux(text: &str) -> String {
-    text.replace('#', "##")
+    crate::text::for_tmux(text)
 }
 
 fn styled(style: &str, text: &str) -> String {
@@ -373,6 +373,13 @@ mod tests {
         ));
         assert!(only_styles(&long.replace("##", "")), "{long}");
         assert!(long.contains("…#[default]"), "{long}");
+        // Its control characters are shown, never sent to the terminal.
+        let hostile = render_session_tmux(&item(
+            Bucket::Waiting,
+            "escalated: \x1b]0;PWNED\x07\x1b[2J\u{9b}1m\nnext",
+        ));
+        assert!(!hostile.chars().any(char::is_control), "{hostile:?}");
+        assert!(hostile.contains("␛]0;PWNED␇␛[2J␛[1m␤next"), "{hostile}");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! `$ORANGE_HOME`, and helpers to run the `orange` binary.
 #![allow(dead_code)]
 
+pub mod client;
 pub mod sshd;
 pub mod standin;
 
