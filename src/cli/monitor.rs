@@ -216,7 +216,7 @@ pub fn restore(ctx: &Ctx, a: RestoreArgs) -> Result<Out> {
     let mut restored = vec![];
     let mut failed = vec![];
     for t in orphans {
-        // SAFE-TEXT: a branch name read back from the task.
+        // A branch name read back: ui::progress shows it safely.
         let step = crate::adapters::progress::step(format!(
             "restoring task {} ({}/{})",
             t.id, t.project, t.branch

@@ -272,7 +272,7 @@ impl<'a> Locked<'a> {
             return Ok(vec![]);
         };
         {
-            // SAFE-TEXT: the project's setup command, as the user gave it (its start).
+            // The project's setup command as the user gave it (its start; shown safely).
             let shown: String = cmd.lines().next().unwrap_or("").chars().take(48).collect();
             let more = if shown.len() < cmd.len() { "…" } else { "" };
             step.describe(format!("{name}: setup `{shown}{more}`"));

@@ -1143,7 +1143,7 @@ fn death_detail(exit: Option<PaneExit>, info: &AgentInfo, task: &str) -> String 
         None => "session gone".into(),
     };
     match (info.blocker, info.last_lines.last()) {
-        // What was not found, in the program's words (SAFE-TEXT: a pane line).
+        // What was not found, in the program's words (a pane line: printers make it safe).
         (Some(b @ agent::Blocker::NotInSandbox), Some(line)) => {
             format!("{how} ({}): {}", line.trim(), b.advice(task))
         }
