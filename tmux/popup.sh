@@ -40,11 +40,13 @@ new)
     say "orange: no task created (the task was empty)"
     exit 0
   fi
-  if out=$("$bin" task create -- "$branch" "$summary" 2>&1); then
+  # stderr stays on this terminal: the progress of a workspace's setup shows live, and an
+  # error stays on screen until a key is pressed.
+  if out=$("$bin" task create -- "$branch" "$summary"); then
     say "orange: ${out%%$'\n'*}"
     exit 0
   fi
-  printf '\n%s\n' "$out"
+  [[ -n $out ]] && printf '\n%s\n' "$out"
   pause
   ;;
 show)
