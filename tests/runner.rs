@@ -37,6 +37,7 @@ mod readme;
 mod real_claude;
 mod remote;
 mod sandbox;
+mod sandbox_git;
 mod sidebar;
 mod standin;
 mod status;
