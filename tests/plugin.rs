@@ -822,6 +822,54 @@ fn sidebar_toggles_beside_the_agent_and_refuses_a_small_window() {
     assert_eq!(window_panes(&env.tmux, &window).len(), 1);
 }
 
+/// The new-task popup is a terminal: a task whose workspace is being set up shows the
+/// setup's progress live there, and the confirmation is the result, not a progress line.
+#[test]
+fn the_new_task_popup_shows_a_workspace_setup_while_it_runs() {
+    let env = TaskEnv::new();
+    let go = env.root().join("go");
+    let setup = format!(
+        "echo resolving packages; while [ ! -e {} ]; do sleep 0.05; done",
+        go.display()
+    );
+    env.add_project(&["--setup-cmd", &setup]);
+    let cfg = env.home.join("config.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(&cfg, format!("default_harness = \"fake-wait\"\n{text}")).unwrap();
+    tell_server_home(&env);
+    let _plugin = load_plugin(&env.tmux);
+    env.tmux.ok(&[
+        "new-session",
+        "-d",
+        "-s",
+        "work",
+        "-c",
+        env.repo.to_str().unwrap(),
+    ]);
+    let client = Client::attach(&env.root(), &env.tmux, "=work");
+    client.press(&["C-b", "O", "n"]);
+    client.wait_screen("the branch question", |s| {
+        s.contains("branch (empty: automatic):")
+    });
+    client.type_text("feat/slow");
+    client.press(&["Enter"]);
+    client.wait_screen("the task question", |s| s.contains("task:"));
+    client.type_text("wait for the setup");
+    client.press(&["Enter"]);
+    client.wait_screen("the setup's progress in the popup", |s| {
+        s.contains("app--1: setup `echo resolving packages;") && s.contains("· resolving packages")
+    });
+    std::fs::write(&go, "").unwrap();
+    wait_for("the confirmation", 20, || {
+        client.messages(&env.tmux).contains("orange: created task")
+    });
+    assert!(
+        !client.messages(&env.tmux).contains("creating workspace"),
+        "{}",
+        client.messages(&env.tmux)
+    );
+}
+
 #[test]
 fn new_task_key_takes_quotes_and_substitutions_literally() {
     let env = TaskEnv::new();

@@ -4,7 +4,10 @@
 //! state files of other tasks, the repository's config and hooks. The agent here is a
 //! probe script committed in the repository (so it is inside the sandbox's view); it tries
 //! each thing and writes what happened into its workspace. A missing `bwrap` and one that
-//! cannot make namespaces are clear errors that leave nothing behind.
+//! cannot make namespaces are clear errors that leave nothing behind. A harness the
+//! sandbox would hide is refused before anything is created, and an agent that does not
+//! find its program inside (127) is explained, not counted as a crash. git in the
+//! sandboxed worktree: sandbox_git.rs.
 //!
 //! The real Claude Code CLI under the sandbox is tested in real_claude.rs.
 
@@ -64,14 +67,14 @@ echo end >> "$r"
 exec sleep 600
 "#;
 
-struct Rig {
-    env: TaskEnv,
-    home: PathBuf,
+pub struct Rig {
+    pub env: TaskEnv,
+    pub home: PathBuf,
 }
 
 /// A repository holding the probe, a HOME with `~/.ssh`, a plain task holding a
 /// workspace (the "other" one), and config.toml with the probe harness.
-fn rig() -> Rig {
+pub fn rig() -> Rig {
     let env = Env::new();
     let home = env.root().join("user-home");
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
@@ -116,7 +119,7 @@ impl Rig {
     }
 }
 
-fn toml_string(s: &str) -> String {
+pub fn toml_string(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
@@ -465,4 +468,140 @@ fn a_symlink_planted_by_the_agent_never_redirects_orange() {
         "orange wrote through the agent's symlink"
     );
     assert!(!rig.home.join(".ssh/planted").exists());
+}
+
+/// A harness program the sandbox does not show (here under /tmp, private inside): refused
+/// before anything is recorded, naming the path and `sandbox_readable`; with the path in
+/// `sandbox_readable` the same task starts and its agent runs.
+#[test]
+fn a_harness_outside_the_sandbox_is_refused_before_anything_is_created() {
+    if !bwrap_usable() {
+        return;
+    }
+    let rig = rig();
+    let env = &rig.env;
+    // Under /tmp, which is private inside the sandbox (wherever TMPDIR points).
+    let tmp = tempfile::Builder::new()
+        .prefix("orange-outside-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let outside = tmp.path().canonicalize().unwrap();
+    let agent = outside.join("agent.sh");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\necho started > started.txt\nexec sleep 600\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = |extra: &str| {
+        std::fs::write(
+            env.home.join("config.toml"),
+            format!(
+                "{extra}[harness.hidden]\ncommand = {}\n",
+                toml_string(&format!("{} {{prompt}}", agent.display()))
+            ),
+        )
+        .unwrap();
+    };
+    config("");
+    let create = || {
+        env.json(&[
+            "task",
+            "create",
+            "hidden",
+            "run it",
+            "--harness",
+            "hidden",
+            "--sandbox",
+            "bwrap",
+        ])
+    };
+    let msg = common::expect_error(&["task", "create"], create(), "invalid_argument");
+    assert!(msg.contains(&agent.display().to_string()), "{msg}");
+    assert!(msg.contains("sandbox_readable"), "{msg}");
+    nothing_created(env);
+    // Without a sandbox the same harness is fine (the check is the sandbox's).
+    // With its directory readable, the task starts and the agent runs inside.
+    config(&format!(
+        "sandbox_readable = [{}]\n",
+        toml_string(&outside.display().to_string())
+    ));
+    let (ok, t) = create();
+    assert!(ok, "{t}");
+    let ws = env.ws_path(t["workspace"].as_str().unwrap());
+    common::wait_for("the agent to start in the sandbox", 20, || {
+        ws.join("started.txt").exists()
+    });
+}
+
+/// An agent whose program is found when the task starts but not inside the sandbox (a
+/// script that runs a tool from /tmp) exits 127: `task explain` and the sidebar say the
+/// program was not found inside the sandbox and what to do; it is not counted as a crash.
+#[test]
+fn an_agent_that_exits_127_in_the_sandbox_is_explained_not_a_crash() {
+    if !bwrap_usable() {
+        return;
+    }
+    let rig = rig();
+    let env = &rig.env;
+    let tmp = tempfile::Builder::new()
+        .prefix("orange-outside-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let outside = tmp.path().canonicalize().unwrap();
+    let tool = outside.join("tool");
+    std::fs::write(&tool, "#!/bin/sh\nexit 0\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        env.repo.join("run.sh"),
+        format!("#!/bin/sh\nexec {} \"$@\"\n", tool.display()),
+    )
+    .unwrap();
+    common::git(&env.repo, &["add", "run.sh"]);
+    common::git(&env.repo, &["commit", "-qm", "runner"]);
+    common::git(&env.repo, &["push", "-q", "origin", "HEAD"]);
+    std::fs::write(
+        env.home.join("config.toml"),
+        "[harness.runner]\ncommand = \"sh ./run.sh\"\n",
+    )
+    .unwrap();
+    let t = env.ok(&[
+        "task",
+        "create",
+        "runner",
+        "run the tool",
+        "--harness",
+        "runner",
+        "--sandbox",
+        "bwrap",
+    ]);
+    let id = t["id"].as_str().unwrap().to_string();
+    env.wait_session(&id, "dead");
+    env.ok(&["monitor", "--once"]);
+    let explain = env.cmd(&["task", "explain", &id]).output().unwrap();
+    let text = String::from_utf8_lossy(&explain.stdout);
+    assert!(explain.status.success(), "{text}");
+    assert!(text.contains("not found inside the sandbox"), "{text}");
+    assert!(text.contains("sandbox_readable"), "{text}");
+    let task = env.task(&id);
+    assert_eq!(task["crash_count"], 0, "{task}");
+    assert!(
+        !task["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["event"] == "agent.crashed"),
+        "{task}"
+    );
+    let out = env
+        .cmd(&["sidebar", "--once", "--task", &id, "--width", "200"])
+        .output()
+        .unwrap();
+    let sidebar = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        sidebar.contains("not found inside the sandbox"),
+        "{sidebar}"
+    );
 }

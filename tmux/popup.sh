@@ -40,18 +40,20 @@ new)
   IFS= read -r -e -p 'task (empty: type it to the agent): ' summary || exit 0
   if [[ -z ${summary//[[:space:]]/} ]]; then
     # No prompt: the agent starts interactive; the client goes to it to type the first.
-    if out=$("$bin" task create -- "$branch" 2>&1); then
+    # stderr stays on this terminal: the progress of a workspace's setup shows live, and
+    # an error stays on screen until a key is pressed.
+    if out=$("$bin" task create -- "$branch"); then
       id=${out#created task }
       id=${id%% *}
       say "orange: ${out%%$'\n'*} (no prompt: type it there)"
       "$bin" task attach "$id" >/dev/null 2>&1
       exit 0
     fi
-  elif out=$("$bin" task create -- "$branch" "$summary" 2>&1); then
+  elif out=$("$bin" task create -- "$branch" "$summary"); then
     say "orange: ${out%%$'\n'*}"
     exit 0
   fi
-  printf '\n%s\n' "$out"
+  [[ -n $out ]] && printf '\n%s\n' "$out"
   pause
   ;;
 show)

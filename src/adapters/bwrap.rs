@@ -24,6 +24,8 @@ pub enum Mount {
     Null(PathBuf),
     /// The directory `from` (as it is here), writable, seen at `to`.
     Rebind { from: PathBuf, to: PathBuf },
+    /// The directory `from` (as it is here), read-only, seen at `to`.
+    ReadOnlyAt { from: PathBuf, to: PathBuf },
 }
 
 /// Everything bwrap needs besides the mounts.
@@ -74,6 +76,7 @@ pub fn argv(spec: &Spec, command: &[String]) -> Vec<String> {
             Mount::Symlink { target, at } => v.extend(["--symlink".into(), s(target), s(at)]),
             Mount::Null(p) => v.extend(["--ro-bind".into(), "/dev/null".into(), s(p)]),
             Mount::Rebind { from, to } => v.extend(["--bind".into(), s(from), s(to)]),
+            Mount::ReadOnlyAt { from, to } => v.extend(["--ro-bind".into(), s(from), s(to)]),
         }
     }
     for (k, val) in &spec.setenv {

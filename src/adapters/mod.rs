@@ -9,6 +9,7 @@ pub mod fault;
 pub mod gh;
 pub mod git;
 pub mod mux;
+pub mod progress;
 pub mod shell;
 pub mod ssh;
 pub mod store;

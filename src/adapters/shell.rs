@@ -1,39 +1,81 @@
-//! Running a user's shell command (a project's setup command) in a directory.
+//! Running a user's shell command (a project's setup command) in a directory, its output
+//! reported as it comes; where a program is on PATH.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::error::{OrangeError, Result};
 
-/// Run `sh -c <cmd>` in `dir` with `env`; a non-zero exit is an error naming `dir`.
-pub fn run_in(dir: &Path, cmd: &str, env: &[(&str, &str)], what: &str) -> Result<()> {
+/// Run `sh -c <cmd>` in `dir` with `env`; a non-zero exit is an error naming `dir` and
+/// the last lines it printed on stderr. Each line it prints (stdout and stderr) goes to
+/// `step` as it comes (progress: `adapters::progress`).
+pub fn run_in(
+    dir: &Path,
+    cmd: &str,
+    env: &[(&str, &str)],
+    what: &str,
+    step: &crate::adapters::progress::Step,
+) -> Result<()> {
+    use crate::adapters::progress::split_lines;
+    use std::io::Read;
     let mut c = Command::new("sh");
-    c.arg("-c").arg(cmd).current_dir(dir).stdin(Stdio::null());
+    c.arg("-c")
+        .arg(cmd)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     for v in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"] {
         c.env_remove(v);
     }
     for (k, v) in env {
         c.env(k, v);
     }
-    let out = c
-        .output()
+    let mut child = c
+        .spawn()
         .map_err(|e| OrangeError::io(format!("starting {what} in {}", dir.display()), e))?;
-    if out.status.success() {
+    let pump = |mut from: Box<dyn Read + Send>, keep: bool| {
+        let mut tail: Vec<String> = vec![];
+        let (mut rest, mut buf) = (vec![], [0u8; 8192]);
+        loop {
+            let n = match from.read(&mut buf) {
+                Ok(0) | Err(_) => 0,
+                Ok(n) => n,
+            };
+            let chunk: &[u8] = if n == 0 { b"\n" } else { &buf[..n] };
+            split_lines(&mut rest, chunk, |l| {
+                step.line(l);
+                if keep {
+                    tail.push(l.to_string());
+                    if tail.len() > 5 {
+                        tail.remove(0);
+                    }
+                }
+            });
+            if n == 0 {
+                return tail;
+            }
+        }
+    };
+    let (out, err) = (child.stdout.take(), child.stderr.take());
+    let tail = std::thread::scope(|s| {
+        let o = out.map(|o| s.spawn(move || pump(Box::new(o), false)));
+        let tail = err.map(|e| pump(Box::new(e), true)).unwrap_or_default();
+        if let Some(o) = o {
+            let _ = o.join();
+        }
+        tail
+    });
+    let status = child
+        .wait()
+        .map_err(|e| OrangeError::io(format!("waiting for {what} in {}", dir.display()), e))?;
+    if status.success() {
         return Ok(());
     }
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let tail: Vec<&str> = stderr
-        .lines()
-        .rev()
-        .take(5)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
     Err(OrangeError::BackendCommandFailed(format!(
         "{what} failed in {} ({}){}{}",
         dir.display(),
-        match out.status.code() {
+        match status.code() {
             Some(c) => format!("exit status {c}"),
             None => "killed by a signal".to_string(),
         },
@@ -55,12 +97,18 @@ pub fn quote(s: &str) -> String {
 
 /// Is `name` an executable on PATH?
 pub fn on_path(name: &str) -> bool {
+    find_on_path(name).is_some()
+}
+
+/// Where `name` is found on PATH (or `name` itself when it has a `/` and is executable).
+pub fn find_on_path(name: &str) -> Option<std::path::PathBuf> {
     if name.contains('/') {
-        return is_executable(Path::new(name));
+        return is_executable(Path::new(name)).then(|| Path::new(name).to_path_buf());
     }
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| is_executable(&d.join(name))))
-        .unwrap_or(false)
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
 }
 
 /// The first line `program --version` prints (stdout, else stderr), within 10 s; `None`

@@ -250,6 +250,21 @@ pub struct LockGuard {
     path: PathBuf,
 }
 
+/// What a lock guards, for a person waiting on it.
+fn lock_name(path: &Path) -> String {
+    match path.file_name().and_then(|n| n.to_str()) {
+        Some(".pool.lock") => "the workspace pool".into(),
+        _ => format!("lock {}", path.display()),
+    }
+}
+
+fn lock_wait_text(path: &Path) -> String {
+    match path.file_name().and_then(|n| n.to_str()) {
+        Some(".pool.lock") => "waiting for the workspace pool: another orange command is changing it (a workspace's setup may be running)".into(),
+        _ => format!("waiting for {}: another orange command holds it", lock_name(path)),
+    }
+}
+
 impl LockGuard {
     pub fn acquire(path: &Path) -> Result<LockGuard> {
         Self::acquire_within(path, lock_timeout())
@@ -261,7 +276,15 @@ impl LockGuard {
         }
         let start = Instant::now();
         let mut pause = Duration::from_millis(1);
+        // Shown when the wait is long enough to be noticed (another command holds it).
+        let mut waiting: Option<crate::adapters::progress::Step> = None;
         loop {
+            if waiting.is_none()
+                && start.elapsed() >= Duration::from_millis(500)
+                && crate::adapters::progress::shown()
+            {
+                waiting = Some(crate::adapters::progress::step(lock_wait_text(path)));
+            }
             // Never through a symbolic link (a lock in a sandboxed agent's task directory
             // must not create or open a file elsewhere).
             use std::os::unix::fs::OpenOptionsExt;
@@ -280,10 +303,13 @@ impl LockGuard {
                     let now = fs::metadata(path).ok();
                     match (held, now) {
                         (Some(a), Some(b)) if a.ino() == b.ino() && a.dev() == b.dev() => {
+                            if let Some(w) = waiting {
+                                w.done(format!("{} is free", lock_name(path)));
+                            }
                             return Ok(LockGuard {
                                 file,
                                 path: path.to_path_buf(),
-                            })
+                            });
                         }
                         _ => continue,
                     }

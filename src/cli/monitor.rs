@@ -216,10 +216,18 @@ pub fn restore(ctx: &Ctx, a: RestoreArgs) -> Result<Out> {
     let mut restored = vec![];
     let mut failed = vec![];
     for t in orphans {
+        // A branch name read back: ui::progress shows it safely.
+        let step = crate::adapters::progress::step(format!(
+            "restoring task {} ({}/{})",
+            t.id, t.project, t.branch
+        ));
         match audited(ctx, "task.restore", json!({"id": t.id}), || {
             tasks.respawn(&t.id, Some(&t.project))
         }) {
-            Ok(t) => restored.push(t),
+            Ok(t) => {
+                step.done(format!("restored task {}", t.id));
+                restored.push(t)
+            }
             Err(e) => failed.push(json!({"id": t.id, "code": e.code(), "message": e.to_string()})),
         }
     }

@@ -6,4 +6,5 @@ pub mod pool;
 pub mod provision;
 pub mod repo;
 pub mod sandbox;
+pub mod sandbox_git;
 pub mod session;

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::adapters::progress;
 use crate::adapters::store::{self, Home, LockGuard};
 use crate::error::{OrangeError, Result};
 use crate::execution::repo::Project;
@@ -233,7 +234,8 @@ impl<'a> Locked<'a> {
             },
         );
         self.save()?;
-        let keep = match self.populate(&name, &path, &base) {
+        let step = progress::step(format!("creating workspace {name}"));
+        let keep = match self.populate(&name, &path, &base, &step) {
             Ok(k) => k,
             Err(e) => {
                 self.discard(&name);
@@ -245,12 +247,19 @@ impl<'a> Locked<'a> {
         slot.status = SlotStatus::Available;
         slot.keep = keep;
         self.save()?;
+        step.done(format!("created workspace {name}"));
         Ok(name)
     }
 
-    /// `git worktree add --detach` at the base, then the project's setup command.
-    /// Returns the untracked paths the setup command left behind.
-    fn populate(&self, name: &str, path: &Path, base: &str) -> Result<Vec<String>> {
+    /// `git worktree add --detach` at the base, then the project's setup command (its
+    /// output reported to `step`). Returns the untracked paths the setup command left.
+    fn populate(
+        &self,
+        name: &str,
+        path: &Path,
+        base: &str,
+        step: &progress::Step,
+    ) -> Result<Vec<String>> {
         git::worktree_add_detached(&self.project.path, path, base)?;
         // Gitignored files from the main repository first, then the setup command.
         provision::provision(
@@ -263,6 +272,10 @@ impl<'a> Locked<'a> {
             return Ok(vec![]);
         };
         {
+            // The project's setup command as the user gave it (its start; shown safely).
+            let shown: String = cmd.lines().next().unwrap_or("").chars().take(48).collect();
+            let more = if shown.len() < cmd.len() { "…" } else { "" };
+            step.describe(format!("{name}: setup `{shown}{more}`"));
             let p = path.to_string_lossy();
             shell::run_in(
                 path,
@@ -273,6 +286,7 @@ impl<'a> Locked<'a> {
                     ("ORANGE_WORKSPACE_NAME", name),
                 ],
                 &format!("setup command of workspace {name}"),
+                step,
             )?;
         }
         git::untracked(path)
@@ -298,8 +312,10 @@ impl<'a> Locked<'a> {
             })?;
         }
         git::worktree_prune(&self.project.path)?;
-        let keep = self.populate(name, &path, &base)?;
+        let step = progress::step(format!("recreating workspace {name}"));
+        let keep = self.populate(name, &path, &base, &step)?;
         self.pool.workspaces.get_mut(name).unwrap().keep = keep;
+        step.done(format!("recreated workspace {name}"));
         Ok(())
     }
 
@@ -556,6 +572,7 @@ pub fn acquire(
 ) -> Result<Workspace> {
     validate_label(label)?;
     let deadline = wait.map(|w| Instant::now() + w);
+    let mut waiting: Option<progress::Step> = None;
     loop {
         let attempt = {
             let mut l = Locked::open(home, project)?;
@@ -563,12 +580,25 @@ pub fn acquire(
                 .map(|name| view(home, &name, &l.pool.workspaces[&name]))
         };
         match (attempt, deadline) {
-            (Err(OrangeError::PoolExhausted { .. }), Some(d)) if Instant::now() < d => {
+            (Err(OrangeError::PoolExhausted { bound, size, .. }), Some(d))
+                if Instant::now() < d =>
+            {
+                waiting.get_or_insert_with(|| {
+                    progress::step(format!(
+                        "waiting for a free workspace of {} ({bound} of {size} bound)",
+                        project.name
+                    ))
+                });
                 std::thread::sleep(
                     Duration::from_millis(25).min(d.saturating_duration_since(Instant::now())),
                 );
             }
-            (other, _) => return other,
+            (other, _) => {
+                if let (Some(w), Ok(ws)) = (waiting, &other) {
+                    w.done(format!("{} came free", ws.name));
+                }
+                return other;
+            }
         }
     }
 }
@@ -796,7 +826,9 @@ pub fn shutdown(home: &Home, project: &Project, force: bool) -> Result<ShutdownR
             l.pool.workspaces.remove(&name);
             continue;
         }
+        let step = progress::step(format!("removing workspace {name}"));
         l.discard(&name);
+        step.done(format!("removed workspace {name}"));
         report.removed.push(name);
         l.save()?;
     }

@@ -7,9 +7,11 @@
 //! - hidden: `/tmp` and `/run` (a private, empty tmpfs each: the sockets of tmux, the
 //!   session bus, docker, ssh agents live there), the tmux server's socket wherever it
 //!   is, orange's ssh control sockets;
-//! - writable: the task's workspace (but its `.git` file); the parts of the repository's
-//!   git directory a commit in that worktree writes (its own `worktrees/<name>` but the
-//!   files that say where the repository is, `objects`, `refs`, `logs`); the
+//! - the repository's git directory as `sandbox_git` makes it (its `objects`, `refs`,
+//!   `logs` and this worktree's own `worktrees/<name>` writable, the rest read-only, its
+//!   top level private); its local remotes read-only (`git fetch` reads them);
+//! - writable: the task's workspace (but its `.git` file, and of its own git dir the
+//!   files that say where the repository is); the
 //!   agent's own state (`~/.claude`, `~/.claude.json`, `~/.pi`, `~/.codex`, opencode's
 //!   XDG directories); of its task's directory under `$ORANGE_HOME/tasks`, its TASK.md and
 //!   its `agent/` (where its hooks write, its requests), and `run/poke` (how its hooks wake
@@ -26,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::adapters::bwrap::{self, Mount, Spec};
 use crate::adapters::store::{self, Home};
 use crate::error::{OrangeError, Result};
+use crate::execution::sandbox_git;
 
 /// Set in the sandbox's environment (its value: the kind).
 pub const ENV: &str = "ORANGE_SANDBOX";
@@ -170,18 +173,12 @@ fn agent_state(harness: &str, home: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     }
 }
 
-/// What the agent may write, in mount order (every path absolute), given the worktree's
-/// own git dir and the repository's common one. Directories that must exist for the agent
-/// to write them are created here, outside the sandbox.
-fn writable(ctx: &Context, own: &Path, common: &Path) -> Result<Vec<PathBuf>> {
+/// What the agent may write, in mount order (every path absolute), but the repository's
+/// git directory ([`sandbox_git`]). Directories that must exist for the agent to write
+/// them are created here, outside the sandbox.
+fn writable(ctx: &Context) -> Result<Vec<PathBuf>> {
     let home = home_dir();
     let mut out = vec![canonical(ctx.workspace)];
-    out.push(own.to_path_buf());
-    for sub in ["objects", "refs", "logs"] {
-        let p = common.join(sub);
-        store::ensure_dir(&p)?;
-        out.push(p);
-    }
     // Of the task's directory: its agent's part (its hooks' agent.json, its requests), and
     // TASK.md (the agent's to edit); not task.json or history.jsonl, which orange replaces
     // by rename (a read-only bind of a file is undone when the file is replaced).
@@ -257,23 +254,16 @@ fn sockets_in(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The whole bwrap specification for one agent. Mounts in order: what is hidden or
-/// read-only, then what is writable, then what must stay read-only or hidden inside the
-/// writable places (and whatever `sandbox_writable` uncovered).
-pub fn spec(ctx: &Context) -> Result<Spec> {
-    let home = home_dir().ok_or_else(|| {
-        OrangeError::invalid(
-            "the sandbox needs HOME (a directory other than /): it makes HOME read-only and the agent's own state in it writable",
-        )
-    })?;
-    let (own, common) = crate::adapters::git::git_dirs(ctx.workspace)?;
-    if own == common {
-        return Err(OrangeError::invalid(format!(
-            "{} is not a linked worktree: a sandbox gives an agent only a worktree's own git directory",
-            ctx.workspace.display()
-        )));
-    }
-    let writable = writable(ctx, &own, &common)?;
+/// What every sandbox of this project shows before its git directory and what it may
+/// write: `/tmp` and `/run` private, a private `$HOME` holding the real one's entries
+/// read-only, and read-only what those would hide but the agent must read (orange's data,
+/// the repository and its local remotes, orange itself, `sandbox_readable`).
+fn outer_mounts(
+    orange: &Home,
+    project_path: &Path,
+    extra_readable: &[String],
+    home: &Path,
+) -> Result<Vec<Mount>> {
     let mut mounts = vec![Mount::Tmpfs("/tmp".into()), Mount::Tmpfs("/run".into())];
     // Name resolution may live under /run (systemd-resolved's stub-resolv.conf).
     if let Ok(resolv) = Path::new("/etc/resolv.conf").canonicalize() {
@@ -283,8 +273,8 @@ pub fn spec(ctx: &Context) -> Result<Spec> {
     }
     // A private $HOME holding the real one's entries, read-only: a new file there (a
     // temporary file beside ~/.claude.json) lands in memory and is gone at the end.
-    mounts.push(Mount::Tmpfs(home.clone()));
-    let mut entries: Vec<_> = std::fs::read_dir(&home)
+    mounts.push(Mount::Tmpfs(home.to_path_buf()));
+    let mut entries: Vec<_> = std::fs::read_dir(home)
         .map_err(|e| OrangeError::io(format!("reading {}", home.display()), e))?
         .filter_map(|e| e.ok())
         .collect();
@@ -303,17 +293,45 @@ pub fn spec(ctx: &Context) -> Result<Spec> {
     }
     // What a private /tmp or /run would hide but the agent must read: orange's data, the
     // repository, orange itself (its hooks run it).
-    mounts.push(Mount::ReadOnly(canonical(&ctx.home.root)));
-    mounts.push(Mount::ReadOnly(canonical(ctx.project_path)));
+    mounts.push(Mount::ReadOnly(canonical(&orange.root)));
+    mounts.push(Mount::ReadOnly(canonical(project_path)));
     if let Ok(exe) = std::env::current_exe() {
         mounts.push(Mount::ReadOnly(canonical(&exe)));
     }
+    // The repository's remotes that are directories here (`git fetch` reads them).
     mounts.extend(
-        ctx.extra_readable
-            .iter()
-            .filter_map(|p| expand(p, Some(&home)))
+        crate::adapters::git::local_remote_paths(project_path)
+            .into_iter()
             .map(Mount::ReadOnly),
     );
+    mounts.extend(
+        extra_readable
+            .iter()
+            .filter_map(|p| expand(p, Some(home)))
+            .map(Mount::ReadOnly),
+    );
+    Ok(mounts)
+}
+
+/// The whole bwrap specification for one agent. Mounts in order: what is hidden or
+/// read-only, then what is writable, then what must stay read-only or hidden inside the
+/// writable places (and whatever `sandbox_writable` uncovered).
+pub fn spec(ctx: &Context) -> Result<Spec> {
+    let home = home_dir().ok_or_else(|| {
+        OrangeError::invalid(
+            "the sandbox needs HOME (a directory other than /): it makes HOME read-only and the agent's own state in it writable",
+        )
+    })?;
+    let (own, common) = crate::adapters::git::git_dirs(ctx.workspace)?;
+    if own == common {
+        return Err(OrangeError::invalid(format!(
+            "{} is not a linked worktree: a sandbox gives an agent only a worktree's own git directory",
+            ctx.workspace.display()
+        )));
+    }
+    let writable = writable(ctx)?;
+    let mut mounts = outer_mounts(ctx.home, ctx.project_path, ctx.extra_readable, &home)?;
+    mounts.extend(sandbox_git::mounts(ctx.home, &own, &common)?);
     mounts.extend(writable.into_iter().map(Mount::Writable));
     // A sandboxed claude's sessions/<pid>.json: its task's own directory.
     if ctx.harness == "claude" {
@@ -345,23 +363,10 @@ pub fn spec(ctx: &Context) -> Result<Spec> {
             .map(Mount::ReadOnly),
     );
     // Last, so that nothing made writable uncovers them: sockets that lead out of the
-    // sandbox. The tmux server's (it runs any command), orange's shared ssh connections to
-    // remote hosts (made now if missing: a host added later puts its socket there), and
-    // the sockets of ssh, gpg and docker in the home directory.
-    if let Some(sock) = &ctx.tmux_socket {
-        if sock.exists() {
-            mounts.push(Mount::Null(canonical(sock)));
-        }
-    }
-    let ssh = ctx.home.run_dir().join("ssh");
-    store::ensure_dir(&ssh)?;
-    mounts.push(Mount::Tmpfs(canonical(&ssh)));
-    for dir in [".gnupg", ".docker/run"] {
-        if home.join(dir).is_dir() {
-            mounts.push(Mount::Tmpfs(home.join(dir)));
-        }
-    }
-    mounts.extend(sockets_in(&home.join(".ssh")).into_iter().map(Mount::Null));
+    // sandbox (orange's ssh connections' directory made now if missing: a host added later
+    // puts its socket there).
+    store::ensure_dir(&ctx.home.run_dir().join("ssh"))?;
+    mounts.extend(hidden_mounts(ctx.home, ctx.tmux_socket.as_deref(), &home));
     let mut setenv = vec![(ENV.to_string(), Kind::Bwrap.as_str().to_string())];
     // Claude Code refuses --dangerously-skip-permissions as root unless told it runs in a
     // sandbox: it does now (and only here).
@@ -374,6 +379,163 @@ pub fn spec(ctx: &Context) -> Result<Spec> {
         setenv,
         unsetenv: vec!["SSH_AUTH_SOCK".into()],
     })
+}
+
+/// What is hidden last: the tmux server's socket (it runs any command), orange's shared
+/// ssh connections to remote hosts, and the sockets of ssh, gpg and docker in the home
+/// directory.
+fn hidden_mounts(orange: &Home, tmux_socket: Option<&Path>, home: &Path) -> Vec<Mount> {
+    let mut mounts = vec![];
+    if let Some(sock) = tmux_socket.filter(|s| s.exists()) {
+        mounts.push(Mount::Null(canonical(sock)));
+    }
+    mounts.push(Mount::Tmpfs(canonical(&orange.run_dir().join("ssh"))));
+    for dir in [".gnupg", ".docker/run"] {
+        if home.join(dir).is_dir() {
+            mounts.push(Mount::Tmpfs(home.join(dir)));
+        }
+    }
+    mounts.extend(sockets_in(&home.join(".ssh")).into_iter().map(Mount::Null));
+    mounts
+}
+
+/// The mount that hides `path` (absolute, links resolved) inside a sandbox made of
+/// `mounts` on top of the whole system read-only; `None` when the agent sees it.
+fn hidden_by<'a>(mounts: &'a [Mount], path: &Path) -> Option<&'a Path> {
+    let mut hidden = None;
+    for m in mounts {
+        match m {
+            Mount::Tmpfs(t) if path.starts_with(t) && path != t => hidden = Some(t.as_path()),
+            Mount::Null(t) if path.starts_with(t) => hidden = Some(t.as_path()),
+            Mount::ReadOnly(p) | Mount::Writable(p) if path.starts_with(p) && p.exists() => {
+                hidden = None
+            }
+            Mount::Rebind { to, .. } | Mount::ReadOnlyAt { to, .. } if path.starts_with(to) => {
+                hidden = None
+            }
+            _ => {}
+        }
+    }
+    hidden
+}
+
+/// Programs that run a script named by their first argument that is not an option.
+const INTERPRETERS: &[&str] = &[
+    "sh", "bash", "dash", "zsh", "ksh", "fish", "python", "python3", "node", "perl", "ruby", "bun",
+    "deno", "tsx",
+];
+
+/// The files a harness starts: its program as found on PATH (as named, and what that links
+/// to), the interpreter a script names on its `#!` line, and the script an interpreter
+/// is given (`sh /opt/agent.sh`). Not every path its command names: one may be meant to
+/// be missing inside.
+fn named_paths(harness: &crate::execution::harness::Harness) -> Vec<PathBuf> {
+    use crate::adapters::shell::find_on_path;
+    let mut named: Vec<PathBuf> = vec![];
+    if let Some(p) = harness.program().and_then(find_on_path) {
+        named.push(p);
+    }
+    for command in [&harness.command, &harness.respawn_command]
+        .into_iter()
+        .flatten()
+    {
+        let mut words = command
+            .split_whitespace()
+            .map(|w| w.trim_matches(|c| c == '\'' || c == '"'));
+        let Some(first) = words.next() else { continue };
+        named.extend(find_on_path(first));
+        let base = first.rsplit('/').next().unwrap_or(first);
+        if INTERPRETERS.contains(&base) {
+            if let Some(script) = words.find(|w| !w.starts_with('-')) {
+                if script.starts_with('/') && Path::new(script).is_file() {
+                    named.push(PathBuf::from(script));
+                }
+            }
+        }
+    }
+    let mut out: Vec<PathBuf> = vec![];
+    for p in named {
+        if !p.is_absolute() {
+            continue;
+        }
+        // The path as named (its directory's links resolved), what it links to, and the
+        // interpreter a script names (`#!/usr/bin/env node`: node, from PATH).
+        let at = match (p.parent(), p.file_name()) {
+            (Some(d), Some(n)) => canonical(d).join(n),
+            _ => p.clone(),
+        };
+        let target = canonical(&p);
+        let mut interpreter = vec![];
+        if let Some(line) = shebang(&target) {
+            let mut words = line.split_whitespace();
+            if let Some(first) = words.next() {
+                interpreter.push(canonical(Path::new(first)));
+                if first.ends_with("/env") {
+                    interpreter.extend(
+                        words
+                            .find(|w| !w.starts_with('-') && !w.contains('='))
+                            .and_then(find_on_path)
+                            .map(|p| canonical(&p)),
+                    );
+                }
+            }
+        }
+        for q in [at, target].into_iter().chain(interpreter) {
+            if q.is_absolute() && !out.contains(&q) {
+                out.push(q);
+            }
+        }
+    }
+    out
+}
+
+/// The `#!` line of a script (without `#!`), if `path` is one.
+fn shebang(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(path).ok()?.read(&mut head).ok()?;
+    let text = String::from_utf8_lossy(&head[..n]);
+    text.strip_prefix("#!")
+        .and_then(|t| t.lines().next())
+        .map(str::to_string)
+}
+
+/// Would the agent of `harness` find what it runs inside the sandbox? A program (or a
+/// script, or its interpreter) in a place the sandbox hides — `/tmp`, `/run` — would exit
+/// 127 in an empty pane: refused before anything is recorded, naming the path and how to
+/// show it (`sandbox_readable`).
+pub fn check_visible(
+    orange: &Home,
+    project_path: &Path,
+    harness: &crate::execution::harness::Harness,
+    extra_writable: &[String],
+    extra_readable: &[String],
+) -> Result<()> {
+    let Some(home) = home_dir() else {
+        return Ok(());
+    };
+    let mut mounts = outer_mounts(orange, project_path, extra_readable, &home)?;
+    mounts.extend(
+        extra_writable
+            .iter()
+            .filter_map(|p| expand(p, Some(&home)))
+            .map(Mount::Writable),
+    );
+    mounts.extend(hidden_mounts(orange, None, &home));
+    for p in named_paths(harness) {
+        if let Some(by) = hidden_by(&mounts, &p) {
+            let dir = p.parent().unwrap_or(&p);
+            return Err(OrangeError::invalid(format!(
+                "harness {:?} runs {}, which its agent would not find inside the sandbox ({} is private there): add its directory to sandbox_readable in config.toml (sandbox_readable = [\"{}\"], at the top level, under [project.NAME] or [harness.{}]), or pass --sandbox none",
+                harness.name,
+                p.display(),
+                by.display(),
+                dir.display(),
+                harness.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `command`, run in the sandbox.
@@ -476,6 +638,57 @@ mod tests {
         assert_eq!(expand("/opt/x", Some(h)).unwrap(), PathBuf::from("/opt/x"));
         assert_eq!(expand("rel/x", Some(h)), None);
         assert_eq!(expand("~/x", None), None);
+    }
+
+    #[test]
+    fn what_the_sandbox_hides_is_what_no_later_mount_shows() {
+        let d = tempfile::tempdir_in("/tmp").unwrap();
+        let shown = d.path().join("shown");
+        std::fs::create_dir_all(&shown).unwrap();
+        let mounts = vec![
+            Mount::Tmpfs("/tmp".into()),
+            Mount::ReadOnly(shown.clone()),
+            Mount::Null(shown.join("sock")),
+        ];
+        assert_eq!(hidden_by(&mounts, &shown.join("agent")), None);
+        assert_eq!(
+            hidden_by(&mounts, &d.path().join("agent")),
+            Some(Path::new("/tmp"))
+        );
+        assert_eq!(
+            hidden_by(&mounts, &shown.join("sock")),
+            Some(shown.join("sock").as_path())
+        );
+        assert_eq!(hidden_by(&mounts, Path::new("/usr/bin/sh")), None);
+    }
+
+    #[test]
+    fn a_harness_names_its_program_its_script_and_their_interpreter() {
+        let d = tempfile::tempdir_in("/tmp").unwrap();
+        let dir = d.path().canonicalize().unwrap();
+        let script = dir.join("agent.sh");
+        std::fs::write(&script, "#!/usr/bin/env sh\necho hi\n").unwrap();
+        let h = |command: &str| crate::execution::harness::Harness {
+            name: "x".into(),
+            command: Some(command.into()),
+            respawn_command: None,
+            nudge_keys: vec![],
+            permission_mode: None,
+            nudge_message: None,
+            nudge_submit: "Enter".into(),
+        };
+        let named = named_paths(&h(&format!("sh {} {{prompt}}", script.display())));
+        assert!(named.contains(&script), "{named:?}");
+        // Its interpreter, through env, from PATH.
+        assert!(
+            named
+                .iter()
+                .any(|p| p.file_name().is_some_and(|n| n == "sh")),
+            "{named:?}"
+        );
+        // A path given to the program as data is not the program's.
+        let named = named_paths(&h(&format!("sleep 600 {}", script.display())));
+        assert!(!named.contains(&script), "{named:?}");
     }
 
     #[test]

@@ -99,6 +99,9 @@ pub enum Blocker {
     RootRefusal,
     /// A prompt a harness's `blocked` screen patterns (config.toml) recognize.
     Prompt,
+    /// The agent's program (or one it runs) was not found inside its sandbox: it exited
+    /// 127, or bwrap could not start it.
+    NotInSandbox,
 }
 
 impl Blocker {
@@ -112,6 +115,7 @@ impl Blocker {
             Blocker::Approval => "approval",
             Blocker::RootRefusal => "root_refusal",
             Blocker::Prompt => "prompt",
+            Blocker::NotInSandbox => "not_in_sandbox",
         }
     }
 
@@ -126,6 +130,7 @@ impl Blocker {
             Blocker::Approval => "approval",
             Blocker::RootRefusal => "root refused",
             Blocker::Prompt => "prompt",
+            Blocker::NotInSandbox => "not found in sandbox",
         }
     }
 
@@ -152,6 +157,9 @@ impl Blocker {
             ),
             Blocker::Prompt => format!(
                 "the agent shows a prompt that waits for you (one of its harness's `blocked` screen patterns): attach (`orange task attach {task}`) and answer"
+            ),
+            Blocker::NotInSandbox => format!(
+                "the program was not found inside the sandbox (/tmp and /run are private there): add its directory to sandbox_readable in config.toml, then `orange task respawn {task}`"
             ),
             Blocker::RootRefusal => format!(
                 "claude refuses --dangerously-skip-permissions when run as root: run orange as a normal user, or, inside a sandbox, set IS_SANDBOX=1 in the tmux environment (`tmux set-environment -g IS_SANDBOX 1`), then `orange task respawn {task}`"

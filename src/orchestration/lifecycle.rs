@@ -242,6 +242,10 @@ impl<'a> Tasks<'a> {
             &harness.name,
         )?;
         sandbox.preflight()?;
+        if sandbox == sandbox::Kind::Bwrap {
+            let (w, r) = sandbox::extra_paths(self.config()?, &project.name, &harness.name);
+            sandbox::check_visible(self.home, &project.path, &harness, &w, &r)?;
+        }
         if req.spawn {
             self.preflight(&harness)?;
             git::base_ref(&project.path, &project.default_branch)?;
@@ -524,6 +528,7 @@ impl<'a> Tasks<'a> {
             task.sandbox.preflight()?;
             let (writable, readable) =
                 sandbox::extra_paths(self.config()?, &project.name, &harness.name);
+            sandbox::check_visible(self.home, &project.path, &harness, &writable, &readable)?;
             argv = sandbox::wrap(
                 &sandbox::Context {
                     home: self.home,

@@ -533,6 +533,21 @@ impl<'a> Monitor<'a> {
                     seen.blocker = Some((b, line));
                 }
             }
+            // Under a sandbox, "not found" (sh's 127, bwrap's execvp) is almost always what
+            // the sandbox hides (/tmp, /run): no crash, what to do instead.
+            if seen.blocker.is_none() && task.sandbox != crate::execution::sandbox::Kind::None {
+                let execvp = seen
+                    .last_lines
+                    .iter()
+                    .find(|l| l.contains("bwrap: execvp"))
+                    .cloned();
+                if execvp.is_some() || seen.exit == Some(PaneExit::Status(127)) {
+                    let line = execvp
+                        .or_else(|| seen.last_lines.last().cloned())
+                        .unwrap_or_default();
+                    seen.blocker = Some((agent::Blocker::NotInSandbox, line));
+                }
+            }
             seen.death = Some(death);
             return seen;
         }
@@ -1172,6 +1187,10 @@ fn death_detail(exit: Option<PaneExit>, info: &AgentInfo, task: &str) -> String 
         None => "session gone".into(),
     };
     match (info.blocker, info.last_lines.last()) {
+        // What was not found, in the program's words (a pane line: printers make it safe).
+        (Some(b @ agent::Blocker::NotInSandbox), Some(line)) => {
+            format!("{how} ({}): {}", line.trim(), b.advice(task))
+        }
         (Some(b), _) => format!("{how}: {}", b.advice(task)),
         (None, Some(line)) => format!("{how}: {}", line.trim()),
         (None, None) => how,

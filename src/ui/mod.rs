@@ -3,5 +3,6 @@
 pub mod diff;
 pub mod output;
 pub mod plugin;
+pub mod progress;
 pub mod sidebar;
 pub mod status;

@@ -306,6 +306,16 @@ pub fn assemble(
         _ => match (&agent.escalated, &git.error) {
             // A dialog, an error, a death: its detail says what happened and what to do.
             (Some(e), _) => Some(match &agent.detail {
+                // A blocker's reason (`label — advice`) and a death's detail (`how: advice`)
+                // end alike: the advice once.
+                Some(d)
+                    if e.reason
+                        .split_once(" — ")
+                        .is_some_and(|(_, a)| d.ends_with(a)) =>
+                {
+                    let label = e.reason.split_once(" — ").map_or("", |(l, _)| l);
+                    format!("Needs you: {label} — {d}")
+                }
                 Some(d)
                     if !matches!(
                         agent.state,

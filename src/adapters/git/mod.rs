@@ -101,6 +101,33 @@ fn open(path: &Path) -> Result<git2::Repository> {
     })
 }
 
+/// The repository's remotes that are directories on this machine (a path or a `file://`
+/// URL), absolute and existing: what a sandboxed agent needs to read to fetch from them.
+pub fn local_remote_paths(repo_path: &Path) -> Vec<PathBuf> {
+    let Ok(repo) = open(repo_path) else {
+        return vec![];
+    };
+    let names = repo
+        .remotes()
+        .map(|n| n.iter().flatten().map(str::to_string).collect::<Vec<_>>());
+    let mut out: Vec<PathBuf> = vec![];
+    for name in names.unwrap_or_default() {
+        let Ok(remote) = repo.find_remote(&name) else {
+            continue;
+        };
+        let Some(url) = remote.url() else { continue };
+        let path = url.strip_prefix("file://").unwrap_or(url);
+        let path = Path::new(path);
+        if path.is_absolute() && path.is_dir() {
+            let p = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
 /// Reads for display only: skip libgit2's re-hashing of every object it reads (the object
 /// database's own checksums still apply). Process-wide; call it in read-only processes.
 pub fn fast_reads() {
