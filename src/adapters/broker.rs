@@ -5,6 +5,12 @@
 //! command to one of them. A remote command then costs a request on a connection that is
 //! already open, not a process and a login shell there.
 //!
+//! Why a broker: every local `orange` is a short process, and ssh's ControlMaster shares
+//! the connection but not a session — each ssh still starts a login shell and a process on
+//! the host (what made a remote command cost ~3× a local one behind a `.bashrc` that works).
+//! Something here must outlive the command to hold the server's session: a process per
+//! host, found by its socket, that no command waits for.
+//!
 //! The server's protocol (its stdin and stdout, one JSON value a line):
 //!   server → `{"orange_serve":1,"version":"0.1.0"}` once, at start (checked here: the same
 //!            protocol, the same major and minor version, as `host check` wants);
@@ -138,7 +144,11 @@ pub fn call(spec: &Spec, req: &Request, timeout: Option<Duration>) -> Result<Rep
         }
     }
     let stream = connect(spec).map_err(CallError::NotSent)?;
-    exchange(&stream, req, timeout)
+    let req = Request {
+        version: Some(env!("CARGO_PKG_VERSION").to_string()),
+        ..req.clone()
+    };
+    exchange(&stream, &req, timeout)
 }
 
 fn connect(spec: &Spec) -> std::io::Result<UnixStream> {
@@ -418,6 +428,19 @@ fn handle(shared: &Shared, stream: UnixStream) {
             shared.quit.store(true, Ordering::SeqCst);
             Reply::Failed {
                 message: "stopping".into(),
+            }
+        }
+        // Started by another orange binary (an update): the caller runs the command its
+        // own way this once, and its next command starts a broker of its own version.
+        Ok(r) if r.version.as_deref() != Some(env!("CARGO_PKG_VERSION")) => {
+            shared.quit.store(true, Ordering::SeqCst);
+            shared.unlisten();
+            Reply::Failed {
+                message: format!(
+                    "a broker of orange {} asked by orange {}",
+                    env!("CARGO_PKG_VERSION"),
+                    r.version.as_deref().unwrap_or("?")
+                ),
             }
         }
         Ok(r) => shared.run(r),

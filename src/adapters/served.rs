@@ -47,6 +47,9 @@ pub struct Request {
     /// For a broker: stop (its host was removed).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub quit: bool,
+    /// For a broker: the asking orange's version (a broker of another one steps aside).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
 }
 
 impl Request {
