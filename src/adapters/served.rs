@@ -18,8 +18,10 @@ use super::ssh::{last_line, SshError};
 
 /// The server protocol's version (the first line a server prints).
 pub const PROTOCOL: u32 = 1;
-/// How long a server may take to say hello (a login shell, a slow host).
-const HELLO_WAIT: Duration = Duration::from_secs(30);
+/// How long a server may take to say hello: its login shell may be slow (a `.bashrc` that
+/// waits for a lock), and a command run the old way would have waited for it too; past
+/// this the host counts as unreachable (and the server's slot is freed).
+const HELLO_WAIT: Duration = Duration::from_secs(120);
 
 // --- the protocol --------------------------------------------------------------------
 
