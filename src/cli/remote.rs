@@ -499,6 +499,7 @@ fn last_known(
         .filter(|t| project.is_none_or(|p| t["project"].as_str() == Some(p)))
         .filter(|t| status.is_none_or(|s| t["status"].as_str() == Some(s)))
         .collect();
+    // SAFE-TEXT: the error may quote the host (ssh's or its orange's words).
     eprintln!(
         "orange: {e} [{}]; host {}'s {} task(s) are listed as last seen",
         e.code(),
@@ -511,6 +512,7 @@ fn last_known(
 /// A remote task's row in `task list` (PROJECT@HOST first when `with_project`): a task of a
 /// host that could not be listed shows `? unreachable (last seen 4m ago)` as its session.
 pub fn row(v: &Value, with_project: bool) -> Vec<String> {
+    // SAFE-TEXT: every field is the host's (summary, branch, states) and goes to a terminal.
     let s = |x: &Value| x.as_str().unwrap_or("-").to_string();
     let session = match v.get("host_state") {
         Some(st) => {

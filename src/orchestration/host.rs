@@ -236,6 +236,7 @@ impl Host {
             })),
             Ok(Reply::Fallback { reason, first }) => {
                 if first {
+                    // SAFE-TEXT: the reason quotes the host (its ssh's or orange's words).
                     eprintln!(
                         "orange: host {}: {reason}; without `orange serve` there, each command runs its own ssh session (slower); install the same orange on both",
                         self.name
