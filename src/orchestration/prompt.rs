@@ -347,13 +347,16 @@ mod tests {
             &dir.join("2026-01-01T00-00-00-000Z_a.jsonl"),
             &session(&d.path().join("other"), "not this"),
         );
-        assert_eq!(pi_first_prompt(&[dir.clone()], &ws, before), None);
+        assert_eq!(
+            pi_first_prompt(std::slice::from_ref(&dir), &ws, before),
+            None
+        );
         write(
             &dir.join("2026-01-01T00-00-01-000Z_b.jsonl"),
             &session(&ws, "Fix the login form"),
         );
         assert_eq!(
-            pi_first_prompt(&[dir.clone()], &ws, before).as_deref(),
+            pi_first_prompt(std::slice::from_ref(&dir), &ws, before).as_deref(),
             Some("Fix the login form")
         );
         // Written before the task: another task's, in the same workspace.
