@@ -18,6 +18,11 @@
 //!   reaches the model; the program does not take it for one of its options.
 //! - `<h>_without_a_prompt_starts_interactively`: no summary, no prompt: the program's
 //!   interactive interface starts and stays up until the test ends it.
+//! - `<h>_the_first_typed_prompt_becomes_the_summary` (pi, codex): created without a
+//!   summary, the prompt typed into the program's own interface (tmux send-keys) reaches
+//!   the model, and orange reads it back from what the program wrote (pi's session file,
+//!   codex's rollout) as the task's summary. opencode keeps its sessions in a database
+//!   orange does not read: its summary stays the branch.
 //!
 //! Afterwards no process may be left running with the agents' private HOME.
 //!
@@ -855,6 +860,66 @@ fn without_a_prompt(harness: &'static str) {
     run.finish();
 }
 
+/// Created without a summary: the person types the first prompt into the program's own
+/// interface; the program sends it to the model, writes it down, and orange's monitor reads
+/// it back as the summary (`summary.changed`, via the transcript).
+fn first_typed_prompt(harness: &'static str) {
+    let Some(run) = Run::new(harness) else { return };
+    let v = run.env.ok(&[
+        "task",
+        "create",
+        &format!("{harness}/typed"),
+        "--harness",
+        harness,
+    ]);
+    let id = v["id"].as_str().unwrap().to_string();
+    assert_eq!(v["awaiting_prompt"], true, "{v}");
+    let pane = v["tmux_pane_id"].as_str().unwrap().to_string();
+    // Its interface is up. codex (its fresh home here) first asks whether to trust the
+    // folder: the person says yes, as they would in the pane.
+    if harness == "codex" {
+        common::wait_for("codex's folder trust question", 30, || {
+            run.peek(&id).contains("Trust this folder")
+        });
+        run.env.tmux.ok(&["send-keys", "-t", &pane, "Enter"]);
+        common::wait_for("codex's prompt field", 30, || {
+            let screen = run.peek(&id);
+            screen.contains("Ask Codex") && !screen.contains("Trust this folder")
+        });
+    } else {
+        common::wait_for(&format!("{harness} to draw its interface"), 30, || {
+            run.peek(&id).contains("stub-model")
+        });
+    }
+    run.env
+        .tmux
+        .ok(&["send-keys", "-t", &pane, "-l", "Fix the login form"]);
+    common::wait_for("the typed prompt on screen", 10, || {
+        run.peek(&id).contains("Fix the login form")
+    });
+    run.env.tmux.ok(&["send-keys", "-t", &pane, "Enter"]);
+    run.wait_request(&id, "Fix the login form", "the typed prompt");
+    // The model answers (an error): pi writes its session then.
+    run.stub.release();
+    let mut t = Value::Null;
+    common::wait_for("the typed prompt to become the summary", 30, || {
+        run.env.ok(&["monitor", "--once"]);
+        t = run.env.task(&id);
+        t["summary"] == "Fix the login form"
+    });
+    assert!(t.get("awaiting_prompt").is_none(), "{t}");
+    let changed: Vec<&Value> = t["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "summary.changed")
+        .collect();
+    assert_eq!(changed.len(), 1, "{t}");
+    assert_eq!(changed[0]["via"], "transcript", "{t}");
+    run.kill(&id);
+    run.finish();
+}
+
 /// A summary that starts with `-` is still the prompt: the program must not parse it as
 /// one of its options (all three refuse to start on `pi -p "--version …"`, `codex exec …
 /// "--version …"`, `opencode run "--version …"`; codex and opencode take `--` before the
@@ -907,6 +972,16 @@ fn codex_without_a_prompt_starts_interactively() {
 #[test]
 fn opencode_without_a_prompt_starts_interactively() {
     without_a_prompt("opencode");
+}
+
+#[test]
+fn pi_the_first_typed_prompt_becomes_the_summary() {
+    first_typed_prompt("pi");
+}
+
+#[test]
+fn codex_the_first_typed_prompt_becomes_the_summary() {
+    first_typed_prompt("codex");
 }
 
 #[test]

@@ -16,7 +16,9 @@ pause() {
   read -rsn1 _
   exit 0
 }
-say() { tmux display-message -d 5000 "${1//#/##}"; }
+# To the client the popup is on, named: no other client gets it, even once it switched.
+client=$(tmux display-message -p '#{client_name}' 2>/dev/null)
+say() { tmux display-message ${client:+-c "$client"} -d 5000 "${1//#/##}"; }
 if [[ ! -x $bin ]]; then
   printf 'orange: %s is not built yet (or @orange-bin is wrong)\n' "$bin"
   pause
@@ -45,6 +47,7 @@ new)
     if out=$("$bin" task create -- "$branch"); then
       id=${out#created task }
       id=${id%% *}
+      # Said first: the client leaving this session closes the popup (and this script).
       say "orange: ${out%%$'\n'*} (no prompt: type it there)"
       "$bin" task attach "$id" >/dev/null 2>&1
       exit 0
