@@ -389,7 +389,16 @@ const UNSET: &[&str] = &[
 // ---------------------------------------------------------------------------------------
 // Driving a task.
 
+/// pi, codex and opencode start slowly (opencode, a Bun program, takes seconds of CPU to
+/// draw its first screen): four of them starting at once on a 2-core machine took longer
+/// than the tests' 20 s bounds, and the opencode tests failed together while each passed
+/// alone. Their tests run one at a time; the rest of the suite runs beside them.
+static AGENT_SLOT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 struct Run {
+    /// Held for the whole test: one real agent program of these at a time (see
+    /// [`AGENT_SLOT`]).
+    _slot: std::sync::MutexGuard<'static, ()>,
     env: TaskEnv,
     stub: Stub,
     harness: &'static str,
@@ -415,6 +424,8 @@ impl Run {
     /// None (the test returns) when the harness's program is missing outside CI.
     fn new(harness: &'static str) -> Option<Run> {
         let program = require(harness)?;
+        // A poisoned slot only means another of these tests failed: go on.
+        let slot = AGENT_SLOT.lock().unwrap_or_else(|e| e.into_inner());
         let stub = Stub::start();
         let base = common::Env::new();
         let (home, extra) = isolate(&base.root(), &stub);
@@ -427,6 +438,7 @@ impl Run {
         env.add_project(&[]);
         let marker = format!("orange-probe-{harness}-{}", std::process::id());
         Some(Run {
+            _slot: slot,
             env,
             stub,
             harness,
