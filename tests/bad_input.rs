@@ -202,9 +202,16 @@ fn a_task_that_cannot_start_is_refused_before_anything_is_recorded() {
         "backend_not_found",
     );
     assert!(msg.contains("no-such-agent-xyz"), "{msg}");
-    // No summary: nothing to prompt the agent with.
+    // An empty summary: no prompt to give the agent, and not "no summary" either.
     env.err(
-        &["task", "create", "feature/login", "--harness", "fake-wait"],
+        &[
+            "task",
+            "create",
+            "feature/login",
+            "",
+            "--harness",
+            "fake-wait",
+        ],
         "invalid_argument",
     );
     assert_eq!(env.ok(&["task", "list"]).as_array().unwrap().len(), 0);

@@ -901,7 +901,9 @@ fn new_task_key_takes_quotes_and_substitutions_literally() {
     });
     client.type_text("feat/quote");
     client.press(&["Enter"]);
-    client.wait_screen("the task question", |s| s.contains("task:"));
+    client.wait_screen("the task question", |s| {
+        s.contains("task (empty: type it to the agent):")
+    });
     client.type_text(&summary);
     client.press(&["Enter"]);
     let mut found = Value::Null;
@@ -925,17 +927,38 @@ fn new_task_key_takes_quotes_and_substitutions_literally() {
         Duration::from_millis(300),
         || !pwned.exists(),
     );
-    // The popup is gone; an empty task creates nothing.
+    // The popup is gone. An empty task starts the agent with no prompt and takes the
+    // client to it, to type the first prompt there.
     client.wait_screen("the popup to close", |s| !s.contains("orange: new task"));
     client.press(&["C-b", "O", "n"]);
     client.wait_screen("the branch question", |s| {
         s.contains("branch (empty: automatic):")
     });
-    client.press(&["Enter", "Enter"]);
-    wait_for("the refusal", 10, || {
-        client.messages(&env.tmux).contains("the task was empty")
+    client.type_text("feat/typed");
+    client.press(&["Enter"]);
+    client.wait_screen("the task question", |s| {
+        s.contains("task (empty: type it to the agent):")
     });
-    assert_eq!(env.ok(&["task", "list"]).as_array().unwrap().len(), 1);
+    client.press(&["Enter"]);
+    wait_for("the client at the new agent", 20, || {
+        client.session(&env.tmux) == "app/feat/typed"
+    });
+    let (_, list) = env.json(&["task", "list"]);
+    let typed = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["branch"] == "feat/typed")
+        .cloned()
+        .unwrap();
+    assert_eq!(typed["awaiting_prompt"], true, "{typed}");
+    assert_eq!(typed["summary"], "feat/typed", "{typed}");
+    assert!(
+        client.messages(&env.tmux).contains("no prompt"),
+        "{}",
+        client.messages(&env.tmux)
+    );
+    assert_eq!(env.ok(&["task", "list"]).as_array().unwrap().len(), 2);
     // Issue 15: its header names the project (not a directory), and Escape cancels.
     client.wait_screen("the popup to close", |s| !s.contains("orange: new task"));
     client.press(&["C-b", "O", "n"]);
@@ -952,7 +975,7 @@ fn new_task_key_takes_quotes_and_substitutions_literally() {
             .contains("no task created (cancelled)")
     });
     client.wait_screen("the popup to close", |s| !s.contains("orange: new task"));
-    assert_eq!(env.ok(&["task", "list"]).as_array().unwrap().len(), 1);
+    assert_eq!(env.ok(&["task", "list"]).as_array().unwrap().len(), 2);
 }
 
 #[test]

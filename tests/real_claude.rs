@@ -624,33 +624,83 @@ fn an_approval_prompt_blocks_and_no_keystroke_reaches_it() {
 }
 
 #[test]
-fn a_claude_started_without_a_prompt_is_waiting_not_working() {
+fn a_claude_started_without_a_prompt_waits_for_the_first_one_typed_in_its_pane() {
     if !claude_installed() {
         return;
     }
-    let rig = Rig::new("no-prompt", Home::SET_UP, vec![]);
-    // A task without a summary is recorded with --no-spawn, then started: no prompt.
-    let v = rig.env.ok(&[
-        "task",
-        "create",
-        "real/noprompt",
-        "--harness",
-        "claude",
-        "--no-spawn",
-    ]);
-    let id = v["id"].as_str().unwrap().to_string();
-    rig.env.ok(&["task", "spawn", &id]);
+    let rig = Rig::new("no-prompt", Home::SET_UP, vec![Reply::text("Fixed it.")]);
+    // Idle for longer than the grace, over and over: still never nudged nor escalated.
+    std::fs::write(
+        rig.env.home.join("config.toml"),
+        "[policy]\nidle_grace = \"1s\"\nmax_nudges = 1\n",
+    )
+    .unwrap();
+    // No summary: claude starts interactive, with no prompt argument.
+    let id = rig.create("real/noprompt", "");
+    let t = rig.task(&id);
+    assert_eq!(t["summary"], "real/noprompt", "{t}");
+    assert_eq!(t["awaiting_prompt"], true, "{t}");
+    let argv = rig.agent_argv(&id);
+    assert!(!argv.iter().any(|a| a == "--"), "{argv:?}");
     let started = rig.screen_shows(&id, "bypass permissions on");
     rig.status_shows(
         "started without a prompt",
         &id,
-        "waiting for input",
+        "waiting for a first prompt",
         started,
     );
     let t = rig.task(&id);
     assert_eq!(t["agent"]["state"], "waiting", "{t}");
     assert_eq!(t["agent"]["hook_event"], "SessionStart", "{t}");
-    assert_eq!(rig.api.turns().len(), 0);
+    // Something that must NOT happen: for 3 s (the grace and several monitor passes over)
+    // nothing is typed into claude and nothing is escalated.
+    common::holds_for("no nudge, no escalation", GRACES, || {
+        rig.history(&id, "agent.nudged").is_empty()
+            && rig.history(&id, "agent.escalated").is_empty()
+            && rig.api.turns().is_empty()
+    });
+    let t = rig.task(&id);
+    assert!(t["agent"].get("escalated").is_none(), "{t}");
+    assert_eq!(t["summary"], "real/noprompt", "{t}");
+    // The person types the first prompt in the pane.
+    let pane = rig.pane(&id);
+    rig.env
+        .tmux
+        .ok(&["send-keys", "-t", &pane, "-l", "Fix the login form"]);
+    rig.screen_shows(&id, "Fix the login form");
+    rig.env.tmux.ok(&["send-keys", "-t", &pane, "Enter"]);
+    let typed = Instant::now();
+    rig.wait_turns(&id, 1);
+    assert!(
+        first_turn_text(&rig.api).contains("Fix the login form"),
+        "{}",
+        first_turn_text(&rig.api)
+    );
+    let t = rig.wait_task("the typed prompt to become the summary", &id, |t| {
+        t["summary"] == "Fix the login form"
+    });
+    record(
+        "no-prompt",
+        "first typed prompt is the summary",
+        "Fix the login form",
+        typed.elapsed(),
+    );
+    assert!(t.get("awaiting_prompt").is_none(), "{t}");
+    let changed = rig.history(&id, "summary.changed");
+    assert_eq!(changed.len(), 1, "{t}");
+    assert_eq!(changed[0]["summary"], "Fix the login form", "{t}");
+    assert_eq!(changed[0]["via"], "hook", "{t}");
+    // From then on an agent like any other: idle after its turn, it is nudged.
+    rig.wait_turns(&id, 2);
+    assert_eq!(
+        rig.api.turns()[1].last_user_text(),
+        "Please continue with the task."
+    );
+    rig.wait_task("the nudge in the history", &id, |t| {
+        t["history"]
+            .as_array()
+            .is_some_and(|h| h.iter().any(|e| e["event"] == "agent.nudged"))
+    });
 }
 
 /// Errors: claude retries them by itself (`attempt k/N` on screen, transcript silent),

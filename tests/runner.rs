@@ -25,6 +25,7 @@ mod kill_loop;
 mod lane;
 mod layers;
 mod monitor;
+mod no_prompt;
 mod notify;
 mod observer;
 mod other_harnesses;

@@ -6,6 +6,8 @@
 #         current directory. What the user types goes from the terminal to `read` to
 #         orange's argv: never through tmux's parser, a format or a shell line (tmux
 #         3.3a's command-prompt re-substitutes a typed %% unquoted and drops a final ;).
+#         An empty task starts the agent with no prompt and takes the client to it: the
+#         person types the first prompt there.
 #   show  `orange task show` for the task of this session.
 #   pr    push the task's branch and open (or show) its pull request with gh.
 bin=$1 action=$2
@@ -35,14 +37,19 @@ new)
   bind -x '"\e": cancel' 2>/dev/null
   printf '\033[1morange: new task\033[0m in project %s \033[2m(Esc cancels)\033[0m\n\n' "$project"
   IFS= read -r -e -p 'branch (empty: automatic): ' branch || exit 0
-  IFS= read -r -e -p 'task: ' summary || exit 0
+  IFS= read -r -e -p 'task (empty: type it to the agent): ' summary || exit 0
   if [[ -z ${summary//[[:space:]]/} ]]; then
-    say "orange: no task created (the task was empty)"
-    exit 0
-  fi
-  # stderr stays on this terminal: the progress of a workspace's setup shows live, and an
-  # error stays on screen until a key is pressed.
-  if out=$("$bin" task create -- "$branch" "$summary"); then
+    # No prompt: the agent starts interactive; the client goes to it to type the first.
+    # stderr stays on this terminal: the progress of a workspace's setup shows live, and
+    # an error stays on screen until a key is pressed.
+    if out=$("$bin" task create -- "$branch"); then
+      id=${out#created task }
+      id=${id%% *}
+      say "orange: ${out%%$'\n'*} (no prompt: type it there)"
+      "$bin" task attach "$id" >/dev/null 2>&1
+      exit 0
+    fi
+  elif out=$("$bin" task create -- "$branch" "$summary"); then
     say "orange: ${out%%$'\n'*}"
     exit 0
   fi

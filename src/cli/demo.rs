@@ -348,7 +348,7 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
             &project,
             CreateRequest {
                 branch: Some(branch.to_string()),
-                summary: summary.to_string(),
+                summary: Some(summary.to_string()),
                 harness: None,
                 context: None,
                 spawn: true,

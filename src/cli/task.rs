@@ -122,7 +122,9 @@ pub struct CreateArgs {
     /// Branch for the task (default: orange-tasks/<id>); an existing local or remote
     /// branch is reused
     pub branch: Option<String>,
-    /// What the agent should do (its first prompt; quotes, $(…) and newlines are safe)
+    /// What the agent should do (its first prompt; quotes, $(…) and newlines are safe).
+    /// Left out: the agent starts interactive, with no prompt; the first prompt you type
+    /// in its pane becomes the summary
     #[arg(allow_hyphen_values = true)]
     pub summary: Option<String>,
     /// Agent harness: claude, pi, codex, opencode, or one from config.toml
@@ -300,7 +302,7 @@ fn create(ctx: &Ctx, tasks: &mut Tasks, a: CreateArgs) -> Result<Out> {
             &project,
             CreateRequest {
                 branch: a.branch.filter(|b| !b.is_empty()),
-                summary: a.summary.unwrap_or_default(),
+                summary: a.summary,
                 harness: a.harness,
                 context,
                 spawn: !a.no_spawn,
@@ -326,6 +328,12 @@ fn create(ctx: &Ctx, tasks: &mut Tasks, a: CreateArgs) -> Result<Out> {
         _ => {}
     }
     text.push('\n');
+    if t.awaiting_prompt && created.outcome == "spawned" {
+        text.push_str(&format!(
+            "no prompt: the agent waits for yours; type it in its pane (`orange task attach {}`)\n",
+            t.id
+        ));
+    }
     Ok(Out::new(created, text))
 }
 
@@ -428,9 +436,14 @@ fn show(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
     let _ = tasks.update_usage(&t);
     let view = tasks.view(t, &tasks.panes());
     let mut text = format!(
-        "{}\nsummary: {}\nworkspace: {}\nsession: {}{}\nTASK.md: {}\n",
+        "{}\nsummary: {}{}\nworkspace: {}\nsession: {}{}\nTASK.md: {}\n",
         describe(&view),
         view.task.summary,
+        if view.task.awaiting_prompt {
+            " (its branch: the agent waits for its first prompt, typed in its pane)"
+        } else {
+            ""
+        },
         view.task.workspace.as_deref().unwrap_or("-"),
         view.task.tmux_session.as_deref().unwrap_or("-"),
         match (view.session.exit_status, view.session.exit_signal) {

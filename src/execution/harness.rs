@@ -520,5 +520,13 @@ mod tests {
             "tail-agent --again x"
         );
         assert_eq!(t.argv(None, Launch::First, None)[2], "tail-agent");
+        // No prompt: the command without it (`{prompt}` gone), on respawn too.
+        assert_eq!(t.argv(None, Launch::Respawn, None)[2], "tail-agent --again");
+        assert_eq!(
+            Harness::named("mine", &c)
+                .unwrap()
+                .argv(None, Launch::First, None)[2],
+            "mine --yes  --end"
+        );
     }
 }

@@ -802,6 +802,48 @@ pub fn claude_has_conversation(path: &Path) -> bool {
         .any(|l| l.contains("\"type\":\"user\"") || l.contains("\"type\":\"assistant\""))
 }
 
+/// The first prompt a person gave a claude, from its transcript: the first user line that
+/// is not bookkeeping (meta lines, a sub-agent's, a local slash command and its output, a
+/// tool result). Only the first MiB is read (the first prompt comes first). `None`: no
+/// prompt yet (or no transcript).
+pub fn first_prompt_in_log(path: &Path) -> Option<String> {
+    use std::io::{BufRead, Read};
+    let f = store::open_regular(path).ok()?;
+    for line in std::io::BufReader::new(f.take(1 << 20))
+        .lines()
+        .map_while(|l| l.ok())
+    {
+        if !line.contains("\"user\"") {
+            continue;
+        }
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        let flag = |k: &str| v.get(k).and_then(|x| x.as_bool()) == Some(true);
+        if v.get("type").and_then(|t| t.as_str()) != Some("user")
+            || flag("isMeta")
+            || flag("isSidechain")
+            || is_local_command(&v)
+        {
+            continue;
+        }
+        let text = match v.get("message").and_then(|m| m.get("content")) {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(serde_json::Value::Array(blocks)) => blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(|t| t.as_str()) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(|t| t.as_str()))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        };
+        if !text.trim().is_empty() {
+            return Some(text);
+        }
+    }
+    None
+}
+
 /// Read the tail of a (possibly large) log file: its last 64 KiB (from a line start), and
 /// where that text starts in the file (bytes).
 pub fn read_log_tail(path: &Path) -> Option<(String, u64)> {
@@ -947,6 +989,37 @@ pub fn state_of_hook(event: &str, payload: &serde_json::Value) -> Option<HookSay
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_prompt_is_the_first_typed_user_line_of_the_transcript() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude");
+        assert_eq!(
+            first_prompt_in_log(
+                &fixtures.join("transcripts/bypass-tool-turn-exit-resume-sigterm.jsonl")
+            )
+            .as_deref(),
+            Some("please touch x")
+        );
+        let d = tempfile::tempdir().unwrap();
+        let log = d.path().join("c.jsonl");
+        std::fs::write(
+            &log,
+            concat!(
+                "{\"type\":\"mode\",\"mode\":\"normal\"}\n",
+                "{\"type\":\"user\",\"isMeta\":true,\"message\":{\"content\":\"caveat\"}}\n",
+                "{\"type\":\"user\",\"message\":{\"content\":\"<command-name>/model</command-name>\"}}\n",
+                "{\"type\":\"user\",\"message\":{\"content\":[{\"type\":\"tool_result\",\"content\":\"x\"}]}}\n",
+                "not json \"user\"\n",
+                "{\"type\":\"user\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"Fix it\"}]}}\n",
+                "{\"type\":\"user\",\"message\":{\"content\":\"later\"}}\n",
+            ),
+        )
+        .unwrap();
+        assert_eq!(first_prompt_in_log(&log).as_deref(), Some("Fix it"));
+        assert_eq!(first_prompt_in_log(&d.path().join("none.jsonl")), None);
+        std::fs::write(&log, "{\"type\":\"mode\"}\n").unwrap();
+        assert_eq!(first_prompt_in_log(&log), None);
+    }
 
     #[test]
     fn errors_are_classified() {

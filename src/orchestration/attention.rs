@@ -11,6 +11,10 @@
 //! | `review` (ready for review) | `✓` | status `reviewing`, whatever its session (an agent that reported `complete` may exit) |
 //! | `queued` | `⏸` | status `pending`: no agent yet (`--no-spawn`, or waiting for a workspace) |
 //!
+//! An agent started without a prompt (`task create` with no summary) that waits for its
+//! first one is `waiting` with the reason `waiting for a first prompt`, and does not need
+//! you ([`needs_you`]): no notification, not in the picker's "next waiting".
+//!
 //! `agent.json` is only believed when it was written after the task's last change
 //! (`updated_at`): a respawn or a status change makes an older observation stale. The pane
 //! is the ground truth for life and death: `agent.json` never makes a dead pane live.
@@ -516,7 +520,11 @@ fn task_item(home: &Home, task: &Task, panes: &[PaneInfo], agents: &Agents) -> O
     } else {
         None
     };
-    let (bucket, reason) = classify(task.status, &session, agent.as_ref())?;
+    let (bucket, mut reason) = classify(task.status, &session, agent.as_ref())?;
+    // Started without a prompt, it waits for the first one: its person knows.
+    if task.awaiting_prompt && reason == WAITING_FOR_INPUT {
+        reason = FIRST_PROMPT.into();
+    }
     Some(Item {
         kind: "task".into(),
         id: task.id.clone(),
@@ -600,6 +608,10 @@ impl Summary {
 /// The reasons of an agent whose turn ended and that waits for input (see [`classify`]).
 const WAITING_FOR_INPUT: &str = "waiting for input";
 const QUESTION: &str = "question for you";
+/// The reason of an agent started without a prompt that waits for its first one: waiting,
+/// but not "needs you" (no notification, not in the picker's "next waiting"): the person
+/// who started it that way is about to type it.
+pub const FIRST_PROMPT: &str = "waiting for a first prompt";
 
 /// Why an item needs you, in one word: what a notification names and keys on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -656,9 +668,11 @@ pub fn turn_ended(item: &Item) -> bool {
 
 /// Does this item need its person: a question, a dialog, an error, a stuck or failed task
 /// (`waiting`), a dead agent (`dead`), work ready for review (`review`)? What the picker's
-/// "next waiting" key cycles through.
+/// "next waiting" key cycles through. An agent started without a prompt that waits for its
+/// first one does not: waiting is what it was started for.
 pub fn needs_you(item: &Item) -> bool {
     matches!(item.bucket, Bucket::Waiting | Bucket::Dead | Bucket::Review)
+        && item.reason != FIRST_PROMPT
 }
 
 #[cfg(test)]
@@ -849,6 +863,15 @@ mod tests {
         assert_eq!(need(&working), None);
         assert!(!turn_ended(&working));
         assert_eq!(need(&item(Status::Pending, None, &SessionView::NONE)), None);
+        // Started without a prompt, waiting for the first one: waiting, and no need, even
+        // after it was seen at work (its screen drew): nothing rings.
+        let first = Item {
+            reason: FIRST_PROMPT.into(),
+            ..waiting.clone()
+        };
+        assert_eq!(first.bucket, Bucket::Waiting);
+        assert_eq!(need(&first), None);
+        assert!(!needs_you(&first));
     }
 
     #[test]

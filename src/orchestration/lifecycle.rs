@@ -51,7 +51,9 @@ pub enum Recovery {
 
 pub struct CreateRequest {
     pub branch: Option<String>,
-    pub summary: String,
+    /// The agent's first prompt. `None`: the agent starts interactive, with no prompt, and
+    /// the first prompt typed in its pane becomes the summary (`Some("")` is refused).
+    pub summary: Option<String>,
     pub harness: Option<String>,
     pub context: Option<String>,
     pub spawn: bool,
@@ -221,7 +223,14 @@ impl<'a> Tasks<'a> {
                 )));
             }
         }
-        validate_summary(&req.summary)?;
+        if let Some(s) = &req.summary {
+            if s.trim().is_empty() {
+                return Err(OrangeError::invalid(
+                    "the summary is empty: give the agent's prompt, or leave the summary out to start the agent interactive, with no prompt (you type the first one in its pane)",
+                ));
+            }
+            validate_summary(s)?;
+        }
         let harness = Harness::resolve(req.harness.as_deref(), self.config()?)?;
         // Everything that can be checked is checked before anything is recorded: a task
         // that cannot start must not be left behind, pending and hidden. A sandbox that
@@ -238,11 +247,6 @@ impl<'a> Tasks<'a> {
             sandbox::check_visible(self.home, &project.path, &harness, &w, &r)?;
         }
         if req.spawn {
-            if req.summary.trim().is_empty() {
-                return Err(OrangeError::invalid(
-                    "a task needs a summary to start an agent (it is the agent's prompt); give one, or pass --no-spawn",
-                ));
-            }
             self.preflight(&harness)?;
             git::base_ref(&project.path, &project.default_branch)?;
         }
@@ -256,6 +260,8 @@ impl<'a> Tasks<'a> {
                 .unwrap_or_else(|| format!("orange-tasks/{id}"));
             self.check_branch_free(&project.name, &branch, None)?;
             let now = store::now_precise();
+            // No prompt: the branch stands for the summary until the first prompt is known.
+            let summary = req.summary.clone().unwrap_or_else(|| branch.clone());
             let task = Task {
                 id,
                 project: project.name.clone(),
@@ -263,7 +269,8 @@ impl<'a> Tasks<'a> {
                 harness: harness.name.clone(),
                 status: Status::Pending,
                 sandbox,
-                summary: req.summary.clone(),
+                summary,
+                awaiting_prompt: req.summary.is_none(),
                 created_at: now.clone(),
                 updated_at: now,
                 ..Task::default()
@@ -271,13 +278,16 @@ impl<'a> Tasks<'a> {
             let dir = self.store.dir(&project.name, &task.id);
             store::ensure_dir(&dir)?;
             let md = self.store.task_md(&project.name, &task.id);
-            std::fs::write(&md, task::task_md(&req.summary, req.context.as_deref()))
-                .map_err(|e| OrangeError::io(format!("writing {}", md.display()), e))?;
+            std::fs::write(
+                &md,
+                task::task_md(req.summary.as_deref().unwrap_or(""), req.context.as_deref()),
+            )
+            .map_err(|e| OrangeError::io(format!("writing {}", md.display()), e))?;
             self.store.save(&task)?;
             self.store.append_history(
                 &task,
                 "task.created",
-                json!({"branch": task.branch, "harness": task.harness, "sandbox": task.sandbox}),
+                json!({"branch": task.branch, "harness": task.harness, "sandbox": task.sandbox, "prompt": !task.awaiting_prompt}),
             )?;
             task
         };
@@ -478,7 +488,10 @@ impl<'a> Tasks<'a> {
                 Conversation::New(id)
             }
         });
+        // Started without a prompt and none known yet: still none (a resume prompt or a
+        // policy's message would be the agent's first task).
         let prompt = match (launch, &self.recovery) {
+            _ if task.awaiting_prompt => None,
             (Launch::First, _) => first_prompt(task),
             (Launch::Respawn, None) => Some(respawn_prompt(task)),
             (Launch::Respawn, Some(Recovery::Prompt(m))) => Some(m.clone()),
@@ -785,6 +798,8 @@ impl<'a> Tasks<'a> {
         let _lock = self.store.lock(&task.project)?;
         let mut task = self.store.load(&task.project, &task.id)?;
         task.summary = summary.to_string();
+        // A summary given is the task's prompt: no longer waiting for one.
+        task.awaiting_prompt = false;
         task.updated_at = store::now_rfc3339();
         self.store.save(&task)?;
         self.store
@@ -824,6 +839,10 @@ impl<'a> Tasks<'a> {
             }
         }
         let old = std::mem::replace(&mut task.branch, new);
+        // The branch stands for the summary until the first prompt is known.
+        if task.awaiting_prompt && task.summary == old {
+            task.summary = task.branch.clone();
+        }
         task.updated_at = store::now_rfc3339();
         self.store.save(&task)?;
         self.store.append_history(
@@ -1173,7 +1192,7 @@ fn session_env(
 
 /// The first prompt: the summary verbatim, then how to report back.
 pub fn first_prompt(task: &Task) -> Option<String> {
-    if task.summary.trim().is_empty() {
+    if task.awaiting_prompt || task.summary.trim().is_empty() {
         return None;
     }
     Some(format!(
@@ -1192,6 +1211,16 @@ pub fn respawn_prompt(task: &Task) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_waiting_for_its_first_prompt_has_none() {
+        let task = Task {
+            summary: "feat/x".into(),
+            awaiting_prompt: true,
+            ..Task::default()
+        };
+        assert_eq!(first_prompt(&task), None, "the branch is no prompt");
+    }
 
     #[test]
     fn hostile_branch_names_are_refused() {

@@ -10,6 +10,7 @@ pub mod monitor;
 pub mod notify;
 pub mod observer;
 pub mod project;
+pub mod prompt;
 pub mod reconcile;
 pub mod repair;
 pub mod screen;

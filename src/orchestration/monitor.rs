@@ -17,6 +17,7 @@ use crate::execution::sandbox;
 use crate::orchestration::agent::{self, AgentInfo, Escalation, LogState, Signal, State};
 use crate::orchestration::lifecycle::{Recovery, Tasks};
 use crate::orchestration::observer::{self, Snapshot};
+use crate::orchestration::prompt;
 use crate::orchestration::screen;
 use crate::orchestration::task::{Status, Task};
 
@@ -324,6 +325,7 @@ impl<'a> Monitor<'a> {
                 continue;
             }
             report.checked += 1;
+            let task = self.learn_first_prompt(task, &mut report);
             let dir = self.tasks.store.dir(&task.project, &task.id);
             // Taken before looking: a hook that comes while this pass looks is newer.
             let stamp = now_s();
@@ -401,6 +403,34 @@ impl<'a> Monitor<'a> {
         Ok(report)
     }
 
+    /// A task started without a prompt: the first prompt typed into its agent, when the
+    /// agent wrote it down itself (the hook that should have told it may have failed or not
+    /// run), becomes its summary. The task as it is now.
+    fn learn_first_prompt(&mut self, task: Task, report: &mut PassReport) -> Task {
+        if !task.awaiting_prompt {
+            return task;
+        }
+        let Some(text) = self
+            .workspace_path(&task)
+            .and_then(|ws| prompt::in_transcript(&task, &ws))
+        else {
+            return task;
+        };
+        match prompt::adopt(&self.tasks.store, &task, &text, "transcript") {
+            Ok(Some(t)) => {
+                report
+                    .actions
+                    .push(json!({"task": t.id, "action": "first_prompt", "via": "transcript"}));
+                t
+            }
+            Ok(None) => task,
+            Err(e) => {
+                report.actions.push(json!({"task": task.id, "action": "error", "error": e.to_string(), "code": e.code()}));
+                task
+            }
+        }
+    }
+
     /// Carry out the requests sandboxed agents queued (`task complete`, `stuck`,
     /// `update`); true when a task changed.
     fn apply_requests(&mut self, open: &[Task], report: &mut PassReport) -> bool {
@@ -426,6 +456,14 @@ impl<'a> Monitor<'a> {
         match req.op.as_str() {
             "complete" => t = self.tasks.set_status(&t, Status::Reviewing, via)?,
             "stuck" => t = self.tasks.set_status(&t, Status::Stuck, via)?,
+            // Its hook heard the first prompt typed into an agent started without one.
+            "prompt" => {
+                if let Some(p) = &req.summary {
+                    if let Some(adopted) = prompt::adopt(&self.tasks.store, &t, p, "hook")? {
+                        t = adopted;
+                    }
+                }
+            }
             "update" => {
                 if let Some(s) = &req.summary {
                     t = self.tasks.set_summary(&t, s)?;
@@ -830,6 +868,12 @@ impl<'a> Monitor<'a> {
             report.actions.push(json!({"task": task.id, "action": "none", "reason": format!("idle; task is {} (only working tasks are nudged)", current.status)}));
             return Ok(());
         }
+        // Started without a prompt, and none typed yet: it waits for its person, who knows
+        // (they started it so). No nudge (it would be the agent's first task), no escalation.
+        if current.awaiting_prompt {
+            report.actions.push(json!({"task": task.id, "action": "none", "reason": "waiting for its first prompt (started without one)"}));
+            return Ok(());
+        }
         // Idle since it started, before its first turn: a claude still starting up (its
         // prompt not submitted yet), or one started without a prompt. Nothing to continue.
         if info.hook_state == Some(State::Waiting)
@@ -1155,7 +1199,8 @@ fn death_detail(exit: Option<PaneExit>, info: &AgentInfo, task: &str) -> String 
 
 /// An agent hook (`orange hook agent EVENT`, Claude Code's settings hooks): route it by
 /// `$ORANGE_TASK_ID` (else by the cwd's workspace), ignore sub-agents' events, record the
-/// state. `payload` is the hook's JSON from standard input (may be empty).
+/// state; a UserPromptSubmit's `prompt` is the first prompt of a task waiting for one
+/// ([`prompt::from_hook`]). `payload` is the hook's JSON from standard input (may be empty).
 pub fn agent_hook(
     home: &Home,
     event: &str,
@@ -1183,6 +1228,25 @@ pub fn agent_hook(
         }
     }
     let dir = tasks.store.dir(&task.project, &task.id);
+    // The first prompt typed into an agent started without one becomes the summary: before
+    // the state is written (a summary change makes older observations stale).
+    let mut first_prompt = serde_json::Value::Null;
+    if event == "UserPromptSubmit" && task.awaiting_prompt {
+        if let Some(typed) = payload.get("prompt").and_then(|p| p.as_str()) {
+            first_prompt = match prompt::from_hook(home, &task, typed) {
+                Ok(v) => v,
+                Err(e) => {
+                    store::log(
+                        home,
+                        "warn",
+                        "first prompt not recorded",
+                        json!({"task": task.id, "error": e.to_string(), "code": e.code()}),
+                    );
+                    json!({"error": e.to_string()})
+                }
+            };
+        }
+    }
     let _lock = agent::lock(&dir)?;
     let mut info = agent::load(&dir);
     // Claude's reminder a minute after a turn ended (`idle_prompt`) is no new idle period.
@@ -1205,7 +1269,7 @@ pub fn agent_hook(
     }
     agent::save(&dir, &info)?;
     Ok(
-        json!({"task": task.id, "event": event, "state": says.state, "blocker": says.blocker, "error": says.error, "detail": says.detail}),
+        json!({"task": task.id, "event": event, "state": says.state, "blocker": says.blocker, "error": says.error, "detail": says.detail, "first_prompt": first_prompt}),
     )
 }
 

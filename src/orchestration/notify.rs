@@ -436,6 +436,19 @@ mod tests {
     }
 
     #[test]
+    fn an_agent_waiting_for_its_first_prompt_is_never_told() {
+        // Seen at work (its screen drew), then waiting: the end of a turn rings; waiting for
+        // the first prompt of an agent started without one does not.
+        let worked = |id: &str| Notified {
+            worked: [format!("|task|app|{id}")].into(),
+            ..Notified::default()
+        };
+        let first = item("f", Bucket::Waiting, attention::FIRST_PROMPT);
+        assert!(pass(&mut worked("f"), &[first], 10).is_empty());
+        assert_eq!(pass(&mut worked("w"), &[waiting("w")], 10), ["w"]);
+    }
+
+    #[test]
     fn option_words() {
         let on = |v: Option<&str>| Channels::parse(v).0;
         let default = Channels {

@@ -146,6 +146,12 @@ pub struct Task {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tmux_pane_id: Option<String>,
     pub summary: String,
+    /// Created without a summary: its agent starts interactive, with no prompt, and waits
+    /// for the first one typed in its pane. Until that prompt is known the summary is the
+    /// branch, nothing is typed into the agent (no nudge, no resume prompt) and its
+    /// waiting is not "needs you"; then the prompt's first line becomes the summary.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub awaiting_prompt: bool,
     pub created_at: String,
     pub updated_at: String,
     #[serde(default)]

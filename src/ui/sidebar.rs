@@ -296,6 +296,13 @@ pub fn assemble(
         Status::Pending if task.workspace.is_none() => {
             Some("Pending: starts when a workspace is free.".into())
         }
+        // Started without a prompt: what it waits for is not trouble.
+        _ if task.awaiting_prompt
+            && agent.escalated.is_none()
+            && agent.state == Some(crate::orchestration::agent::State::Waiting) =>
+        {
+            Some("No prompt yet: type the first one in the agent's pane.".into())
+        }
         _ => match (&agent.escalated, &git.error) {
             // A dialog, an error, a death: its detail says what happened and what to do.
             (Some(e), _) => Some(match &agent.detail {
