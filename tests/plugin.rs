@@ -853,7 +853,7 @@ fn the_new_task_popup_shows_a_workspace_setup_while_it_runs() {
     });
     client.type_text("feat/slow");
     client.press(&["Enter"]);
-    client.wait_screen("the task question", |s| s.contains("task:"));
+    client.wait_screen("the task question", |s| s.contains("task (empty"));
     client.type_text("wait for the setup");
     client.press(&["Enter"]);
     client.wait_screen("the setup's progress in the popup", |s| {
