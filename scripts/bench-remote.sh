@@ -1,28 +1,33 @@
 #!/usr/bin/env bash
-# bench-remote.sh — issue 13's figures: remote hosts over a loopback sshd (a real OpenSSH
-# server on 127.0.0.1 with its own host key, port and authorized key, as this user), each
-# figure next to its baseline, medians, ratio = orange / baseline (lower is better):
-#   create   `orange task create --project P BR S` of a project on the host (the shared
-#            connection already open) vs the same create of a local project
-#                                                          target: ≤ 2×
+# bench-remote.sh — remote hosts over a loopback sshd (a real OpenSSH server on 127.0.0.1
+# with its own host key, port and authorized key, as this user), each figure next to its
+# baseline in the same run, medians, ratio = orange / baseline (lower is better). Remote
+# commands are measured twice: through the host's long-lived `orange serve` (the default)
+# and the way they ran before it, one ssh and one login shell each (`ORANGE_SERVE=0`):
+#   create   `orange task create --project P BR S` of a project on the host (its server
+#            already running) vs the same create of a local project   target: ≤ 1.2×
+#   show     `orange task show ID` of a task on the host vs of a local task
+#                                                                   target: ≤ 1.5×
 #   status   `orange status --format tmux` with 100 remote tasks (seen through the last
 #            monitor fetch) vs with 100 local tasks; and the ssh processes it runs (an
 #            `ssh` wrapper first on PATH counts them)       target: ≈ 1×, 0 ssh
 #   monitor  one `orange monitor --once` with 3 hosts × 20 live sessions vs one ssh round
 #            trip through the shared connection (`ssh … true`); and the ssh processes it
-#            runs                                           target: 1 ssh call per host
+#            runs                                           target: ≤ 2× a round trip
+#
+# The remote login shell: by default every command sshd starts sources a `.bashrc` that
+# sleeps 150 ms (sshd sets SHLVL=1, so bash skips this user's ~/.bashrc, and BASH_ENV, which
+# bash reads instead: a shell startup that does work, as pyenv or nvm do).
 #
 # Everything runs through orange's command line, under one mktemp -d directory removed at
 # exit with its sshd and tmux servers. The tasks' agent is `sleep 600` (a harness in
 # config.toml): the figures are orange's and ssh's, not an agent's.
 #
-# Usage: scripts/bench-remote.sh [create] [status] [monitor]   (default: all)
+# Usage: scripts/bench-remote.sh [create] [show] [status] [monitor]   (default: all)
 # Environment: ORANGE_BIN (default target/release/orange, built if missing),
 #   BENCH_RUNS (default 10), BENCH_KEEP=1 keeps the directory,
-#   BENCH_QUIET_SHELL=1: the sshd sets SHLVL=1 for its sessions, so that bash does not
-#   read ~/.bashrc for the commands it runs (as with Debian's default .bashrc, which
-#   returns at once when not interactive): the connection's own cost, without whatever
-#   this user's .bashrc does.
+#   BENCH_BASHRC_MS (default 150): what the remote login shell costs; 0 (or
+#   BENCH_QUIET_SHELL=1): nothing; BENCH_USER_BASHRC=1: this user's own ~/.bashrc instead.
 set -euo pipefail
 
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -32,7 +37,9 @@ root=$(cd "$script_dir/.." && pwd)
 
 runs=${BENCH_RUNS:-10}
 want=("$@")
-[[ ${#want[@]} -gt 0 ]] || want=(create status monitor)
+[[ ${#want[@]} -gt 0 ]] || want=(create show status monitor)
+bashrc_ms=${BENCH_BASHRC_MS:-150}
+[[ ${BENCH_QUIET_SHELL:-} == 1 ]] && bashrc_ms=0
 sshd_bin=$(command -v sshd || echo /usr/sbin/sshd)
 [[ -x $sshd_bin ]] || bench_die "sshd is not installed (apt-get install openssh-server)"
 command -v ssh >/dev/null || bench_die "ssh is not installed"
@@ -73,7 +80,15 @@ KbdInteractiveAuthentication no
 MaxSessions 100
 MaxStartups 100
 EOF
-if [[ ${BENCH_QUIET_SHELL:-} == 1 ]]; then
+if [[ ${BENCH_USER_BASHRC:-} == 1 ]]; then
+    bench_log "the remote login shell reads this user's ~/.bashrc"
+elif [[ $bashrc_ms -gt 0 ]]; then
+    # Sourced by bash for every command sshd starts; it unsets itself so that nothing the
+    # command runs pays it again (as a real .bashrc is read once, by the login shell).
+    printf 'sleep %s\nunset BASH_ENV\n' "$(awk -v m="$bashrc_ms" 'BEGIN{printf "%.3f", m/1000}')" >"$tmp/sshd/bashrc"
+    echo "SetEnv SHLVL=1 BASH_ENV=$tmp/sshd/bashrc" >>"$tmp/sshd/config"
+    bench_log "the remote login shell sleeps ${bashrc_ms} ms (BASH_ENV), this user's ~/.bashrc skipped"
+else
     echo "SetEnv SHLVL=1" >>"$tmp/sshd/config"
     bench_log "sshd sessions get SHLVL=1: bash skips ~/.bashrc for their commands"
 fi
@@ -113,12 +128,21 @@ add_host() { # LOCAL NAME REMOTE SOCKET REPO PROJECT
     ORANGE_HOME=$1 "$bin" project add --host "$2" "$5" --name "$6" --pool-size 40 >/dev/null
 }
 median_ms() { bench_ms "$(bench_stat "$1" median)"; }
+ratio() { awk -v a="$(bench_stat "$1" median)" -v b="$(bench_stat "$2" median)" 'BEGIN{printf "%.2f×", a/b}'; }
 rows=()
 row() { rows+=("$(printf '%s\t%s\t%s\t%s\t%s' "$@")"); }
+# One ssh round trip through a host's shared connection (CONTROL: its control socket).
+rtt() { # KEY CONTROL
+    local t
+    bench_time t ssh "${ssh_opts[@]}" -o ControlMaster=no -o "ControlPath=$2" 127.0.0.1 true
+    bench_record "$1" "$t"
+}
+# Under `ORANGE_SERVE=0`: one ssh and one login shell a command, as before `orange serve`.
+old_way=(env ORANGE_SERVE=0)
 
 # --- create ------------------------------------------------------------------------------
-if [[ " ${want[*]} " == *" create "* ]]; then
-    bench_log "create: $runs remote and $runs local creates, alternating"
+if [[ " ${want[*]} " == *" create "* || " ${want[*]} " == *" show "* ]]; then
+    bench_log "create and show: $runs local, $runs remote (serve) and $runs remote (one ssh each), alternating"
     L=$tmp/c-local R=$tmp/c-remote
     make_home "$L"; make_home "$R"
     make_repo "$tmp/c-repo-local"; make_repo "$tmp/c-repo-remote"
@@ -126,24 +150,41 @@ if [[ " ${want[*]} " == *" create "* ]]; then
     new_socket; rs=$sock
     ORANGE_HOME=$L ORANGE_TMUX_SOCKET=$ls_ "$bin" project add "$tmp/c-repo-local" --name here --pool-size 40 >/dev/null
     add_host "$L" box "$R" "$rs" "$tmp/c-repo-remote" there
-    ORANGE_HOME=$L "$bin" host check box >/dev/null # the shared connection is up
+    ORANGE_HOME=$L "$bin" host check box >/dev/null # the shared connection and the server are up
     for i in $(seq "$runs"); do
         bench_time t env ORANGE_HOME="$L" ORANGE_TMUX_SOCKET="$ls_" "$bin" task create --project here "l/$i" s --harness sleeper
         bench_record create.local "$t"
         bench_time t env ORANGE_HOME="$L" "$bin" task create --project there "r/$i" s --harness sleeper
         bench_record create.remote "$t"
-    done
-    for _ in $(seq "$runs"); do
-        bench_time t ssh "${ssh_opts[@]}" -o ControlMaster=no -o "ControlPath=$L/run/ssh/box" 127.0.0.1 true
-        bench_record create.rtt "$t"
+        bench_time t "${old_way[@]}" ORANGE_HOME="$L" "$bin" task create --project there "o/$i" s --harness sleeper
+        bench_record create.old "$t"
+        rtt create.rtt "$L/run/ssh/box"
     done
     row "ssh round trip" "-" "$(median_ms create.rtt) ms" "-" "through the shared connection"
-    row create "$(median_ms create.local) ms (local create)" "$(median_ms create.remote) ms" \
-        "$(awk -v a="$(bench_stat create.remote median)" -v b="$(bench_stat create.local median)" 'BEGIN{printf "%.2f×", a/b}')" "≤ 2×"
-    # What orange adds beyond the one round trip a remote command needs.
-    row "create − round trip" "$(median_ms create.local) ms (local create)" \
-        "$(awk -v a="$(bench_stat create.remote median)" -v r="$(bench_stat create.rtt median)" 'BEGIN{printf "%.2f ms", (a-r)/1e6}')" \
-        "$(awk -v a="$(bench_stat create.remote median)" -v r="$(bench_stat create.rtt median)" -v b="$(bench_stat create.local median)" 'BEGIN{printf "%.2f×", (a-r)/b}')" "the remote side's own work"
+    if [[ " ${want[*]} " == *" create "* ]]; then
+        row create "$(median_ms create.local) ms (local)" "$(median_ms create.remote) ms (serve)" \
+            "$(ratio create.remote create.local)" "≤ 1.2×"
+        row "create, one ssh each" "$(median_ms create.local) ms (local)" "$(median_ms create.old) ms (ORANGE_SERVE=0)" \
+            "$(ratio create.old create.local)" "before serve"
+    fi
+    if [[ " ${want[*]} " == *" show "* ]]; then
+        first_id() { python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["id"])'; }
+        lid=$(ORANGE_HOME=$L ORANGE_TMUX_SOCKET=$ls_ "$bin" task list --project here --json | first_id)
+        rid=$(ORANGE_HOME=$L "$bin" task list --project there --json | first_id)
+        [[ -n $lid && -n $rid ]] || bench_die "no task to show"
+        for _ in $(seq "$runs"); do
+            bench_time t env ORANGE_HOME="$L" ORANGE_TMUX_SOCKET="$ls_" "$bin" task show "$lid"
+            bench_record show.local "$t"
+            bench_time t env ORANGE_HOME="$L" "$bin" task show "$rid"
+            bench_record show.remote "$t"
+            bench_time t "${old_way[@]}" ORANGE_HOME="$L" "$bin" task show "$rid"
+            bench_record show.old "$t"
+        done
+        row show "$(median_ms show.local) ms (local)" "$(median_ms show.remote) ms (serve)" \
+            "$(ratio show.remote show.local)" "≤ 1.5×"
+        row "show, one ssh each" "$(median_ms show.local) ms (local)" "$(median_ms show.old) ms (ORANGE_SERVE=0)" \
+            "$(ratio show.old show.local)" "before serve"
+    fi
 fi
 
 # --- status ------------------------------------------------------------------------------
@@ -158,8 +199,8 @@ if [[ " ${want[*]} " == *" status "* ]]; then
     add_host "$L" box "$R" "$rs" "$tmp/s-repo-remote" there
     ORANGE_HOME=$L2 ORANGE_TMUX_SOCKET=$ls2 "$bin" project add "$tmp/s-repo-local" --name here >/dev/null
     for i in $(seq 100); do
-        ORANGE_HOME=$R ORANGE_TMUX_SOCKET=$rs "$bin" task create --project there "r/$i" s --no-spawn >/dev/null
-        ORANGE_HOME=$L2 ORANGE_TMUX_SOCKET=$ls2 "$bin" task create --project here "l/$i" s --no-spawn >/dev/null
+        ORANGE_HOME=$R ORANGE_TMUX_SOCKET=$rs "$bin" task create --project there "r/$i" s --harness sleeper --no-spawn >/dev/null
+        ORANGE_HOME=$L2 ORANGE_TMUX_SOCKET=$ls2 "$bin" task create --project here "l/$i" s --harness sleeper --no-spawn >/dev/null
     done
     ORANGE_HOME=$L ORANGE_TMUX_SOCKET=$ls_ "$bin" monitor --once >/dev/null # fetch the host
     # An ssh that counts its calls, first on PATH.
@@ -175,7 +216,7 @@ if [[ " ${want[*]} " == *" status "* ]]; then
     done
     calls=$(wc -l <"$tmp/ssh-calls")
     row status "$(median_ms status.local) ms (100 local)" "$(median_ms status.remote) ms (100 remote)" \
-        "$(awk -v a="$(bench_stat status.remote median)" -v b="$(bench_stat status.local median)" 'BEGIN{printf "%.2f×", a/b}')" "≈ 1×; ssh calls: $calls"
+        "$(ratio status.remote status.local)" "≈ 1×; ssh calls: $calls"
 fi
 
 # --- monitor -----------------------------------------------------------------------------
@@ -194,19 +235,28 @@ if [[ " ${want[*]} " == *" monitor "* ]]; then
         done
         ORANGE_HOME=$L "$bin" host check "$h" >/dev/null
     done
-    : >"$tmp/ssh-calls"
     mkdir -p "$tmp/count"
     printf '#!/bin/sh\necho "$*" >> %s/ssh-calls\nexec %s "$@"\n' "$tmp" "$(command -v ssh)" >"$tmp/count/ssh"
     chmod +x "$tmp/count/ssh"
+    # A first pass records what each host's sessions are: not what is measured.
+    ORANGE_HOME=$L ORANGE_TMUX_SOCKET=$ls_ "$bin" monitor --once >/dev/null
+    : >"$tmp/ssh-calls"
+    : >"$tmp/ssh-calls-old"
     for _ in $(seq "$runs"); do
         bench_time t env PATH="$tmp/count:$PATH" ORANGE_HOME="$L" ORANGE_TMUX_SOCKET="$ls_" "$bin" monitor --once
         bench_record monitor.pass "$t"
-        bench_time t ssh "${ssh_opts[@]}" -o ControlMaster=no -o "ControlPath=$L/run/ssh/a" 127.0.0.1 true
-        bench_record monitor.rtt "$t"
+        rtt monitor.rtt "$L/run/ssh/a"
+        n=$(wc -l <"$tmp/ssh-calls")
+        bench_time t env PATH="$tmp/count:$PATH" "${old_way[@]}" ORANGE_HOME="$L" ORANGE_TMUX_SOCKET="$ls_" "$bin" monitor --once
+        bench_record monitor.old "$t"
+        echo $(($(wc -l <"$tmp/ssh-calls") - n)) >>"$tmp/ssh-calls-old"
     done
-    per_pass=$(awk -v n="$(wc -l <"$tmp/ssh-calls")" -v r="$runs" 'BEGIN{printf "%.1f", n/r}')
-    row monitor "$(median_ms monitor.rtt) ms (one ssh round trip)" "$(median_ms monitor.pass) ms (pass, 3 hosts × 20)" \
-        "$(awk -v a="$(bench_stat monitor.pass median)" -v b="$(bench_stat monitor.rtt median)" 'BEGIN{printf "%.2f×", a/b}')" "ssh calls per pass: $per_pass (3 hosts)"
+    per_old=$(awk -v r="$runs" '{n += $1} END {printf "%.1f", n/r}' "$tmp/ssh-calls-old")
+    per_pass=$(awk -v n="$(wc -l <"$tmp/ssh-calls")" -v o="$per_old" -v r="$runs" 'BEGIN{printf "%.1f", n/r - o}')
+    row monitor "$(median_ms monitor.rtt) ms (one ssh round trip)" "$(median_ms monitor.pass) ms (serve)" \
+        "$(ratio monitor.pass monitor.rtt)" "≤ 2×; ssh processes per pass: $per_pass"
+    row "monitor, one ssh each" "$(median_ms monitor.rtt) ms (one ssh round trip)" "$(median_ms monitor.old) ms (ORANGE_SERVE=0)" \
+        "$(ratio monitor.old monitor.rtt)" "before serve; ssh processes per pass: $per_old"
 fi
 
 bench_machine_line "$@" >&2 || true

@@ -438,7 +438,8 @@ fn the_status_widget_shows_remote_tasks_from_the_monitors_fetch_without_ssh() {
     for m in &more {
         r.remote.wait_session(m, "live");
     }
-    // One monitor pass here fetches the host: ONE ssh call for its three tasks.
+    // One monitor pass here fetches the host: one request to the host's `orange serve`,
+    // which the commands above started (no ssh process of its own, never one per task).
     let (counting, log) = ssh_counter(&l.root());
     let pass_out = l
         .cmd_in(&l.repo, &["monitor", "--once", "--json"])
@@ -451,8 +452,7 @@ fn the_status_widget_shows_remote_tasks_from_the_monitors_fetch_without_ssh() {
         String::from_utf8_lossy(&pass_out.stderr)
     );
     let calls = std::fs::read_to_string(&log).unwrap_or_default();
-    assert_eq!(calls.lines().count(), 1, "ssh calls: {calls}");
-    assert!(calls.contains("'host' 'snapshot'"), "{calls}");
+    assert_eq!(calls.lines().count(), 0, "ssh calls: {calls}");
     let seen: Value =
         serde_json::from_str(&std::fs::read_to_string(l.home.join("run/hosts/box.json")).unwrap())
             .unwrap();
@@ -578,13 +578,14 @@ fn state_files(home: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out
 }
 
-/// The host's orange, pausing where `<dir>/pause-at` says (ORANGE_PAUSE_AT there).
+/// The host's orange, pausing where `<dir>/pause-at` says when it says it (read at each
+/// point: the orange there is a long-lived `serve`).
 fn pausing_bin(dir: &Path) -> PathBuf {
     let script = dir.join("orange-pausing");
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\nORANGE_PAUSE_AT=$(cat '{d}/pause-at' 2>/dev/null) ORANGE_PAUSE_DIR='{d}' exec '{b}' \"$@\"\n",
+            "#!/bin/sh\nORANGE_PAUSE_AT_FILE='{d}/pause-at' ORANGE_PAUSE_DIR='{d}' exec '{b}' \"$@\"\n",
             d = dir.display(),
             b = bin().display()
         ),
@@ -943,4 +944,428 @@ fn the_running_monitor_fetches_a_host_at_once_after_a_command_changed_it() {
             .any(|i| i["id"] == tid.as_str()),
         "{st}"
     );
+}
+
+// --- the host's long-lived `orange serve` --------------------------------------------------
+
+/// A line of a child's stdout, waited for (at most 20 s).
+fn next_line(lines: &std::sync::mpsc::Receiver<String>, what: &str) -> Value {
+    let line = lines
+        .recv_timeout(Duration::from_secs(20))
+        .unwrap_or_else(|_| panic!("no {what} from `orange serve`"));
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{what}: {line:?}: {e}"))
+}
+
+#[test]
+fn serve_answers_each_request_as_the_command_line_does() {
+    use std::io::{BufRead, Write};
+    let l = TaskEnv::new();
+    l.add_project(&[l.repo.to_str().unwrap(), "--pool-size", "2"]);
+    let mut server = l
+        .cmd_in(&l.repo, &["serve", "--stdio"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let to = std::cell::RefCell::new(server.stdin.take().unwrap());
+    let from = server.stdout.take().unwrap();
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(from).lines().map_while(|l| l.ok()) {
+            let _ = tx.send(line);
+        }
+    });
+    // Hello: the protocol and this version (the broker checks both before any request).
+    let hello = next_line(&lines, "hello");
+    assert_eq!(hello["orange_serve"], 1, "{hello}");
+    assert_eq!(hello["version"], env!("CARGO_PKG_VERSION"), "{hello}");
+    let mut n = 0;
+    let mut ask = |args: &[&str], stdin: Option<&str>| -> Value {
+        n += 1;
+        let mut req = serde_json::json!({"id": n, "args": args});
+        if let Some(s) = stdin {
+            req["stdin"] = s.into();
+        }
+        writeln!(to.borrow_mut(), "{req}").unwrap();
+        let ack = next_line(&lines, "acceptance");
+        assert_eq!(ack, serde_json::json!({"id": n, "accepted": true}));
+        let answer = next_line(&lines, "answer");
+        assert_eq!(answer["id"], n, "{answer}");
+        answer
+    };
+    // Hostile arguments arrive exactly: no shell, no splitting.
+    let hostile = "it's \"q\" $(touch /tmp/orange-serve-pwned) `id`; x\nline 2\n\ttab";
+    let a = ask(
+        &[
+            "task",
+            "create",
+            "--project",
+            "app",
+            "feat/h",
+            hostile,
+            "--no-spawn",
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(a["status"], 0, "{a}");
+    let t: Value = serde_json::from_str(a["stdout"].as_str().unwrap()).unwrap();
+    assert_eq!(t["summary"], hostile);
+    assert!(!Path::new("/tmp/orange-serve-pwned").exists());
+    // The same output, exit status and error codes as the command line, JSON and text.
+    for args in [
+        vec!["task", "show", "nope", "--json"],
+        vec!["task", "show", "nope"],
+        vec!["task", "list", "--project", "app", "--json"],
+        vec![
+            "task",
+            "create",
+            "--project",
+            "app",
+            "bad name",
+            "s",
+            "--json",
+        ],
+        vec!["task", "list", "--bogus"],
+    ] {
+        let a = ask(&args, None);
+        let cli = l.cmd_in(&l.repo, &args).output().unwrap();
+        assert_eq!(a["status"], cli.status.code().unwrap(), "{args:?}: {a}");
+        assert_eq!(
+            a["stdout"].as_str().unwrap(),
+            String::from_utf8_lossy(&cli.stdout),
+            "{args:?}"
+        );
+        assert_eq!(
+            a["stderr"].as_str().unwrap(),
+            String::from_utf8_lossy(&cli.stderr),
+            "{args:?}"
+        );
+    }
+    // Standard input goes with the request (`--context -`).
+    let a = ask(
+        &[
+            "task",
+            "create",
+            "--project",
+            "app",
+            "feat/c",
+            "ctx",
+            "--no-spawn",
+            "--context",
+            "-",
+            "--json",
+        ],
+        Some("ctx with 'quotes' and $(x)\n"),
+    );
+    let c: Value = serde_json::from_str(a["stdout"].as_str().unwrap()).unwrap();
+    let md = std::fs::read_to_string(
+        l.home
+            .join("tasks/app")
+            .join(c["id"].as_str().unwrap())
+            .join("TASK.md"),
+    )
+    .unwrap();
+    assert!(md.contains("ctx with 'quotes' and $(x)"), "{md}");
+    // What needs a terminal is refused, and the server goes on.
+    let a = ask(&["task", "attach", "feat/h", "--json"], None);
+    assert_eq!(a["status"], 1, "{a}");
+    assert!(
+        a["stdout"].as_str().unwrap().contains("invalid_argument"),
+        "{a}"
+    );
+    // A line that is no request is answered, and the server goes on.
+    writeln!(to.borrow_mut(), "not json").unwrap();
+    let ack = next_line(&lines, "acceptance");
+    assert_eq!(ack["accepted"], true);
+    let bad = next_line(&lines, "answer");
+    assert_eq!(bad["status"], 2, "{bad}");
+    assert!(bad["stderr"]
+        .as_str()
+        .unwrap()
+        .contains("[invalid_argument]"));
+    let a = ask(&["task", "list", "--project", "app", "--json"], None);
+    let list: Value = serde_json::from_str(a["stdout"].as_str().unwrap()).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 2, "{list}");
+    // Its standard input closed: it exits.
+    drop(to.into_inner());
+    let st = server.wait().unwrap();
+    assert!(st.success(), "{st:?}");
+}
+
+/// The pids of the `orange serve --stdio` processes whose ORANGE_HOME is `home`.
+fn serve_pids(home: &Path) -> Vec<u32> {
+    let want = format!("ORANGE_HOME={}", home.display());
+    let mut out = vec![];
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let words: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        if !words
+            .windows(2)
+            .any(|w| w == [b"serve".as_slice(), b"--stdio"])
+        {
+            continue;
+        }
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        if environ.split(|b| *b == 0).any(|v| v == want.as_bytes()) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn remote_commands_share_one_server_and_a_killed_server_is_restarted() {
+    let Some(mut r) = setup() else { return };
+    // Every ssh this machine starts (the broker's too: it inherits PATH) is counted.
+    let (counting, log) = ssh_counter(&r.local.root());
+    r.local.path = format!("{}:{}", counting.display(), r.local.path);
+    r.add_project();
+    let tid = id(&r.create("feat/one", "one", "fake-wait"));
+    let l = &r.local;
+    l.ok(&["task", "show", &tid]);
+    l.ok(&["task", "list", "--project", "app"]);
+    l.ok(&["task", "list", "--all"]);
+    l.ok(&["task", "update", &tid, "--summary", "renamed"]);
+    l.ok(&["monitor", "--once"]);
+    let out = out_of(l, &["task", "show", &tid]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("renamed"));
+    // Eight commands, one ssh: the server's, started by the first of them.
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(calls.lines().count(), 1, "ssh calls:\n{calls}");
+    assert!(calls.contains("'serve' '--stdio'"), "{calls}");
+    let servers = serve_pids(&r.remote.home);
+    assert_eq!(servers.len(), 1, "{servers:?}");
+
+    // Killed: the next command starts another server and runs, as if nothing happened.
+    let killed = servers[0];
+    Command::new("kill")
+        .args(["-KILL", &killed.to_string()])
+        .status()
+        .unwrap();
+    wait_for("the killed server to be gone", 10, || {
+        !serve_pids(&r.remote.home).contains(&killed)
+    });
+    let shown = r.local.ok(&["task", "show", &tid]);
+    assert_eq!(shown["summary"], "renamed", "{shown}");
+    let now = serve_pids(&r.remote.home);
+    assert_eq!(now.len(), 1, "{now:?}");
+    assert_ne!(now[0], killed);
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(calls.lines().count(), 2, "ssh calls:\n{calls}");
+}
+
+#[test]
+fn an_orange_without_serve_or_of_another_version_works_the_old_way_and_says_so_once() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().canonicalize().unwrap();
+    // The orange there: `serve` as `<dir>/mode` says (an old one without it, or one of
+    // another version), everything else the real one.
+    let script = dir.join("orange-old");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = serve ]; then\n  case $(cat '{d}/mode') in\n    old) echo \"error: unrecognized subcommand 'serve'\" >&2; exit 2 ;;\n    other) echo '{{\"orange_serve\":1,\"version\":\"9.9.0\"}}'; exec cat >/dev/null ;;\n  esac\nfi\nexec '{b}' \"$@\"\n",
+            d = dir.display(),
+            b = bin().display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(dir.join("mode"), "old").unwrap();
+    let Some(mut r) = setup_with_bin(&script) else {
+        return;
+    };
+    let (counting, log) = ssh_counter(&r.local.root());
+    r.local.path = format!("{}:{}", counting.display(), r.local.path);
+    let l = &r.local;
+    let repo = r.remote.repo.display().to_string();
+    let note = "without `orange serve` there";
+    // The first command finds out, says so, and works the old way.
+    let args = ["project", "add", "--host", "box", &repo, "--json"];
+    let out = l.cmd_in(&l.repo, &args).output().unwrap();
+    let (ok, v) = crate::common::parse_json_output(&args, &out);
+    assert!(ok, "{v}");
+    assert_eq!(v["host"], "box", "{v}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches(note).count(), 1, "{err}");
+    assert!(err.contains("exit 2"), "{err}");
+    // The next ones just work, without a word and without trying again.
+    let args = ["task", "list", "--project", "app", "--json"];
+    let out = l.cmd_in(&l.repo, &args).output().unwrap();
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(note));
+    let t = r.create("feat/old", "old way", "fake-wait");
+    assert_eq!(t["host"], "box", "{t}");
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(
+        calls.lines().filter(|c| c.contains("'serve'")).count(),
+        1,
+        "{calls}"
+    );
+    // project add asked twice, then list and create once each: one ssh per command.
+    assert_eq!(calls.lines().count(), 5, "{calls}");
+    let c = l.ok(&["host", "check", "box"]);
+    assert_eq!(c["serve"], false, "{c}");
+
+    // Another version's `serve`: checked at its start, not used.
+    std::fs::write(dir.join("mode"), "other").unwrap();
+    let c = l.ok(&["host", "check", "box"]);
+    assert_eq!(c["serve"], false, "{c}");
+    assert!(
+        c["serve_problem"].as_str().unwrap().contains("9.9.0"),
+        "{c}"
+    );
+    let shown = l.ok(&["task", "show", &id(&t)]);
+    assert_eq!(shown["summary"], "old way", "{shown}");
+}
+
+// --- an unreachable host's tasks in every listing ------------------------------------------
+
+#[test]
+fn an_unreachable_hosts_tasks_stay_in_every_listing_marked_with_its_state() {
+    let Some(mut r) = setup() else { return };
+    r.add_project();
+    let a = id(&r.create("feat/a", "first", "fake-wait"));
+    let b = id(&r.create("feat/b", "second", "fake-wait"));
+    r.remote.wait_session(&a, "live");
+    r.remote.wait_session(&b, "live");
+    // A listing while it is reachable, then a task it has not shown (the monitor's fetch
+    // has), and a local task.
+    let listed = r.local.ok(&["task", "list", "--all"]);
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t.get("host_state").is_none()),
+        "{listed}"
+    );
+    let c = id(&r.create("feat/c", "third", "fake-wait"));
+    r.remote.wait_session(&c, "live");
+    r.local.ok(&["monitor", "--once"]);
+    r.local.add_project(&[r.local.repo.to_str().unwrap()]);
+    let mine = id(&r.local.ok(&[
+        "task",
+        "create",
+        "--project",
+        "here",
+        "feat/l",
+        "l",
+        "--no-spawn",
+    ]));
+    // A person attached to one of them: its local session, as `task attach` made it.
+    let attached = format!("remote-box-{a}");
+    r.local
+        .tmux
+        .ok(&["new-session", "-d", "-s", &attached, "sleep 600"]);
+    for (k, v) in [
+        ("@orange_task", a.as_str()),
+        ("@orange_remote", "box"),
+        ("@orange_status", "box: feat/a"),
+    ] {
+        r.local
+            .tmux
+            .ok(&["set-option", "-t", &format!("={attached}:"), k, v]);
+    }
+
+    r.sshd.stop();
+    // JSON: the same list, the host's tasks still there, each with its host's state.
+    let all = r.local.ok(&["task", "list", "--all"]);
+    let rows = all.as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{all}");
+    let local = rows.iter().find(|t| t["id"] == mine.as_str()).unwrap();
+    assert!(local.get("host_state").is_none(), "{local}");
+    for want in [&a, &b, &c] {
+        let t = rows
+            .iter()
+            .find(|t| t["id"] == want.as_str())
+            .unwrap_or_else(|| panic!("task {want} dropped: {all}"));
+        assert_eq!(t["host"], "box", "{t}");
+        assert_eq!(t["host_state"]["reachable"], false, "{t}");
+        assert!(t["host_state"]["since"].is_string(), "{t}");
+        assert!(t["host_state"]["last_seen"].is_string(), "{t}");
+        assert_ne!(t["session"]["state"], "dead", "{t}");
+        assert_ne!(t["status"], "failed", "{t}");
+    }
+    let first = rows.iter().find(|t| t["id"] == a.as_str()).unwrap();
+    assert_eq!(first["summary"], "first", "{first}");
+    assert_eq!(first["branch"], "feat/a", "{first}");
+    // The project's own listing too, exit status 0.
+    let app = r.local.ok(&["task", "list", "--project", "app"]);
+    assert_eq!(app.as_array().unwrap().len(), 3, "{app}");
+    assert!(app
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["host_state"]["reachable"] == false));
+    // Text: every task listed, marked, never dead; exit status 0.
+    for args in [
+        vec!["task", "list", "--all"],
+        vec!["task", "list", "--project", "app"],
+    ] {
+        let out = out_of(&r.local, &args);
+        assert!(out.status.success(), "{args:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        for want in [&a, &b, &c] {
+            let line = text
+                .lines()
+                .find(|l| l.contains(want.as_str()))
+                .unwrap_or_else(|| panic!("{args:?}: task {want} dropped:\n{text}"));
+            assert!(line.contains("? unreachable (last seen "), "{line}");
+            assert!(!line.contains("dead"), "{line}");
+        }
+    }
+    // The sidebar of one of them.
+    let out = out_of(
+        &r.local,
+        &["sidebar", "--task", &a, "--once", "--width", "60"],
+    );
+    let side = String::from_utf8_lossy(&out.stdout);
+    assert!(side.contains("? unreachable (last seen "), "{side}");
+    assert!(!side.contains("dead"), "{side}");
+    // The picker's label of the attached one (the monitor publishes it).
+    r.local.ok(&["monitor", "--once"]);
+    let label = |r: &Remote| {
+        r.local.tmux.ok(&[
+            "show",
+            "-t",
+            &format!("={attached}:"),
+            "-qv",
+            "@orange_status",
+        ])
+    };
+    let shown = label(&r);
+    assert!(
+        shown.starts_with("box: feat/a · ? unreachable (last seen "),
+        "{shown}"
+    );
+
+    // Back: live listings again, no state attached, the label as it was.
+    r.sshd.resume();
+    let all = r.local.ok(&["task", "list", "--all"]);
+    assert_eq!(all.as_array().unwrap().len(), 4, "{all}");
+    assert!(
+        all.as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t.get("host_state").is_none()),
+        "{all}"
+    );
+    r.local.ok(&["monitor", "--once"]);
+    assert_eq!(label(&r), "box: feat/a");
+    let _ = Command::new("tmux")
+        .args([
+            "-L",
+            &r.local.tmux.socket,
+            "kill-session",
+            "-t",
+            &format!("={attached}"),
+        ])
+        .status();
 }

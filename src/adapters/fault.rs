@@ -2,8 +2,9 @@
 //! at that point as a SIGKILL would leave it (no destructor runs, no file is cleaned up; the
 //! kernel drops its locks). With `ORANGE_PAUSE_AT=<point>` and `ORANGE_PAUSE_DIR=<dir>` it
 //! writes `<dir>/<point>.paused` there and waits (at most a minute) for `<dir>/<point>.go`:
-//! a test runs another command in between. The points are named `<operation>.<step>`; see
-//! `tests/failures.rs`.
+//! a test runs another command in between. `ORANGE_PAUSE_AT_FILE=<file>` names the point in
+//! a file read at each point instead (a long-lived `orange serve` runs many commands). The
+//! points are named `<operation>.<step>`; see `tests/failures.rs`.
 
 /// Die here if this is the point asked for (or wait here, as [`pause`] does).
 pub fn point(name: &str) {
@@ -15,7 +16,13 @@ pub fn point(name: &str) {
 
 /// Wait here, if this is the point asked for, until the test says go.
 pub fn pause(name: &str) {
-    if std::env::var_os("ORANGE_PAUSE_AT").is_none_or(|v| v != name) {
+    let asked = match std::env::var_os("ORANGE_PAUSE_AT") {
+        Some(v) => v == name,
+        None => std::env::var_os("ORANGE_PAUSE_AT_FILE")
+            .and_then(|f| std::fs::read_to_string(f).ok())
+            .is_some_and(|v| v.trim() == name),
+    };
+    if !asked {
         return;
     }
     let Some(dir) = std::env::var_os("ORANGE_PAUSE_DIR").map(std::path::PathBuf::from) else {

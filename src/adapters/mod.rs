@@ -1,17 +1,20 @@
-//! The adapters: the only modules that run programs (tmux, git, zellij, gh, ssh, stty) or know
-//! the state files' format (store). Nothing here imports from a layer above.
+//! The adapters: the only modules that run programs (tmux, git, zellij, gh, ssh, stty, a
+//! host's broker) or know the state files' format (store). Nothing here imports from a layer above.
 
 // The layer where programs run (clippy.toml keeps `Command::new` here).
 #![allow(clippy::disallowed_methods)]
 
+pub mod broker;
 pub mod bwrap;
 pub mod fault;
 pub mod gh;
 pub mod git;
 pub mod mux;
 pub mod progress;
+pub mod served;
 pub mod shell;
 pub mod ssh;
+pub mod stdio;
 pub mod store;
 pub mod terminal;
 pub mod tmux;

@@ -154,6 +154,30 @@ impl Ssh {
         }
     }
 
+    /// Start `argv` on the host (with `env` set) and keep it running: its stdin, stdout and
+    /// stderr are pipes here (`orange serve --stdio` behind a broker). Through the shared
+    /// connection like every call: a new session on it, not a new connection.
+    pub fn spawn_stdio(
+        &self,
+        env: &[(&str, &str)],
+        argv: &[String],
+    ) -> Result<std::process::Child, SshError> {
+        if let Some(dir) = self.control_path.parent() {
+            ensure_private_dir(dir).map_err(SshError::Io)?;
+        }
+        Command::new("ssh")
+            .args(self.args(false))
+            .arg(Self::command_line(env, argv))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => SshError::NotFound,
+                _ => SshError::Io(e),
+            })
+    }
+
     /// The argv of an interactive ssh (a pseudo-terminal) running `argv` there: for a tmux
     /// window or `exec` (attach).
     pub fn interactive_argv(&self, env: &[(&str, &str)], argv: &[String]) -> Vec<String> {
@@ -256,7 +280,7 @@ fn quote_all(s: &str) -> String {
 }
 
 /// The last non-empty line of ssh's complaint (`ssh: connect to host … refused`).
-fn last_line(stderr: &str) -> String {
+pub(crate) fn last_line(stderr: &str) -> String {
     stderr
         .lines()
         .rev()
@@ -269,7 +293,7 @@ fn last_line(stderr: &str) -> String {
 /// The control sockets' directory: only its owner may enter it. One that exists must be a
 /// real directory (no symlink) owned by this user with no access for others: a socket
 /// there that someone else planted would be handed every command.
-fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     match std::fs::symlink_metadata(dir) {
         Ok(m) => {

@@ -6,6 +6,7 @@ use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
 use super::{audited, Ctx};
+use crate::adapters::broker;
 use crate::adapters::shell;
 use crate::adapters::store;
 use crate::adapters::tmux::Tmux;
@@ -177,12 +178,16 @@ fn list(ctx: &Ctx) -> Result<Out> {
 /// `host check NAME`: one ssh call (`orange host info` there).
 fn check(ctx: &Ctx, name: &str) -> Result<Out> {
     let h = host::get(&ctx.home, name)?;
+    // Asked again: an orange updated there may serve now.
+    let socket = h.serve_socket(&ctx.home);
+    let _ = std::fs::remove_file(broker::no_serve_path(&socket));
     let started = std::time::Instant::now();
     let remote = h.call_json(&ctx.home, &["host".into(), "info".into()], None)?;
+    let no_serve = broker::no_serve_reason(&socket);
     let rtt_ms = (started.elapsed().as_secs_f64() * 1e4).round() / 10.0;
     let local = env!("CARGO_PKG_VERSION");
     let theirs = remote["version"].as_str().unwrap_or("");
-    let compatible = compatible(local, theirs);
+    let compatible = broker::compatible(local, theirs);
     let mut problems = Vec::new();
     if !compatible {
         problems.push(format!(
@@ -203,6 +208,9 @@ fn check(ctx: &Ctx, name: &str) -> Result<Out> {
         "remote": remote,
         "compatible": compatible,
         "problems": problems,
+        // Commands there go to one long-lived `orange serve` (else one ssh each, and why).
+        "serve": no_serve.is_none() && std::env::var_os("ORANGE_SERVE").is_none_or(|v| v != "0"),
+        "serve_problem": no_serve,
     });
     if !problems.is_empty() {
         return Err(OrangeError::BackendCommandFailed(format!(
@@ -219,12 +227,6 @@ fn check(ctx: &Ctx, name: &str) -> Result<Out> {
         remote["git"].as_str().unwrap_or("-"),
     );
     Ok(Out::new(out, text))
-}
-
-/// The same major and minor version (the `--json` contract changes with them).
-fn compatible(a: &str, b: &str) -> bool {
-    let mm = |v: &str| v.split('.').take(2).collect::<Vec<_>>().join(".");
-    !b.is_empty() && mm(a) == mm(b)
 }
 
 fn remove(ctx: &Ctx, name: &str, force: bool) -> Result<Out> {
@@ -248,6 +250,7 @@ fn remove(ctx: &Ctx, name: &str, force: bool) -> Result<Out> {
             })
         },
     )?;
+    broker::stop(&h.serve_socket(&ctx.home));
     h.ssh(&ctx.home).disconnect();
     let _ = std::fs::remove_file(
         ctx.home
@@ -299,16 +302,4 @@ fn info() -> Result<Out> {
         "git": shell::version_of("git"),
     });
     Ok(Out::new(&v, format!("{v}\n")))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn versions_are_compatible_on_major_and_minor() {
-        assert!(compatible("0.1.0", "0.1.7"));
-        assert!(!compatible("0.1.0", "0.2.0"));
-        assert!(!compatible("0.1.0", ""));
-    }
 }

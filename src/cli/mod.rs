@@ -12,6 +12,7 @@ use crate::ui::output::Out;
 pub mod completions;
 pub mod demo;
 pub mod doctor;
+pub mod entry;
 pub mod hook;
 pub mod host;
 pub mod lane;
@@ -19,6 +20,7 @@ pub mod monitor;
 pub mod plugin;
 pub mod project_cmd;
 pub mod remote;
+pub mod serve;
 pub mod sidebar;
 pub mod status;
 pub mod task;
@@ -85,6 +87,9 @@ pub enum Command {
     /// What the tmux plugin's keys run
     #[command(subcommand, hide = true)]
     Plugin(plugin::PluginCmd),
+    /// Serve commands over standard input and output, one JSON request and one JSON
+    /// answer per line (what a local orange keeps running on a remote host)
+    Serve(serve::ServeArgs),
 }
 
 /// What every command gets: where state lives, the project override, the cwd.
@@ -94,6 +99,8 @@ pub struct Ctx {
     pub cwd: PathBuf,
     /// `--json`: a forwarded command asks the host for JSON too.
     pub json: bool,
+    /// The command line after the program name (what a remote host is sent).
+    pub args: Vec<String>,
 }
 
 impl Ctx {
@@ -104,6 +111,7 @@ impl Ctx {
             cwd: std::env::current_dir()
                 .map_err(|e| OrangeError::io("reading the current directory", e))?,
             json: false,
+            args: std::env::args().skip(1).collect(),
         })
     }
 
@@ -140,6 +148,7 @@ pub fn dispatch(ctx: &Ctx, cmd: Command) -> Result<Out> {
         Command::Doctor(a) => doctor::run(ctx, a),
         Command::Plugin(c) => plugin::run(ctx, c),
         Command::Completions(a) => completions::run(ctx, a),
+        Command::Serve(a) => serve::run(ctx, a),
     }
 }
 

@@ -93,8 +93,12 @@ fn task_id(tc: &TaskCmd) -> Option<&str> {
 }
 
 /// The command line as typed, without `--json` (added back when wanted).
-fn args() -> Vec<String> {
-    std::env::args().skip(1).filter(|a| a != "--json").collect()
+fn args(ctx: &Ctx) -> Vec<String> {
+    ctx.args
+        .iter()
+        .filter(|a| *a != "--json")
+        .cloned()
+        .collect()
 }
 
 /// Run this command on `h`. With `--json` the host's JSON value, tagged with `host`; else
@@ -102,6 +106,9 @@ fn args() -> Vec<String> {
 pub fn forward(ctx: &Ctx, h: &Host, cmd: &Command) -> Result<Out> {
     if let Command::Task(TaskCmd::Attach { id }) = cmd {
         return attach(ctx, h, id, None);
+    }
+    if let Command::Task(TaskCmd::List { status, .. }) = cmd {
+        return list_there(ctx, h, cmd, status.as_deref());
     }
     let out = run_there(ctx, h, cmd);
     // Something may have changed there (even a failed command can record a failed task):
@@ -125,7 +132,7 @@ fn reads_only(cmd: &Command) -> bool {
 }
 
 fn run_there(ctx: &Ctx, h: &Host, cmd: &Command) -> Result<Out> {
-    let mut args = args();
+    let mut args = args(ctx);
     // Questions are asked here, where the person is: the host has no terminal to ask on.
     if let Command::Task(TaskCmd::Cancel { id, yes: false } | TaskCmd::Delete { id, yes: false }) =
         cmd
@@ -317,7 +324,7 @@ pub fn project_add(ctx: &Ctx, host_name: &str, name: Option<&str>, path: &str) -
     }
     // The same arguments without `--host NAME` (the host has no hosts of its own).
     let mut args = Vec::new();
-    let mut it = self::args().into_iter();
+    let mut it = self::args(ctx).into_iter();
     while let Some(a) = it.next() {
         if a == "--host" {
             it.next();
@@ -415,13 +422,18 @@ pub fn project_remove(ctx: &Ctx, h: &Host, name: &str) -> Result<Out> {
     Ok(Out::new(v, text))
 }
 
-/// Every host's `task list --all`, at once (one ssh call per host): (host, its tasks or
-/// why not).
-pub fn task_lists(ctx: &Ctx, status: Option<&str>) -> Vec<(String, Result<Vec<Value>>)> {
+/// Every host's `task list --all`, at once (one request per host), marked with their host.
+/// A host that cannot be listed keeps its last known tasks, each with its `host_state`
+/// (see [`host::last_known_tasks`]), and a note on stderr says so.
+pub fn task_lists(ctx: &Ctx, status: Option<&str>) -> Vec<Value> {
     let reg = match host::load(&ctx.home) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("orange: {e} [{}]; no host's tasks are listed", e.code());
+            eprintln!(
+                "orange: {} [{}]; no host's tasks are listed",
+                crate::text::safe_line(&e.to_string()),
+                e.code()
+            );
             return vec![];
         }
     };
@@ -434,7 +446,7 @@ pub fn task_lists(ctx: &Ctx, status: Option<&str>) -> Vec<(String, Result<Vec<Va
     if let Some(s) = status {
         args.extend(["--status".into(), s.to_string()]);
     }
-    std::thread::scope(|s| {
+    let got: Vec<(&Host, Result<Vec<Value>>)> = std::thread::scope(|s| {
         let handles: Vec<_> = hosts
             .iter()
             .map(|h| {
@@ -448,10 +460,125 @@ pub fn task_lists(ctx: &Ctx, status: Option<&str>) -> Vec<(String, Result<Vec<Va
                             _ => vec![],
                         }
                     });
-                    (h.name.clone(), got)
+                    (h, got)
                 })
             })
             .collect();
         handles.into_iter().filter_map(|h| h.join().ok()).collect()
-    })
+    });
+    let mut rows = Vec::new();
+    for (h, got) in got {
+        match got {
+            Ok(tasks) => {
+                if status.is_none() {
+                    host::remember_tasks(&ctx.home, &h.name, None, &tasks);
+                }
+                rows.extend(tasks);
+            }
+            Err(e) => rows.extend(last_known(ctx, h, None, status, &e)),
+        }
+    }
+    rows
+}
+
+/// The last known tasks of `h` (one project's, or all), filtered by `status`, for a
+/// listing that could not ask it (`e`, said on stderr).
+fn last_known(
+    ctx: &Ctx,
+    h: &Host,
+    project: Option<&str>,
+    status: Option<&str>,
+    e: &OrangeError,
+) -> Vec<Value> {
+    let seen = match e {
+        OrangeError::HostUnreachable { .. } => host::note_unreachable(&ctx.home, &h.name, e),
+        _ => {
+            let mut seen = host::read_seen(&ctx.home, &h.name).unwrap_or_default();
+            seen.error = Some(e.to_string());
+            seen
+        }
+    };
+    let rows: Vec<Value> = host::last_known_tasks(&ctx.home, &h.name, &seen)
+        .into_iter()
+        .filter(|t| project.is_none_or(|p| t["project"].as_str() == Some(p)))
+        .filter(|t| status.is_none_or(|s| t["status"].as_str() == Some(s)))
+        .collect();
+    // The error may quote the host (ssh's or its orange's words): one safe line.
+    eprintln!(
+        "orange: {} [{}]; host {}'s {} task(s) are listed as last seen",
+        crate::text::safe_line(&e.to_string()),
+        e.code(),
+        h.name,
+        rows.len()
+    );
+    rows
+}
+
+/// A remote task's row in `task list` (PROJECT@HOST first when `with_project`): a task of a
+/// host that could not be listed shows `? unreachable (last seen 4m ago)` as its session.
+pub fn row(v: &Value, with_project: bool) -> Vec<String> {
+    // Every field is the host's (summary, branch, states): `table` makes each cell safe.
+    let s = |x: &Value| x.as_str().unwrap_or("-").to_string();
+    let session = match v.get("host_state") {
+        Some(st) => {
+            let age = st["last_seen"]
+                .as_str()
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| (chrono::Utc::now() - t.with_timezone(&chrono::Utc)).num_seconds());
+            let age = age.map(|a| a.max(0) as u64);
+            if st["reachable"] == false {
+                crate::ui::output::unreachable_label(age)
+            } else {
+                crate::ui::output::unreachable_label(age).replace("unreachable", "not listed")
+            }
+        }
+        None => s(&v["session"]["state"]),
+    };
+    let mut r = vec![
+        s(&v["id"]),
+        s(&v["status"]),
+        session,
+        s(&v["agent"]["state"]),
+        s(&v["branch"]),
+        s(&v["harness"]),
+        super::task::first_line(v["summary"].as_str().unwrap_or(""), 48),
+    ];
+    if with_project {
+        r.insert(0, format!("{}@{}", s(&v["project"]), s(&v["host"])));
+    }
+    r
+}
+
+/// `task list` of a remote project: the host's own listing (remembered, with `--json`), or,
+/// when it cannot be asked, the project's last known tasks there (exit status 0).
+fn list_there(ctx: &Ctx, h: &Host, cmd: &Command, status: Option<&str>) -> Result<Out> {
+    let project = ctx.project.clone();
+    match run_there(ctx, h, cmd) {
+        Ok(out) => {
+            if let (Some(p), None, Value::Array(rows)) = (&project, status, &out.json) {
+                host::remember_tasks(&ctx.home, &h.name, Some(p), rows);
+            }
+            Ok(out)
+        }
+        Err(e) => {
+            // Only what cannot be asked is answered from memory: the host's own refusal
+            // (an unknown status, a project gone there) stays an error.
+            if !matches!(e, OrangeError::HostUnreachable { .. }) {
+                return Err(e);
+            }
+            let rows = last_known(ctx, h, project.as_deref(), status, &e);
+            let text = if rows.is_empty() {
+                "no tasks\n".to_string()
+            } else {
+                let table_rows: Vec<Vec<String>> = rows.iter().map(|v| row(v, false)).collect();
+                crate::ui::output::table(
+                    &[
+                        "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "SUMMARY",
+                    ],
+                    &table_rows,
+                )
+            };
+            Ok(Out::new(Value::Array(rows), text))
+        }
+    }
 }

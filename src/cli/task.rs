@@ -144,7 +144,7 @@ pub struct CreateArgs {
     pub sandbox: Option<String>,
 }
 
-fn first_line(s: &str, max: usize) -> String {
+pub(crate) fn first_line(s: &str, max: usize) -> String {
     let line = s.lines().next().unwrap_or("");
     let mut out = String::new();
     for c in line.chars() {
@@ -352,19 +352,12 @@ fn list(ctx: &Ctx, tasks: &mut Tasks, status: Option<String>, all: bool) -> Resu
                 .then(a.task.created_at.cmp(&b.task.created_at))
         });
     }
-    // Every host's tasks too (one ssh call per host, at once), marked with their host.
-    let mut remote: Vec<serde_json::Value> = Vec::new();
-    if all {
-        for (host, got) in super::remote::task_lists(ctx, status_arg.as_deref()) {
-            match got {
-                Ok(tasks) => remote.extend(tasks),
-                Err(e) => eprintln!(
-                    "orange: {e} [{}]; the tasks of host {host} are not listed",
-                    e.code()
-                ),
-            }
-        }
-    }
+    // Every host's tasks too (one request per host, at once), marked with their host; a
+    // host that cannot be asked keeps its last known tasks, marked with its `host_state`.
+    let remote = match all {
+        true => super::remote::task_lists(ctx, status_arg.as_deref()),
+        false => vec![],
+    };
     let mut rows: Vec<Vec<String>> = list
         .iter()
         .map(|v| {
@@ -387,19 +380,7 @@ fn list(ctx: &Ctx, tasks: &mut Tasks, status: Option<String>, all: bool) -> Resu
             r
         })
         .collect();
-    rows.extend(remote.iter().map(|v| {
-        let s = |x: &serde_json::Value| x.as_str().unwrap_or("-").to_string();
-        vec![
-            format!("{}@{}", s(&v["project"]), s(&v["host"])),
-            s(&v["id"]),
-            s(&v["status"]),
-            s(&v["session"]["state"]),
-            s(&v["agent"]["state"]),
-            s(&v["branch"]),
-            s(&v["harness"]),
-            first_line(v["summary"].as_str().unwrap_or(""), 48),
-        ]
-    }));
+    rows.extend(remote.iter().map(|v| super::remote::row(v, true)));
     let text = if rows.is_empty() {
         "no tasks\n".to_string()
     } else if all {

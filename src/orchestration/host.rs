@@ -14,6 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::adapters::broker::{self, Reply};
 use crate::adapters::ssh::{Ssh, SshError, SshOutput};
 use crate::adapters::store::{self, Home, LockGuard};
 use crate::error::{OrangeError, Result};
@@ -134,6 +135,12 @@ impl Host {
         ))
     }
 
+    /// The socket of this host's local broker (beside the control socket, in the same
+    /// private directory): see `adapters::broker`.
+    pub fn serve_socket(&self, home: &Home) -> PathBuf {
+        PathBuf::from(format!("{}.serve", self.control_path(home).display()))
+    }
+
     pub fn ssh(&self, home: &Home) -> Ssh {
         Ssh::new(&self.dest, &self.ssh_options, self.control_path(home))
     }
@@ -164,12 +171,16 @@ impl Host {
         stdin: Option<&[u8]>,
         timeout: Option<Duration>,
     ) -> Result<SshOutput> {
-        let mut argv = vec![self.orange_bin.clone()];
-        argv.extend(args.iter().cloned());
-        let out = self
-            .ssh(home)
-            .run(&self.env(), &argv, stdin, timeout)
-            .map_err(|e| self.ssh_error(e))?;
+        let out = match self.call_served(home, args, stdin, timeout)? {
+            Some(out) => out,
+            None => {
+                let mut argv = vec![self.orange_bin.clone()];
+                argv.extend(args.iter().cloned());
+                self.ssh(home)
+                    .run(&self.env(), &argv, stdin, timeout)
+                    .map_err(|e| self.ssh_error(e))?
+            }
+        };
         if out.status == 127 {
             return Err(OrangeError::BackendNotFound(format!(
                 "orange is not installed on host {} ({} not found there; set it with `orange host add {} {} --orange-bin PATH`)",
@@ -177,6 +188,86 @@ impl Host {
             )));
         }
         Ok(out)
+    }
+
+    /// `orange ARGS…` as a request to the host's `orange serve` (through its local
+    /// broker, started when none runs), or `None` to run it the old way, one ssh each: with
+    /// `ORANGE_SERVE=0`, when the orange there has no usable `serve` (said once), or when no
+    /// broker could take it (nothing was sent).
+    fn call_served(
+        &self,
+        home: &Home,
+        args: &[String],
+        stdin: Option<&[u8]>,
+        timeout: Option<Duration>,
+    ) -> Result<Option<SshOutput>> {
+        if std::env::var_os("ORANGE_SERVE").is_some_and(|v| v == "0") {
+            return Ok(None);
+        }
+        let exe = match std::env::current_exe() {
+            Ok(p) => p.display().to_string(),
+            Err(_) => return Ok(None),
+        };
+        let root = std::path::absolute(&home.root).unwrap_or_else(|_| home.root.clone());
+        let spec = broker::Spec {
+            socket: self.serve_socket(home),
+            start: vec![exe, "serve".into(), "--broker".into(), self.name.clone()],
+            env: vec![("ORANGE_HOME".into(), root.display().to_string())],
+        };
+        let reply = broker::call(&spec, &broker::Request::new(args, stdin), timeout);
+        match reply {
+            Ok(Reply::Done {
+                status,
+                stdout,
+                stderr,
+            }) => Ok(Some(SshOutput {
+                status,
+                stdout: stdout.into_bytes(),
+                stderr,
+            })),
+            Ok(Reply::Unreachable { detail }) => Err(OrangeError::HostUnreachable {
+                host: self.name.clone(),
+                detail,
+            }),
+            Ok(Reply::NotFound { detail }) => Ok(Some(SshOutput {
+                status: 127,
+                stdout: vec![],
+                stderr: detail,
+            })),
+            Ok(Reply::Fallback { reason, first }) => {
+                if first {
+                    // The reason quotes the host (its ssh's or orange's words): one safe line.
+                    eprintln!(
+                        "orange: host {}: {}; without `orange serve` there, each command runs its own ssh session (slower); install the same orange on both",
+                        self.name,
+                        crate::text::safe_line(&reason)
+                    );
+                }
+                Ok(None)
+            }
+            Ok(Reply::Failed { message }) => {
+                store::log(
+                    home,
+                    "warn",
+                    "the host's broker could not take a command; one ssh instead",
+                    serde_json::json!({"host": self.name, "error": message}),
+                );
+                Ok(None)
+            }
+            Err(broker::CallError::NotSent(e)) => {
+                store::log(
+                    home,
+                    "warn",
+                    "no broker for the host; one ssh instead",
+                    serde_json::json!({"host": self.name, "error": e.to_string()}),
+                );
+                Ok(None)
+            }
+            Err(broker::CallError::Lost(e)) => Err(OrangeError::HostUnreachable {
+                host: self.name.clone(),
+                detail: format!("the host's broker went away during the command ({e})"),
+            }),
+        }
     }
 
     /// `orange ARGS… --json` there: its JSON value, or its error with its own code.
@@ -327,6 +418,9 @@ pub struct Seen {
     /// The last summary the host gave (kept while it cannot be reached).
     #[serde(default)]
     pub summary: Summary,
+    /// Since when it cannot be reached (the first failed attempt after the last success).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreachable_since_ms: Option<u64>,
 }
 
 impl Seen {
@@ -393,17 +487,141 @@ pub fn fetch(home: &Home, host: &Host) -> Seen {
             }
             seen.reachable = true;
             seen.fetched_at_ms = Some(seen.tried_at_ms);
+            seen.unreachable_since_ms = None;
             seen.error = None;
             seen.version = Some(snap.version);
             seen.summary = snap.summary;
         }
         Err(e) => {
+            if seen.reachable || seen.unreachable_since_ms.is_none() {
+                seen.unreachable_since_ms = Some(seen.tried_at_ms);
+            }
             seen.reachable = false;
             seen.error = Some(e.to_string());
         }
     }
     let _ = store::write_json_atomic(&seen_path(home, &host.name), &seen);
     seen
+}
+
+/// A command found the host unreachable: its view says so at once (the status line too),
+/// keeping what was last seen of it. Returns that view.
+pub fn note_unreachable(home: &Home, name: &str, error: &OrangeError) -> Seen {
+    let mut seen = read_seen(home, name).unwrap_or_else(|| Seen {
+        name: name.to_string(),
+        ..Seen::default()
+    });
+    let now = now_ms();
+    if seen.reachable || seen.unreachable_since_ms.is_none() {
+        seen.unreachable_since_ms = Some(now);
+    }
+    seen.reachable = false;
+    seen.tried_at_ms = now;
+    seen.error = Some(error.to_string());
+    let _ = store::write_json_atomic(&seen_path(home, name), &seen);
+    seen
+}
+
+// --- last known tasks: what each host's listings showed -------------------------------------
+
+/// A host's tasks as its last successful listing gave them (`task list --json` rows).
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Listed {
+    pub listed_at_ms: u64,
+    pub tasks: Vec<Value>,
+}
+
+fn listed_path(home: &Home, name: &str) -> PathBuf {
+    home.run_dir()
+        .join("hosts")
+        .join(format!("{name}.tasks.json"))
+}
+
+fn read_listed(home: &Home, name: &str) -> Option<Listed> {
+    let p = listed_path(home, name);
+    if !p.exists() {
+        return None;
+    }
+    store::read_json::<Option<Listed>>(&p).ok().flatten()
+}
+
+/// Remember the rows a listing of host `name` just gave: all its tasks (`project`
+/// `None`), or one project's (the others are kept). Written atomically; best effort.
+pub fn remember_tasks(home: &Home, name: &str, project: Option<&str>, rows: &[Value]) {
+    let mut l = read_listed(home, name).unwrap_or_default();
+    match project {
+        None => l.tasks = rows.to_vec(),
+        Some(p) => {
+            l.tasks.retain(|t| t["project"].as_str() != Some(p));
+            l.tasks.extend(rows.iter().cloned());
+        }
+    }
+    l.listed_at_ms = now_ms();
+    let _ = store::write_json_atomic(&listed_path(home, name), &l);
+}
+
+/// The last known tasks of host `name` (as `task list --json` rows with `host`), each
+/// carrying `host_state` (`reachable`, `since`, `last_seen`, `error`): its last listing,
+/// brought up to date by the monitor's last snapshot where that is newer (tasks opened since,
+/// and the status and session of the open ones). Never a task dropped for want of a
+/// connection, nor made dead by it.
+pub fn last_known_tasks(home: &Home, name: &str, seen: &Seen) -> Vec<Value> {
+    let listed = read_listed(home, name).unwrap_or_default();
+    let mut rows = listed.tasks;
+    let snapshot_at = seen.fetched_at_ms.unwrap_or(0);
+    if snapshot_at > listed.listed_at_ms {
+        for item in seen.summary.items.iter().filter(|i| i.kind == "task") {
+            let session = match (item.bucket, item.session.is_some()) {
+                (crate::orchestration::attention::Bucket::Dead, _) => "dead",
+                (_, true) => "live",
+                _ => "none",
+            };
+            let row = match rows.iter_mut().find(|r| r["id"].as_str() == Some(&item.id)) {
+                Some(r) => r,
+                None => {
+                    rows.push(serde_json::json!({
+                        "id": item.id,
+                        "project": item.project,
+                        "branch": item.branch,
+                        "harness": item.harness,
+                        "created_at": item.created_at,
+                        "summary": "",
+                        "agent": {"state": null},
+                    }));
+                    rows.last_mut().expect("just pushed")
+                }
+            };
+            row["status"] = Value::from(item.status.clone());
+            row["session"] = serde_json::json!({"state": session});
+            if let Some(c) = item.exit_status {
+                row["session"]["exit_status"] = c.into();
+            }
+            if let Some(sig) = item.exit_signal {
+                row["session"]["exit_signal"] = sig.into();
+            }
+        }
+    }
+    let last_seen = seen
+        .fetched_at_ms
+        .max(Some(listed.listed_at_ms).filter(|t| *t > 0));
+    let state = serde_json::json!({
+        "reachable": seen.reachable,
+        "since": seen.unreachable_since_ms.map(rfc3339),
+        "last_seen": last_seen.map(rfc3339),
+        "error": seen.error,
+    });
+    for r in &mut rows {
+        r["host"] = Value::from(name);
+        r["host_state"] = state.clone();
+    }
+    rows
+}
+
+/// Milliseconds since the epoch as RFC 3339 (UTC, seconds).
+pub fn rfc3339(ms: u64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms as i64)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
 /// Every host with projects, fetched at once (one thread and one ssh call each).

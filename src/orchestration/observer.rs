@@ -36,6 +36,9 @@ use crate::orchestration::task::Task;
 pub const SUMMARY_OPTION: &str = "@orange_summary";
 /// The per-session user option the status widget publishes (`#{@orange_status}`).
 pub const SESSION_OPTION: &str = "@orange_status";
+/// The host of a remote task's local session (`task attach`): its picker label says when
+/// that host cannot be reached.
+pub const REMOTE_MARK: &str = "@orange_remote";
 
 /// The user option that says how orange notifies (`bell,message` when unset): read in the
 /// observation's one call, so a pass pays nothing more to know it.
@@ -145,7 +148,7 @@ pub fn look(home: &Home, tmux: &Tmux) -> Result<Snapshot> {
         return Ok(snap);
     }
     let mut options: Vec<&str> = MARKS.to_vec();
-    options.extend([SESSION_OPTION, SUMMARY_OPTION, NOTIFY_OPTION]);
+    options.extend([SESSION_OPTION, SUMMARY_OPTION, NOTIFY_OPTION, REMOTE_MARK]);
     // The keys the sidebar's footer names, as bound now (no call of the sidebar's own).
     options.extend(KEY_OPTIONS);
     let Observed {

@@ -73,6 +73,15 @@ pub fn ago_secs(secs: i64) -> String {
     }
 }
 
+/// A task of a host that cannot be reached, where its session state would show:
+/// `? unreachable (last seen 4m ago)` (`age_s`: since it was last seen; `None`: never).
+pub fn unreachable_label(age_s: Option<u64>) -> String {
+    match age_s {
+        Some(a) => format!("? unreachable (last seen {})", ago_secs(a as i64)),
+        None => "? unreachable (never seen)".to_string(),
+    }
+}
+
 /// [`ago_secs`] of an RFC 3339 time; the text as it is when it does not parse.
 pub fn ago(rfc3339: &str, now: chrono::DateTime<chrono::Utc>) -> String {
     match chrono::DateTime::parse_from_rfc3339(rfc3339) {

@@ -167,6 +167,14 @@ pub fn remote_model(
         (true, false) => format!("not open on host {} (finished, or unknown)", host.name),
         (false, _) => format!("host {} unreachable · last seen {age}", host.name),
     });
+    // Its host cannot be reached: the session is not known now (never called dead).
+    if !host.reachable {
+        m.session = crate::ui::output::unreachable_label(host.age_s)
+            .trim_start_matches("? ")
+            .to_string();
+        m.exit_status = None;
+        m.exit_signal = None;
+    }
     m
 }
 
@@ -761,6 +769,7 @@ fn header_lines(m: &Model, width: usize) -> Vec<Line> {
     let (icon, icon_style) = match m.session.as_str() {
         "live" => ("●", Style::Green),
         "dead" => ("✗", Style::Red),
+        s if s.starts_with("unreachable") => ("?", Style::Yellow),
         _ => ("○", Style::Dim),
     };
     let mut session = m.session.clone();

@@ -254,6 +254,7 @@ fn option_changes(summary: &Summary, snap: &Snapshot) -> Vec<Change> {
             wanted.insert(p.session_id.as_str(), render_session_tmux(item));
         }
     }
+    remote_labels(summary, snap, &mut changes);
     let mut sessions: Vec<&str> = snap.sessions.iter().map(|s| s.id.as_str()).collect();
     sessions.sort();
     for sid in sessions {
@@ -270,6 +271,34 @@ fn option_changes(summary: &Summary, snap: &Snapshot) -> Vec<Change> {
         }
     }
     changes
+}
+
+/// Between a remote task's picker label (`<host>: <branch>`, set by `task attach`) and
+/// what it says while its host cannot be reached.
+const UNREACHABLE_SEP: &str = " · ";
+
+/// The local session of an attached remote task (`@orange_remote`): its label gains
+/// `? unreachable (last seen 4m ago)` while its host cannot be reached, and loses it after.
+fn remote_labels(summary: &Summary, snap: &Snapshot, changes: &mut Vec<Change>) {
+    for s in &snap.sessions {
+        let (Some(host), Some(have)) = (
+            s.mark(observer::REMOTE_MARK),
+            s.mark(observer::SESSION_OPTION),
+        ) else {
+            continue;
+        };
+        let base = have.split(UNREACHABLE_SEP).next().unwrap_or(have);
+        let want = match summary.hosts.iter().find(|h| h.name == host) {
+            Some(h) if !h.reachable => format!(
+                "{base}{UNREACHABLE_SEP}{}",
+                crate::ui::output::unreachable_label(h.age_s)
+            ),
+            _ => base.to_string(),
+        };
+        if want != have {
+            changes.push((Some(s.id.clone()), SESSION_OPTION, Some(want)));
+        }
+    }
 }
 
 /// Append one JSON line to `$ORANGE_HOME/orange.log` (see `store::log`).

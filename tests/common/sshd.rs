@@ -1,7 +1,10 @@
 //! A real OpenSSH server on 127.0.0.1 for the remote-host tests (issue 13): its own host
 //! key, port, authorized key and config, run as the same user. It stands in for a remote
 //! machine; `stop` kills it and every connection it serves (a dropped network, a dead
-//! sshd), `start` brings it back on the same port with the same key.
+//! sshd), `start` brings it back on the same port with the same key. Its sessions get
+//! `SHLVL=1`, so bash does not read this user's `~/.bashrc` for the commands they run: the
+//! tests never depend on (or wait for) what that file does — a pyenv rehash killed by
+//! `stop` left its lock behind, and every later shell waited a minute for it.
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -63,7 +66,8 @@ impl Sshd {
         let conf = format!(
             "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
 PidFile {d}/sshd.pid\nUsePAM no\nStrictModes no\nPermitRootLogin prohibit-password\n\
-PasswordAuthentication no\nKbdInteractiveAuthentication no\nMaxSessions 100\nMaxStartups 100\n",
+PasswordAuthentication no\nKbdInteractiveAuthentication no\nMaxSessions 100\nMaxStartups 100\n\
+SetEnv SHLVL=1\n",
             d = dir.display()
         );
         std::fs::write(dir.join("sshd_config"), conf).unwrap();
