@@ -355,7 +355,6 @@ fn serve_shows_progress_per_request_and_none_with_json() {
         assert_eq!(a["status"], 0, "{a}");
         assert_eq!(a["stderr"], "", "{a}");
     }
-    drop(ask);
     let _ = server.kill();
     let _ = server.wait();
 }
