@@ -141,8 +141,14 @@ fn a_declared_harness_is_nudged_its_own_way_and_never_while_blocked() {
         .iter()
         .filter(|e| e["event"] == "agent.nudged")
         .collect();
-    assert_eq!(nudged.len(), 1, "{history}");
-    assert_eq!(nudged[0]["message"], "keep going, mybot");
+    // One nudge per idle period: on a loaded machine the first pass after the prompt came
+    // back may already be past the grace, and the nudge's own echo starts a new period
+    // that the next pass may nudge again. Each is the harness's own message.
+    assert!(!nudged.is_empty(), "{history}");
+    assert!(
+        nudged.iter().all(|n| n["message"] == "keep going, mybot"),
+        "{history}"
+    );
 }
 
 #[test]

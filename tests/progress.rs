@@ -306,3 +306,55 @@ fn restore_yes_says_each_task_it_restores() {
     );
     env.wait_session(&id, "live");
 }
+
+/// `orange serve --stdio` runs many commands in one process: a command's progress is in its
+/// own answer's stderr, and a `--json` command after it still adds nothing there.
+#[test]
+fn serve_shows_progress_per_request_and_none_with_json() {
+    let env = Env::new();
+    env.add_project(&["--pool-size", "1", "--setup-cmd", "echo warming up"]);
+    let mut server = env
+        .cmd(&["serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut to = server.stdin.take().unwrap();
+    let from = server.stdout.take().unwrap();
+    let (tx, lines) = channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(from).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let next = || -> serde_json::Value {
+        let l = lines.recv_timeout(Duration::from_secs(20)).unwrap();
+        serde_json::from_str(&l).unwrap()
+    };
+    next(); // hello
+    let mut ask = |n: u64, args: &[&str]| -> serde_json::Value {
+        use std::io::Write;
+        writeln!(to, "{}", serde_json::json!({"id": n, "args": args})).unwrap();
+        next(); // accepted
+        next()
+    };
+    let a = ask(1, &["workspace", "init", "--project", "app"]);
+    assert_eq!(a["status"], 0, "{a}");
+    assert!(
+        a["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("orange: created workspace app--1 ("),
+        "{a}"
+    );
+    for (n, args) in [
+        (2, ["workspace", "shutdown", "--project", "app", "--json"]),
+        (3, ["workspace", "init", "--project", "app", "--json"]),
+    ] {
+        let a = ask(n, &args);
+        assert_eq!(a["status"], 0, "{a}");
+        assert_eq!(a["stderr"], "", "{a}");
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+}

@@ -26,6 +26,8 @@ pub enum Mount {
     Rebind { from: PathBuf, to: PathBuf },
     /// The directory `from` (as it is here), read-only, seen at `to`.
     ReadOnlyAt { from: PathBuf, to: PathBuf },
+    /// An empty directory made at the path (in a private tmpfs: no mount).
+    Dir(PathBuf),
 }
 
 /// Everything bwrap needs besides the mounts.
@@ -77,6 +79,7 @@ pub fn argv(spec: &Spec, command: &[String]) -> Vec<String> {
             Mount::Null(p) => v.extend(["--ro-bind".into(), "/dev/null".into(), s(p)]),
             Mount::Rebind { from, to } => v.extend(["--bind".into(), s(from), s(to)]),
             Mount::ReadOnlyAt { from, to } => v.extend(["--ro-bind".into(), s(from), s(to)]),
+            Mount::Dir(p) => v.extend(["--dir".into(), s(p)]),
         }
     }
     for (k, val) in &spec.setenv {

@@ -5,7 +5,7 @@
 //! (`--json`, the monitor, hooks, sidebars) reporting costs nothing and shows nothing.
 //! Reporting never fails the work.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -20,16 +20,38 @@ pub trait Sink: Send + Sync {
 }
 
 static SINK: OnceLock<Box<dyn Sink>> = OnceLock::new();
+static ENABLED: AtomicBool = AtomicBool::new(false);
 static NEXT: AtomicU64 = AtomicU64::new(1);
 
-/// Show progress through `sink` from now on (once per process; later calls are ignored).
+/// Show progress through `sink` from now on (the first sink of the process stays; this
+/// enables it).
 pub fn install(sink: Box<dyn Sink>) {
     let _ = SINK.set(sink);
+    ENABLED.store(true, Ordering::Relaxed);
 }
 
-/// Is anything showing progress?
-pub fn shown() -> bool {
+/// Show progress (again) or not, for the command that runs now: one process of `orange
+/// serve` runs many, some with `--json`.
+pub fn set_enabled(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
+}
+
+/// Is a sink installed (enabled or not)?
+pub fn installed() -> bool {
     SINK.get().is_some()
+}
+
+/// Is anything showing progress now?
+pub fn shown() -> bool {
+    sink().is_some()
+}
+
+fn sink() -> Option<&'static dyn Sink> {
+    if ENABLED.load(Ordering::Relaxed) {
+        SINK.get().map(|s| s.as_ref())
+    } else {
+        None
+    }
 }
 
 /// One step of long work, shown while it lives: [`Step::done`] ends it well; dropped
@@ -44,7 +66,7 @@ pub struct Step {
 /// Begin a step: `what` it does, e.g. `creating workspace app--2`.
 pub fn step(what: impl AsRef<str>) -> Step {
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
-    if let Some(s) = SINK.get() {
+    if let Some(s) = sink() {
         s.begin(id, what.as_ref());
     }
     Step {
@@ -57,14 +79,14 @@ pub fn step(what: impl AsRef<str>) -> Step {
 impl Step {
     /// What the step does now (`app--2: setup \`npm ci\``).
     pub fn describe(&self, what: impl AsRef<str>) {
-        if let Some(s) = SINK.get() {
+        if let Some(s) = sink() {
             s.describe(self.id, what.as_ref());
         }
     }
 
     /// A line its command printed.
     pub fn line(&self, line: &str) {
-        if let Some(s) = SINK.get() {
+        if let Some(s) = sink() {
             s.line(self.id, line);
         }
     }
@@ -76,7 +98,7 @@ impl Step {
     /// It ended well: `done` says what was done (`created app--2`).
     pub fn done(mut self, done: impl AsRef<str>) {
         self.ended = true;
-        if let Some(s) = SINK.get() {
+        if let Some(s) = sink() {
             s.end(self.id, Some(done.as_ref()), self.start.elapsed());
         }
     }
@@ -85,7 +107,7 @@ impl Step {
 impl Drop for Step {
     fn drop(&mut self) {
         if !self.ended {
-            if let Some(s) = SINK.get() {
+            if let Some(s) = sink() {
                 s.end(self.id, None, self.start.elapsed());
             }
         }

@@ -127,12 +127,11 @@ pub fn dispatch(ctx: &Ctx, cmd: Command) -> Result<Out> {
     }
     // Long work (a workspace's setup, a wait) shows progress on stderr, for the commands a
     // person runs and waits on (not hooks, sidebars, the monitor; never with --json).
-    if matches!(
+    let shows = matches!(
         cmd,
         Command::Workspace(_) | Command::Task(_) | Command::Project(_) | Command::Restore(_)
-    ) {
-        crate::ui::progress::install(ctx.json);
-    }
+    );
+    crate::ui::progress::install(ctx.json || !shows);
     match cmd {
         Command::Host(c) => host::run(ctx, c),
         Command::Project(c) => project_cmd::run(ctx, c),

@@ -257,7 +257,7 @@ fn sockets_in(dir: &Path) -> Vec<PathBuf> {
 /// What every sandbox of this project shows before its git directory and what it may
 /// write: `/tmp` and `/run` private, a private `$HOME` holding the real one's entries
 /// read-only, and read-only what those would hide but the agent must read (orange's data,
-/// the repository and its local remotes, orange itself, `sandbox_readable`).
+/// the repository, orange itself, `sandbox_readable`).
 fn outer_mounts(
     orange: &Home,
     project_path: &Path,
@@ -298,12 +298,6 @@ fn outer_mounts(
     if let Ok(exe) = std::env::current_exe() {
         mounts.push(Mount::ReadOnly(canonical(&exe)));
     }
-    // The repository's remotes that are directories here (`git fetch` reads them).
-    mounts.extend(
-        crate::adapters::git::local_remote_paths(project_path)
-            .into_iter()
-            .map(Mount::ReadOnly),
-    );
     mounts.extend(
         extra_readable
             .iter()
@@ -331,6 +325,12 @@ pub fn spec(ctx: &Context) -> Result<Spec> {
     }
     let writable = writable(ctx)?;
     let mut mounts = outer_mounts(ctx.home, ctx.project_path, ctx.extra_readable, &home)?;
+    // The repository's remotes that are directories here (`git fetch` reads them).
+    mounts.extend(
+        crate::adapters::git::local_remote_paths(ctx.project_path)
+            .into_iter()
+            .map(Mount::ReadOnly),
+    );
     mounts.extend(sandbox_git::mounts(ctx.home, &own, &common)?);
     mounts.extend(writable.into_iter().map(Mount::Writable));
     // A sandboxed claude's sessions/<pid>.json: its task's own directory.

@@ -27,8 +27,10 @@
 //!   file. Reading follows the whole chain (live); git takes its lock beside the fifth link
 //!   (it resolves five levels), in that private directory, so the lock every commit or
 //!   deletion takes succeeds; a rewrite of `packed-refs` (deleting a branch or tag git has
-//!   packed, `git pack-refs`) needs `<link>.new`, which is `/dev/null` there: it fails
-//!   cleanly, before anything is changed, and the real file is never replaced.
+//!   packed, `git pack-refs`) must create `<link>.new`, which is a directory there: it
+//!   fails cleanly, before anything is changed, and the real file is never replaced (an
+//!   agent that removes those directories first only loses its own refs, which `refs/`
+//!   being writable lets it do anyway).
 
 use std::path::{Path, PathBuf};
 
@@ -138,7 +140,7 @@ pub fn mounts(home: &Home, own: &Path, common: &Path) -> Result<Vec<Mount>> {
             target,
             at: link(i),
         });
-        m.push(Mount::Null(Path::new(PACKED).join(format!("{i}.new"))));
+        m.push(Mount::Dir(Path::new(PACKED).join(format!("{i}.new"))));
     }
     for sub in ["objects", "refs", "logs"] {
         let p = common.join(sub);
@@ -171,7 +173,7 @@ mod tests {
             .collect();
         assert!(links.len() > 5);
         for i in 1..=CHAIN {
-            assert!(m.contains(&Mount::Null(Path::new(PACKED).join(format!("{i}.new")))));
+            assert!(m.contains(&Mount::Dir(Path::new(PACKED).join(format!("{i}.new")))));
         }
         // Every name present and known is a link into the view; objects, refs and logs are
         // writable; the worktrees read-only, then the own one writable.

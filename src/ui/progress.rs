@@ -19,8 +19,10 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::adapters::progress::{self, elapsed_text, Sink};
 
 /// Show progress for this command (not with `--json`): live when stderr is a terminal.
+/// (`orange serve` runs many commands in one process: each says whether it shows.)
 pub fn install(json: bool) {
-    if json || progress::shown() {
+    if json || progress::installed() {
+        progress::set_enabled(!json && progress::installed());
         return;
     }
     let live = std::io::stderr().is_terminal()
