@@ -853,7 +853,9 @@ fn the_new_task_popup_shows_a_workspace_setup_while_it_runs() {
     });
     client.type_text("feat/slow");
     client.press(&["Enter"]);
-    client.wait_screen("the task question", |s| s.contains("task (empty"));
+    client.wait_screen("the task question", |s| {
+        s.contains("task (empty: type it to the agent):")
+    });
     client.type_text("wait for the setup");
     client.press(&["Enter"]);
     client.wait_screen("the setup's progress in the popup", |s| {
@@ -940,8 +942,12 @@ fn new_task_key_takes_quotes_and_substitutions_literally() {
         s.contains("task (empty: type it to the agent):")
     });
     client.press(&["Enter"]);
+    // (`#{client_session}`: `#{session_name}` of `display -c` names the target pane's.)
     wait_for("the client at the new agent", 20, || {
-        client.session(&env.tmux) == "app/feat/typed"
+        env.tmux
+            .ok(&["list-clients", "-F", "#{client_name} #{client_session}"])
+            .lines()
+            .any(|l| l == format!("{} app/feat/typed", client.name))
     });
     let (_, list) = env.json(&["task", "list"]);
     let typed = list
