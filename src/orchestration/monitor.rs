@@ -682,6 +682,25 @@ impl<'a> Monitor<'a> {
             .cloned()
     }
 
+    /// Whether the task is still as this pass read it: the same status and session. A
+    /// command may have changed it meanwhile (a respawn kills the dead session, starts a
+    /// new one and resets what orange knows of its agent): a pass that judged the old
+    /// session's absence with the new agent's record counted the respawn as a second
+    /// crash and made the task stuck (seen under load in real_claude's kill test). Read
+    /// under the project's lock; while a command holds it, the task waits for the next
+    /// pass (the command's save pokes the monitor).
+    fn still_as_observed(&self, task: &Task) -> bool {
+        let Ok(Some(_lock)) = self.tasks.store.try_lock(&task.project) else {
+            return false;
+        };
+        self.tasks
+            .store
+            .load(&task.project, &task.id)
+            .is_ok_and(|now| {
+                now.status == task.status && now.tmux_session_id == task.tmux_session_id
+            })
+    }
+
     /// Record what was seen of one agent and apply its task's policies.
     #[allow(clippy::too_many_arguments)]
     fn check(
@@ -695,6 +714,9 @@ impl<'a> Monitor<'a> {
         report: &mut PassReport,
     ) -> Result<Option<AgentInfo>> {
         crate::adapters::fault::pause("monitor.observed");
+        if !self.still_as_observed(task) {
+            return Ok(None);
+        }
         let dir = self.tasks.store.dir(&task.project, &task.id);
         let before = info.clone();
         let state = seen.state.unwrap_or(State::Unknown);
