@@ -1521,19 +1521,25 @@ fn token_use_is_what_the_api_reported_once_per_answer() {
         "cache_read": answers * CACHE_READ_TOKENS,
     });
     let conv = rig.conversation(&id);
-    let transcript = std::fs::read_to_string(orange::orchestration::agent::claude_log_path_in(
+    let log = orange::orchestration::agent::claude_log_path_in(
         &rig.env.root().join("claude-home/.claude"),
         &rig.workspace(&id),
         &conv,
-    ))
-    .unwrap_or_default();
-    // The first answer is two lines of one message: counted once.
-    let first_answer_lines = transcript
-        .lines()
-        .filter(|l| l.contains("\"type\":\"assistant\"") && l.contains("msg_standin_"))
-        .count();
+    );
+    // The first answer is two lines of one message: counted once. Claude may write its
+    // last line after its Stop hook told the end of the turn: waited for.
+    let mut transcript = String::new();
+    let answer_lines = |t: &str| {
+        t.lines()
+            .filter(|l| l.contains("\"type\":\"assistant\"") && l.contains("msg_standin_"))
+            .count()
+    };
+    let written = common::poll(PATIENCE, || {
+        transcript = std::fs::read_to_string(&log).unwrap_or_default();
+        (answer_lines(&transcript) >= 3).then_some(())
+    });
     assert!(
-        first_answer_lines >= 3,
+        written.is_some(),
         "two lines for the first answer, one for the second:\n{transcript}"
     );
     let t = rig.wait_task("the tokens of both answers", &id, |t| {
