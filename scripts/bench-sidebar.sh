@@ -16,7 +16,7 @@
 #             cache removed before the frame (the first frame of a task)
 #   baseline  `git diff --name-status <merge-base>` then `git status --porcelain`, run
 #             together in the workspace (what the frame's Files section needs, from git)
-# Prints the medians, p90s and the ratio baseline/orange (issue 4's goal: a frame no
+# Prints the medians, p90s and the ratio baseline/orange (the goal: a frame no
 # slower than the two git commands, a ratio of at least 1.0x).
 #
 # Usage: scripts/bench-sidebar.sh [--json] [--breakdown]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-usage.sh — token use (issue 14) costs a monitor pass nothing once read: steady-state
+# bench-usage.sh — token use costs a monitor pass nothing once read: steady-state
 # `orange monitor --once` passes over N (default 20) live claude tasks whose transcripts
 # hold MB (default 50) megabytes in all, against the same tasks with empty transcripts;
 # and the cost of the first pass, the one that reads every transcript once. With strace,

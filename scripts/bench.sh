@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench.sh — issue 12's figures in one run, each next to its baseline and its target, one
+# bench.sh — the observer's figures in one run, each next to its baseline and its target, one
 # table at the end (medians; ratio = orange / baseline, lower is better):
 #   monitor     one pass, `orange monitor --once --json`, over 10 / 50 / 200 live task
 #               sessions vs one `tmux list-panes -a`; and the processes one pass spawns

@@ -1,4 +1,4 @@
-//! Bad input and bad state (issue 11, "Bad state, bad input"): a clear error at the door,
+//! Bad input and bad state: a clear error at the door,
 //! nothing recorded, nothing forgotten, never a panic.
 
 // Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).

@@ -1,4 +1,4 @@
-//! States for any agent without a code change (issue 14): a harness in config.toml
+//! States for any agent without a code change: a harness in config.toml
 //! declares how to read its screen (`[harness.NAME.screen]`: working, waiting, blocked,
 //! error patterns) and how to nudge it (`nudge_message`, `nudge_submit`, `nudge_keys`).
 //! The agent here (tests/fixtures/screen-agent.sh) has no hooks and prints one line per

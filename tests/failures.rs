@@ -1,4 +1,4 @@
-//! Tasks and lanes that stay true through failures (issue 11): a task that cannot start is
+//! Tasks and lanes that stay true through failures: a task that cannot start is
 //! visible as `failed`, the queue never jams, crashes leave state the next command repairs.
 //! Real git, a real tmux server with the hostile config, the fake agent.
 

@@ -353,7 +353,7 @@ fn the_demo_window_goes_right_after_the_pane_s_window_when_that_index_is_free() 
     );
 }
 
-/// The sidebar tells the truth (issue 15): an agent that reported its task ready for review
+/// The sidebar tells the truth: an agent that reported its task ready for review
 /// is not shown `working` beside `Status: reviewing`; without gh, a PR is unknown, not
 /// "none".
 #[test]
@@ -450,8 +450,8 @@ fn the_sidebar_footer_shows_the_keys_really_bound() {
 }
 
 /// After a TPM install with no binary yet, the plugin builds it in the background: the
-/// status line says so until the build is over, and on failure names the log (issue 15:
-/// a message for 8 s, then nothing for minutes).
+/// status line says so until the build is over, and on failure names the log (it once
+/// showed a message for 8 s, then nothing for minutes).
 #[test]
 fn a_plugin_building_its_binary_says_so_on_the_status_line_until_it_fails() {
     let tmp = tempfile::Builder::new()

@@ -1,4 +1,4 @@
-//! The kill loop (issue 11): random commands (task create/spawn/merge/cancel/respawn/delete,
+//! The kill loop: random commands (task create/spawn/merge/cancel/respawn/delete,
 //! workspace acquire/release, lane create/close) killed with SIGKILL at random moments on a
 //! real git repository and a real tmux server; after each, the next command must work and
 //! the invariants must hold:

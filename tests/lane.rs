@@ -250,7 +250,7 @@ fn close_guards_running_lanes_and_dirty_worktrees_and_is_idempotent() {
     let wt = std::path::PathBuf::from(v["lane"]["worktree_path"].as_str().unwrap());
     env.err(&["lane", "close", &id], "lane_running");
     assert_eq!(env.ok(&["lane", "status", &id])["state"], "running");
-    // Without --json, words (issue 15: it printed its backend as raw JSON with a Unix time).
+    // Without --json, words (it once printed its backend as raw JSON with a Unix time).
     let out = env
         .cmd_in(&env.repo, &["lane", "status", &id])
         .output()

@@ -1,4 +1,4 @@
-//! Notifications (`@orange-notify`, issue 14): a real client attached to the test server
+//! Notifications (`@orange-notify`): a real client attached to the test server
 //! (util-linux `script` gives it a terminal and records everything tmux and orange write
 //! there), a recording `notify-send` first on the monitor's PATH, and agents that work and
 //! stop when told (their state through agent hooks, as Claude Code's are).

@@ -1,4 +1,4 @@
-//! Long work says what it does while it runs (issue 22, part 8): `workspace init` with a
+//! Long work says what it does while it runs (never a silent wait): `workspace init` with a
 //! setup command, a task whose workspace is being set up or whose pool another command
 //! holds, `workspace acquire --wait` on a full pool, `workspace shutdown`, `restore --yes`.
 //! On a terminal (a real tmux pane) a live line: the workspace, its setup, the setup's last

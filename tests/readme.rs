@@ -1,18 +1,54 @@
-//! The README says what is true (issue 15): every `orange …` command in its code blocks
-//! exists with the flags it is shown with, every `@orange-*` option it names is one the
-//! plugin reads, every script it names exists, and its picture of the demo uses the labels
-//! the sidebar really draws and the icons the status line really shows, in their order.
+//! The README, CONTRIBUTING.md and docs/*.md say what is true: every `orange …` command in
+//! their code blocks exists with the flags it is shown with, every `@orange-*` option they
+//! name is one the plugin reads, every script and source or test file they name exists,
+//! and every link between them leads to a file (and a heading) that exists. The README
+//! stays a front door (at most 200 lines, linking every page of docs/), and its picture of
+//! the demo uses the labels the sidebar really draws and the icons the status line really
+//! shows, in their order. The usage page's project, workspace and task commands are walked
+//! on a sandbox as written.
 
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
 use crate::common::{self, TaskEnv};
 
-fn readme() -> String {
-    std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .unwrap()
+const README_MAX_LINES: usize = 200;
+
+/// Flags that exist but that `--help` does not show, because orange passes them itself.
+const HIDDEN: &[(&str, &str)] = &[("serve", "--broker")];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The lines of the README's fenced code blocks (any language).
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+fn readme() -> String {
+    read("README.md")
+}
+
+/// The pages of docs/, by their path from the repository's root (`docs/usage.md`), sorted.
+fn docs_pages() -> Vec<String> {
+    let mut pages: Vec<String> = std::fs::read_dir(root().join("docs"))
+        .expect("a docs/ folder")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".md"))
+        .map(|n| format!("docs/{n}"))
+        .collect();
+    pages.sort();
+    pages
+}
+
+/// Every document a reader of the repository is pointed to: (path, text).
+fn documents() -> Vec<(String, String)> {
+    let mut names = vec!["README.md".to_string(), "CONTRIBUTING.md".to_string()];
+    names.extend(docs_pages());
+    names.into_iter().map(|n| (n.clone(), read(&n))).collect()
+}
+
+/// The lines of a document's fenced code blocks (any language).
 fn code_lines(text: &str) -> Vec<String> {
     let mut inside = false;
     let mut out = vec![];
@@ -23,6 +59,29 @@ fn code_lines(text: &str) -> Vec<String> {
         }
         if inside {
             out.push(l.to_string());
+        }
+    }
+    out
+}
+
+/// The inline code spans of a document's prose (outside its code blocks) that are an
+/// `orange …` command: `orange task explain ID`.
+fn inline_commands(text: &str) -> Vec<String> {
+    let mut inside = false;
+    let mut out = vec![];
+    for l in text.lines() {
+        if l.trim_start().starts_with("```") {
+            inside = !inside;
+            continue;
+        }
+        if !inside {
+            out.extend(
+                l.split('`')
+                    .skip(1)
+                    .step_by(2)
+                    .filter(|span| span.starts_with("orange "))
+                    .map(str::to_string),
+            );
         }
     }
     out
@@ -62,10 +121,16 @@ fn invocations(line: &str) -> Vec<Vec<String>> {
 }
 
 #[test]
-fn every_orange_command_in_the_readme_exists_with_its_flags() {
+fn every_orange_command_in_the_docs_exists_with_its_flags() {
     let env = TaskEnv::new();
     let mut checked = BTreeSet::new();
-    for line in code_lines(&readme()) {
+    let docs = documents();
+    let lines = docs.iter().flat_map(|(doc, text)| {
+        let mut lines = code_lines(text);
+        lines.extend(inline_commands(text));
+        lines.into_iter().map(move |l| (doc, l))
+    });
+    for (doc, line) in lines {
         for cmd in invocations(&line) {
             // The subcommand path: the leading lowercase words (arguments are placeholders,
             // ids, quoted text).
@@ -95,7 +160,7 @@ fn every_orange_command_in_the_readme_exists_with_its_flags() {
                     .unwrap();
                 assert!(
                     out.status.success(),
-                    "README: `orange {}` does not exist (from: {line})",
+                    "{doc}: `orange {}` does not exist (from: {line})",
                     path.join(" ")
                 );
                 String::from_utf8_lossy(&out.stdout).into_owned()
@@ -103,8 +168,11 @@ fn every_orange_command_in_the_readme_exists_with_its_flags() {
             for flag in cmd.iter().filter(|w| w.starts_with("--")) {
                 let name = flag.split('=').next().unwrap();
                 assert!(
-                    help.contains(name) || name == "--json" || name == "--project",
-                    "README: `orange {}` has no {name} (from: {line})",
+                    help.contains(name)
+                        || name == "--json"
+                        || name == "--project"
+                        || HIDDEN.contains(&(path.join(" ").as_str(), name)),
+                    "{doc}: `orange {}` has no {name} (from: {line})",
                     path.join(" ")
                 );
             }
@@ -112,52 +180,141 @@ fn every_orange_command_in_the_readme_exists_with_its_flags() {
         }
     }
     assert!(
-        checked.len() >= 20,
+        checked.len() >= 35,
         "only {} commands found: {checked:?}",
         checked.len()
     );
 }
 
-#[test]
-fn every_option_and_script_the_readme_names_exists() {
-    let text = readme();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let plugin = std::fs::read_to_string(root.join("orange.tmux")).unwrap();
-    let mut options = BTreeSet::new();
-    for (i, _) in text.match_indices("@orange-") {
-        let name: String = text[i..]
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '@')
-            .collect();
-        options.insert(name.trim_end_matches('-').to_string());
-    }
-    for o in &options {
-        let in_plugin = plugin.contains(o.as_str());
-        let in_binary = std::fs::read_to_string(root.join("src/ui/plugin.rs"))
-            .unwrap()
-            .contains(o.as_str())
-            || std::fs::read_to_string(root.join("src/orchestration/observer.rs"))
-                .unwrap()
-                .contains(o.as_str());
-        assert!(
-            in_plugin || in_binary,
-            "README names {o}, which nothing reads"
-        );
-    }
-    assert!(options.len() >= 10, "{options:?}");
-    for (i, _) in text.match_indices("scripts/") {
-        let name: String = text[i..]
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || "/-_.".contains(*c))
-            .collect();
-        let name = name.trim_end_matches('.');
-        if name.ends_with(".sh") || name.ends_with(".versions") {
-            assert!(
-                root.join(name).exists(),
-                "README names {name}, which does not exist"
-            );
+/// The text of every `.rs` file under `dir`.
+fn sources(dir: &Path) -> String {
+    let mut out = String::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.is_dir() {
+            out.push_str(&sources(&path));
+        } else if path.extension().is_some_and(|x| x == "rs") {
+            out.push_str(&std::fs::read_to_string(&path).unwrap());
         }
     }
+    out
+}
+
+/// Every `@orange-*` option the documents name is one the plugin or the binary reads, and
+/// every script, source file and test file they name exists.
+#[test]
+fn every_option_script_and_file_the_docs_name_exists() {
+    let root = root();
+    let readers = read("orange.tmux") + &sources(&root.join("src"));
+    let mut options = BTreeSet::new();
+    for (doc, text) in documents() {
+        for (i, _) in text.match_indices("@orange-") {
+            let name: String = text[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '@')
+                .collect();
+            let name = name.trim_end_matches('-').to_string();
+            assert!(
+                readers.contains(name.as_str()),
+                "{doc} names {name}, which nothing reads"
+            );
+            options.insert(name);
+        }
+        for prefix in ["scripts/", "src/", "tests/", "tmux/"] {
+            for (i, _) in text.match_indices(prefix) {
+                // `docs/…`, `~/src/…`, `$HOME/src/…`: not a path of this repository.
+                if text[..i]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || "/~_-.".contains(c))
+                {
+                    continue;
+                }
+                let name: String = text[i..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || "/-_.".contains(*c))
+                    .collect();
+                let name = name.trim_end_matches('.');
+                if [".sh", ".versions", ".rs"]
+                    .iter()
+                    .any(|x| name.ends_with(x))
+                {
+                    assert!(
+                        root.join(name).exists(),
+                        "{doc} names {name}, which does not exist"
+                    );
+                }
+            }
+        }
+    }
+    assert!(options.len() >= 10, "{options:?}");
+}
+
+/// A GitHub heading anchor: lowercase, spaces to `-`, punctuation but `-` and `_` dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The README is a front door: at most 200 lines, and it links every page of docs/ and
+/// CONTRIBUTING.md. Every relative link in every document leads to a file that exists,
+/// and a `#heading` to a heading of that file.
+#[test]
+fn the_readme_is_short_and_every_link_leads_somewhere() {
+    let text = readme();
+    let lines = text.lines().count();
+    assert!(
+        lines <= README_MAX_LINES,
+        "README.md has {lines} lines (at most {README_MAX_LINES}): move the reference to docs/"
+    );
+    let pages = docs_pages();
+    assert!(pages.len() >= 7, "{pages:?}");
+    for page in pages.iter().chain(["CONTRIBUTING.md".to_string()].iter()) {
+        assert!(
+            text.contains(&format!("]({page})")),
+            "README.md does not link {page}"
+        );
+    }
+    let mut links = 0;
+    for (doc, text) in documents() {
+        let dir: PathBuf = root().join(&doc).parent().unwrap().to_path_buf();
+        for (i, _) in text.match_indices("](") {
+            let rest = &text[i + 2..];
+            let target = &rest[..rest.find(')').unwrap_or(rest.len())];
+            if target.contains("://") || target.is_empty() {
+                continue;
+            }
+            let (file, heading) = match target.split_once('#') {
+                Some((f, h)) => (f, Some(h)),
+                None => (target, None),
+            };
+            let path = if file.is_empty() {
+                root().join(&doc)
+            } else {
+                dir.join(file)
+            };
+            assert!(path.exists(), "{doc}: the link {target} leads to no file");
+            if let Some(h) = heading {
+                let body = std::fs::read_to_string(&path).unwrap();
+                assert!(
+                    body.lines()
+                        .filter(|l| l.starts_with('#'))
+                        .any(|l| anchor(l.trim_start_matches('#')) == h),
+                    "{doc}: the link {target} leads to no heading"
+                );
+            }
+            links += 1;
+        }
+    }
+    assert!(links >= 10, "only {links} links");
 }
 
 #[test]
@@ -249,7 +406,7 @@ fn the_readme_picture_uses_the_real_labels_and_icons() {
     let _ = common::bin();
 }
 
-/// The README's own blocks for projects, workspaces and tasks, walked on a sandbox: each
+/// The usage page's own blocks for projects, workspaces and tasks, walked on a sandbox: each
 /// command as written (an `[optional part]` left out but `[ID]` given, `a | b` as two
 /// commands), the placeholders filled in (ID: the second task created, but `merge` takes
 /// the first; LABEL, NAME, the example workspace), the example setup command one this
@@ -258,8 +415,8 @@ fn the_readme_picture_uses_the_real_labels_and_icons() {
 /// `complete` the task is back at work (the lines are examples, not one script). In
 /// order, each must succeed.
 #[test]
-fn the_readme_project_and_task_commands_run_as_written() {
-    let text = readme();
+fn the_usage_project_and_task_commands_run_as_written() {
+    let text = read("docs/usage.md");
     let block = |heading: &str| -> Vec<String> {
         let at = text.find(heading).unwrap_or_else(|| panic!("no {heading}"));
         let rest = &text[at..];
@@ -270,8 +427,8 @@ fn the_readme_project_and_task_commands_run_as_written() {
     let env = TaskEnv::new();
     let mut ids: Vec<String> = vec![];
     let mut walked = vec![];
-    let mut lines = block("### Projects and the workspace pool");
-    lines.extend(block("### Tasks"));
+    let mut lines = block("\n## Projects and the workspace pool\n");
+    lines.extend(block("\n## Tasks\n"));
     for raw in lines {
         let line = match raw.find("  #") {
             Some(i) => raw[..i].trim().to_string(),
@@ -327,7 +484,7 @@ fn the_readme_project_and_task_commands_run_as_written() {
                     "NAME" => "renamed".into(),
                     "shop--1" => "app--1".into(),
                     "npm ci" => "true".into(),
-                    "-" => "from the README walk".into(),
+                    "-" => "from the usage walk".into(),
                     _ => std::mem::take(w),
                 };
             }
@@ -363,7 +520,7 @@ fn the_readme_project_and_task_commands_run_as_written() {
             }
             let out = c.output().unwrap();
             let (ok, v) = common::parse_json_output(&args, &out);
-            assert!(ok, "README: `orange {}` failed: {v}", args.join(" "));
+            assert!(ok, "docs/usage.md: `orange {}` failed: {v}", args.join(" "));
             if args.starts_with(&["task", "create"]) {
                 ids.push(v["id"].as_str().unwrap().to_string());
             }

@@ -1394,7 +1394,7 @@ fn a_remote_claude_started_over_ssh_is_seen_working_then_waiting_here() {
     assert_eq!(mine["host"], "box", "{all}");
 }
 
-/// The real claude under `--sandbox bwrap` (issue 14): it runs (as root too: orange tells
+/// The real claude under `--sandbox bwrap`: it runs (as root too: orange tells
 /// it it is sandboxed, which the test's own environment does not), its Bash tool works in
 /// its worktree and cannot write $HOME, its hooks reach orange (the state comes from a
 /// hook), and its own state (`~/.claude`, `~/.claude.json`) is written for real.

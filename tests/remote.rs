@@ -1,4 +1,4 @@
-//! Remote hosts (issue 13), over a REAL OpenSSH server on 127.0.0.1 (tests/common/sshd.rs)
+//! Remote hosts, over a REAL OpenSSH server on 127.0.0.1 (tests/common/sshd.rs)
 //! standing in for another machine: its own ORANGE_HOME and tmux server (a second TaskEnv,
 //! with its own repository and bare origin), reached by the local orange through `host add
 //! … --ssh-option …`. Nothing here talks to the remote side except through ssh, except to

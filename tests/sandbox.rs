@@ -1,4 +1,4 @@
-//! Sandboxed agents (issue 14): an agent under bubblewrap can commit in its worktree and
+//! Sandboxed agents: an agent under bubblewrap can commit in its worktree and
 //! reach orange through its hooks and `orange task complete`, and nothing else it tries
 //! to write gets written: the main checkout, another task's workspace, `~/.ssh`, orange's
 //! state files of other tasks, the repository's config and hooks. The agent here is a

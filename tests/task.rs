@@ -928,7 +928,7 @@ fn which(tool: &str) -> std::path::PathBuf {
         .unwrap_or_else(|| panic!("{tool} is not on PATH"))
 }
 
-/// Seen over ssh (issue 13): without a UTF-8 locale tmux printed orange's field separators
+/// Seen over ssh: without a UTF-8 locale tmux printed orange's field separators
 /// (and any non-ASCII text) as `_`, so no task could start from cron, systemd or a remote
 /// command. orange now passes tmux `-u`.
 #[test]
@@ -966,7 +966,7 @@ fn tasks_start_and_show_without_a_utf8_locale() {
     assert_eq!(st["items"][0]["branch"], "c/locale", "{st}");
 }
 
-/// Seen over ssh (issue 13): an agent could not find `orange` when orange itself was run
+/// Seen over ssh: an agent could not find `orange` when orange itself was run
 /// with a PATH that does not hold it (by absolute path, from cron or over ssh): tmux gives
 /// a new session's pane the PATH of the tmux client, whatever `new-session -e PATH=…` says.
 #[test]

@@ -1,4 +1,4 @@
-//! Token use per task (issue 14): the transcript reader on its own (files in a temp dir),
+//! Token use per task: the transcript reader on its own (files in a temp dir),
 //! then through orange with a real tmux server, a `claude` task (tests/fixtures/bin's fake
 //! claude: orange gives it a conversation id) whose transcript the test writes where Claude
 //! Code would, and `orange monitor --once` passes.

@@ -1,4 +1,4 @@
-//! bubblewrap (`bwrap`), the sandbox agents can run in (issue 14): its argv, built from a
+//! bubblewrap (`bwrap`), the sandbox agents can run in: its argv, built from a
 //! list of mounts, and a probe that it can make namespaces on this machine. What is
 //! mounted where is decided by `execution::sandbox`; this module only speaks bwrap.
 

@@ -43,8 +43,8 @@ pub fn run(_ctx: &Ctx, a: CompletionsArgs) -> Result<Out> {
 mod tests {
     use super::*;
 
-    /// Every subcommand and every argument a person can see says what it is in `--help`
-    /// (issue 15).
+    /// Every subcommand and every argument a person can see says what it is in `--help`:
+    /// `--help` is where a newcomer learns the commands.
     #[test]
     fn every_help_entry_is_described() {
         fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {

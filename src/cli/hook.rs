@@ -8,7 +8,7 @@
 //! | `session-closed` | `--session NAME` | observe |
 //! | `client-session-changed` | `--session NAME --client NAME` | observe |
 //! | `refresh` | none | observe |
-//! | `agent` | `EVENT` (+ the agent's JSON on stdin) | the agent monitor's hook (issue 6), then `status::changed` (poke; publish here if no monitor runs) |
+//! | `agent` | `EVENT` (+ the agent's JSON on stdin) | the agent monitor's hook, then `status::changed` (poke; publish here if no monitor runs) |
 //!
 //! "Observe" pokes (`run/poke`): the monitor of this tmux server wakes, looks at every open
 //! task in its one tmux call, records what died (only the monitor writes `agent.exited` and
@@ -151,7 +151,7 @@ fn handle(ctx: &Ctx, event: &str, rest: &[String], flags: &HookFlags) -> Result<
             Ok(report)
         }
         // Agent hooks (Claude Code's settings call `orange hook agent EVENT`): the monitor's
-        // (issue 6) routing and state, then the widgets follow at once.
+        // routing and state, then the widgets follow at once.
         "agent" => {
             let agent_event = rest.first().cloned().unwrap_or_default();
             let mut payload = String::new();

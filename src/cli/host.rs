@@ -1,4 +1,4 @@
-//! `orange host add|list|check|remove`: remote machines reached over ssh (issue 13), and
+//! `orange host add|list|check|remove`: remote machines reached over ssh, and
 //! the two calls a local orange makes to the orange on a host (`host snapshot`, `host
 //! info`, hidden).
 

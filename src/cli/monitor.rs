@@ -122,7 +122,7 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
     }
 }
 
-/// Remote hosts (issue 13), beside the passes so a slow or unreachable host never delays
+/// Remote hosts, beside the passes so a slow or unreachable host never delays
 /// one: every `interval`, each host's snapshot over its one connection (one ssh call per
 /// host, at once), and at once when a command here changed something on a host
 /// (`run/hosts/poke`); a poke when what they show changed, so the next pass publishes it.

@@ -159,7 +159,7 @@ pub fn run(ctx: &Ctx, cmd: ProjectCmd) -> Result<Out> {
         ProjectCmd::List => {
             let reg = project::load(&ctx.home)?;
             let projects: Vec<&Project> = reg.projects.values().collect();
-            // Remote projects (issue 13), as their host reported them at `project add`.
+            // Remote projects, as their host reported them at `project add`.
             let hosts = crate::orchestration::host::load(&ctx.home)?;
             let mut remote: Vec<serde_json::Value> = Vec::new();
             for h in hosts.hosts.values() {

@@ -1,4 +1,4 @@
-//! Commands on remote projects (issue 13): which command goes to which host, and the
+//! Commands on remote projects: which command goes to which host, and the
 //! forwarding itself. The orange on the host does the work through its own command line:
 //! the same arguments, over the host's one ssh connection. JSON answers carry `host`.
 

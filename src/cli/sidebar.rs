@@ -79,7 +79,7 @@ pub fn run(ctx: &Ctx, args: SidebarArgs) -> Result<Out> {
             return Err(OrangeError::invalid(format!("{name} must be at least 1")));
         }
     }
-    // A remote task (issue 13): drawn from its host's last snapshot, never over ssh.
+    // A remote task: drawn from its host's last snapshot, never over ssh.
     if let Some(id) = args.task.as_deref() {
         if let Some(link) = host::linked(&ctx.home, id) {
             return remote(ctx, id, &link.host, &args);

@@ -37,7 +37,7 @@ pub struct Config {
     /// Per-task settings, keyed by task id: `[task.<id>.policy]`.
     #[serde(default)]
     pub task: BTreeMap<String, TaskConfig>,
-    /// The sandbox agents run in: `"none"` (default) or `"bwrap"` (issue 14).
+    /// The sandbox agents run in: `"none"` (default) or `"bwrap"`.
     #[serde(default)]
     pub sandbox: Option<String>,
     #[serde(flatten)]

@@ -14,10 +14,10 @@ pub struct Project {
     pub pool_size: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setup_cmd: Option<String>,
-    /// Gitignored files copied from the main repo into a workspace (issue 7).
+    /// Gitignored files copied from the main repo into a workspace (`.env`…).
     #[serde(default)]
     pub copy: Vec<String>,
-    /// Gitignored files symlinked from the main repo into a workspace (issue 7).
+    /// Gitignored files symlinked from the main repo into a workspace (`node_modules`…).
     #[serde(default)]
     pub symlink: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,4 +1,4 @@
-//! The sandbox an agent runs in (issue 14): which sandbox a task gets, and what it may
+//! The sandbox an agent runs in: which sandbox a task gets, and what it may
 //! see and write. bubblewrap does the work (`adapters::bwrap`); this module decides the
 //! mounts:
 //!

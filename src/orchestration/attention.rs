@@ -254,7 +254,7 @@ impl Counts {
 /// One open task (or lane) as the widgets see it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Item {
-    /// `task` (`lane` once issue 5 adds them).
+    /// `task` or `lane`.
     pub kind: String,
     pub id: String,
     pub project: String,
@@ -277,7 +277,7 @@ pub struct Item {
     /// When the task (lane) was created: the picker cycles in this order.
     #[serde(default)]
     pub created_at: String,
-    /// The remote host it runs on (issue 13); absent for this machine's.
+    /// The remote host it runs on; absent for this machine's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
     /// The task's harness (what a remote task's sidebar shows); empty for a lane.
@@ -301,13 +301,13 @@ pub struct Summary {
     /// `task.json` files that could not be read or parsed.
     pub unreadable: u32,
     pub tasks: Counts,
-    /// Lanes (issue 5): zero until [`lane_items`] returns them.
+    /// Lanes: zero until [`lane_items`] returns them.
     pub lanes: Counts,
-    /// Per project (issue 7's grouping); only projects with open tasks or lanes.
+    /// Per project (the status line groups by project); only projects with open tasks or lanes.
     pub projects: BTreeMap<String, Counts>,
     /// Every open task (and lane), by project, oldest first.
     pub items: Vec<Item>,
-    /// Remote hosts with projects (issue 13): reachable or not, and how old their view is.
+    /// Remote hosts with projects: reachable or not, and how old their view is.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<HostView>,
 }
@@ -333,7 +333,7 @@ impl Summary {
 
 /// THE definition of the buckets (see the module documentation): the bucket of a task and
 /// the reason shown for it, or `None` for a done or cancelled task. `agent` is the task's
-/// `agent.json` (issue 6's monitor and agent hooks) when it is newer than the task's last
+/// `agent.json` (the monitor and the agent's hooks write it) when it is newer than the task's last
 /// change; `None` when unknown.
 pub fn classify(
     status: Status,

@@ -1,4 +1,4 @@
-//! Remote hosts (issue 13): projects whose pool, worktrees, sessions and agents live on
+//! Remote hosts: projects whose pool, worktrees, sessions and agents live on
 //! another machine, where the same `orange` binary does the work through its `--json`
 //! contract, driven over one multiplexed OpenSSH connection per host.
 //!

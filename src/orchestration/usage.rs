@@ -1,4 +1,4 @@
-//! Token use per task (issue 14), read from Claude Code's transcripts: the `usage` of its
+//! Token use per task, read from Claude Code's transcripts: the `usage` of its
 //! assistant lines (input, output, cache creation, cache read).
 //!
 //! # How it is counted

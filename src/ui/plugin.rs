@@ -108,7 +108,7 @@ pub fn mark_task_session(tmux: &Tmux, session: &str, task_id: &str) -> Result<()
 
 /// The task whose session is `session_id` (or, for records without an id, `session_name`):
 /// the [`SESSION_TASK`] option when it names a task, else a scan of the task store.
-/// The local session `task attach` opens for a remote task holds its id (issue 13).
+/// The local session `task attach` opens for a remote task holds its id.
 pub const SESSION_REMOTE_TASK: &str = "@orange_remote_task";
 
 pub fn task_of_session(
@@ -280,7 +280,7 @@ fn exe_path() -> Result<PathBuf> {
 
 /// The next task (or lane) that needs its person ([`attention::needs_you`]: the one
 /// definition) after the current one, in creation order and round again: a local one only
-/// when its session exists (`sessions`: the ids tmux has); a remote one (issue 13) always
+/// when its session exists (`sessions`: the ids tmux has); a remote one always
 /// (it is attached through ssh). The current one is the item of `current_session` (a
 /// session id), or the remote task `current_task` (the local session of an attached
 /// remote task holds its id).

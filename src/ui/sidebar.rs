@@ -126,7 +126,7 @@ impl Model {
     }
 }
 
-/// A remote task (issue 13) as its host's last snapshot shows it (`item`, `None` when the
+/// A remote task (on another host) as its host's last snapshot shows it (`item`, `None` when the
 /// host listed it no more: finished, or never seen), rendered here without ssh: no git,
 /// no history, and a notice saying which host and how old the view is.
 pub fn remote_model(

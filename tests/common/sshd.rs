@@ -1,4 +1,4 @@
-//! A real OpenSSH server on 127.0.0.1 for the remote-host tests (issue 13): its own host
+//! A real OpenSSH server on 127.0.0.1 for the remote-host tests: its own host
 //! key, port, authorized key and config, run as the same user. It stands in for a remote
 //! machine; `stop` kills it and every connection it serves (a dropped network, a dead
 //! sshd), `start` brings it back on the same port with the same key. Its sessions get
