@@ -82,16 +82,28 @@ fn a_message_id_repeated_on_several_lines_counts_once_with_its_last_usage() {
     assert!(s.read(&p).unwrap());
     assert_eq!(s.tokens(), t(107, 12, 20, 700));
     assert_eq!(s.offset, text.len() as u64);
-    // The same bytes fed line by line (`consume`) say the same.
+    // The same lines appended one at a time, read after each, say the same.
+    let p2 = p.with_extension("growing");
     let mut s2 = FileState::default();
-    assert_eq!(s2.consume(text.as_bytes()), text.len());
+    let mut grown = String::new();
+    for line in text.split_inclusive('\n') {
+        grown.push_str(line);
+        std::fs::write(&p2, &grown).unwrap();
+        s2.read(&p2).unwrap();
+    }
     assert_eq!(s2.tokens(), t(107, 12, 20, 700));
-    // Many answers: all of them count (older ones are committed, not forgotten).
+    assert_eq!(s2.offset, text.len() as u64);
+    // Many answers, each line written twice: all of them count (older ones are
+    // committed, not forgotten).
+    let p3 = p.with_extension("many");
     let mut many = FileState::default();
+    let mut all = String::new();
     for i in 0..50 {
         let line = assistant(&format!("msg_{i}"), 1, 2, 3, 4) + "\n";
-        many.consume(line.as_bytes());
-        many.consume(line.as_bytes());
+        all.push_str(&line);
+        all.push_str(&line);
+        std::fs::write(&p3, &all).unwrap();
+        many.read(&p3).unwrap();
     }
     assert_eq!(many.tokens(), t(50, 100, 150, 200));
 }

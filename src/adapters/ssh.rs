@@ -200,11 +200,6 @@ impl Ssh {
         self.control_path.display().to_string().replace('%', "%%")
     }
 
-    /// Is the shared connection up? (Local only: asks the control socket.)
-    pub fn connected(&self) -> bool {
-        self.control(&["check"])
-    }
-
     /// Close the shared connection (host removal, tests).
     pub fn disconnect(&self) {
         self.control(&["exit"]);

@@ -203,11 +203,6 @@ impl Rules {
             && self.working.is_empty()
     }
 
-    /// The screen tells working or waiting by itself (the agent has no hooks to).
-    pub fn tells_turns(&self) -> bool {
-        !self.waiting.is_empty() || !self.working.is_empty()
-    }
-
     /// Classify a screen (`text`: `capture-pane -p -J`). A dialog anywhere near the bottom
     /// wins; otherwise the lowest line that matches a prompt, error, retry, waiting or
     /// working pattern says what the agent does now (what is above it is over).

@@ -206,18 +206,6 @@ impl FileState {
         }
     }
 
-    /// Count the whole lines at the start of `bytes` (the bytes at `self.offset`); a last
-    /// line without its newline is left for later. Returns the bytes consumed.
-    pub fn consume(&mut self, bytes: &[u8]) -> usize {
-        let mut used = 0;
-        while let Some(nl) = bytes[used..].iter().position(|b| *b == b'\n') {
-            self.line(&bytes[used..used + nl]);
-            used += nl + 1;
-        }
-        self.offset += used as u64;
-        used
-    }
-
     /// Read what was appended to the file since the last read. A file that shrank below
     /// the offset, or another file at the same path, is read again from the start. Returns
     /// whether anything changed; a missing file changes nothing.
