@@ -12,7 +12,6 @@ use crate::error::{IoContext, OrangeError, Result};
 use crate::execution::pool::TaskLookup;
 
 /// The tmux session option that marks a task's session (its value: the task id).
-pub use crate::execution::session::TASK_MARK as SESSION_MARK;
 
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord,

@@ -4,7 +4,7 @@
 //!
 //! Names shared with `orange.tmux`, `tmux/*.sh` and the other modules:
 //! - user options `@orange-*` (global; orange reads them, never sets them): see [`OPTIONS`];
-//! - orange's own options `@orange_*`: [`SESSION_TASK`] (session: the task id of an orange
+//! - orange's own options `@orange_*`: [`TASK_MARK`] (session: the task id of an orange
 //!   task session), [`PANE_SIDEBAR`] (pane: `1` on a sidebar pane), [`PANE_SIDEBAR_FOR`]
 //!   (pane: the agent pane a sidebar sits beside), `@orange_bin`/`@orange_dir` (global: set by
 //!   `orange.tmux`: the binary and the plugin directory in use).
@@ -21,7 +21,7 @@ use crate::orchestration::task::{Task, TaskStore};
 
 /// Session option naming the task of an orange task session (its id). Set at spawn and
 /// respawn; `orange.tmux`'s root keys (Ctrl+\, Ctrl+]) act only where it is set.
-pub const SESSION_TASK: &str = crate::orchestration::task::SESSION_MARK;
+use crate::execution::session::TASK_MARK;
 /// Pane option set to `1` on a sidebar pane, so a toggle finds it again.
 pub const PANE_SIDEBAR: &str = "@orange_sidebar";
 /// Pane option of a sidebar pane: the id of the agent pane it sits beside.
@@ -100,14 +100,14 @@ pub fn sidebar_width(value: &str, window_width: u32) -> String {
     "30%".to_string()
 }
 
-/// Mark `session` (name or id) as the session of `task_id` ([`SESSION_TASK`]). Call it
+/// Mark `session` (name or id) as the session of `task_id` ([`TASK_MARK`]). Call it
 /// whenever a task's session is created.
 pub fn mark_task_session(tmux: &Tmux, session: &str, task_id: &str) -> Result<()> {
-    tmux.set_option(OptionScope::Session(session), SESSION_TASK, task_id)
+    tmux.set_option(OptionScope::Session(session), TASK_MARK, task_id)
 }
 
 /// The task whose session is `session_id` (or, for records without an id, `session_name`):
-/// the [`SESSION_TASK`] option when it names a task, else a scan of the task store.
+/// the [`TASK_MARK`] option when it names a task, else a scan of the task store.
 /// The local session `task attach` opens for a remote task holds its id.
 pub const SESSION_REMOTE_TASK: &str = "@orange_remote_task";
 
@@ -118,7 +118,7 @@ pub fn task_of_session(
     session_name: &str,
 ) -> Result<Option<Task>> {
     let store = TaskStore::new(home);
-    if let Some(id) = tmux.get_option(OptionScope::Session(session_id), SESSION_TASK)? {
+    if let Some(id) = tmux.get_option(OptionScope::Session(session_id), TASK_MARK)? {
         if let Ok(t) = store.find(&id, None) {
             return Ok(Some(t));
         }
@@ -236,7 +236,7 @@ pub fn toggle_sidebar_at(home: &Home, tmux: &Tmux, pane: &str) -> Result<Value> 
     if let Some(t) = &task {
         // Sessions made before orange marked them: mark now, so the root keys know them.
         if tmux
-            .get_option(OptionScope::Session(session_id), SESSION_TASK)?
+            .get_option(OptionScope::Session(session_id), TASK_MARK)?
             .is_none()
         {
             mark_task_session(tmux, session_id, &t.id)?;
