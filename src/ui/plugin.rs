@@ -39,8 +39,12 @@ pub const OPT_SIDEBAR_AUTO: &str = "@orange-sidebar-auto";
 pub const OPT_REFRESH_INTERVAL: &str = "@orange-refresh-interval";
 pub const OPT_STATUS_FORMAT: &str = "@orange-status-format";
 pub const OPT_HOOKS: &str = "@orange-hooks";
+pub const OPT_MONITOR: &str = "@orange-monitor";
+/// Read by the monitor's observation (a lower layer): defined there, listed here.
+pub const OPT_NOTIFY: &str = crate::orchestration::observer::NOTIFY_OPTION;
 
-/// Every user option with its default (the same table is at the top of `orange.tmux`).
+/// THE table of user options with their defaults. `orange.tmux`'s header documents the
+/// same names, and the observer reads some of them: the tests below hold all three to it.
 pub const OPTIONS: &[(&str, &str)] = &[
     (OPT_BIN, ""),
     (OPT_KEY, "O"),
@@ -52,6 +56,8 @@ pub const OPTIONS: &[(&str, &str)] = &[
     (OPT_REFRESH_INTERVAL, "10"),
     (OPT_STATUS_FORMAT, "tmux"),
     (OPT_HOOKS, "on"),
+    (OPT_MONITOR, "on"),
+    (OPT_NOTIFY, "bell,message"),
 ];
 
 /// Below this window size the sidebar is refused (the original hid it below 80×15).
@@ -365,6 +371,34 @@ pub fn said_next(tmux: &Tmux, client: Option<&str>, next: &Item) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// The user options `orange.tmux`'s header documents (`#   @orange-…`).
+    fn documented() -> Vec<String> {
+        let text = include_str!("../../orange.tmux");
+        text.lines()
+            .take_while(|l| l.starts_with('#') || l.is_empty())
+            .filter_map(|l| l.strip_prefix("#   @orange-"))
+            .map(|l| format!("@orange-{}", l.split_whitespace().next().unwrap_or("")))
+            .collect()
+    }
+
+    #[test]
+    fn one_table_of_user_options() {
+        let table: Vec<&str> = OPTIONS.iter().map(|(n, _)| *n).collect();
+        let mut doc = documented();
+        doc.sort();
+        let mut sorted: Vec<String> = table.iter().map(|s| s.to_string()).collect();
+        sorted.sort();
+        assert_eq!(sorted, doc, "OPTIONS and orange.tmux's header differ");
+        for name in crate::orchestration::observer::KEY_OPTIONS
+            .iter()
+            .chain([&crate::orchestration::observer::NOTIFY_OPTION])
+            .filter(|n| n.starts_with("@orange-"))
+        {
+            assert!(table.contains(name), "{name} is read but not in OPTIONS");
+        }
+    }
     use super::*;
     use crate::orchestration::attention::Bucket;
 
