@@ -399,7 +399,7 @@ mod tests {
             assert!(table.contains(name), "{name} is read but not in OPTIONS");
         }
     }
-    use super::*;
+
     use crate::orchestration::attention::Bucket;
 
     #[test]
