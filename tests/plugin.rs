@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{bin, poll, wait_for, TaskEnv, TmuxServer};
+use common::{bin, id, poll, wait_for, TaskEnv, TmuxServer};
 use serde_json::Value;
 
 fn plugin_dir() -> PathBuf {
@@ -108,16 +108,6 @@ fn ours(lines: &[String], event: &str) -> usize {
         .iter()
         .filter(|l| l.contains(&format!(" hook {event} --")))
         .count()
-}
-
-fn create(env: &TaskEnv, args: &[&str]) -> Value {
-    let mut a = vec!["task", "create"];
-    a.extend_from_slice(args);
-    env.ok(&a)
-}
-
-fn id(v: &Value) -> String {
-    v["id"].as_str().unwrap().to_string()
 }
 
 /// The task's session id; lifecycle marks the session with `@orange_task` = the task id,
@@ -567,7 +557,7 @@ fn ctrl_keys_reach_plain_panes_and_act_in_task_sessions() {
     env.add_project(&[]);
     tell_server_home(&env);
     let _plugin = load_plugin(&env.tmux);
-    let t = create(&env, &["keys", "keys", "--harness", "fake-wait"]);
+    let t = env.create(&["keys", "keys", "--harness", "fake-wait"]);
     env.wait_session(&id(&t), "live");
     let sid = task_session(&env, &t);
     env.tmux.ok(&[
@@ -739,7 +729,7 @@ fn sidebar_toggles_beside_the_agent_and_refuses_a_small_window() {
     env.add_project(&[]);
     tell_server_home(&env);
     let _plugin = load_plugin(&env.tmux);
-    let t = create(&env, &["side/bar", "show me", "--harness", "fake-wait"]);
+    let t = env.create(&["side/bar", "show me", "--harness", "fake-wait"]);
     env.wait_session(&id(&t), "live");
     let sid = t["tmux_session_id"].as_str().unwrap().to_string();
     let window = format!("{sid}:");
@@ -983,7 +973,7 @@ fn picker_help_and_actions_menus_show_orange_things() {
     env.add_project(&[]);
     tell_server_home(&env);
     let _plugin = load_plugin(&env.tmux);
-    let t = create(&env, &["pick/me", "pick", "--harness", "fake-wait"]);
+    let t = env.create(&["pick/me", "pick", "--harness", "fake-wait"]);
     env.wait_session(&id(&t), "live");
     let sid = task_session(&env, &t);
     env.tmux.ok(&["new-session", "-d", "-s", "work"]);
@@ -1053,9 +1043,9 @@ fn next_key_goes_to_the_tasks_waiting_for_you_in_turn() {
     env.add_project(&["--pool-size", "3"]);
     tell_server_home(&env);
     let _plugin = load_plugin(&env.tmux);
-    let busy = create(&env, &["busy", "keep working", "--harness", "fake-wait"]);
-    let stuck = create(&env, &["stuck", "get stuck", "--harness", "fake-stuck"]);
-    let done = create(&env, &["done", "finish", "--harness", "fake-complete"]);
+    let busy = env.create(&["busy", "keep working", "--harness", "fake-wait"]);
+    let stuck = env.create(&["stuck", "get stuck", "--harness", "fake-stuck"]);
+    let done = env.create(&["done", "finish", "--harness", "fake-complete"]);
     env.wait_status(&id(&stuck), "stuck");
     env.wait_status(&id(&done), "reviewing");
     env.wait_session(&id(&busy), "live");
@@ -1332,10 +1322,7 @@ fn the_monitor_starts_once_per_server_and_new_sessions_can_open_with_the_sidebar
     let mine = monitors();
     assert_eq!(mine.len(), 1, "one monitor for this server: {mine:?}");
     // @orange-sidebar-auto: a new task session opens with the sidebar beside the agent.
-    let t = create(
-        &env,
-        &["auto/sb", "with a sidebar", "--harness", "fake-wait"],
-    );
+    let t = env.create(&["auto/sb", "with a sidebar", "--harness", "fake-wait"]);
     let sess = t["tmux_session_id"].as_str().unwrap();
     let panes = env.tmux.ok(&[
         "list-panes",
@@ -1372,14 +1359,8 @@ fn menu_actions_that_end_your_session_keep_you_in_tmux_and_say_what_they_did() {
     env.add_project(&["--pool-size", "3"]);
     tell_server_home(&env);
     let _plugin = load_plugin(&env.tmux);
-    let gone = create(
-        &env,
-        &["menu/cancel", "cancel me", "--harness", "fake-wait"],
-    );
-    let dead = create(
-        &env,
-        &["menu/respawn", "respawn me", "--harness", "fake-exit0"],
-    );
+    let gone = env.create(&["menu/cancel", "cancel me", "--harness", "fake-wait"]);
+    let dead = env.create(&["menu/respawn", "respawn me", "--harness", "fake-exit0"]);
     env.wait_session(&id(&gone), "live");
     env.wait_session(&id(&dead), "dead");
     env.tmux.ok(&["new-session", "-d", "-s", "work"]);
@@ -1430,7 +1411,7 @@ fn menu_actions_that_end_your_session_keep_you_in_tmux_and_say_what_they_did() {
 fn a_client_whose_only_session_ends_is_moved_to_an_orange_session() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let t = create(&env, &["only/one", "only", "--harness", "fake-wait"]);
+    let t = env.create(&["only/one", "only", "--harness", "fake-wait"]);
     env.tmux.ok(&["kill-session", "-t", "=keepalive"]);
     let client = Client::attach(&env.root(), &env.tmux, &task_session(&env, &t));
     env.ok(&["task", "cancel", "--yes", &id(&t)]);

@@ -539,6 +539,18 @@ impl TaskEnv {
         expect_error(args, self.json(args), code)
     }
 
+    /// `orange task create <args…>`, which must succeed: the new task.
+    pub fn create(&self, args: &[&str]) -> Value {
+        let mut a = vec!["task", "create"];
+        a.extend_from_slice(args);
+        self.ok(&a)
+    }
+
+    /// A task on `branch` for agent `harness` with a stock prompt: its id.
+    pub fn create_id(&self, branch: &str, harness: &str) -> String {
+        id(&self.create(&[branch, "do the thing", "--harness", harness]))
+    }
+
     pub fn task(&self, id: &str) -> Value {
         self.ok(&["task", "show", id])
     }
@@ -569,6 +581,11 @@ impl TaskEnv {
         std::thread::sleep(POLL);
         std::fs::read_to_string(p).unwrap()
     }
+}
+
+/// The `id` of a task (or anything else) as JSON.
+pub fn id(v: &Value) -> String {
+    v["id"].as_str().unwrap().to_string()
 }
 
 /// A `tmux` that logs each call (its arguments, one line) and runs the real one.
