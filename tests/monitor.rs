@@ -327,9 +327,8 @@ fn restore_recreates_sessions_after_the_tmux_server_dies_and_resumes_claude() {
     wait_for("the old server to exit", 10, || {
         !env.tmux.tmux(&["list-sessions"]).status.success()
     });
-    let mut started = false;
-    for _ in 0..20 {
-        let out = std::process::Command::new("tmux")
+    wait_for("a new tmux server to start", 10, || {
+        std::process::Command::new("tmux")
             .args([
                 "-L",
                 &env.tmux.socket,
@@ -342,16 +341,13 @@ fn restore_recreates_sessions_after_the_tmux_server_dies_and_resumes_claude() {
             ])
             .env("PATH", &env.path)
             .envs(common::GIT_ENV.iter().copied())
+            .env("HOME", &env.tmux.home)
             .env_remove("TMUX")
             .output()
-            .unwrap();
-        if out.status.success() {
-            started = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    assert!(started, "a new tmux server did not start");
+            .unwrap()
+            .status
+            .success()
+    });
     let listed = env.ok(&["restore"]);
     assert_eq!(
         listed["restorable"].as_array().unwrap().len(),

@@ -199,15 +199,11 @@ impl Client {
 
     fn wait_screen(&self, what: &str, f: impl Fn(&str) -> bool) -> String {
         let mut last = String::new();
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(10) {
+        poll(Duration::from_secs(10), || {
             last = self.screen();
-            if f(&last) {
-                return last;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!("timed out waiting for {what}; the client shows:\n{last}");
+            f(&last).then(|| last.clone())
+        })
+        .unwrap_or_else(|| panic!("timed out waiting for {what}; the client shows:\n{last}"))
     }
 
     fn session(&self, inner: &TmuxServer) -> String {

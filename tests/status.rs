@@ -320,37 +320,36 @@ fn real_tmux_hooks_update_the_options_when_the_agent_exits() {
         .ok(&["send-keys", "-t", &format!("={sess}:"), "go", "Enter"]);
     // Done when both are there: the option published and the exit recorded (one may
     // come a moment after the other).
-    let start = std::time::Instant::now();
-    let done = || {
-        session_option(&env, &sess).contains("✗ exited 3")
-            && !events(&history(&env, &id(&t)), "agent.exited").is_empty()
-    };
-    while !done() {
+    let done = common::poll(std::time::Duration::from_secs(20), || {
+        let done = session_option(&env, &sess).contains("✗ exited 3")
+            && !events(&history(&env, &id(&t)), "agent.exited").is_empty();
         // The user's status line polls `orange status`. Debian's tmux sometimes never reaps
         // the agent, and then never runs pane-died: the poll sees the zombie, asks tmux,
         // which nudges its reaper, and tmux then runs the hook. It publishes nothing itself.
-        status(&env, "tmux");
-        assert!(
-            start.elapsed().as_secs() < 20,
-            "no pane-died hook effect after 20 s: option {:?}, panes {:?}, log {:?}, history {:?}",
-            session_option(&env, &sess),
-            env.tmux.ok(&[
-                "list-panes",
-                "-a",
-                "-F",
-                "#{session_name} #{pane_dead} #{pane_dead_status}"
-            ]),
-            std::fs::read_to_string(env.home.join("orange.log")).unwrap_or_default(),
-            std::fs::read_to_string(
-                env.home
-                    .join("tasks/app")
-                    .join(id(&t))
-                    .join("history.jsonl")
-            )
-            .unwrap_or_default(),
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+        if !done {
+            status(&env, "tmux");
+        }
+        done.then_some(())
+    });
+    assert!(
+        done.is_some(),
+        "no pane-died hook effect after 20 s: option {:?}, panes {:?}, log {:?}, history {:?}",
+        session_option(&env, &sess),
+        env.tmux.ok(&[
+            "list-panes",
+            "-a",
+            "-F",
+            "#{session_name} #{pane_dead} #{pane_dead_status}"
+        ]),
+        std::fs::read_to_string(env.home.join("orange.log")).unwrap_or_default(),
+        std::fs::read_to_string(
+            env.home
+                .join("tasks/app")
+                .join(id(&t))
+                .join("history.jsonl")
+        )
+        .unwrap_or_default(),
+    );
     assert_eq!(
         summary_option(&env),
         "#[push-default]#[fg=red,bold]✗ 1#[default]#[pop-default]"
