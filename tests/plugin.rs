@@ -719,6 +719,71 @@ fn the_sidebar_key_outside_a_task_session_says_why() {
     assert_eq!(window_panes(&env.tmux, "plain:").len(), 1);
 }
 
+/// `orange demo` writes the plugin out of its own binary: every file of tmux/ must be
+/// built in (an `include_str!` of it somewhere in src/), or the demo's keys break.
+#[test]
+fn every_plugin_file_is_built_into_the_binary_for_the_demo() {
+    fn text_of(dir: &Path, out: &mut String) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                text_of(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push_str(&std::fs::read_to_string(&p).unwrap());
+            }
+        }
+    }
+    let mut src = String::new();
+    text_of(&plugin_dir().join("src"), &mut src);
+    let mut files = vec!["orange.tmux".to_string()];
+    for e in std::fs::read_dir(plugin_dir().join("tmux"))
+        .unwrap()
+        .flatten()
+    {
+        files.push(format!("tmux/{}", e.file_name().to_string_lossy()));
+    }
+    let missing: Vec<&String> = files
+        .iter()
+        .filter(|f| !src.contains(&format!("/{f}\")")))
+        .collect();
+    assert!(missing.is_empty(), "not built into orange: {missing:?}");
+}
+
+/// A key whose binary went away (removed, or not built yet) says so on the status line,
+/// with the path as it is: a `#S` in it is no format (tmux would show the session name).
+#[test]
+fn a_key_whose_binary_is_gone_says_it_is_not_built() {
+    let env = TaskEnv::new();
+    tell_server_home(&env);
+    let dir = env.root().join("bin#S");
+    std::fs::create_dir_all(&dir).unwrap();
+    let gone = dir.join("orange");
+    std::fs::write(&gone, "#!/bin/sh\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&gone, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let _plugin = load_plugin_with(&env.tmux, &gone);
+    std::fs::remove_file(&gone).unwrap();
+    env.tmux
+        .ok(&["new-session", "-d", "-s", "plain", "-x", "160", "-y", "40"]);
+    let client = Client::attach(&env.root(), &env.tmux, "plain");
+    client.press(&["C-b", "O", "s"]);
+    let want = format!(
+        "orange: {} is not built yet (or @orange-bin is wrong)",
+        gone.display()
+    );
+    // The log also has each display-message command line: look at what was shown.
+    let shown = format!("message: {want}");
+    let mut log = String::new();
+    let said = common::poll(Duration::from_secs(10), || {
+        log = client.messages(&env.tmux);
+        log.lines().any(|l| l.ends_with(&shown)).then_some(())
+    });
+    assert!(
+        said.is_some(),
+        "no {shown:?} in the client's messages:\n{log}"
+    );
+}
+
 #[test]
 fn sidebar_toggles_beside_the_agent_and_refuses_a_small_window() {
     let env = TaskEnv::new();
