@@ -1156,6 +1156,7 @@ fn demo_starts_three_agents_with_the_plugin_and_a_sidebar() {
         .prefix("orange-demo-test-")
         .tempdir()
         .unwrap();
+    let user_home = common::user_home(tmp.path());
     let socket = format!("orange-demo-t{}", std::process::id());
     let _server = DemoServer(socket.clone());
     let sandbox = tmp.path().join("demo");
@@ -1170,6 +1171,7 @@ fn demo_starts_three_agents_with_the_plugin_and_a_sidebar() {
         ])
         .env("ORANGE_TMUX_SOCKET", &socket)
         .env("ORANGE_DEMO_PACE", "0.2")
+        .env("HOME", &user_home)
         .env_remove("TMUX")
         .env_remove("TMUX_PANE")
         .env_remove("ORANGE_HOME")
@@ -1247,6 +1249,7 @@ fn demo_starts_three_agents_with_the_plugin_and_a_sidebar() {
         let o = Command::new(bin())
             .args(["task", "list", "--all", "--json"])
             .env("ORANGE_HOME", home)
+            .env("HOME", &user_home)
             .env("ORANGE_TMUX_SOCKET", &socket)
             .env_remove("TMUX")
             .output()
@@ -1278,6 +1281,7 @@ fn demo_starts_three_agents_with_the_plugin_and_a_sidebar() {
                 tasks[0]["id"].as_str().unwrap(),
             ])
             .env("ORANGE_HOME", home)
+            .env("HOME", &user_home)
             .env("ORANGE_TMUX_SOCKET", &socket)
             .env_remove("TMUX")
             .output()
