@@ -35,7 +35,8 @@ DIR=${BASH_SOURCE[0]%/*}
 [[ $DIR == "${BASH_SOURCE[0]}" ]] && DIR=.
 DIR=$(cd "$DIR" && pwd)
 
-msg() { tmux display-message "${1//#/##}" 2>/dev/null; }
+# shellcheck source=tmux/lib.sh
+. "$DIR/tmux/lib.sh"
 
 # q VAR TEXT: TEXT sh-quoted ('…', each ' as '\''), every # doubled (run-shell, popups and
 # #() expand formats before the shell sees the line).

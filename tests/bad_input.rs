@@ -258,3 +258,18 @@ fn a_repository_without_commits_is_refused_before_anything_is_recorded() {
     let (_, list) = env.json_in(&empty, &["task", "list"]);
     assert_eq!(list.as_array().map(|a| a.len()), Some(0), "{list}");
 }
+
+#[test]
+fn an_orange_home_that_cannot_be_read_is_an_io_error_naming_the_path() {
+    let env = Env::new();
+    let file = env.root().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let home = file.join("home");
+    let args = ["task", "list", "--json"];
+    let out = env.cmd(&args).env("ORANGE_HOME", &home).output().unwrap();
+    let (ok, v) = parse_json_output(&args, &out);
+    assert!(!ok, "{v}");
+    assert_eq!(v["error"]["code"], "io_error", "{v}");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains(home.to_str().unwrap()), "{msg}");
+}

@@ -126,10 +126,9 @@ fn a_declared_harness_is_nudged_its_own_way_and_never_while_blocked() {
     assert!(!typed.contains("keep going"), "{typed}");
     // Its prompt back: waiting; after the grace, the harness's own nudge, submitted.
     say(&env, &pane, "n", "mybot ready ::");
-    pass(&env, &id);
-    std::thread::sleep(Duration::from_millis(1200));
-    pass(&env, &id);
+    // Monitor passes, until one past the grace has nudged and the nudge reached the agent.
     common::wait_for("the nudge to reach the agent", 20, || {
+        pass(&env, &id);
         std::fs::read_to_string(&input)
             .unwrap_or_default()
             .contains("keep going, mybot")

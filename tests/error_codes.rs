@@ -1,53 +1,51 @@
-//! Every canonical error code of DESIGN.md is triggered through the CLI by some test:
-//! this test fails when a code has no `err(&[…], "<code>")` assertion anywhere in tests/.
+//! Every canonical error code is triggered through the CLI by some test: this test fails
+//! when a code has no `err(&[…], "<code>")` (or `["code"] == "<code>"`) assertion anywhere
+//! in tests/. The codes are read from the repository itself: the `=> "<code>"` arms of
+//! `OrangeError::code` in src/error.rs.
 
-// Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
-#![allow(clippy::disallowed_methods)]
+use std::path::Path;
+
+/// The codes `OrangeError::code` returns: every `=> "…"` in its body.
+fn canonical_codes(error_rs: &str) -> Vec<String> {
+    let start = error_rs
+        .find("pub fn code(&self)")
+        .expect("src/error.rs defines OrangeError::code");
+    let body = &error_rs[start..];
+    let body = &body[..body.find("\n    }\n").expect("the end of fn code")];
+    body.split("=> \"")
+        .skip(1)
+        .map(|s| s[..s.find('"').unwrap()].to_string())
+        .collect()
+}
+
+/// At most `n` bytes of `text` before byte `i`, cut at a character boundary (a plain
+/// `&text[i - n..i]` panics when it falls inside a multi-byte character).
+fn before(text: &str, i: usize, n: usize) -> &str {
+    let start = (i.saturating_sub(n)..=i)
+        .find(|&j| text.is_char_boundary(j))
+        .unwrap();
+    &text[start..i]
+}
+
+#[test]
+fn the_window_before_a_code_never_splits_a_character() {
+    let text = format!("{}é.err(\"x\"", "a".repeat(10));
+    let i = text.find("\"x\"").unwrap();
+    // 6 bytes before the quote start inside the two-byte "é".
+    assert_eq!(before(&text, i, 6), ".err(");
+    assert_eq!(before(&text, i, 7), "é.err(");
+    assert_eq!(before(&text, 3, 200), "aaa");
+}
 
 #[test]
 fn every_canonical_error_code_is_triggered_by_a_cli_test() {
-    let design = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/DESIGN.md");
-    let codes: Vec<String> = match std::fs::read_to_string(&design) {
-        // The list as DESIGN.md has it, when shared/ is beside the checkout.
-        Ok(text) => {
-            let start = text
-                .find("Canonical error codes")
-                .expect("DESIGN.md lists the codes");
-            text[start..]
-                .split("\n\n")
-                .next()
-                .unwrap()
-                .split('`')
-                .skip(1)
-                .step_by(2)
-                .map(str::to_string)
-                .collect()
-        }
-        Err(_) => [
-            "project_not_found",
-            "task_not_found",
-            "lane_not_found",
-            "workspace_not_found",
-            "pool_exhausted",
-            "worktree_dirty",
-            "lane_running",
-            "invalid_transition",
-            "invalid_argument",
-            "backend_not_found",
-            "backend_command_failed",
-            "state_corrupt",
-            "lock_timeout",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
-    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let codes = canonical_codes(&std::fs::read_to_string(root.join("src/error.rs")).unwrap());
     assert!(codes.len() >= 13, "{codes:?}");
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-    let mut sources = String::new();
-    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+    let mut sources = Vec::new();
+    for e in std::fs::read_dir(root.join("tests")).unwrap().flatten() {
         if e.path().extension().is_some_and(|x| x == "rs") && e.file_name() != "error_codes.rs" {
-            sources.push_str(&std::fs::read_to_string(e.path()).unwrap());
+            sources.push(std::fs::read_to_string(e.path()).unwrap());
         }
     }
     let missing: Vec<&String> = codes
@@ -55,9 +53,11 @@ fn every_canonical_error_code_is_triggered_by_a_cli_test() {
         .filter(|c| {
             let quoted = format!("\"{c}\"");
             // An assertion on a CLI result: env.err(…, "code") or v["error"]["code"] == "code".
-            !sources.match_indices(&quoted).any(|(i, _)| {
-                let before = &sources[i.saturating_sub(200)..i];
-                before.contains(".err(") || before.contains("[\"code\"]")
+            !sources.iter().any(|text| {
+                text.match_indices(&quoted).any(|(i, _)| {
+                    let before = before(text, i, 200);
+                    before.contains(".err(") || before.contains("[\"code\"]")
+                })
             })
         })
         .collect();

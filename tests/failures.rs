@@ -7,18 +7,8 @@
 
 use crate::common;
 
-use common::{git, TaskEnv};
+use common::{git, id, TaskEnv};
 use serde_json::Value;
-
-fn create(env: &TaskEnv, args: &[&str]) -> Value {
-    let mut a = vec!["task", "create"];
-    a.extend_from_slice(args);
-    env.ok(&a)
-}
-
-fn id(v: &Value) -> String {
-    v["id"].as_str().unwrap().to_string()
-}
 
 fn bound(env: &TaskEnv) -> Vec<(String, String)> {
     let pool = env.pool_json();
@@ -140,9 +130,9 @@ fn a_failed_task_can_be_deleted_or_cancelled() {
 fn a_queued_task_that_cannot_start_fails_and_the_next_one_starts() {
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "1"]);
-    let a = create(&env, &["q/a", "a", "--harness", "fake-wait"]);
-    let b = create(&env, &["blocked/b", "b", "--harness", "fake-wait"]);
-    let c = create(&env, &["q/c", "c", "--harness", "fake-wait"]);
+    let a = env.create(&["q/a", "a", "--harness", "fake-wait"]);
+    let b = env.create(&["blocked/b", "b", "--harness", "fake-wait"]);
+    let c = env.create(&["q/c", "c", "--harness", "fake-wait"]);
     assert_eq!(b["outcome"], "queued");
     assert_eq!(c["outcome"], "queued");
     // b's branch becomes impossible while it waits in the queue.
@@ -176,7 +166,7 @@ fn a_queued_task_that_cannot_start_fails_and_the_next_one_starts() {
     assert!(bound(&env).is_empty());
     // A failed task retried while the pool is full waits in the queue again.
     git(&env.repo, &["branch", "-D", "blocked"]);
-    let d = create(&env, &["q/d", "d", "--harness", "fake-wait"]);
+    let d = env.create(&["q/d", "d", "--harness", "fake-wait"]);
     assert_eq!(d["outcome"], "spawned");
     let r = env.ok(&["task", "respawn", &id(&b)]);
     assert_eq!(r["status"], "pending", "{r}");
@@ -250,7 +240,7 @@ fn an_agent_started_by_a_killed_create_is_adopted_then_cancel_stops_it_and_frees
         agent_sessions(&env)
     );
     assert!(bound(&env).is_empty(), "{:?}", bound(&env));
-    let n = create(&env, &["c/next", "next", "--harness", "fake-wait"]);
+    let n = env.create(&["c/next", "next", "--harness", "fake-wait"]);
     assert_eq!(n["outcome"], "spawned", "{n}");
     assert_eq!(agent_sessions(&env), vec!["app/c/next".to_string()]);
 }
@@ -283,7 +273,7 @@ fn a_spawn_killed_after_it_took_a_workspace_gives_it_back() {
 fn a_monitor_pass_adopts_an_interrupted_spawn_and_stops_an_agent_whose_task_is_gone() {
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "2"]);
-    let b = create(&env, &["m/b", "b", "--harness", "fake-wait"]);
+    let b = env.create(&["m/b", "b", "--harness", "fake-wait"]);
     crash_at(
         &env,
         "spawn.started",
@@ -315,7 +305,7 @@ fn a_monitor_pass_adopts_an_interrupted_spawn_and_stops_an_agent_whose_task_is_g
 fn a_cancel_or_merge_killed_after_it_was_recorded_is_finished_by_the_next_command() {
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "2"]);
-    let a = create(&env, &["k/a", "a", "--harness", "fake-wait"]);
+    let a = env.create(&["k/a", "a", "--harness", "fake-wait"]);
     crash_at(
         &env,
         "cancel.recorded",
@@ -335,7 +325,7 @@ fn a_cancel_or_merge_killed_after_it_was_recorded_is_finished_by_the_next_comman
     );
     assert!(bound(&env).is_empty(), "{:?}", bound(&env));
 
-    let b = create(&env, &["k/b", "b", "--harness", "fake-wait"]);
+    let b = env.create(&["k/b", "b", "--harness", "fake-wait"]);
     let ws = env.ws_path(b["workspace"].as_str().unwrap());
     std::fs::write(ws.join("b.txt"), "b").unwrap();
     git(&ws, &["add", "b.txt"]);
@@ -366,7 +356,7 @@ fn a_cancel_or_merge_killed_after_it_was_recorded_is_finished_by_the_next_comman
 fn a_merge_killed_after_merging_is_completed_by_running_it_again() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let b = create(&env, &["k/m", "m", "--harness", "fake-wait"]);
+    let b = env.create(&["k/m", "m", "--harness", "fake-wait"]);
     let ws = env.ws_path(b["workspace"].as_str().unwrap());
     std::fs::write(ws.join("m.txt"), "m").unwrap();
     git(&ws, &["add", "m.txt"]);
@@ -383,7 +373,7 @@ fn a_merge_killed_after_merging_is_completed_by_running_it_again() {
 fn a_respawn_killed_before_it_was_recorded_leaves_one_agent_the_record_points_to() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let a = create(&env, &["r/a", "a", "--harness", "fake-exit0"]);
+    let a = env.create(&["r/a", "a", "--harness", "fake-exit0"]);
     env.wait_session(&id(&a), "dead");
     crash_at(&env, "respawn.started", &["task", "respawn", &id(&a)]);
     let t = env.task(&id(&a));
@@ -404,7 +394,7 @@ fn a_respawn_killed_before_it_was_recorded_leaves_one_agent_the_record_points_to
 fn gc_force_never_hands_over_a_workspace_an_agent_works_in() {
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "1"]);
-    let a = create(&env, &["g/a", "a", "--harness", "fake-wait"]);
+    let a = env.create(&["g/a", "a", "--harness", "fake-wait"]);
     // The pool file says another label holds the workspace (hand-edited, an outside tool):
     // gc --force would free it, but task a's agent runs there.
     let path = env.home.join("workspaces/.pool.json");
@@ -423,7 +413,7 @@ fn gc_force_never_hands_over_a_workspace_an_agent_works_in() {
             .contains("an agent runs in it"),
         "{gc}"
     );
-    let b = create(&env, &["g/b", "b", "--harness", "fake-wait"]);
+    let b = env.create(&["g/b", "b", "--harness", "fake-wait"]);
     assert_eq!(b["outcome"], "queued", "{b}");
 }
 
@@ -532,7 +522,7 @@ fn a_lane_still_being_created_is_left_to_its_creator() {
 fn a_monitor_exits_when_its_server_is_replaced_on_the_same_socket() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    create(&env, &["s/a", "a", "--harness", "fake-wait"]);
+    env.create(&["s/a", "a", "--harness", "fake-wait"]);
     let mut monitor = env
         .cmd_in(&env.repo, &["monitor", "--interval", "200ms", "--json"])
         .stdout(std::process::Stdio::piped())
@@ -582,7 +572,7 @@ fn a_monitor_exits_when_its_server_is_replaced_on_the_same_socket() {
 fn a_monitor_on_another_server_leaves_this_servers_tasks_alone() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let a = create(&env, &["s/b", "b", "--harness", "fake-wait"]);
+    let a = env.create(&["s/b", "b", "--harness", "fake-wait"]);
     assert_eq!(
         env.task(&id(&a))["tmux_server"]["socket"],
         env.tmux.socket_path.as_str()
@@ -612,7 +602,7 @@ fn a_monitor_on_another_server_leaves_this_servers_tasks_alone() {
 fn an_active_tasks_workspace_cannot_be_released_from_under_its_agent() {
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "1"]);
-    let a = create(&env, &["w/a", "a", "--harness", "fake-wait"]);
+    let a = env.create(&["w/a", "a", "--harness", "fake-wait"]);
     for args in [
         &["workspace", "release", "app--1"][..],
         &["workspace", "release", "app--1", "--force"][..],
@@ -621,7 +611,7 @@ fn an_active_tasks_workspace_cannot_be_released_from_under_its_agent() {
         assert!(m.contains(&id(&a)) && m.contains("task cancel"), "{m}");
     }
     assert_eq!(bound(&env), vec![("app--1".to_string(), id(&a))]);
-    let b = create(&env, &["w/b", "b", "--harness", "fake-wait"]);
+    let b = env.create(&["w/b", "b", "--harness", "fake-wait"]);
     assert_eq!(b["outcome"], "queued", "{b}");
 }
 
@@ -629,7 +619,7 @@ fn an_active_tasks_workspace_cannot_be_released_from_under_its_agent() {
 fn a_task_cancelled_while_a_monitor_pass_looks_at_it_is_never_escalated_or_counted_crashed() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let a = create(&env, &["race/a", "a", "--harness", "fake-exit0"]);
+    let a = env.create(&["race/a", "a", "--harness", "fake-exit0"]);
     env.wait_session(&id(&a), "dead");
     let pause = tempfile::tempdir().unwrap();
     // The pass has seen the dead agent and stops right before it records anything.
@@ -667,8 +657,8 @@ fn a_task_cancelled_while_a_monitor_pass_looks_at_it_is_never_escalated_or_count
 fn a_workspace_freed_by_a_repair_starts_the_queued_task() {
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "1"]);
-    let a = create(&env, &["q/first", "a", "--harness", "fake-wait"]);
-    let b = create(&env, &["q/second", "b", "--harness", "fake-wait"]);
+    let a = env.create(&["q/first", "a", "--harness", "fake-wait"]);
+    let b = env.create(&["q/second", "b", "--harness", "fake-wait"]);
     assert_eq!(b["outcome"], "queued");
     crash_at(
         &env,
@@ -692,7 +682,7 @@ fn a_workspace_freed_by_a_repair_starts_the_queued_task() {
 fn a_second_session_of_an_active_task_is_stopped_and_its_workspace_stays_with_the_task() {
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "1"]);
-    let a = create(&env, &["d/a", "a", "--harness", "fake-wait"]);
+    let a = env.create(&["d/a", "a", "--harness", "fake-wait"]);
     let sid = a["tmux_session_id"].as_str().unwrap();
     // A copy of a's session, marks and all (as a race or a hand-made session leaves it).
     let marks = env.tmux.ok(&["show-options", "-t", &format!("{sid}:")]);
@@ -721,7 +711,7 @@ fn a_second_session_of_an_active_task_is_stopped_and_its_workspace_stays_with_th
 fn a_workspace_cancel_kept_stays_until_its_work_is_saved_then_a_monitor_pass_frees_it() {
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "1"]);
-    let a = create(&env, &["k/keep", "a", "--harness", "fake-wait"]);
+    let a = env.create(&["k/keep", "a", "--harness", "fake-wait"]);
     let ws = env.ws_path("app--1");
     std::fs::write(ws.join("precious.txt"), "mine").unwrap();
     let c = env.ok(&["task", "cancel", "--yes", &id(&a)]);
@@ -749,7 +739,7 @@ fn a_workspace_cancel_kept_stays_until_its_work_is_saved_then_a_monitor_pass_fre
 fn a_reader_while_a_task_is_created_never_drops_it_from_the_queue() {
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "1"]);
-    let a = create(&env, &["idx/first", "a", "--harness", "fake-wait"]);
+    let a = env.create(&["idx/first", "a", "--harness", "fake-wait"]);
     let pause = tempfile::tempdir().unwrap();
     let creating = env
         .cmd_in(

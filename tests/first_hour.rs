@@ -150,9 +150,13 @@ fn processes_of(home: &str) -> Vec<u32> {
 
 #[test]
 fn a_second_demo_replaces_the_first_and_its_printed_commands_work() {
+    // Declared first, removed last: after the demo's server is killed.
+    let tmp = tempfile::tempdir().unwrap();
+    let home = common::user_home(tmp.path());
+    let home = home.to_str().unwrap();
     let socket = format!("orange-fh-demo-{}", std::process::id());
     let _server = DemoServer(socket.clone());
-    let (first, _) = run_demo(&socket, &[]);
+    let (first, _) = run_demo(&socket, &[("HOME", home)]);
     let first_dir = first["sandbox"].as_str().unwrap().to_string();
     let first_home = first["home"].as_str().unwrap().to_string();
     // The person lands on the welcome session with its key guide.
@@ -171,7 +175,7 @@ fn a_second_demo_replaces_the_first_and_its_printed_commands_work() {
     });
     assert!(welcome.contains("prefix O l"), "{welcome}");
 
-    let (second, _) = run_demo(&socket, &[]);
+    let (second, _) = run_demo(&socket, &[("HOME", home)]);
     assert_eq!(second["replaced"], first_dir.as_str(), "{second}");
     assert!(!std::path::Path::new(&first_dir).exists());
     common::wait_for("the first demo's monitor and agents to end", 20, || {
@@ -181,6 +185,7 @@ fn a_second_demo_replaces_the_first_and_its_printed_commands_work() {
     // The text output's `tasks` line, run exactly as printed, lists live tasks.
     let out = std::process::Command::new(common::bin())
         .args(["demo", "--no-attach"])
+        .env("HOME", home)
         .env("ORANGE_TMUX_SOCKET", &socket)
         .env("ORANGE_DEMO_PACE", "0.2")
         .env_remove("TMUX")
@@ -200,6 +205,7 @@ fn a_second_demo_replaces_the_first_and_its_printed_commands_work() {
         .env_remove("ORANGE_HOME")
         .env_remove("ORANGE_TMUX_SOCKET")
         .env("PATH", "/usr/bin:/bin")
+        .env("HOME", home)
         .output()
         .unwrap();
     let listed = String::from_utf8_lossy(&listed.stdout);
@@ -216,6 +222,7 @@ fn inside_tmux_the_demo_opens_in_a_new_window_there() {
     let tmux_var = format!("{},1,0", env.tmux.socket_path);
     let out = std::process::Command::new(common::bin())
         .args(["demo"])
+        .env("HOME", &env.user_home)
         .env("ORANGE_TMUX_SOCKET", &socket)
         .env("ORANGE_DEMO_PACE", "0.2")
         .env("TMUX", &tmux_var)
@@ -510,9 +517,13 @@ fn a_plugin_building_its_binary_says_so_on_the_status_line_until_it_fails() {
 /// killed by the next demo, nor is its sandbox removed.
 #[test]
 fn a_demo_server_holding_other_sessions_is_left_alone() {
+    // Declared first, removed last: after the demo's server is killed.
+    let tmp = tempfile::tempdir().unwrap();
+    let home = common::user_home(tmp.path());
+    let home = home.to_str().unwrap();
     let socket = format!("orange-fh-keep-{}", std::process::id());
     let _server = DemoServer(socket.clone());
-    let (first, _) = run_demo(&socket, &[]);
+    let (first, _) = run_demo(&socket, &[("HOME", home)]);
     let first_dir = first["sandbox"].as_str().unwrap().to_string();
     let tmux = |args: &[&str]| {
         std::process::Command::new("tmux")
@@ -522,7 +533,7 @@ fn a_demo_server_holding_other_sessions_is_left_alone() {
             .unwrap()
     };
     assert!(tmux(&["new-session", "-d", "-s", "mine"]).status.success());
-    let (second, stderr) = run_demo(&socket, &[]);
+    let (second, stderr) = run_demo(&socket, &[("HOME", home)]);
     assert!(second["replaced"].is_null(), "{second}");
     assert!(stderr.contains("left alone"), "{stderr}");
     assert!(tmux(&["has-session", "-t", "=mine"]).status.success());

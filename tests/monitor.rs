@@ -11,18 +11,6 @@ use std::time::Duration;
 use common::{wait_for, TaskEnv};
 use serde_json::Value;
 
-fn create(env: &TaskEnv, branch: &str, harness: &str) -> String {
-    let v = env.ok(&[
-        "task",
-        "create",
-        branch,
-        "do the thing",
-        "--harness",
-        harness,
-    ]);
-    v["id"].as_str().unwrap().to_string()
-}
-
 fn append_config(env: &TaskEnv, text: &str) {
     let mut f = std::fs::OpenOptions::new()
         .append(true)
@@ -58,7 +46,7 @@ fn an_idle_agent_is_nudged_exactly_once_per_idle_period_and_the_nudge_is_submitt
     let env = TaskEnv::new();
     env.add_project(&[]);
     append_config(&env, "[policy]\nidle_grace = \"3s\"\n");
-    let id = create(&env, "idle/x", "fake-wait");
+    let id = env.create_id("idle/x", "fake-wait");
     env.agent_log(&id, "cwd");
     // Right after it started: not idle for the grace yet.
     let r = pass(&env);
@@ -100,7 +88,7 @@ fn an_idle_agent_is_nudged_exactly_once_per_idle_period_and_the_nudge_is_submitt
 fn exits_without_an_outcome_are_crashes_and_two_make_the_task_stuck() {
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "3"]);
-    let id = create(&env, "crash/x", "fake-exit0");
+    let id = env.create_id("crash/x", "fake-exit0");
     env.wait_session(&id, "dead");
     let r = pass(&env);
     assert_eq!(r["actions"][0]["action"], "escalate", "{r}");
@@ -146,7 +134,7 @@ fn exits_without_an_outcome_are_crashes_and_two_make_the_task_stuck() {
         .contains("stuck"));
 
     // An agent that reported its outcome before exiting is not a crash.
-    let ok = create(&env, "crash/ok", "fake-complete");
+    let ok = env.create_id("crash/ok", "fake-complete");
     env.wait_status(&ok, "reviewing");
     env.wait_session(&ok, "dead");
     pass(&env);
@@ -154,7 +142,7 @@ fn exits_without_an_outcome_are_crashes_and_two_make_the_task_stuck() {
     assert_eq!(history_events(&env, &ok, "agent.exited").len(), 1);
 
     // Killed by a signal: a crash too.
-    let k = create(&env, "crash/killed", "fake-wait");
+    let k = env.create_id("crash/killed", "fake-wait");
     env.wait_session(&k, "live");
     let pid = env
         .tmux
@@ -178,7 +166,7 @@ fn on_exit_recover_respawns_with_the_policy_message() {
     let env = TaskEnv::new();
     env.add_project(&[]);
     append_config(&env, "[harness.fake-exit0.policy]\non_exit = { action = \"recover\", message = \"Try again, carefully.\", mode = \"prompt\" }\n");
-    let id = create(&env, "rec/x", "fake-exit0");
+    let id = env.create_id("rec/x", "fake-exit0");
     env.wait_session(&id, "dead");
     let first_session = env.task(&id)["tmux_session_id"].clone();
     let r = pass(&env);
@@ -194,7 +182,7 @@ fn on_exit_recover_respawns_with_the_policy_message() {
 fn claude_log_errors_are_classified_and_escalated() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let id = create(&env, "cl/x", "claude");
+    let id = env.create_id("cl/x", "claude");
     let t = env.task(&id);
     let conv = t["agent_session_id"].as_str().unwrap().to_string();
     let ws = env.ws_path(t["workspace"].as_str().unwrap());
@@ -242,7 +230,7 @@ fn claude_log_errors_are_classified_and_escalated() {
 fn a_sub_agents_hook_does_not_flip_its_parent() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let id = create(&env, "hook/x", "claude");
+    let id = env.create_id("hook/x", "claude");
     let t = env.task(&id);
     let conv = t["agent_session_id"].as_str().unwrap().to_string();
     let home = orange::adapters::store::Home {
@@ -327,8 +315,8 @@ fn the_monitor_started_twice_runs_once() {
 fn restore_recreates_sessions_after_the_tmux_server_dies_and_resumes_claude() {
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "3"]);
-    let plain = create(&env, "rs/plain", "fake-wait");
-    let claude = create(&env, "rs/claude", "claude");
+    let plain = env.create_id("rs/plain", "fake-wait");
+    let claude = env.create_id("rs/claude", "claude");
     let conv = env.task(&claude)["agent_session_id"]
         .as_str()
         .unwrap()
@@ -339,9 +327,8 @@ fn restore_recreates_sessions_after_the_tmux_server_dies_and_resumes_claude() {
     wait_for("the old server to exit", 10, || {
         !env.tmux.tmux(&["list-sessions"]).status.success()
     });
-    let mut started = false;
-    for _ in 0..20 {
-        let out = std::process::Command::new("tmux")
+    wait_for("a new tmux server to start", 10, || {
+        std::process::Command::new("tmux")
             .args([
                 "-L",
                 &env.tmux.socket,
@@ -354,16 +341,13 @@ fn restore_recreates_sessions_after_the_tmux_server_dies_and_resumes_claude() {
             ])
             .env("PATH", &env.path)
             .envs(common::GIT_ENV.iter().copied())
+            .env("HOME", &env.tmux.home)
             .env_remove("TMUX")
             .output()
-            .unwrap();
-        if out.status.success() {
-            started = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    assert!(started, "a new tmux server did not start");
+            .unwrap()
+            .status
+            .success()
+    });
     let listed = env.ok(&["restore"]);
     assert_eq!(
         listed["restorable"].as_array().unwrap().len(),
@@ -433,7 +417,7 @@ fn only_tasks_in_working_status_are_nudged() {
     let env = TaskEnv::new();
     env.add_project(&[]);
     append_config(&env, "[policy]\nidle_grace = \"1s\"\n");
-    let id = create(&env, "rev/x", "fake-wait");
+    let id = env.create_id("rev/x", "fake-wait");
     env.agent_log(&id, "cwd");
     // The agent reported its work; it sits at its prompt while the person reviews.
     env.ok(&["task", "complete", &id]);
@@ -458,7 +442,7 @@ fn idle_periods_without_progress_escalate_instead_of_nudging_forever() {
     let env = TaskEnv::new();
     env.add_project(&[]);
     append_config(&env, "[policy]\nidle_grace = \"1s\"\nmax_nudges = 1\n");
-    let id = create(&env, "loop/x", "fake-wait");
+    let id = env.create_id("loop/x", "fake-wait");
     env.agent_log(&id, "cwd");
     wait_for("the idle grace to pass and the nudge", 10, || {
         let n = nudges_in(&pass(&env));
@@ -494,7 +478,7 @@ fn an_approval_prompt_from_hooks_is_blocked_escalated_and_never_nudged() {
     let env = TaskEnv::new();
     env.add_project(&[]);
     append_config(&env, "[policy]\nidle_grace = \"1s\"\n");
-    let id = create(&env, "perm/x", "claude");
+    let id = env.create_id("perm/x", "claude");
     env.agent_log(&id, "cwd");
     let conv = env.task(&id)["agent_session_id"]
         .as_str()
@@ -539,7 +523,7 @@ fn an_approval_prompt_from_hooks_is_blocked_escalated_and_never_nudged() {
 fn session_start_is_not_work_and_stop_failure_is_an_error_with_its_kind() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let id = create(&env, "hooks/x", "claude");
+    let id = env.create_id("hooks/x", "claude");
     env.agent_log(&id, "cwd");
     let conv = env.task(&id)["agent_session_id"]
         .as_str()
@@ -587,7 +571,7 @@ fn a_dead_agents_reason_is_kept_from_the_scrollback() {
         &env,
         "[harness.dies]\ncommand = \"echo 'Error: the model refused the API key'; i=0; while [ $i -lt 80 ]; do echo; i=$((i+1)); done; exit 1\"\n",
     );
-    let id = create(&env, "dies/x", "dies");
+    let id = env.create_id("dies/x", "dies");
     env.wait_session(&id, "dead");
     pass(&env);
     let t = env.task(&id);
@@ -637,7 +621,7 @@ fn claude_log_dir(cfg: &std::path::Path, ws: &std::path::Path) -> std::path::Pat
 fn a_claude_that_never_saved_its_conversation_respawns_with_a_new_one() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let id = create(&env, "nosave/x", "claude");
+    let id = env.create_id("nosave/x", "claude");
     let first = env.task(&id)["agent_session_id"]
         .as_str()
         .unwrap()
@@ -675,7 +659,7 @@ fn a_claude_that_never_saved_its_conversation_respawns_with_a_new_one() {
 fn a_lost_stop_hook_does_not_keep_an_agent_working_forever() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let id = create(&env, "lost/x", "claude");
+    let id = env.create_id("lost/x", "claude");
     env.agent_log(&id, "cwd");
     let t = env.task(&id);
     let conv = t["agent_session_id"].as_str().unwrap().to_string();
@@ -712,7 +696,7 @@ fn a_dialog_drawn_after_the_pass_decided_never_gets_the_nudge() {
     let env = TaskEnv::new();
     env.add_project(&[]);
     append_config(&env, "[policy]\nidle_grace = \"1s\"\n");
-    let id = create(&env, "late/x", "claude");
+    let id = env.create_id("late/x", "claude");
     env.agent_log(&id, "cwd");
     // Its turn ended (claude's Stop hook): from now on it is idle.
     let conv = env.task(&id)["agent_session_id"]
@@ -776,7 +760,7 @@ fn a_claude_that_has_not_sent_its_first_hook_is_starting_not_idle() {
     let env = TaskEnv::new();
     env.add_project(&[]);
     append_config(&env, "[policy]\nidle_grace = \"1s\"\n");
-    let id = create(&env, "start/x", "claude");
+    let id = env.create_id("start/x", "claude");
     env.agent_log(&id, "cwd");
     // Something that must NOT happen: passes for twice the grace never nudge it.
     common::holds_for(

@@ -101,8 +101,7 @@ impl Drop for Monitor {
 }
 
 fn create(env: &TaskEnv, branch: &str) -> String {
-    let v = env.ok(&["task", "create", branch, "do it", "--harness", "ctl"]);
-    let id = v["id"].as_str().unwrap().to_string();
+    let id = env.create_id(branch, "ctl");
     wait_for("the agent to start", 20, || {
         env.home.join("agent-log").join(&id).exists()
     });

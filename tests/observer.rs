@@ -10,12 +10,8 @@ use crate::common;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use common::{calls, counting_tmux, holds_for, wait_for, TaskEnv};
+use common::{calls, counting_tmux, holds_for, id, wait_for, TaskEnv};
 use serde_json::Value;
-
-fn id(v: &Value) -> String {
-    v["id"].as_str().unwrap().to_string()
-}
 
 /// The snapshot file the observer wrote for the test's tmux server.
 fn snapshot(env: &TaskEnv) -> Option<Value> {

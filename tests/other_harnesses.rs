@@ -536,29 +536,23 @@ impl Run {
     fn end(&self, id: &str) -> bool {
         self.stub.release();
         // It prints the error (one-shot modes then exit at once).
-        let start = Instant::now();
-        let mut exited = false;
-        while start.elapsed() < PATIENCE {
+        let mut exited = common::poll(PATIENCE, || {
             if self.env.task(id)["session"]["state"] == "dead" {
-                exited = true;
-                break;
+                Some(true)
+            } else if self.peek(id).contains(STUB_ERROR) {
+                Some(false)
+            } else {
+                None
             }
-            if self.peek(id).contains(STUB_ERROR) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        })
+        .unwrap_or(false);
         if !exited {
             let mut last = Value::Null;
-            let quiet = Instant::now();
-            while quiet.elapsed() < Duration::from_secs(4) {
+            exited = common::poll(Duration::from_secs(4), || {
                 last = self.env.task(id);
-                if last["session"]["state"] == "dead" {
-                    exited = true;
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
+                (last["session"]["state"] == "dead").then_some(())
+            })
+            .is_some();
             assert!(
                 exited || self.peek(id).contains(STUB_ERROR),
                 "{}: neither exited nor showed the model's error ({STUB_ERROR:?}) within {PATIENCE:?}; task {last}; its screen:\n{}",
@@ -602,12 +596,11 @@ impl Run {
             }
             found
         };
-        let start = Instant::now();
-        let mut left = survivors();
-        while !left.is_empty() && start.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(200));
+        let mut left = Vec::new();
+        common::poll(Duration::from_secs(5), || {
             left = survivors();
-        }
+            left.is_empty().then_some(())
+        });
         for (pid, _) in &left {
             let _ = std::process::Command::new("kill")
                 .args(["-KILL", &pid.to_string()])
@@ -786,18 +779,12 @@ fn continues_conversation(harness: &'static str) {
     // …with the first conversation as history, in the same request (opencode also sends
     // the new message alone to its title generator: look at every request).
     let needle = format!("Resuming: {}", run.marker);
-    let start = Instant::now();
-    let with_history = loop {
-        let found = run
-            .stub
+    let with_history = common::poll(Duration::from_secs(8), || {
+        run.stub
             .requests()
             .into_iter()
-            .find(|r| r.body.contains(&needle) && r.body.contains(FIRST_PROMPT_ONLY));
-        if found.is_some() || start.elapsed() > Duration::from_secs(8) {
-            break found;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+            .find(|r| r.body.contains(&needle) && r.body.contains(FIRST_PROMPT_ONLY))
+    });
     assert!(
         with_history.is_some(),
         "{harness}: the respawned agent started a blank conversation: no request to its model carried the first prompt ({FIRST_PROMPT_ONLY:?}) as history; respawn should resume the workspace's last session. It sent:\n{}",

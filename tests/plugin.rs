@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{bin, poll, wait_for, TaskEnv, TmuxServer};
+use common::{bin, id, poll, wait_for, TaskEnv, TmuxServer};
 use serde_json::Value;
 
 fn plugin_dir() -> PathBuf {
@@ -110,16 +110,6 @@ fn ours(lines: &[String], event: &str) -> usize {
         .count()
 }
 
-fn create(env: &TaskEnv, args: &[&str]) -> Value {
-    let mut a = vec!["task", "create"];
-    a.extend_from_slice(args);
-    env.ok(&a)
-}
-
-fn id(v: &Value) -> String {
-    v["id"].as_str().unwrap().to_string()
-}
-
 /// The task's session id; lifecycle marks the session with `@orange_task` = the task id,
 /// which the plugin's session-scoped keys rely on.
 fn task_session(env: &TaskEnv, task: &Value) -> String {
@@ -209,15 +199,11 @@ impl Client {
 
     fn wait_screen(&self, what: &str, f: impl Fn(&str) -> bool) -> String {
         let mut last = String::new();
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(10) {
+        poll(Duration::from_secs(10), || {
             last = self.screen();
-            if f(&last) {
-                return last;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!("timed out waiting for {what}; the client shows:\n{last}");
+            f(&last).then(|| last.clone())
+        })
+        .unwrap_or_else(|| panic!("timed out waiting for {what}; the client shows:\n{last}"))
     }
 
     fn session(&self, inner: &TmuxServer) -> String {
@@ -567,7 +553,7 @@ fn ctrl_keys_reach_plain_panes_and_act_in_task_sessions() {
     env.add_project(&[]);
     tell_server_home(&env);
     let _plugin = load_plugin(&env.tmux);
-    let t = create(&env, &["keys", "keys", "--harness", "fake-wait"]);
+    let t = env.create(&["keys", "keys", "--harness", "fake-wait"]);
     env.wait_session(&id(&t), "live");
     let sid = task_session(&env, &t);
     env.tmux.ok(&[
@@ -733,13 +719,78 @@ fn the_sidebar_key_outside_a_task_session_says_why() {
     assert_eq!(window_panes(&env.tmux, "plain:").len(), 1);
 }
 
+/// `orange demo` writes the plugin out of its own binary: every file of tmux/ must be
+/// built in (an `include_str!` of it somewhere in src/), or the demo's keys break.
+#[test]
+fn every_plugin_file_is_built_into_the_binary_for_the_demo() {
+    fn text_of(dir: &Path, out: &mut String) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                text_of(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push_str(&std::fs::read_to_string(&p).unwrap());
+            }
+        }
+    }
+    let mut src = String::new();
+    text_of(&plugin_dir().join("src"), &mut src);
+    let mut files = vec!["orange.tmux".to_string()];
+    for e in std::fs::read_dir(plugin_dir().join("tmux"))
+        .unwrap()
+        .flatten()
+    {
+        files.push(format!("tmux/{}", e.file_name().to_string_lossy()));
+    }
+    let missing: Vec<&String> = files
+        .iter()
+        .filter(|f| !src.contains(&format!("/{f}\")")))
+        .collect();
+    assert!(missing.is_empty(), "not built into orange: {missing:?}");
+}
+
+/// A key whose binary went away (removed, or not built yet) says so on the status line,
+/// with the path as it is: a `#S` in it is no format (tmux would show the session name).
+#[test]
+fn a_key_whose_binary_is_gone_says_it_is_not_built() {
+    let env = TaskEnv::new();
+    tell_server_home(&env);
+    let dir = env.root().join("bin#S");
+    std::fs::create_dir_all(&dir).unwrap();
+    let gone = dir.join("orange");
+    std::fs::write(&gone, "#!/bin/sh\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&gone, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let _plugin = load_plugin_with(&env.tmux, &gone);
+    std::fs::remove_file(&gone).unwrap();
+    env.tmux
+        .ok(&["new-session", "-d", "-s", "plain", "-x", "160", "-y", "40"]);
+    let client = Client::attach(&env.root(), &env.tmux, "plain");
+    client.press(&["C-b", "O", "s"]);
+    let want = format!(
+        "orange: {} is not built yet (or @orange-bin is wrong)",
+        gone.display()
+    );
+    // The log also has each display-message command line: look at what was shown.
+    let shown = format!("message: {want}");
+    let mut log = String::new();
+    let said = common::poll(Duration::from_secs(10), || {
+        log = client.messages(&env.tmux);
+        log.lines().any(|l| l.ends_with(&shown)).then_some(())
+    });
+    assert!(
+        said.is_some(),
+        "no {shown:?} in the client's messages:\n{log}"
+    );
+}
+
 #[test]
 fn sidebar_toggles_beside_the_agent_and_refuses_a_small_window() {
     let env = TaskEnv::new();
     env.add_project(&[]);
     tell_server_home(&env);
     let _plugin = load_plugin(&env.tmux);
-    let t = create(&env, &["side/bar", "show me", "--harness", "fake-wait"]);
+    let t = env.create(&["side/bar", "show me", "--harness", "fake-wait"]);
     env.wait_session(&id(&t), "live");
     let sid = t["tmux_session_id"].as_str().unwrap().to_string();
     let window = format!("{sid}:");
@@ -775,30 +826,23 @@ fn sidebar_toggles_beside_the_agent_and_refuses_a_small_window() {
             .ok(&["show", "-pqv", "-t", &side.0, "@orange_sidebar_for"]),
         agent
     );
-    // Its text, once `orange sidebar` renders.
+    // Its text, once `orange sidebar` renders: the task's branch, never an error.
     let mut text = String::new();
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(10) {
+    let rendered = poll(Duration::from_secs(10), || {
         text = env.tmux.ok(&["capture-pane", "-p", "-t", &side.0]);
-        if text.contains("app/side/bar")
+        let done = text.contains("app/side/bar")
             || text.contains("not_implemented")
-            || text.contains("not implemented")
-        {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    eprintln!("sidebar pane:\n{text}");
-    if text.contains("not_implemented") || text.contains("not implemented") {
-        eprintln!(
-            "TODO: `orange sidebar` is not implemented yet: its pane opened and shows the error"
-        );
-    } else {
-        assert!(
-            text.contains("app/side/bar"),
-            "no header in the sidebar:\n{text}"
-        );
-    }
+            || text.contains("not implemented");
+        done.then_some(())
+    });
+    assert!(
+        !text.contains("not_implemented") && !text.contains("not implemented"),
+        "the sidebar says it is not implemented:\n{text}"
+    );
+    assert!(
+        rendered.is_some() && text.contains("app/side/bar"),
+        "the sidebar shows no header for app/side/bar:\n{text}"
+    );
 
     client.press(&["C-b", "O", "s"]);
     wait_for("the sidebar to close", 10, || {
@@ -990,7 +1034,7 @@ fn picker_help_and_actions_menus_show_orange_things() {
     env.add_project(&[]);
     tell_server_home(&env);
     let _plugin = load_plugin(&env.tmux);
-    let t = create(&env, &["pick/me", "pick", "--harness", "fake-wait"]);
+    let t = env.create(&["pick/me", "pick", "--harness", "fake-wait"]);
     env.wait_session(&id(&t), "live");
     let sid = task_session(&env, &t);
     env.tmux.ok(&["new-session", "-d", "-s", "work"]);
@@ -1060,9 +1104,9 @@ fn next_key_goes_to_the_tasks_waiting_for_you_in_turn() {
     env.add_project(&["--pool-size", "3"]);
     tell_server_home(&env);
     let _plugin = load_plugin(&env.tmux);
-    let busy = create(&env, &["busy", "keep working", "--harness", "fake-wait"]);
-    let stuck = create(&env, &["stuck", "get stuck", "--harness", "fake-stuck"]);
-    let done = create(&env, &["done", "finish", "--harness", "fake-complete"]);
+    let busy = env.create(&["busy", "keep working", "--harness", "fake-wait"]);
+    let stuck = env.create(&["stuck", "get stuck", "--harness", "fake-stuck"]);
+    let done = env.create(&["done", "finish", "--harness", "fake-complete"]);
     env.wait_status(&id(&stuck), "stuck");
     env.wait_status(&id(&done), "reviewing");
     env.wait_session(&id(&busy), "live");
@@ -1112,6 +1156,7 @@ fn demo_starts_three_agents_with_the_plugin_and_a_sidebar() {
         .prefix("orange-demo-test-")
         .tempdir()
         .unwrap();
+    let user_home = common::user_home(tmp.path());
     let socket = format!("orange-demo-t{}", std::process::id());
     let _server = DemoServer(socket.clone());
     let sandbox = tmp.path().join("demo");
@@ -1126,6 +1171,7 @@ fn demo_starts_three_agents_with_the_plugin_and_a_sidebar() {
         ])
         .env("ORANGE_TMUX_SOCKET", &socket)
         .env("ORANGE_DEMO_PACE", "0.2")
+        .env("HOME", &user_home)
         .env_remove("TMUX")
         .env_remove("TMUX_PANE")
         .env_remove("ORANGE_HOME")
@@ -1203,6 +1249,7 @@ fn demo_starts_three_agents_with_the_plugin_and_a_sidebar() {
         let o = Command::new(bin())
             .args(["task", "list", "--all", "--json"])
             .env("ORANGE_HOME", home)
+            .env("HOME", &user_home)
             .env("ORANGE_TMUX_SOCKET", &socket)
             .env_remove("TMUX")
             .output()
@@ -1234,6 +1281,7 @@ fn demo_starts_three_agents_with_the_plugin_and_a_sidebar() {
                 tasks[0]["id"].as_str().unwrap(),
             ])
             .env("ORANGE_HOME", home)
+            .env("HOME", &user_home)
             .env("ORANGE_TMUX_SOCKET", &socket)
             .env_remove("TMUX")
             .output()
@@ -1339,10 +1387,7 @@ fn the_monitor_starts_once_per_server_and_new_sessions_can_open_with_the_sidebar
     let mine = monitors();
     assert_eq!(mine.len(), 1, "one monitor for this server: {mine:?}");
     // @orange-sidebar-auto: a new task session opens with the sidebar beside the agent.
-    let t = create(
-        &env,
-        &["auto/sb", "with a sidebar", "--harness", "fake-wait"],
-    );
+    let t = env.create(&["auto/sb", "with a sidebar", "--harness", "fake-wait"]);
     let sess = t["tmux_session_id"].as_str().unwrap();
     let panes = env.tmux.ok(&[
         "list-panes",
@@ -1379,14 +1424,8 @@ fn menu_actions_that_end_your_session_keep_you_in_tmux_and_say_what_they_did() {
     env.add_project(&["--pool-size", "3"]);
     tell_server_home(&env);
     let _plugin = load_plugin(&env.tmux);
-    let gone = create(
-        &env,
-        &["menu/cancel", "cancel me", "--harness", "fake-wait"],
-    );
-    let dead = create(
-        &env,
-        &["menu/respawn", "respawn me", "--harness", "fake-exit0"],
-    );
+    let gone = env.create(&["menu/cancel", "cancel me", "--harness", "fake-wait"]);
+    let dead = env.create(&["menu/respawn", "respawn me", "--harness", "fake-exit0"]);
     env.wait_session(&id(&gone), "live");
     env.wait_session(&id(&dead), "dead");
     env.tmux.ok(&["new-session", "-d", "-s", "work"]);
@@ -1437,7 +1476,7 @@ fn menu_actions_that_end_your_session_keep_you_in_tmux_and_say_what_they_did() {
 fn a_client_whose_only_session_ends_is_moved_to_an_orange_session() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let t = create(&env, &["only/one", "only", "--harness", "fake-wait"]);
+    let t = env.create(&["only/one", "only", "--harness", "fake-wait"]);
     env.tmux.ok(&["kill-session", "-t", "=keepalive"]);
     let client = Client::attach(&env.root(), &env.tmux, &task_session(&env, &t));
     env.ok(&["task", "cancel", "--yes", &id(&t)]);

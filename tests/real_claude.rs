@@ -231,20 +231,18 @@ impl Rig {
 
     /// Wait until `pred(task show)` holds; the task as last seen.
     fn wait_task(&self, what: &str, id: &str, pred: impl Fn(&Value) -> bool) -> Value {
-        let start = Instant::now();
-        loop {
-            let t = self.task(id);
-            if pred(&t) {
-                return t;
-            }
-            assert!(
-                start.elapsed() < PATIENCE,
+        let mut t = Value::Null;
+        common::poll(PATIENCE, || {
+            t = self.task(id);
+            pred(&t).then(|| t.clone())
+        })
+        .unwrap_or_else(|| {
+            panic!(
                 "[{}] timed out waiting for {what}: {t}\nscreen:\n{}",
                 self.test,
                 self.screen(id)
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+            )
+        })
     }
 
     /// Wait until the status line shows `needle`; record the latency from `since` (when it

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::sshd::Sshd;
-use crate::common::{bin, poll, wait_for, Env, TaskEnv, TmuxServer};
+use crate::common::{bin, id, poll, wait_for, Env, TaskEnv, TmuxServer};
 
 struct Remote {
     /// This machine: the person's orange and tmux.
@@ -75,10 +75,6 @@ impl Remote {
 /// Run orange here (this machine's tmux and PATH), text output.
 fn out_of(l: &TaskEnv, args: &[&str]) -> std::process::Output {
     l.cmd_in(&l.repo, args).output().unwrap()
-}
-
-fn id(v: &Value) -> String {
-    v["id"].as_str().unwrap().to_string()
 }
 
 #[test]

@@ -43,7 +43,52 @@ mod sidebar;
 mod standin;
 mod status;
 mod task;
+mod test_env;
 mod tmux_adapter;
 mod tpm;
 mod usage;
 mod zellij;
+
+/// A file of tests/ that is no `mod` here is never compiled, and its tests never run:
+/// every `tests/*.rs` (but this one) must be listed above, and every `tests/common/*.rs`
+/// in common/mod.rs.
+#[test]
+fn every_test_file_is_a_module_of_the_runner() {
+    use std::path::Path;
+    fn unlisted(dir: &Path, listing: &Path, skip: &[&str]) -> Vec<String> {
+        let text = std::fs::read_to_string(listing).unwrap();
+        let declared: Vec<&str> = text
+            .lines()
+            .filter_map(|l| {
+                let l = l.trim().strip_prefix("pub ").unwrap_or(l.trim());
+                l.strip_prefix("mod ")?.strip_suffix(';')
+            })
+            .collect();
+        let mut missing: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let stem = name.strip_suffix(".rs")?.to_string();
+                (e.path().is_file() && !skip.contains(&name.as_str())).then_some(stem)
+            })
+            .filter(|stem| !declared.contains(&stem.as_str()))
+            .collect();
+        missing.sort();
+        missing
+    }
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let missing = unlisted(&tests, &tests.join("runner.rs"), &["runner.rs"]);
+    assert!(
+        missing.is_empty(),
+        "tests/{{{}}}.rs: no `mod` line in tests/runner.rs, so never compiled",
+        missing.join(",")
+    );
+    let common = tests.join("common");
+    let missing = unlisted(&common, &common.join("mod.rs"), &["mod.rs"]);
+    assert!(
+        missing.is_empty(),
+        "tests/common/{{{}}}.rs: no `mod` line in tests/common/mod.rs, so never compiled",
+        missing.join(",")
+    );
+}

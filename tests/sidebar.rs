@@ -584,18 +584,14 @@ fn wait_screen(
     secs: u64,
     f: impl Fn(&str) -> bool,
 ) -> String {
-    let start = std::time::Instant::now();
-    loop {
-        let last = screen(env, target);
-        if f(&last) {
-            return last;
-        }
-        assert!(
-            start.elapsed().as_secs() < secs,
-            "timed out after {secs}s waiting for {what}; the pane shows:\n{last}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let mut last = String::new();
+    common::poll(Duration::from_secs(secs), || {
+        last = screen(env, target);
+        f(&last).then(|| last.clone())
+    })
+    .unwrap_or_else(|| {
+        panic!("timed out after {secs}s waiting for {what}; the pane shows:\n{last}")
+    })
 }
 
 #[test]

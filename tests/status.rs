@@ -9,7 +9,7 @@ use crate::common;
 use std::path::PathBuf;
 use std::process::Output;
 
-use common::{calls, counting_tmux, make_repo, wait_for, TaskEnv, TmuxServer};
+use common::{calls, counting_tmux, id, make_repo, wait_for, TaskEnv, TmuxServer};
 use serde_json::Value;
 
 /// An agent that waits for one line, then exits 3: its exit is ours to trigger.
@@ -22,16 +22,6 @@ fn env_with_slow_fail() -> TaskEnv {
     text.push_str(SLOW_FAIL);
     std::fs::write(cfg, text).unwrap();
     env
-}
-
-fn create(env: &TaskEnv, args: &[&str]) -> Value {
-    let mut a = vec!["task", "create"];
-    a.extend_from_slice(args);
-    env.ok(&a)
-}
-
-fn id(v: &Value) -> String {
-    v["id"].as_str().unwrap().to_string()
 }
 
 fn run(env: &TaskEnv, args: &[&str]) -> Output {
@@ -103,24 +93,18 @@ fn counts_for_a_mix_of_tasks_across_two_projects() {
     let (lib, _) = make_repo(&env.root(), "lib");
     env.add_project(&[lib.to_str().unwrap(), "--name", "lib", "--pool-size", "3"]);
 
-    let working = create(&env, &["feat/a", "A", "--harness", "fake-wait"]);
-    let failed = create(&env, &["feat/b", "B", "--harness", "fake-fail"]);
-    let complete = create(&env, &["feat/c", "C", "--harness", "fake-complete"]);
-    let stuck = create(&env, &["feat/d", "D", "--harness", "fake-stuck"]);
-    let asks = create(&env, &["feat/e", "E", "--harness", "fake-wait"]);
-    let cancelled = create(&env, &["feat/g", "G", "--harness", "fake-wait"]);
-    let lib_working = create(
-        &env,
-        &["feat/x", "X", "--harness", "fake-wait", "--project", "lib"],
-    );
-    let lib_exit0 = create(
-        &env,
-        &["feat/y", "Y", "--harness", "fake-exit0", "--project", "lib"],
-    );
+    let working = env.create(&["feat/a", "A", "--harness", "fake-wait"]);
+    let failed = env.create(&["feat/b", "B", "--harness", "fake-fail"]);
+    let complete = env.create(&["feat/c", "C", "--harness", "fake-complete"]);
+    let stuck = env.create(&["feat/d", "D", "--harness", "fake-stuck"]);
+    let asks = env.create(&["feat/e", "E", "--harness", "fake-wait"]);
+    let cancelled = env.create(&["feat/g", "G", "--harness", "fake-wait"]);
+    let lib_working = env.create(&["feat/x", "X", "--harness", "fake-wait", "--project", "lib"]);
+    let lib_exit0 = env.create(&["feat/y", "Y", "--harness", "fake-exit0", "--project", "lib"]);
     env.ok(&["task", "update", &id(&asks), "--status", "clarification"]);
     env.ok(&["task", "cancel", &id(&cancelled), "--yes"]);
     // After the cancel, which would start the oldest pending task.
-    let queued = create(&env, &["feat/f", "F", "--no-spawn"]);
+    let queued = env.create(&["feat/f", "F", "--no-spawn"]);
     env.wait_status(&id(&complete), "reviewing");
     env.wait_status(&id(&stuck), "stuck");
     env.wait_session(&id(&failed), "dead");
@@ -195,9 +179,9 @@ fn nothing_open_renders_nothing_and_unreadable_files_are_counted_not_fatal() {
         status(&env, "plain"),
         "working 0 · waiting 0 · dead 0 · review 0\n"
     );
-    let t = create(&env, &["feat/q", "Q", "--no-spawn"]);
+    let t = env.create(&["feat/q", "Q", "--no-spawn"]);
     // An open task whose file is damaged behind orange's back.
-    let damaged = create(&env, &["feat/damaged", "D", "--no-spawn"]);
+    let damaged = env.create(&["feat/damaged", "D", "--no-spawn"]);
     let bad = env.home.join("tasks/app").join(id(&damaged));
     std::fs::write(bad.join("task.json"), "{ half a file").unwrap();
     // Damage is no change orange made (nothing pokes): the next observation (a monitor
@@ -222,7 +206,7 @@ fn nothing_open_renders_nothing_and_unreadable_files_are_counted_not_fatal() {
 fn publish_sets_the_options_and_they_change_when_the_agent_exits() {
     let env = env_with_slow_fail();
     env.add_project(&[]);
-    let t = create(&env, &["feat/exit", "Exit later", "--harness", "slow-fail"]);
+    let t = env.create(&["feat/exit", "Exit later", "--harness", "slow-fail"]);
     let sess = t["tmux_session"].as_str().unwrap().to_string();
     assert_eq!(sess, "app/feat/exit");
     env.wait_session(&id(&t), "live");
@@ -326,7 +310,7 @@ fn real_tmux_hooks_update_the_options_when_the_agent_exits() {
         "pane-died",
         "run-shell -b 'orange hook pane-died --pane \"#{hook_pane}\" --session \"#{hook_session_name}\"'",
     ]);
-    let t = create(&env, &["feat/hooked", "Hooked", "--harness", "slow-fail"]);
+    let t = env.create(&["feat/hooked", "Hooked", "--harness", "slow-fail"]);
     let sess = t["tmux_session"].as_str().unwrap().to_string();
     env.wait_session(&id(&t), "live");
     hook(&env, &["refresh"]);
@@ -336,37 +320,36 @@ fn real_tmux_hooks_update_the_options_when_the_agent_exits() {
         .ok(&["send-keys", "-t", &format!("={sess}:"), "go", "Enter"]);
     // Done when both are there: the option published and the exit recorded (one may
     // come a moment after the other).
-    let start = std::time::Instant::now();
-    let done = || {
-        session_option(&env, &sess).contains("✗ exited 3")
-            && !events(&history(&env, &id(&t)), "agent.exited").is_empty()
-    };
-    while !done() {
+    let done = common::poll(std::time::Duration::from_secs(20), || {
+        let done = session_option(&env, &sess).contains("✗ exited 3")
+            && !events(&history(&env, &id(&t)), "agent.exited").is_empty();
         // The user's status line polls `orange status`. Debian's tmux sometimes never reaps
         // the agent, and then never runs pane-died: the poll sees the zombie, asks tmux,
         // which nudges its reaper, and tmux then runs the hook. It publishes nothing itself.
-        status(&env, "tmux");
-        assert!(
-            start.elapsed().as_secs() < 20,
-            "no pane-died hook effect after 20 s: option {:?}, panes {:?}, log {:?}, history {:?}",
-            session_option(&env, &sess),
-            env.tmux.ok(&[
-                "list-panes",
-                "-a",
-                "-F",
-                "#{session_name} #{pane_dead} #{pane_dead_status}"
-            ]),
-            std::fs::read_to_string(env.home.join("orange.log")).unwrap_or_default(),
-            std::fs::read_to_string(
-                env.home
-                    .join("tasks/app")
-                    .join(id(&t))
-                    .join("history.jsonl")
-            )
-            .unwrap_or_default(),
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+        if !done {
+            status(&env, "tmux");
+        }
+        done.then_some(())
+    });
+    assert!(
+        done.is_some(),
+        "no pane-died hook effect after 20 s: option {:?}, panes {:?}, log {:?}, history {:?}",
+        session_option(&env, &sess),
+        env.tmux.ok(&[
+            "list-panes",
+            "-a",
+            "-F",
+            "#{session_name} #{pane_dead} #{pane_dead_status}"
+        ]),
+        std::fs::read_to_string(env.home.join("orange.log")).unwrap_or_default(),
+        std::fs::read_to_string(
+            env.home
+                .join("tasks/app")
+                .join(id(&t))
+                .join("history.jsonl")
+        )
+        .unwrap_or_default(),
+    );
     assert_eq!(
         summary_option(&env),
         "#[push-default]#[fg=red,bold]✗ 1#[default]#[pop-default]"
@@ -383,7 +366,7 @@ fn real_tmux_hooks_update_the_options_when_the_agent_exits() {
 fn the_status_line_shows_the_counts_next_to_the_users_own_text() {
     let env = env_with_slow_fail();
     env.add_project(&[]);
-    let t = create(&env, &["feat/line", "Line", "--harness", "slow-fail"]);
+    let t = env.create(&["feat/line", "Line", "--harness", "slow-fail"]);
     env.wait_session(&id(&t), "live");
     hook(&env, &["refresh"]);
 
@@ -512,7 +495,7 @@ fn hooks_poke_the_sidebars() {
 fn status_asks_tmux_only_when_something_may_have_changed_and_publish_writes_only_changes() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let t = create(&env, &["feat/cache", "Cache", "--harness", "fake-wait"]);
+    let t = env.create(&["feat/cache", "Cache", "--harness", "fake-wait"]);
     env.wait_session(&id(&t), "live");
     let (bin, log) = counting_tmux(&env.root());
     let path = format!("{}:{}", bin.display(), env.path);
@@ -586,7 +569,7 @@ fn status_asks_tmux_only_when_something_may_have_changed_and_publish_writes_only
     assert_eq!(snapshots.len(), 1, "{snapshots:?}");
 
     // A new task (a task file changed) is seen at once.
-    let t2 = create(&env, &["feat/cache2", "Cache 2", "--harness", "fake-wait"]);
+    let t2 = env.create(&["feat/cache2", "Cache 2", "--harness", "fake-wait"]);
     env.wait_session(&id(&t2), "live");
     let s = status_json(&env);
     assert_eq!((&s["working"], &s["dead"]), (&1.into(), &1.into()), "{s:#}");
@@ -606,7 +589,7 @@ fn the_socket_path_is_the_one_tmux_uses() {
 fn a_pane_split_in_front_of_the_agent_never_stands_in_for_it() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let t = create(&env, &["split/x", "split", "--harness", "fake-wait"]);
+    let t = env.create(&["split/x", "split", "--harness", "fake-wait"]);
     let tid = id(&t);
     env.wait_session(&tid, "live");
     let agent = t["tmux_pane_id"].as_str().unwrap();

@@ -8,18 +8,8 @@ use crate::common;
 
 use std::path::PathBuf;
 
-use common::{git, wait_for, Env, TaskEnv};
+use common::{git, id, wait_for, Env, TaskEnv};
 use serde_json::Value;
-
-fn create(env: &TaskEnv, args: &[&str]) -> Value {
-    let mut a = vec!["task", "create"];
-    a.extend_from_slice(args);
-    env.ok(&a)
-}
-
-fn id(v: &Value) -> String {
-    v["id"].as_str().unwrap().to_string()
-}
 
 fn ws_of(env: &TaskEnv, v: &Value) -> PathBuf {
     env.ws_path(v["workspace"].as_str().unwrap())
@@ -29,24 +19,18 @@ fn ws_of(env: &TaskEnv, v: &Value) -> PathBuf {
 fn create_spawn_work_complete_merge_then_the_next_queued_task_starts() {
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "1"]);
-    let t = create(
-        &env,
-        &[
-            "feature/login",
-            "Add a login page",
-            "--harness",
-            "fake-complete",
-        ],
-    );
+    let t = env.create(&[
+        "feature/login",
+        "Add a login page",
+        "--harness",
+        "fake-complete",
+    ]);
     assert_eq!(t["outcome"], "spawned");
     assert_eq!(t["status"], "working");
     assert_eq!(t["tmux_session"], "app/feature/login");
     let id1 = id(&t);
     // A second task waits: the pool holds one workspace.
-    let q = create(
-        &env,
-        &["feature/logout", "Add logout", "--harness", "fake-wait"],
-    );
+    let q = env.create(&["feature/logout", "Add logout", "--harness", "fake-wait"]);
     assert_eq!(q["outcome"], "queued");
     assert_eq!(q["status"], "pending");
     assert!(q["note"].as_str().unwrap().contains("1/1"), "{q}");
@@ -123,7 +107,7 @@ fn hostile_prompts_reach_the_agent_intact_and_are_never_executed() {
     let env = TaskEnv::new();
     env.add_project(&[]);
     let summary = "Fix \"quotes\" and 'single' $(touch pwned1) `touch pwned2`; echo hi;\nsecond line\twith tab;";
-    let t = create(&env, &["fix/hostile", summary, "--harness", "fake-wait"]);
+    let t = env.create(&["fix/hostile", summary, "--harness", "fake-wait"]);
     let got = env.agent_log(&id(&t), "prompt");
     assert!(got.starts_with(summary), "prompt arrived changed: {got:?}");
     assert!(got.contains(&format!("orange task {}", id(&t))));
@@ -140,10 +124,7 @@ fn hostile_prompts_reach_the_agent_intact_and_are_never_executed() {
         );
     }
     // A leading dash is data too.
-    let t2 = create(
-        &env,
-        &["fix/dash", "--not-an-option", "--harness", "fake-wait"],
-    );
+    let t2 = env.create(&["fix/dash", "--not-an-option", "--harness", "fake-wait"]);
     assert!(env
         .agent_log(&id(&t2), "prompt")
         .starts_with("--not-an-option"));
@@ -205,10 +186,7 @@ fn hostile_branch_names_are_refused_before_anything_is_written() {
     );
     assert_eq!(env.tmux.sessions(), ["keepalive"]);
     // One task per branch.
-    create(
-        &env,
-        &["dup", "one", "--harness", "fake-wait", "--no-spawn"],
-    );
+    env.create(&["dup", "one", "--harness", "fake-wait", "--no-spawn"]);
     let m = env.err(
         &["task", "create", "dup", "two", "--harness", "fake-wait"],
         "invalid_argument",
@@ -220,8 +198,8 @@ fn hostile_branch_names_are_refused_before_anything_is_written() {
 fn agent_exit_status_is_observed_and_the_pane_stays_readable() {
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "3"]);
-    let fail = create(&env, &["x/fail", "fail please", "--harness", "fake-fail"]);
-    let ok0 = create(&env, &["x/ok", "exit please", "--harness", "fake-exit0"]);
+    let fail = env.create(&["x/fail", "fail please", "--harness", "fake-fail"]);
+    let ok0 = env.create(&["x/ok", "exit please", "--harness", "fake-exit0"]);
     let f = env.wait_session(&id(&fail), "dead");
     assert_eq!(f["session"]["exit_status"], 3);
     let o = env.wait_session(&id(&ok0), "dead");
@@ -232,7 +210,7 @@ fn agent_exit_status_is_observed_and_the_pane_stays_readable() {
         "{peek}"
     );
     // Killed by a signal.
-    let w = create(&env, &["x/killed", "wait", "--harness", "fake-wait"]);
+    let w = env.create(&["x/killed", "wait", "--harness", "fake-wait"]);
     env.wait_session(&id(&w), "live");
     let pid = env
         .tmux
@@ -251,7 +229,7 @@ fn agent_exit_status_is_observed_and_the_pane_stays_readable() {
 fn respawn_after_the_session_is_killed_reuses_workspace_and_branch() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let t = create(&env, &["r/x", "keep going", "--harness", "fake-wait"]);
+    let t = env.create(&["r/x", "keep going", "--harness", "fake-wait"]);
     let tid = id(&t);
     env.wait_session(&tid, "live");
     let m = env.err(&["task", "respawn", &tid], "invalid_transition");
@@ -295,7 +273,7 @@ fn respawn_after_the_session_is_killed_reuses_workspace_and_branch() {
 fn cancel_kills_the_session_and_returns_the_workspace_but_keeps_uncommitted_work() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let t = create(&env, &["c/x", "to cancel", "--harness", "fake-wait"]);
+    let t = env.create(&["c/x", "to cancel", "--harness", "fake-wait"]);
     let tid = id(&t);
     env.wait_session(&tid, "live");
     let m = env.err(&["task", "cancel", &tid], "invalid_argument");
@@ -309,7 +287,7 @@ fn cancel_kills_the_session_and_returns_the_workspace_but_keeps_uncommitted_work
     env.err(&["task", "cancel", &tid, "--yes"], "invalid_transition");
 
     // With uncommitted work the workspace stays bound: nothing is lost.
-    let t2 = create(&env, &["c/y", "dirty", "--harness", "fake-wait"]);
+    let t2 = env.create(&["c/y", "dirty", "--harness", "fake-wait"]);
     let ws = ws_of(&env, &t2);
     std::fs::write(ws.join("unsaved.txt"), "precious").unwrap();
     let c2 = env.ok(&["task", "cancel", &id(&t2), "--yes"]);
@@ -329,10 +307,7 @@ fn cancel_kills_the_session_and_returns_the_workspace_but_keeps_uncommitted_work
         "{m}"
     );
     // Only final tasks can be deleted.
-    let t3 = create(
-        &env,
-        &["c/z", "alive", "--harness", "fake-wait", "--no-spawn"],
-    );
+    let t3 = env.create(&["c/z", "alive", "--harness", "fake-wait", "--no-spawn"]);
     env.err(&["task", "delete", &id(&t3), "--yes"], "invalid_transition");
     // Deleting a task also drops the sidebar's derived line-count cache.
     let cache = env.home.join(format!("run/sidebar/app--{tid}.json"));
@@ -357,7 +332,7 @@ fn exact_session_targets_never_touch_a_prefix_neighbour() {
         "-c",
         "echo neighbour; exec cat",
     ]);
-    let t = create(&env, &["feat", "small", "--harness", "fake-wait"]);
+    let t = env.create(&["feat", "small", "--harness", "fake-wait"]);
     assert_eq!(t["tmux_session"], "p/feat");
     env.wait_session(&id(&t), "live");
     // Typing into / peeking at the task never reaches the neighbour.
@@ -379,7 +354,7 @@ fn dotted_project_and_branch_names_are_sanitized_and_seen_alive() {
     let tmp_env = Env::with_repo("my.app");
     let env = TaskEnv::from_env(tmp_env);
     env.add_project(&[]);
-    let t = create(&env, &["fix.1", "dots", "--harness", "fake-wait"]);
+    let t = env.create(&["fix.1", "dots", "--harness", "fake-wait"]);
     assert_eq!(t["tmux_session"], "my.app/fix.1".replace('.', "_"));
     let shown = env.wait_session(&id(&t), "live");
     assert_eq!(shown["project"], "my.app");
@@ -417,15 +392,9 @@ fn branch_rules_reuse_local_and_remote_branches_and_refuse_one_checked_out_elsew
     git(&env.repo, &["fetch", "-q", "origin"]);
     let remote_tip = git(&env.repo, &["rev-parse", "origin/remote-only"]);
 
-    let a = create(
-        &env,
-        &["local-only", "reuse local", "--harness", "fake-wait"],
-    );
+    let a = env.create(&["local-only", "reuse local", "--harness", "fake-wait"]);
     assert_eq!(git(&ws_of(&env, &a), &["rev-parse", "HEAD"]), local_tip);
-    let b = create(
-        &env,
-        &["remote-only", "reuse remote", "--harness", "fake-wait"],
-    );
+    let b = env.create(&["remote-only", "reuse remote", "--harness", "fake-wait"]);
     let wsb = ws_of(&env, &b);
     assert_eq!(git(&wsb, &["rev-parse", "HEAD"]), remote_tip);
     assert_eq!(
@@ -478,7 +447,7 @@ fn branch_rules_reuse_local_and_remote_branches_and_refuse_one_checked_out_elsew
 fn the_session_gets_orange_environment_and_the_agent_can_report_without_an_id() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let t = create(&env, &["envy", "env check", "--harness", "fake-stuck"]);
+    let t = env.create(&["envy", "env check", "--harness", "fake-stuck"]);
     let tid = id(&t);
     let envs = env.agent_log(&tid, "env");
     let ws = ws_of(&env, &t);
@@ -518,7 +487,7 @@ fn the_session_gets_orange_environment_and_the_agent_can_report_without_an_id() 
 fn status_changes_follow_the_transition_map() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let t = create(&env, &["map", "m", "--harness", "fake-wait", "--no-spawn"]);
+    let t = env.create(&["map", "m", "--harness", "fake-wait", "--no-spawn"]);
     let tid = id(&t);
     let m = env.err(&["task", "complete", &tid], "invalid_transition");
     assert!(m.contains("pending to reviewing"), "{m}");
@@ -568,7 +537,7 @@ fn status_changes_follow_the_transition_map() {
 fn branch_rename_and_record() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let t = create(&env, &["", "unnamed", "--harness", "fake-wait"]);
+    let t = env.create(&["", "unnamed", "--harness", "fake-wait"]);
     let tid = id(&t);
     assert_eq!(t["branch"], format!("orange-tasks/{tid}"));
     let ws = ws_of(&env, &t);
@@ -594,7 +563,7 @@ fn builtin_claude_gets_its_flags_a_session_id_and_the_settings_sync() {
     std::fs::create_dir_all(env.repo.join(".claude")).unwrap();
     std::fs::write(env.repo.join(".claude/settings.json"), "{\"model\":\"x\"}").unwrap();
     env.add_project(&[]);
-    let t = create(&env, &["cl", "hello claude", "--harness", "claude"]);
+    let t = env.create(&["cl", "hello claude", "--harness", "claude"]);
     let argv = env.agent_log(&id(&t), "argv");
     let lines: Vec<&str> = argv.lines().collect();
     assert_eq!(lines[0], "--dangerously-skip-permissions", "{argv}");
@@ -653,8 +622,8 @@ fn builtin_claude_gets_its_flags_a_session_id_and_the_settings_sync() {
 fn merge_skips_the_local_merge_when_the_pr_is_merged_and_says_when_pr_status_is_unknown() {
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "2"]);
-    let a = create(&env, &["pr/a", "a", "--harness", "fake-complete"]);
-    let b = create(&env, &["pr/b", "b", "--harness", "fake-complete"]);
+    let a = env.create(&["pr/a", "a", "--harness", "fake-complete"]);
+    let b = env.create(&["pr/b", "b", "--harness", "fake-complete"]);
     env.wait_status(&id(&a), "reviewing");
     env.wait_status(&id(&b), "reviewing");
     let main_before = git(&env.repo, &["rev-parse", "main"]);
@@ -697,7 +666,7 @@ fn merge_skips_the_local_merge_when_the_pr_is_merged_and_says_when_pr_status_is_
 fn merge_refuses_uncommitted_work_and_a_branch_that_cannot_fast_forward() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let t = create(&env, &["m/x", "m", "--harness", "fake-complete"]);
+    let t = env.create(&["m/x", "m", "--harness", "fake-complete"]);
     let tid = id(&t);
     env.wait_status(&tid, "reviewing");
     let ws = ws_of(&env, &t);
@@ -725,7 +694,7 @@ fn merge_refuses_uncommitted_work_and_a_branch_that_cannot_fast_forward() {
 fn attach_switches_the_client_inside_tmux_and_attaches_outside() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let t = create(&env, &["att", "attach me", "--harness", "fake-wait"]);
+    let t = env.create(&["att", "attach me", "--harness", "fake-wait"]);
     let tid = id(&t);
     env.wait_session(&tid, "live");
     let orange = common::bin();
@@ -787,7 +756,7 @@ fn attach_switches_the_client_inside_tmux_and_attaches_outside() {
 fn gc_uses_the_task_store_and_a_corrupt_task_file_is_reported() {
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "2"]);
-    let t = create(&env, &["g/x", "g", "--harness", "fake-exit0"]);
+    let t = env.create(&["g/x", "g", "--harness", "fake-exit0"]);
     let tid = id(&t);
     // The task's record vanishes behind orange's back (its session too: a live one would
     // be stopped by the reconciliation every command starts with): gc frees its workspace.
@@ -797,7 +766,7 @@ fn gc_uses_the_task_store_and_a_corrupt_task_file_is_reported() {
     let gc = env.ok(&["workspace", "gc"]);
     assert_eq!(gc["released"], serde_json::json!(["app--1"]), "{gc}");
     // A corrupt task.json: state_corrupt with its path; gc keeps that task's workspace.
-    let t2 = create(&env, &["g/y", "g", "--harness", "fake-wait"]);
+    let t2 = env.create(&["g/y", "g", "--harness", "fake-wait"]);
     let file = env.home.join(format!("tasks/app/{}/task.json", id(&t2)));
     std::fs::write(&file, "{broken").unwrap();
     let m = env.err(&["task", "show", &id(&t2)], "state_corrupt");
@@ -827,9 +796,9 @@ fn user_harness_from_config_and_unknown_harness() {
 fn a_workspace_freed_by_gc_starts_the_oldest_queued_task() {
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "1"]);
-    let a = create(&env, &["q/a", "a", "--harness", "fake-wait"]);
-    let b = create(&env, &["q/b", "b", "--harness", "fake-wait"]);
-    let c = create(&env, &["q/c", "c", "--harness", "fake-wait"]);
+    let a = env.create(&["q/a", "a", "--harness", "fake-wait"]);
+    let b = env.create(&["q/b", "b", "--harness", "fake-wait"]);
+    let c = env.create(&["q/c", "c", "--harness", "fake-wait"]);
     assert_eq!(b["outcome"], "queued");
     assert_eq!(c["outcome"], "queued");
     env.tmux.ok(&["kill-session", "-t", "=app/q/a"]);
@@ -849,8 +818,8 @@ fn a_workspace_freed_by_gc_starts_the_oldest_queued_task() {
 fn each_workspace_gets_a_stable_port_from_its_slot_and_the_project_base() {
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "3", "--port-base", "8000"]);
-    let a = create(&env, &["p/a", "a", "--harness", "fake-wait"]);
-    let b = create(&env, &["p/b", "b", "--harness", "fake-wait"]);
+    let a = env.create(&["p/a", "a", "--harness", "fake-wait"]);
+    let b = env.create(&["p/b", "b", "--harness", "fake-wait"]);
     let port = |v: &Value| {
         env.agent_log(&id(v), "env")
             .lines()
@@ -861,7 +830,7 @@ fn each_workspace_gets_a_stable_port_from_its_slot_and_the_project_base() {
     assert_eq!(port(&b), "8002");
     // The same slot gives the same port to the next task.
     env.ok(&["task", "cancel", &id(&a), "--yes"]);
-    let c = create(&env, &["p/c", "c", "--harness", "fake-wait"]);
+    let c = env.create(&["p/c", "c", "--harness", "fake-wait"]);
     assert_eq!(c["workspace"], "app--1");
     assert_eq!(port(&c), "8001");
 }
@@ -872,10 +841,7 @@ fn list_all_groups_tasks_by_project() {
     let (web, _) = common::make_repo(&env.root(), "web");
     env.add_project(&[]);
     env.ok(&["project", "add", web.to_str().unwrap()]);
-    let a1 = create(
-        &env,
-        &["a/1", "one", "--harness", "fake-wait", "--no-spawn"],
-    );
+    let a1 = env.create(&["a/1", "one", "--harness", "fake-wait", "--no-spawn"]);
     let (ok, w1) = env.json_in(
         &web,
         &[
@@ -889,10 +855,7 @@ fn list_all_groups_tasks_by_project() {
         ],
     );
     assert!(ok, "{w1}");
-    let a2 = create(
-        &env,
-        &["a/2", "two", "--harness", "fake-wait", "--no-spawn"],
-    );
+    let a2 = env.create(&["a/2", "two", "--harness", "fake-wait", "--no-spawn"]);
     let all = env.ok(&["task", "list", "--all"]);
     let order: Vec<(&str, &str)> = all
         .as_array()

@@ -10,6 +10,8 @@
 #         person types the first prompt there.
 #   show  `orange task show` for the task of this session.
 #   pr    push the task's branch and open (or show) its pull request with gh.
+# shellcheck source=tmux/lib.sh
+. "${BASH_SOURCE[0]%/*}/lib.sh"
 bin=$1 action=$2
 pause() {
   printf '\n\033[2m(press any key)\033[0m'
@@ -18,9 +20,10 @@ pause() {
 }
 # To the client the popup is on, named: no other client gets it, even once it switched.
 client=$(tmux display-message -p '#{client_name}' 2>/dev/null)
-say() { tmux display-message ${client:+-c "$client"} -d 5000 "${1//#/##}"; }
+say() { msg ${client:+-c "$client"} -d 5000 "$1"; }
 if [[ ! -x $bin ]]; then
-  printf 'orange: %s is not built yet (or @orange-bin is wrong)\n' "$bin"
+  not_built "$bin"
+  echo
   pause
 fi
 task=$(tmux display-message -p '#{@orange_task}' 2>/dev/null)

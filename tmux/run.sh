@@ -8,24 +8,26 @@ if [[ $1 == -m ]]; then
   show=1
   shift
 fi
+# shellcheck source=tmux/lib.sh
+. "${BASH_SOURCE[0]%/*}/lib.sh"
 pane=$1 bin=$2
 shift 2
 [[ $pane == %* ]] && export TMUX_PANE=$pane
 if [[ ! -x $bin ]]; then
-  tmux display-message "orange: $bin is not built yet (or @orange-bin is wrong)"
+  msg "$(not_built "$bin")"
   exit 0
 fi
 errfile=$(mktemp "${TMPDIR:-/tmp}/orange-run.XXXXXX") || exit 0
 if out=$("$bin" "$@" 2>"$errfile"); then
   if [[ -n $show && -n $out ]]; then
     out=${out%%$'\n'*}
-    tmux display-message "orange: ${out//#/##}"
+    msg "orange: $out"
   fi
 else
   err=$(<"$errfile")
   err=${err##*$'\n'}
   err=${err:-orange $1 failed}
-  tmux display-message "${err//#/##}"
+  msg "$err"
 fi
 rm -f "$errfile"
 exit 0

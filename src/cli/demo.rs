@@ -37,6 +37,7 @@ pub const DEMO_SOCKET: &str = "orange-demo";
 /// The plugin files, built into the binary so that the demo works from any install.
 const PLUGIN_FILES: &[(&str, &str)] = &[
     ("orange.tmux", include_str!("../../orange.tmux")),
+    ("tmux/lib.sh", include_str!("../../tmux/lib.sh")),
     ("tmux/run.sh", include_str!("../../tmux/run.sh")),
     ("tmux/focus.sh", include_str!("../../tmux/focus.sh")),
     ("tmux/popup.sh", include_str!("../../tmux/popup.sh")),

@@ -1,5 +1,5 @@
 //! Shared test fixtures: a real git repository with a bare `origin`, a private
-//! `$ORANGE_HOME`, and helpers to run the `orange` binary.
+//! `$ORANGE_HOME` and `$HOME`, and helpers to run the `orange` binary.
 #![allow(dead_code)]
 
 pub mod client;
@@ -25,9 +25,29 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_orange"))
 }
 
+/// The XDG base directories: removed from a test's commands, so that they fall back
+/// to its private `HOME` (a test that needs them sets them, as `TaskEnv::real`'s extra).
+pub const XDG_HOMES: &[&str] = &[
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_STATE_HOME",
+];
+
+/// The `HOME` a test's programs get: `<dir>/user-home`, created empty. Nothing a test
+/// runs reads or writes the home of the user running the suite.
+pub fn user_home(dir: &Path) -> PathBuf {
+    let home = dir.join("user-home");
+    std::fs::create_dir_all(&home).unwrap();
+    home
+}
+
 pub struct Env {
     pub tmp: TempDir,
+    /// `ORANGE_HOME`.
     pub home: PathBuf,
+    /// `HOME` (see [`user_home`]).
+    pub user_home: PathBuf,
     pub repo: PathBuf,
     pub origin: PathBuf,
 }
@@ -104,6 +124,7 @@ impl Env {
         let (repo, origin) = make_repo(&root, name);
         Env {
             home: root.join("orange-home"),
+            user_home: user_home(&root),
             repo,
             origin,
             tmp,
@@ -114,14 +135,20 @@ impl Env {
         self.tmp.path().canonicalize().unwrap()
     }
 
-    /// An `orange` command with this env's ORANGE_HOME, run from the repository.
+    /// An `orange` command with this env's ORANGE_HOME and HOME, run from the repository.
     pub fn cmd(&self, args: &[&str]) -> Command {
         self.cmd_in(&self.repo, args)
     }
 
     pub fn cmd_in(&self, cwd: &Path, args: &[&str]) -> Command {
         let mut c = Command::new(bin());
-        c.args(args).current_dir(cwd).env("ORANGE_HOME", &self.home);
+        c.args(args)
+            .current_dir(cwd)
+            .env("ORANGE_HOME", &self.home)
+            .env("HOME", &self.user_home);
+        for v in XDG_HOMES {
+            c.env_remove(v);
+        }
         for v in [
             "GIT_DIR",
             "GIT_WORK_TREE",
@@ -221,15 +248,19 @@ pub fn parse_json_output(args: &[&str], out: &Output) -> (bool, Value) {
 /// The hostile user config every tmux test server starts with.
 pub const HOSTILE_TMUX_CONF: &str = "set -g base-index 1\nsetw -g pane-base-index 1\nset -g status-right '#[fg=red]%H:%M #{session_name} custom'\nset -g default-shell /bin/sh\nset -g history-limit 5000\n";
 
-/// A private tmux server (`tmux -L <unique>`) with the hostile config, killed on drop.
+/// A private tmux server (`tmux -L <unique>`) with the hostile config and a private
+/// `HOME` (`<dir>/user-home`, see [`user_home`]), killed on drop.
 pub struct TmuxServer {
     pub socket: String,
     pub conf: PathBuf,
     pub socket_path: String,
+    /// The `HOME` of the server and of every tmux command run through it.
+    pub home: PathBuf,
 }
 
 impl TmuxServer {
-    /// Start a server with a keep-alive session; `env` becomes its global environment.
+    /// Start a server with a keep-alive session; `env` becomes its global environment
+    /// (a `HOME` there replaces the private one).
     pub fn start(dir: &Path, env: &[(&str, &str)]) -> TmuxServer {
         use std::sync::atomic::{AtomicUsize, Ordering};
         static N: AtomicUsize = AtomicUsize::new(0);
@@ -240,10 +271,15 @@ impl TmuxServer {
         );
         let conf = dir.join(format!("{socket}.conf"));
         std::fs::write(&conf, HOSTILE_TMUX_CONF).unwrap();
+        let home = env
+            .iter()
+            .find(|(k, _)| *k == "HOME")
+            .map_or_else(|| user_home(dir), |(_, v)| PathBuf::from(v));
         let mut server = TmuxServer {
             socket,
             conf,
             socket_path: String::new(),
+            home,
         };
         let mut c = Command::new("tmux");
         c.args([
@@ -260,7 +296,10 @@ impl TmuxServer {
             "-y",
             "50",
         ]);
-        c.env_remove("TMUX");
+        c.env_remove("TMUX").env("HOME", &server.home);
+        for v in XDG_HOMES {
+            c.env_remove(v);
+        }
         for (k, v) in env {
             c.env(k, v);
         }
@@ -279,6 +318,7 @@ impl TmuxServer {
             .args(["-L", &self.socket])
             .args(args)
             .env_remove("TMUX")
+            .env("HOME", &self.home)
             .output()
             .unwrap()
     }
@@ -539,6 +579,18 @@ impl TaskEnv {
         expect_error(args, self.json(args), code)
     }
 
+    /// `orange task create <args…>`, which must succeed: the new task.
+    pub fn create(&self, args: &[&str]) -> Value {
+        let mut a = vec!["task", "create"];
+        a.extend_from_slice(args);
+        self.ok(&a)
+    }
+
+    /// A task on `branch` for agent `harness` with a stock prompt: its id.
+    pub fn create_id(&self, branch: &str, harness: &str) -> String {
+        id(&self.create(&[branch, "do the thing", "--harness", harness]))
+    }
+
     pub fn task(&self, id: &str) -> Value {
         self.ok(&["task", "show", id])
     }
@@ -569,6 +621,11 @@ impl TaskEnv {
         std::thread::sleep(POLL);
         std::fs::read_to_string(p).unwrap()
     }
+}
+
+/// The `id` of a task (or anything else) as JSON.
+pub fn id(v: &Value) -> String {
+    v["id"].as_str().unwrap().to_string()
 }
 
 /// A `tmux` that logs each call (its arguments, one line) and runs the real one.
