@@ -23,13 +23,15 @@ fn append_config(env: &TaskEnv, text: &str) {
     f.write_all(text.as_bytes()).unwrap();
 }
 
-/// The `fake-tui` harness: tests/fixtures/tui-agent.sh.
+/// The `fake-tui` harness: tests/fixtures/tui-agent.sh. Its directory is readable inside a
+/// sandbox too: a checkout under /tmp (CI's fresh clone may be one) is private there.
 fn with_tui(env: &TaskEnv) {
     append_config(
         env,
         &format!(
-            "[harness.fake-tui]\ncommand = \"sh {} {{prompt}}\"\n",
-            common::fixtures().join("tui-agent.sh").display()
+            "[harness.fake-tui]\ncommand = \"sh {} {{prompt}}\"\nsandbox_readable = [{:?}]\n",
+            common::fixtures().join("tui-agent.sh").display(),
+            common::fixtures().display().to_string()
         ),
     );
 }
