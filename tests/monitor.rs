@@ -11,41 +11,15 @@ use std::time::Duration;
 use common::{wait_for, TaskEnv};
 use serde_json::Value;
 
-fn append_config(env: &TaskEnv, text: &str) {
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(env.home.join("config.toml"))
-        .unwrap();
-    f.write_all(text.as_bytes()).unwrap();
-}
-
 fn pass(env: &TaskEnv) -> Value {
     env.ok(&["monitor", "--once"])
-}
-
-fn history_events(env: &TaskEnv, id: &str, event: &str) -> Vec<Value> {
-    env.task(id)["history"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["event"] == event)
-        .cloned()
-        .collect()
-}
-
-fn input_lines(env: &TaskEnv, id: &str) -> Vec<String> {
-    std::fs::read_to_string(env.home.join("agent-log").join(id).join("input"))
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_string)
-        .collect()
 }
 
 #[test]
 fn an_idle_agent_is_nudged_exactly_once_per_idle_period_and_the_nudge_is_submitted() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    append_config(&env, "[policy]\nidle_grace = \"3s\"\n");
+    env.append_config("[policy]\nidle_grace = \"3s\"\n");
     let id = env.create_id("idle/x", "fake-wait");
     env.agent_log(&id, "cwd");
     // Right after it started: not idle for the grace yet.
@@ -60,11 +34,11 @@ fn an_idle_agent_is_nudged_exactly_once_per_idle_period_and_the_nudge_is_submitt
     assert_eq!(r["actions"][0]["action"], "nudge", "{r}");
     // Delivered AND submitted: the agent read it as one line.
     wait_for("the nudge to arrive", 10, || {
-        input_lines(&env, &id).len() == 1
+        env.input_lines(&id).len() == 1
     });
     // Exactly the text: no Escape first (on Claude Code's dialogs Escape means "No,
     // exit"; a plain program got a literal `^[`).
-    assert_eq!(input_lines(&env, &id)[0], "Please continue with the task.");
+    assert_eq!(env.input_lines(&id)[0], "Please continue with the task.");
     // More passes in the same idle period: no second nudge.
     for _ in 0..3 {
         let r = pass(&env);
@@ -77,8 +51,8 @@ fn an_idle_agent_is_nudged_exactly_once_per_idle_period_and_the_nudge_is_submitt
             "{r}"
         );
     }
-    assert_eq!(history_events(&env, &id, "agent.nudged").len(), 1);
-    assert_eq!(input_lines(&env, &id).len(), 1);
+    assert_eq!(env.history_events(&id, "agent.nudged").len(), 1);
+    assert_eq!(env.input_lines(&id).len(), 1);
     let explain = env.ok(&["task", "explain", &id]);
     assert_eq!(explain["agent"]["nudges"], 1);
     assert_eq!(explain["agent"]["signal"], "screen");
@@ -102,7 +76,7 @@ fn exits_without_an_outcome_are_crashes_and_two_make_the_task_stuck() {
             .contains("crash 1"),
         "{t}"
     );
-    assert_eq!(history_events(&env, &id, "agent.crashed").len(), 1);
+    assert_eq!(env.history_events(&id, "agent.crashed").len(), 1);
     // People see it in the task list.
     let out = env
         .cmd_in(&env.repo, &["task", "list"])
@@ -139,7 +113,7 @@ fn exits_without_an_outcome_are_crashes_and_two_make_the_task_stuck() {
     env.wait_session(&ok, "dead");
     pass(&env);
     assert_eq!(env.task(&ok)["crash_count"], 0);
-    assert_eq!(history_events(&env, &ok, "agent.exited").len(), 1);
+    assert_eq!(env.history_events(&ok, "agent.exited").len(), 1);
 
     // Killed by a signal: a crash too.
     let k = env.create_id("crash/killed", "fake-wait");
@@ -155,7 +129,7 @@ fn exits_without_an_outcome_are_crashes_and_two_make_the_task_stuck() {
     pass(&env);
     let t = env.task(&k);
     assert_eq!(t["crash_count"], 1);
-    assert!(history_events(&env, &k, "agent.crashed")[0]["reason"]
+    assert!(env.history_events(&k, "agent.crashed")[0]["reason"]
         .as_str()
         .unwrap()
         .contains("signal 9"));
@@ -165,7 +139,7 @@ fn exits_without_an_outcome_are_crashes_and_two_make_the_task_stuck() {
 fn on_exit_recover_respawns_with_the_policy_message() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    append_config(&env, "[harness.fake-exit0.policy]\non_exit = { action = \"recover\", message = \"Try again, carefully.\", mode = \"prompt\" }\n");
+    env.append_config("[harness.fake-exit0.policy]\non_exit = { action = \"recover\", message = \"Try again, carefully.\", mode = \"prompt\" }\n");
     let id = env.create_id("rec/x", "fake-exit0");
     env.wait_session(&id, "dead");
     let first_session = env.task(&id)["tmux_session_id"].clone();
@@ -175,7 +149,7 @@ fn on_exit_recover_respawns_with_the_policy_message() {
         env.agent_log(&id, "prompt") == "Try again, carefully."
     });
     assert_ne!(env.task(&id)["tmux_session_id"], first_session);
-    assert!(history_events(&env, &id, "agent.respawned").len() == 1);
+    assert!(env.history_events(&id, "agent.respawned").len() == 1);
 }
 
 #[test]
@@ -200,7 +174,7 @@ fn claude_log_errors_are_classified_and_escalated() {
     assert_eq!(t["agent"]["error_kind"], "unauthorized");
     assert_eq!(t["agent"]["signal"], "log");
     assert_eq!(
-        history_events(&env, &id, "agent.error")[0]["kind"],
+        env.history_events(&id, "agent.error")[0]["kind"],
         "unauthorized"
     );
     // The log moves on to a working line: the state follows, the escalation clears.
@@ -416,7 +390,7 @@ fn nudges_in(r: &Value) -> usize {
 fn only_tasks_in_working_status_are_nudged() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    append_config(&env, "[policy]\nidle_grace = \"1s\"\n");
+    env.append_config("[policy]\nidle_grace = \"1s\"\n");
     let id = env.create_id("rev/x", "fake-wait");
     env.agent_log(&id, "cwd");
     // The agent reported its work; it sits at its prompt while the person reviews.
@@ -433,15 +407,15 @@ fn only_tasks_in_working_status_are_nudged() {
         let r = pass(&env);
         assert_eq!(nudges_in(&r), 0, "{r}");
     }
-    assert!(history_events(&env, &id, "agent.nudged").is_empty());
-    assert!(input_lines(&env, &id).is_empty());
+    assert!(env.history_events(&id, "agent.nudged").is_empty());
+    assert!(env.input_lines(&id).is_empty());
 }
 
 #[test]
 fn idle_periods_without_progress_escalate_instead_of_nudging_forever() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    append_config(&env, "[policy]\nidle_grace = \"1s\"\nmax_nudges = 1\n");
+    env.append_config("[policy]\nidle_grace = \"1s\"\nmax_nudges = 1\n");
     let id = env.create_id("loop/x", "fake-wait");
     env.agent_log(&id, "cwd");
     wait_for("the idle grace to pass and the nudge", 10, || {
@@ -450,7 +424,7 @@ fn idle_periods_without_progress_escalate_instead_of_nudging_forever() {
         n == 1
     });
     wait_for("the nudge to arrive", 10, || {
-        input_lines(&env, &id).len() == 1
+        env.input_lines(&id).len() == 1
     });
     // The nudge's echo is activity: a new idle period begins after it, with no tool call.
     wait_for("the escalation", 10, || {
@@ -470,14 +444,14 @@ fn idle_periods_without_progress_escalate_instead_of_nudging_forever() {
             .contains("without progress"),
         "{t}"
     );
-    assert_eq!(input_lines(&env, &id).len(), 1);
+    assert_eq!(env.input_lines(&id).len(), 1);
 }
 
 #[test]
 fn an_approval_prompt_from_hooks_is_blocked_escalated_and_never_nudged() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    append_config(&env, "[policy]\nidle_grace = \"1s\"\n");
+    env.append_config("[policy]\nidle_grace = \"1s\"\n");
     let id = env.create_id("perm/x", "claude");
     env.agent_log(&id, "cwd");
     let conv = env.task(&id)["agent_session_id"]
@@ -502,8 +476,8 @@ fn an_approval_prompt_from_hooks_is_blocked_escalated_and_never_nudged() {
     let t = env.task(&id);
     assert_eq!(t["agent"]["state"], "blocked", "{t}");
     assert_eq!(t["agent"]["blocker"], "approval", "{t}");
-    assert_eq!(history_events(&env, &id, "agent.escalated").len(), 1);
-    assert!(input_lines(&env, &id).is_empty(), "no keystroke reached it");
+    assert_eq!(env.history_events(&id, "agent.escalated").len(), 1);
+    assert!(env.input_lines(&id).is_empty(), "no keystroke reached it");
     let status = env.ok(&["status", "--format", "json"]);
     assert!(status.to_string().contains("blocked: approval"), "{status}");
     // The person answered: the tool runs, the state follows the hooks again.
@@ -567,9 +541,7 @@ fn a_dead_agents_reason_is_kept_from_the_scrollback() {
     let env = TaskEnv::new();
     env.add_project(&[]);
     // The reason, then enough blank lines to push it off a 50-line screen, then exit 1.
-    append_config(
-        &env,
-        "[harness.dies]\ncommand = \"echo 'Error: the model refused the API key'; i=0; while [ $i -lt 80 ]; do echo; i=$((i+1)); done; exit 1\"\n",
+    env.append_config("[harness.dies]\ncommand = \"echo 'Error: the model refused the API key'; i=0; while [ $i -lt 80 ]; do echo; i=$((i+1)); done; exit 1\"\n",
     );
     let id = env.create_id("dies/x", "dies");
     env.wait_session(&id, "dead");
@@ -598,7 +570,7 @@ fn a_dead_agents_reason_is_kept_from_the_scrollback() {
 fn escape_is_refused_as_a_nudge_key_for_claude() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    append_config(&env, "[harness.claude]\nnudge_keys = [\"Escape\"]\n");
+    env.append_config("[harness.claude]\nnudge_keys = [\"Escape\"]\n");
     let msg = env.err(&["task", "list"], "state_corrupt");
     assert!(msg.contains("Escape is never sent to Claude Code"), "{msg}");
 }
@@ -695,7 +667,7 @@ fn a_lost_stop_hook_does_not_keep_an_agent_working_forever() {
 fn a_dialog_drawn_after_the_pass_decided_never_gets_the_nudge() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    append_config(&env, "[policy]\nidle_grace = \"1s\"\n");
+    env.append_config("[policy]\nidle_grace = \"1s\"\n");
     let id = env.create_id("late/x", "claude");
     env.agent_log(&id, "cwd");
     // Its turn ended (claude's Stop hook): from now on it is idle.
@@ -741,9 +713,9 @@ fn a_dialog_drawn_after_the_pass_decided_never_gets_the_nudge() {
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(nudges_in(&r), 0, "{r}");
     assert!(r.to_string().contains("not nudged"), "{r}");
-    assert!(history_events(&env, &id, "agent.nudged").is_empty());
+    assert!(env.history_events(&id, "agent.nudged").is_empty());
     assert_eq!(
-        input_lines(&env, &id),
+        env.input_lines(&id),
         vec![
             "Do you want to proceed?".to_string(),
             "❯ 1. Yes".to_string()
@@ -759,7 +731,7 @@ fn a_dialog_drawn_after_the_pass_decided_never_gets_the_nudge() {
 fn a_claude_that_has_not_sent_its_first_hook_is_starting_not_idle() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    append_config(&env, "[policy]\nidle_grace = \"1s\"\n");
+    env.append_config("[policy]\nidle_grace = \"1s\"\n");
     let id = env.create_id("start/x", "claude");
     env.agent_log(&id, "cwd");
     // Something that must NOT happen: passes for twice the grace never nudge it.
@@ -772,8 +744,8 @@ fn a_claude_that_has_not_sent_its_first_hook_is_starting_not_idle() {
             true
         },
     );
-    assert!(history_events(&env, &id, "agent.nudged").is_empty());
-    assert!(input_lines(&env, &id).is_empty());
+    assert!(env.history_events(&id, "agent.nudged").is_empty());
+    assert!(env.input_lines(&id).is_empty());
     let r = pass(&env);
     assert!(r.to_string().contains("no hook yet"), "{r}");
 }

@@ -9,49 +9,19 @@
 
 use crate::common;
 
-use std::io::Write;
 use std::time::Duration;
 
 use common::{holds_for, wait_for, TaskEnv};
 use serde_json::{json, Value};
 
-fn append_config(env: &TaskEnv, text: &str) {
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(env.home.join("config.toml"))
-        .unwrap();
-    f.write_all(text.as_bytes()).unwrap();
-}
-
 /// The `fake-tui` harness: tests/fixtures/tui-agent.sh. Its directory is readable inside a
 /// sandbox too: a checkout under /tmp (CI's fresh clone may be one) is private there.
 fn with_tui(env: &TaskEnv) {
-    append_config(
-        env,
-        &format!(
-            "[harness.fake-tui]\ncommand = \"sh {} {{prompt}}\"\nsandbox_readable = [{:?}]\n",
-            common::fixtures().join("tui-agent.sh").display(),
-            common::fixtures().display().to_string()
-        ),
-    );
-}
-
-fn history(env: &TaskEnv, id: &str, event: &str) -> Vec<Value> {
-    env.task(id)["history"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["event"] == event)
-        .cloned()
-        .collect()
-}
-
-fn input_lines(env: &TaskEnv, id: &str) -> Vec<String> {
-    std::fs::read_to_string(env.home.join("agent-log").join(id).join("input"))
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_string)
-        .collect()
+    env.append_config(&format!(
+        "[harness.fake-tui]\ncommand = \"sh {} {{prompt}}\"\nsandbox_readable = [{:?}]\n",
+        common::fixtures().join("tui-agent.sh").display(),
+        common::fixtures().display().to_string()
+    ));
 }
 
 /// Run `orange hook agent EVENT` as an agent's hook does: in the workspace, the payload on
@@ -88,7 +58,7 @@ fn a_task_created_without_a_summary_starts_its_agent_with_no_prompt() {
         "{}",
         md(&env, &id)
     );
-    let created = &history(&env, &id, "task.created")[0];
+    let created = &env.history_events(&id, "task.created")[0];
     assert_eq!(created["prompt"], false, "{created}");
     // `task list` shows the branch as its summary.
     let out = env.cmd_in(&env.repo, &["task", "list"]).output().unwrap();
@@ -164,7 +134,7 @@ fn the_first_prompt_typed_in_the_pane_becomes_the_summary_and_is_in_the_history(
         t["summary"] == "Fix the login form"
     });
     assert!(t.get("awaiting_prompt").is_none(), "{t}");
-    let changed = history(&env, &id, "summary.changed");
+    let changed = env.history_events(&id, "summary.changed");
     assert_eq!(changed.len(), 1, "{t}");
     assert_eq!(changed[0]["summary"], "Fix the login form");
     assert_eq!(changed[0]["via"], "hook");
@@ -179,7 +149,7 @@ fn the_first_prompt_typed_in_the_pane_becomes_the_summary_and_is_in_the_history(
         .ok(&["send-keys", "-t", &pane, "-l", "Now the signup form"]);
     env.tmux.ok(&["send-keys", "-t", &pane, "Enter"]);
     wait_for("the second line to reach the agent", 20, || {
-        input_lines(&env, &id).len() == 2
+        env.input_lines(&id).len() == 2
     });
     let r = hook(
         &env,
@@ -189,7 +159,7 @@ fn the_first_prompt_typed_in_the_pane_becomes_the_summary_and_is_in_the_history(
     );
     assert!(r["agent"]["first_prompt"].is_null(), "{r}");
     assert_eq!(env.task(&id)["summary"], "Fix the login form");
-    assert_eq!(history(&env, &id, "summary.changed").len(), 1);
+    assert_eq!(env.history_events(&id, "summary.changed").len(), 1);
 }
 
 #[test]
@@ -239,7 +209,7 @@ fn a_first_prompt_is_cleaned_like_a_summary() {
 fn waiting_for_a_first_prompt_is_not_nudged_escalated_or_told_as_needing_you() {
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "2"]);
-    append_config(&env, "[policy]\nidle_grace = \"1s\"\nmax_nudges = 1\n");
+    env.append_config("[policy]\nidle_grace = \"1s\"\nmax_nudges = 1\n");
     // notify-send that records its calls, first on the monitor passes' PATH.
     let rec_bin = env.root().join("rec-bin");
     std::fs::create_dir_all(&rec_bin).unwrap();
@@ -300,7 +270,7 @@ fn waiting_for_a_first_prompt_is_not_nudged_escalated_or_told_as_needing_you() {
     let mut r = Value::Null;
     wait_for("the control agent to be nudged", 20, || {
         r = pass();
-        !history(&env, &told, "agent.nudged").is_empty()
+        !env.history_events(&told, "agent.nudged").is_empty()
     });
     let t = env.task(&quiet);
     assert_eq!(t["agent"]["state"], "waiting", "{t}\n{r}");
@@ -312,10 +282,10 @@ fn waiting_for_a_first_prompt_is_not_nudged_escalated_or_told_as_needing_you() {
     // Passes well past the grace and max_nudges: never a keystroke, never an escalation.
     holds_for("no nudge, no escalation", Duration::from_secs(3), || {
         pass();
-        history(&env, &quiet, "agent.nudged").is_empty()
-            && history(&env, &quiet, "agent.escalated").is_empty()
+        env.history_events(&quiet, "agent.nudged").is_empty()
+            && env.history_events(&quiet, "agent.escalated").is_empty()
     });
-    assert!(input_lines(&env, &quiet).is_empty());
+    assert!(env.input_lines(&quiet).is_empty());
     let t = env.task(&quiet);
     assert_eq!(t["agent"]["state"], "waiting", "{t}");
     assert!(t["agent"].get("escalated").is_none(), "{t}");
@@ -398,9 +368,7 @@ fn respawn_and_recovery_of_a_task_without_a_prompt_give_it_none() {
     env.ok(&["task", "respawn", &id]);
     assert_eq!(env.agent_log(&id, "argv"), "\n");
     // The recover policy's message is no first prompt either.
-    append_config(
-        &env,
-        "[harness.fake-exit0.policy]\non_exit = { action = \"recover\", message = \"Try again.\", mode = \"prompt\" }\n",
+    env.append_config("[harness.fake-exit0.policy]\non_exit = { action = \"recover\", message = \"Try again.\", mode = \"prompt\" }\n",
     );
     let id = env.ok(&["task", "create", "rs/exit", "--harness", "fake-exit0"])["id"]
         .as_str()
@@ -458,7 +426,7 @@ fn a_sandboxed_agents_first_prompt_reaches_the_summary_through_the_monitor() {
         t = env.task(&id);
         t["summary"] == "Fix the boxed form"
     });
-    let changed = history(&env, &id, "summary.changed");
+    let changed = env.history_events(&id, "summary.changed");
     assert_eq!(changed.len(), 1, "{t}");
     assert_eq!(changed[0]["via"], "hook", "{t}");
 }
@@ -498,7 +466,7 @@ fn a_claudes_first_prompt_is_read_from_its_transcript_when_no_hook_told_it() {
     assert!(r.to_string().contains("first_prompt"), "{r}");
     let t = env.task(&id);
     assert_eq!(t["summary"], "please touch x", "{t}");
-    let changed = history(&env, &id, "summary.changed");
+    let changed = env.history_events(&id, "summary.changed");
     assert_eq!(changed.len(), 1, "{t}");
     assert_eq!(changed[0]["via"], "transcript", "{t}");
 }

@@ -613,6 +613,36 @@ impl TaskEnv {
         last
     }
 
+    /// Append `text` to the test's config.toml.
+    pub fn append_config(&self, text: &str) {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.home.join("config.toml"))
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    }
+
+    /// The task's history events named `event`, oldest first.
+    pub fn history_events(&self, id: &str, event: &str) -> Vec<Value> {
+        self.task(id)["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["event"] == event)
+            .cloned()
+            .collect()
+    }
+
+    /// What the fake agent of task `id` read from its terminal, a line each.
+    pub fn input_lines(&self, id: &str) -> Vec<String> {
+        std::fs::read_to_string(self.home.join("agent-log").join(id).join("input"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
     pub fn agent_log(&self, id: &str, file: &str) -> String {
         let p = self.env.home.join("agent-log").join(id).join(file);
         wait_for(&format!("{}", p.display()), 20, || p.exists());
