@@ -1,27 +1,12 @@
 //! `orange completions bash|zsh|fish`: the shell completion script, generated from the
 //! command-line definition itself (clap_complete), so it never lags behind it.
 
-use clap::{Args, CommandFactory, ValueEnum};
+use clap::CommandFactory;
 
-use super::{Cli, Ctx};
+use super::args::{Cli, CompletionsArgs, Shell};
+use super::context::Ctx;
 use crate::error::Result;
 use crate::ui::output::Out;
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum Shell {
-    Bash,
-    Zsh,
-    Fish,
-}
-
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Install:\n  bash  orange completions bash > ~/.local/share/bash-completion/completions/orange\n  zsh   orange completions zsh > \"${fpath[1]}/_orange\"   (a directory on $fpath)\n  fish  orange completions fish > ~/.config/fish/completions/orange.fish"
-)]
-pub struct CompletionsArgs {
-    /// The shell to complete in
-    pub shell: Shell,
-}
 
 pub fn run(_ctx: &Ctx, a: CompletionsArgs) -> Result<Out> {
     let mut cmd = Cli::command();

@@ -8,10 +8,10 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use clap::Args;
 use serde_json::json;
 
-use super::Ctx;
+use super::args::DemoArgs;
+use super::context::Ctx;
 use crate::adapters::store::Home;
 use crate::adapters::tmux::{self, NewSession, OptionScope, Server, Tmux};
 use crate::error::{IoContext, OrangeError, Result};
@@ -19,17 +19,6 @@ use crate::orchestration::lifecycle::{CreateRequest, Tasks};
 use crate::orchestration::project::{self, AddOptions};
 use crate::ui::output::Out;
 use crate::ui::plugin;
-
-#[derive(Debug, Args)]
-pub struct DemoArgs {
-    /// Do not attach: print how to attach instead
-    #[arg(long)]
-    pub no_attach: bool,
-    /// Create the sandbox here (a new or empty directory; default: a new directory under
-    /// the system temp directory)
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
-}
 
 /// The socket name of the demo server when `ORANGE_TMUX_SOCKET` does not name one.
 pub const DEMO_SOCKET: &str = "orange-demo";

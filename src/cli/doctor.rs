@@ -1,24 +1,12 @@
 //! `orange doctor [--harness H] [--trust]`: is this machine ready to run an agent here?
 
-use clap::Args;
-
-use super::Ctx;
+use super::args::DoctorArgs;
+use super::context::Ctx;
 use crate::error::Result;
 use crate::execution::config::Config;
 use crate::execution::harness::Harness;
 use crate::orchestration::doctor;
 use crate::ui::output::Out;
-
-#[derive(Debug, Args)]
-pub struct DoctorArgs {
-    /// The harness to check (default: config's default_harness, else the first installed)
-    #[arg(long, value_name = "H")]
-    pub harness: Option<String>,
-    /// Record the project's repository as trusted in Claude Code's ~/.claude.json (only
-    /// that key changes; a backup is kept; a file that does not parse is left alone)
-    #[arg(long)]
-    pub trust: bool,
-}
 
 pub fn run(ctx: &Ctx, a: DoctorArgs) -> Result<Out> {
     let config = Config::load(&ctx.home)?;

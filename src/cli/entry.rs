@@ -7,7 +7,8 @@ use std::io::Write;
 
 use clap::Parser;
 
-use super::{Cli, Command, Ctx};
+use super::args::Cli;
+use super::context::Ctx;
 use crate::error::OrangeError;
 
 /// Run one command line (`args[0]` is the program) and return its exit status. Output goes
@@ -62,7 +63,8 @@ fn run_inner(args: Vec<OsString>, serving: bool) -> i32 {
     };
     let json = cli.json;
     if serving {
-        if let Some(why) = needs_terminal(&cli.command) {
+        if let Some(what) = cli.command.does().not_served {
+            let why = format!("{what} cannot run through `orange serve`");
             report(&OrangeError::invalid(why), json);
             return 1;
         }
@@ -72,7 +74,7 @@ fn run_inner(args: Vec<OsString>, serving: bool) -> i32 {
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let result = Ctx::new(cli.project).and_then(|mut ctx| {
+    let result = Ctx::new(cli.project, run).and_then(|mut ctx| {
         ctx.json = json;
         ctx.args = words;
         super::dispatch(&ctx, cli.command)
@@ -92,21 +94,6 @@ fn run_inner(args: Vec<OsString>, serving: bool) -> i32 {
             1
         }
     }
-}
-
-/// Why a command cannot run as a request of `orange serve` (it needs a terminal, runs
-/// until stopped, or replaces the process), or `None`.
-fn needs_terminal(cmd: &Command) -> Option<String> {
-    use super::task::TaskCmd;
-    let what = match cmd {
-        Command::Task(TaskCmd::Attach { .. }) => "`task attach` (it needs a terminal: ssh -t)",
-        Command::Sidebar(_) => "`sidebar` (it needs a terminal)",
-        Command::Monitor(a) if !a.once => "`monitor` without --once (it runs until stopped)",
-        Command::Demo(_) => "`demo`",
-        Command::Serve(_) => "`serve`",
-        _ => return None,
-    };
-    Some(format!("{what} cannot run through `orange serve`"))
 }
 
 fn report(e: &OrangeError, json: bool) {

@@ -26,10 +26,10 @@
 use std::io::{IsTerminal, Read};
 use std::time::Instant;
 
-use clap::Args;
 use serde_json::{json, Value};
 
-use super::Ctx;
+use super::args::HookArgs;
+use super::context::Ctx;
 use crate::adapters::store;
 use crate::adapters::tmux::Tmux;
 use crate::error::{OrangeError, Result};
@@ -37,13 +37,6 @@ use crate::orchestration::monitor::Monitor;
 use crate::orchestration::observer;
 use crate::ui::output::Out;
 use crate::ui::status;
-
-#[derive(Debug, Args)]
-pub struct HookArgs {
-    /// The event and its arguments
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub event: Vec<String>,
-}
 
 /// The arguments of an event: `--name value`, `--name=value`, or positional (`%N` is a
 /// pane, `$N` a session id, anything else fills session then client).

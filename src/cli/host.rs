@@ -2,10 +2,10 @@
 //! the two calls a local orange makes to the orange on a host (`host snapshot`, `host
 //! info`, hidden).
 
-use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
-use super::{audited, Ctx};
+use super::args::{HostAddArgs, HostCmd};
+use super::context::{audited, Ctx};
 use crate::adapters::broker;
 use crate::adapters::shell;
 use crate::adapters::store;
@@ -15,56 +15,6 @@ use crate::orchestration::host::{self, Host, RemoteSnapshot};
 use crate::orchestration::monitor::Monitor;
 use crate::orchestration::{observer, project};
 use crate::ui::output::{table, Out};
-
-#[derive(Debug, Subcommand)]
-pub enum HostCmd {
-    /// Register a machine reached over ssh; its projects are added with
-    /// `orange project add --host NAME PATH`
-    Add(AddArgs),
-    /// List hosts, their projects and when each was last seen
-    List,
-    /// Is the host reachable, with a compatible orange, tmux and git?
-    Check {
-        /// The host's name
-        name: String,
-    },
-    /// Unregister a host (refused while projects use it, unless --force)
-    Remove {
-        /// The host's name (as `orange host add` gave it)
-        name: String,
-        /// Remove it and forget its projects here (nothing is removed on the host)
-        #[arg(long)]
-        force: bool,
-    },
-    /// What a local monitor fetches: this machine's snapshot (runs a monitor pass when no
-    /// monitor runs here)
-    #[command(hide = true)]
-    Snapshot,
-    /// What `host check` asks: versions and settings of this machine
-    #[command(hide = true)]
-    Info,
-}
-
-#[derive(Debug, Args)]
-pub struct AddArgs {
-    /// A name for the host (letters, digits, '_', '-')
-    pub name: String,
-    /// user@host, an ssh config alias, or ssh://user@host:port
-    pub dest: String,
-    /// The orange binary on the host (default: `orange` on its PATH)
-    #[arg(long, value_name = "PATH")]
-    pub orange_bin: Option<String>,
-    /// Passed as `-o KEY=VALUE` to every ssh call for this host (repeatable): HostName,
-    /// Port, IdentityFile, UserKnownHostsFile, ProxyJump…
-    #[arg(long = "ssh-option", value_name = "KEY=VALUE")]
-    pub ssh_options: Vec<String>,
-    /// ORANGE_HOME on the host (default: the remote environment's)
-    #[arg(long, value_name = "DIR")]
-    pub remote_home: Option<String>,
-    /// The tmux socket orange uses on the host (a -L name or an absolute -S path)
-    #[arg(long, value_name = "NAME")]
-    pub remote_socket: Option<String>,
-}
 
 pub fn run(ctx: &Ctx, cmd: HostCmd) -> Result<Out> {
     match cmd {
@@ -77,7 +27,7 @@ pub fn run(ctx: &Ctx, cmd: HostCmd) -> Result<Out> {
     }
 }
 
-fn add(ctx: &Ctx, a: AddArgs) -> Result<Out> {
+fn add(ctx: &Ctx, a: HostAddArgs) -> Result<Out> {
     // It names files and a tmux session (`remote-<host>-<id>`): no '.'.
     if project::validate_name(&a.name).is_err() || a.name.contains('.') {
         return Err(OrangeError::invalid(format!(

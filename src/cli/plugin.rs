@@ -1,38 +1,15 @@
 //! `orange plugin …`: what the tmux plugin's keys run (hidden from `--help`). The choices
 //! are the UI's (`ui::plugin`); going to a remote task is the CLI's attach over ssh.
 
-use clap::Subcommand;
 use serde_json::json;
 
-use super::Ctx;
+use super::args::PluginCmd;
+use super::context::Ctx;
 use crate::adapters::tmux::Tmux;
 use crate::error::Result;
 use crate::orchestration::host;
 use crate::ui::output::Out;
 use crate::ui::plugin::{pick_next, said_next, toggle_sidebar, toggle_sidebar_at};
-
-#[derive(Debug, Subcommand)]
-pub enum PluginCmd {
-    /// Switch a client to the next task waiting for you (a question, stuck, ready for
-    /// review, or its agent exited), in creation order after the current one (prefix O w);
-    /// a remote task's is attached over ssh
-    Next {
-        /// The client to switch (default: the one tmux finds current)
-        #[arg(long)]
-        client: Option<String>,
-        /// The client's session id (the search starts after its task)
-        #[arg(long)]
-        session: Option<String>,
-    },
-    /// Open or close the sidebar beside a pane (`orange sidebar toggle` with the pane given)
-    Sidebar {
-        /// The agent pane (default: $TMUX_PANE)
-        #[arg(long)]
-        pane: Option<String>,
-    },
-    /// The project of the current directory (its name; the new-task popup's header)
-    Project,
-}
 
 pub fn run(ctx: &Ctx, cmd: PluginCmd) -> Result<Out> {
     let tmux = Tmux::from_env();

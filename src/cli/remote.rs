@@ -6,7 +6,9 @@ use std::io::{Read, Write};
 
 use serde_json::{json, Value};
 
-use super::{Command, Ctx};
+use super::args::{Command, Does, ProjectCmd, Runs, TaskCmd};
+use super::context::{confirm, Ctx};
+use super::task_text;
 use crate::adapters::mux::NewSession;
 use crate::adapters::tmux::Tmux;
 use crate::error::{OrangeError, Result};
@@ -16,13 +18,10 @@ use crate::orchestration::task::TaskStore;
 use crate::ui::output::Out;
 use crate::ui::plugin::SESSION_REMOTE_TASK;
 
-use super::project_cmd::ProjectCmd;
-use super::task::TaskCmd;
-use super::workspace::WorkspaceCmd;
-
-/// The host a command must run on, or `None` to run it here. What is here wins: a local
-/// project or task of the same name or id is never shadowed by a host's.
-pub fn route(ctx: &Ctx, cmd: &Command) -> Result<Option<Host>> {
+/// The host a command must run on (as the table says: [`Runs`]), or `None` to run it
+/// here. What is here wins: a local project or task of the same name or id is never
+/// shadowed by a host's.
+pub fn route(ctx: &Ctx, does: &Does) -> Result<Option<Host>> {
     let remote_project = |name: &str| -> Result<Option<Host>> {
         if project::load(&ctx.home)?.projects.contains_key(name) {
             return Ok(None);
@@ -35,60 +34,38 @@ pub fn route(ctx: &Ctx, cmd: &Command) -> Result<Option<Host>> {
             None => Ok(None),
         }
     };
-    match cmd {
-        Command::Task(tc) => match task_id(tc) {
-            Some(id) => {
-                // A local task wins: its exact id, or (when no remote task has this id) a
-                // prefix or branch that names one here.
-                let store = TaskStore::new(&ctx.home);
-                if store.find_exact(id, ctx.project.as_deref()).is_ok() {
-                    return Ok(None);
-                }
-                if host::linked(&ctx.home, id).is_none()
-                    && store.find(id, ctx.project.as_deref()).is_ok()
-                {
-                    return Ok(None);
-                }
-                // The host it was seen on, while that host is still registered.
-                match host::linked(&ctx.home, id).and_then(|l| host::get(&ctx.home, &l.host).ok()) {
-                    Some(h) => Ok(Some(h)),
-                    None => by_project(),
-                }
+    let id = does.id.as_deref();
+    match (does.runs, id) {
+        (Runs::Here, _) => Ok(None),
+        (Runs::Project, _) | (Runs::Task, None) => by_project(),
+        (Runs::Task, Some(id)) => {
+            // A local task wins: its exact id, or (when no remote task has this id) a
+            // prefix or branch that names one here.
+            let store = TaskStore::new(&ctx.home);
+            if store.find_exact(id, ctx.project.as_deref()).is_ok() {
+                return Ok(None);
             }
-            None if matches!(tc, TaskCmd::List { all: true, .. }) => Ok(None),
-            None => by_project(),
-        },
-        // `<project>--<n>` names its project.
-        Command::Workspace(WorkspaceCmd::Release { name, .. }) if ctx.project.is_none() => {
-            match name.rsplit_once("--") {
-                Some((p, _)) => remote_project(p),
-                None => Ok(None),
+            if host::linked(&ctx.home, id).is_none()
+                && store.find(id, ctx.project.as_deref()).is_ok()
+            {
+                return Ok(None);
+            }
+            // The host it was seen on, while that host is still registered.
+            match host::linked(&ctx.home, id).and_then(|l| host::get(&ctx.home, &l.host).ok()) {
+                Some(h) => Ok(Some(h)),
+                None => by_project(),
             }
         }
-        Command::Workspace(_) => by_project(),
-        Command::Project(ProjectCmd::Update(a)) => match a.name.as_ref().or(ctx.project.as_ref()) {
+        // `<project>--<n>` names its project.
+        (Runs::Workspace, Some(name)) if ctx.project.is_none() => match name.rsplit_once("--") {
+            Some((p, _)) => remote_project(p),
+            None => Ok(None),
+        },
+        (Runs::Workspace, _) => by_project(),
+        (Runs::NamedProject, name) => match name.or(ctx.project.as_deref()) {
             Some(name) => remote_project(name),
             None => Ok(None),
         },
-        _ => Ok(None),
-    }
-}
-
-fn task_id(tc: &TaskCmd) -> Option<&str> {
-    match tc {
-        TaskCmd::Show { id }
-        | TaskCmd::Explain { id }
-        | TaskCmd::Peek { id, .. }
-        | TaskCmd::Spawn { id }
-        | TaskCmd::Attach { id }
-        | TaskCmd::Respawn { id }
-        | TaskCmd::Merge { id, .. }
-        | TaskCmd::Cancel { id, .. }
-        | TaskCmd::Delete { id, .. } => Some(id),
-        TaskCmd::Update { id, .. } | TaskCmd::Complete { id } | TaskCmd::Stuck { id } => {
-            id.as_deref()
-        }
-        _ => None,
     }
 }
 
@@ -103,46 +80,28 @@ fn args(ctx: &Ctx) -> Vec<String> {
 
 /// Run this command on `h`. With `--json` the host's JSON value, tagged with `host`; else
 /// its text. Its error keeps its code.
-pub fn forward(ctx: &Ctx, h: &Host, cmd: &Command) -> Result<Out> {
+pub fn forward(ctx: &Ctx, h: &Host, cmd: &Command, does: &Does) -> Result<Out> {
     if let Command::Task(TaskCmd::Attach { id }) = cmd {
         return attach(ctx, h, id, None);
     }
     if let Command::Task(TaskCmd::List { status, .. }) = cmd {
-        return list_there(ctx, h, cmd, status.as_deref());
+        return list_there(ctx, h, cmd, does, status.as_deref());
     }
-    let out = run_there(ctx, h, cmd);
+    let out = run_there(ctx, h, cmd, does);
     // Something may have changed there (even a failed command can record a failed task):
     // the monitor here fetches that host at once rather than at its next interval.
-    if !reads_only(cmd) {
+    if does.mutates {
         crate::adapters::store::poke_at(&host::poke_path(&ctx.home));
     }
     out
 }
 
-fn reads_only(cmd: &Command) -> bool {
-    matches!(
-        cmd,
-        Command::Task(
-            TaskCmd::List { .. }
-                | TaskCmd::Show { .. }
-                | TaskCmd::Explain { .. }
-                | TaskCmd::Peek { .. }
-        )
-    ) || matches!(cmd, Command::Workspace(WorkspaceCmd::List { .. }))
-}
-
-fn run_there(ctx: &Ctx, h: &Host, cmd: &Command) -> Result<Out> {
+fn run_there(ctx: &Ctx, h: &Host, cmd: &Command, does: &Does) -> Result<Out> {
     let mut args = args(ctx);
     // Questions are asked here, where the person is: the host has no terminal to ask on.
-    if let Command::Task(TaskCmd::Cancel { id, yes: false } | TaskCmd::Delete { id, yes: false }) =
-        cmd
-    {
-        let verb = if matches!(cmd, Command::Task(TaskCmd::Cancel { .. })) {
-            "Cancel"
-        } else {
-            "Delete"
-        };
-        super::task::confirm(&format!("{verb} task {id} on host {}?", h.name), false)?;
+    if let Some(verb) = does.asks {
+        let id = does.id.as_deref().unwrap_or_default();
+        confirm(&format!("{verb} task {id} on host {}?", h.name), false)?;
         args.push("--yes".into());
     }
     // `--context -` reads this standard input: it is sent along.
@@ -514,46 +473,17 @@ fn last_known(
     rows
 }
 
-/// A remote task's row in `task list` (PROJECT@HOST first when `with_project`): a task of a
-/// host that could not be listed shows `? unreachable (last seen 4m ago)` as its session.
-pub fn row(v: &Value, with_project: bool) -> Vec<String> {
-    // Every field is the host's (summary, branch, states): `table` makes each cell safe.
-    let s = |x: &Value| x.as_str().unwrap_or("-").to_string();
-    let session = match v.get("host_state") {
-        Some(st) => {
-            let age = st["last_seen"]
-                .as_str()
-                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-                .map(|t| (chrono::Utc::now() - t.with_timezone(&chrono::Utc)).num_seconds());
-            let age = age.map(|a| a.max(0) as u64);
-            if st["reachable"] == false {
-                crate::ui::output::unreachable_label(age)
-            } else {
-                crate::ui::output::unreachable_label(age).replace("unreachable", "not listed")
-            }
-        }
-        None => s(&v["session"]["state"]),
-    };
-    let mut r = vec![
-        s(&v["id"]),
-        s(&v["status"]),
-        session,
-        s(&v["agent"]["state"]),
-        s(&v["branch"]),
-        s(&v["harness"]),
-        super::task::first_line(v["summary"].as_str().unwrap_or(""), 48),
-    ];
-    if with_project {
-        r.insert(0, format!("{}@{}", s(&v["project"]), s(&v["host"])));
-    }
-    r
-}
-
 /// `task list` of a remote project: the host's own listing (remembered, with `--json`), or,
 /// when it cannot be asked, the project's last known tasks there (exit status 0).
-fn list_there(ctx: &Ctx, h: &Host, cmd: &Command, status: Option<&str>) -> Result<Out> {
+fn list_there(
+    ctx: &Ctx,
+    h: &Host,
+    cmd: &Command,
+    does: &Does,
+    status: Option<&str>,
+) -> Result<Out> {
     let project = ctx.project.clone();
-    match run_there(ctx, h, cmd) {
+    match run_there(ctx, h, cmd, does) {
         Ok(out) => {
             if let (Some(p), None, Value::Array(rows)) = (&project, status, &out.json) {
                 host::remember_tasks(&ctx.home, &h.name, Some(p), rows);
@@ -567,17 +497,11 @@ fn list_there(ctx: &Ctx, h: &Host, cmd: &Command, status: Option<&str>) -> Resul
                 return Err(e);
             }
             let rows = last_known(ctx, h, project.as_deref(), status, &e);
-            let text = if rows.is_empty() {
-                "no tasks\n".to_string()
-            } else {
-                let table_rows: Vec<Vec<String>> = rows.iter().map(|v| row(v, false)).collect();
-                crate::ui::output::table(
-                    &[
-                        "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "SUMMARY",
-                    ],
-                    &table_rows,
-                )
-            };
+            let table_rows: Vec<Vec<String>> = rows
+                .iter()
+                .map(|v| task_text::remote_row(v, false))
+                .collect();
+            let text = task_text::list(&table_rows, false);
             Ok(Out::new(Value::Array(rows), text))
         }
     }

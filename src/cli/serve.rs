@@ -9,27 +9,16 @@
 
 use std::ffi::OsString;
 
-use clap::Args;
 use serde_json::Value;
 
-use super::Ctx;
+use super::args::ServeArgs;
+use super::context::{Ctx, RunLine};
 use crate::adapters::broker::{self, Accepted, Answer, Hello, Request};
 use crate::adapters::stdio::Streams;
 use crate::adapters::store;
 use crate::error::{OrangeError, Result};
 use crate::orchestration::host;
 use crate::ui::output::Out;
-
-#[derive(Debug, Args)]
-pub struct ServeArgs {
-    /// Read requests on standard input and answer on standard output, one JSON value a
-    /// line (what a local orange runs on a remote host)
-    #[arg(long)]
-    pub stdio: bool,
-    /// Be the local broker of host HOST (orange starts it when a command needs it)
-    #[arg(long, value_name = "HOST", hide = true, conflicts_with = "stdio")]
-    pub broker: Option<String>,
-}
 
 pub fn run(ctx: &Ctx, a: ServeArgs) -> Result<Out> {
     if let Some(name) = a.broker {
@@ -40,7 +29,7 @@ pub fn run(ctx: &Ctx, a: ServeArgs) -> Result<Out> {
             "`orange serve` needs --stdio (one JSON request a line on standard input)",
         ));
     }
-    stdio().map_err(|e| OrangeError::io("serving on standard input and output", e))?;
+    stdio(ctx.run_line).map_err(|e| OrangeError::io("serving on standard input and output", e))?;
     Ok(Out::new(Value::Null, ""))
 }
 
@@ -48,8 +37,9 @@ fn line_of<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
-/// The server: hello, then each request accepted, run and answered, until stdin ends.
-fn stdio() -> std::io::Result<()> {
+/// The server: hello, then each request accepted, run (by `run_line`: `entry::run`) and
+/// answered, until stdin ends.
+fn stdio(run_line: RunLine) -> std::io::Result<()> {
     let mut io = Streams::take()?;
     io.write_line(&line_of(&Hello {
         orange_serve: broker::PROTOCOL,
@@ -78,7 +68,7 @@ fn stdio() -> std::io::Result<()> {
         };
         let mut argv = vec![OsString::from("orange")];
         argv.extend(req.args.iter().map(OsString::from));
-        let c = io.captured(&req.input(), || super::entry::run(argv, true))?;
+        let c = io.captured(&req.input(), || run_line(argv, true))?;
         let (status, panicked) = match c.value {
             Ok(code) => (code, false),
             Err(_) => (101, true),

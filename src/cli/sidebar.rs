@@ -14,11 +14,11 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
-use clap::Args;
 use serde_json::json;
 use unicode_width::UnicodeWidthStr;
 
-use super::Ctx;
+use super::args::SidebarArgs;
+use super::context::Ctx;
 use crate::adapters::terminal::{self, Term};
 use crate::adapters::tmux::Tmux;
 use crate::error::{OrangeError, Result};
@@ -28,28 +28,6 @@ use crate::orchestration::observer;
 use crate::orchestration::task::{self, Task, TaskStore};
 use crate::ui::output::{color_enabled, Out};
 use crate::ui::sidebar::{self, GitPart, Model};
-
-#[derive(Debug, Args)]
-pub struct SidebarArgs {
-    /// Task to show (default: $ORANGE_TASK_ID, else the task of the tmux session this pane
-    /// is in, else the task bound to the workspace containing the current directory)
-    #[arg(long, conflicts_with = "lane")]
-    pub task: Option<String>,
-    /// Show a lane instead of a task
-    #[arg(long)]
-    pub lane: Option<String>,
-    /// Render one frame and exit (with --json: the model as JSON)
-    #[arg(long)]
-    pub once: bool,
-    /// Width in columns (default: $COLUMNS, else the pane's width, else 40)
-    #[arg(long)]
-    pub width: Option<usize>,
-    /// Height in lines (default: --once unlimited; the loop: the pane's height)
-    #[arg(long)]
-    pub height: Option<usize>,
-    /// `toggle`: open or close the sidebar beside the current pane
-    pub action: Option<String>,
-}
 
 /// How often the loop looks at the task's files and the poke file.
 const TICK: Duration = Duration::from_millis(250);

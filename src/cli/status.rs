@@ -2,22 +2,12 @@
 //! status lines every few seconds, so it reads the task files and at most one tmux snapshot
 //! (usually none: see `crate::ui::status` for the cache), and never runs git.
 
-use clap::Args;
-
-use super::Ctx;
+use super::args::StatusArgs;
+use super::context::Ctx;
 use crate::adapters::tmux::Tmux;
 use crate::error::Result;
 use crate::ui::output::Out;
 use crate::ui::status;
-
-#[derive(Debug, Args)]
-pub struct StatusArgs {
-    /// Output format: `tmux` (a tmux format string with icons and colours, empty when
-    /// there is nothing open), `plain` (one line of counts) or `json` (counts, per project,
-    /// and every open task)
-    #[arg(long, value_parser = ["tmux", "plain", "json"], default_value = "plain")]
-    pub format: String,
-}
 
 pub fn run(ctx: &Ctx, args: StatusArgs) -> Result<Out> {
     let summary = status::current(&ctx.home, &Tmux::from_env())?;

@@ -1,173 +1,65 @@
-//! `orange task create|list|show|peek|spawn|attach|respawn|update|complete|stuck|merge|cancel|delete`
+//! `orange task create|list|show|explain|peek|spawn|attach|respawn|update|complete|stuck|merge|cancel|delete`:
+//! one function per verb. What they print is in `task_text`; the repairs before them and
+//! the effects after them are the table's (`args::Command::does`), fed by what each
+//! returns ([`Done`]).
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::Read;
 
-use clap::{Args, Subcommand};
 use serde_json::json;
-use unicode_width::UnicodeWidthStr;
 
-use super::{audited, Ctx};
+use super::args::{TaskCmd, TaskCreateArgs};
+use super::context::{audited, confirm, Ctx, Done};
+use super::task_text;
 use crate::error::{OrangeError, Result};
 use crate::execution::sandbox;
-use crate::orchestration::lifecycle::{CreateRequest, TaskView, Tasks};
+use crate::orchestration::lifecycle::{CreateRequest, NextSpawn, Tasks};
 use crate::orchestration::task::{Status, Task};
-use crate::ui::output::{table, Out};
+use crate::ui::output::Out;
 
-#[derive(Debug, Subcommand)]
-pub enum TaskCmd {
-    /// Create a task and start its agent (queued when the pool is full)
-    Create(CreateArgs),
-    /// List the project's tasks (oldest first) with their session state
-    List {
-        /// Only tasks with this status
-        #[arg(long)]
-        status: Option<String>,
-        /// Every project's tasks, grouped by project
-        #[arg(long)]
-        all: bool,
-    },
-    /// Show one task: fields, session, TASK.md and history
-    Show {
-        /// The task: its id, a unique prefix of it, or its branch
-        id: String,
-    },
-    /// Which signal decided the agent's current state, and when
-    Explain {
-        /// The task: its id, a unique prefix of it, or its branch
-        id: String,
-    },
-    /// Print the last lines of the task's agent pane
-    Peek {
-        /// The task: its id, a unique prefix of it, or its branch
-        id: String,
-        /// How many lines from the bottom of its pane
-        #[arg(long, default_value_t = 40)]
-        lines: usize,
-    },
-    /// Start the agent of a pending task
-    Spawn {
-        /// The task: its id, a unique prefix of it, or its branch
-        id: String,
-    },
-    /// Attach to the task's session (switch-client inside tmux, attach-session outside)
-    Attach {
-        /// The task: its id, a unique prefix of it, or its branch
-        id: String,
-    },
-    /// Restart the agent of an active task whose agent exited or whose session is gone,
-    /// or retry a failed task from the start
-    Respawn {
-        /// The task: its id, a unique prefix of it, or its branch
-        id: String,
-    },
-    /// Change a task's status, summary or branch (ID defaults to $ORANGE_TASK_ID or the
-    /// workspace you are in)
-    Update {
-        /// The task: its id, a unique prefix of it, or its branch (default: $ORANGE_TASK_ID, or
-        /// the workspace you are in)
-        id: Option<String>,
-        /// New status (pending … stuck; done/cancelled go through merge/cancel)
-        #[arg(long)]
-        status: Option<String>,
-        /// New summary (the first line of TASK.md and the sidebar's title)
-        #[arg(long, allow_hyphen_values = true)]
-        summary: Option<String>,
-        /// Rename the branch to NAME, or without NAME record the branch the workspace is on
-        #[arg(long, num_args = 0..=1, value_name = "NAME")]
-        branch: Option<Option<String>>,
-    },
-    /// Mark the task ready for review (agents call this when done)
-    Complete {
-        /// The task: its id, a unique prefix of it, or its branch (default: $ORANGE_TASK_ID, or
-        /// the workspace you are in)
-        id: Option<String>,
-    },
-    /// Mark the task stuck (agents call this when they cannot go on)
-    Stuck {
-        /// The task: its id, a unique prefix of it, or its branch (default: $ORANGE_TASK_ID, or
-        /// the workspace you are in)
-        id: Option<String>,
-    },
-    /// Merge the task's branch into the default branch, return its workspace, mark it done
-    Merge {
-        /// The task: its id, a unique prefix of it, or its branch
-        id: String,
-        /// ff (fast-forward only, default) or merge (always a merge commit)
-        #[arg(long, value_parser = ["ff", "merge"], default_value = "ff")]
-        strategy: String,
-        /// Do not look for a pull request with gh
-        #[arg(long)]
-        local: bool,
-    },
-    /// Cancel a task: kill its session and return its workspace (kept if it has uncommitted work)
-    Cancel {
-        /// The task: its id, a unique prefix of it, or its branch
-        id: String,
-        /// Do not ask for confirmation
-        #[arg(long)]
-        yes: bool,
-    },
-    /// Delete a done, cancelled or failed task's record (its branch stays)
-    Delete {
-        /// The task: its id, a unique prefix of it, or its branch
-        id: String,
-        /// Do not ask for confirmation
-        #[arg(long)]
-        yes: bool,
-    },
-}
-
-#[derive(Debug, Args)]
-pub struct CreateArgs {
-    /// Branch for the task (default: orange-tasks/<id>); an existing local or remote
-    /// branch is reused
-    pub branch: Option<String>,
-    /// What the agent should do (its first prompt; quotes, $(…) and newlines are safe).
-    /// Left out: the agent starts interactive, with no prompt; the first prompt you type
-    /// in its pane becomes the summary
-    #[arg(allow_hyphen_values = true)]
-    pub summary: Option<String>,
-    /// Agent harness: claude, pi, codex, opencode, or one from config.toml
-    /// (default: config's default_harness, else the first installed of pi, opencode, claude, codex)
-    #[arg(long)]
-    pub harness: Option<String>,
-    /// Extra context for TASK.md's ## Context: "-" reads standard input
-    #[arg(long, value_name = "TEXT|-", allow_hyphen_values = true)]
-    pub context: Option<String>,
-    /// Create the task as pending (queued) without starting the agent
-    #[arg(long)]
-    pub no_spawn: bool,
-    /// Run the agent in a sandbox: bwrap (bubblewrap: the system and $HOME read-only;
-    /// writable only the workspace, the git dirs its commits need, the agent's own state
-    /// and a private /tmp) or none. Default: the project's, the harness's, config.toml's
-    #[arg(long, value_name = "bwrap|none")]
-    pub sandbox: Option<String>,
-}
-
-pub(crate) fn first_line(s: &str, max: usize) -> String {
-    let line = s.lines().next().unwrap_or("");
-    let mut out = String::new();
-    for c in line.chars() {
-        if out.width() + c.to_string().width() > max {
-            out.push('…');
-            break;
+pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Done> {
+    let mut tasks = Tasks::new(&ctx.home);
+    let t = &mut tasks;
+    match cmd {
+        TaskCmd::Create(a) => create(ctx, t, a),
+        TaskCmd::List { status, all } => list(ctx, t, status, all).map(Done::from),
+        TaskCmd::Show { id } => show(ctx, t, &id).map(Done::from),
+        TaskCmd::Explain { id } => explain(ctx, t, &id).map(Done::from),
+        TaskCmd::Peek { id, lines } => peek(ctx, t, &id, lines).map(Done::from),
+        TaskCmd::Spawn { id } => spawn(ctx, t, id),
+        TaskCmd::Respawn { id } => respawn(ctx, t, id),
+        TaskCmd::Attach { id } => attach(ctx, t, &id).map(Done::from),
+        TaskCmd::Update {
+            id,
+            status,
+            summary,
+            branch,
+        } => update(ctx, t, id, status, summary, branch).map(Done::from),
+        TaskCmd::Complete { id } => {
+            report(ctx, t, id, Status::Reviewing, "task.complete").map(Done::from)
         }
-        out.push(c);
+        TaskCmd::Stuck { id } => report(ctx, t, id, Status::Stuck, "task.stuck").map(Done::from),
+        TaskCmd::Merge {
+            id,
+            strategy,
+            local,
+        } => merge(ctx, t, id, strategy, local),
+        TaskCmd::Cancel { id, yes } => cancel(ctx, t, id, yes),
+        TaskCmd::Delete { id, yes } => delete(ctx, t, id, yes).map(Done::from),
     }
-    out
 }
 
-fn describe(v: &TaskView) -> String {
-    format!(
-        "{} {}/{} [{}] [{}] {} {}",
-        v.task.id,
-        v.task.project,
-        v.task.branch,
-        v.task.status,
-        v.task.harness,
-        v.session.icon(),
-        v.session.state
-    )
+/// What a command that acted on task `t` did, for the effects after it: `t`'s session, and
+/// the session of the queued task it started (`next`), if any.
+fn done(out: Out, tasks: &Tasks, t: &Task, next: Option<&NextSpawn>) -> Done {
+    let next_session = next
+        .and_then(|n| n.spawned.as_deref())
+        .and_then(|id| tasks.get(id, None).ok())
+        .and_then(|t| t.tmux_session_id);
+    Done {
+        out,
+        session: t.tmux_session_id.clone(),
+        next_session,
+    }
 }
 
 /// The task `id`, once the user said yes to `<verb> task …?` (or passed --yes).
@@ -177,7 +69,7 @@ fn confirmed(
     project: Option<&str>,
     verb: &str,
     yes: bool,
-) -> Result<crate::orchestration::task::Task> {
+) -> Result<Task> {
     let t = tasks.get(id, project)?;
     confirm(
         &format!("{verb} task {} ({}/{})?", t.id, t.project, t.branch),
@@ -186,105 +78,8 @@ fn confirmed(
     Ok(t)
 }
 
-pub(crate) fn confirm(question: &str, yes: bool) -> Result<()> {
-    if yes {
-        return Ok(());
-    }
-    if !std::io::stdin().is_terminal() {
-        return Err(OrangeError::invalid(format!(
-            "{question} — pass --yes to confirm (no terminal to ask on)"
-        )));
-    }
-    eprint!("{question} [y/N] ");
-    let _ = std::io::stderr().flush();
-    let mut answer = String::new();
-    std::io::stdin()
-        .read_line(&mut answer)
-        .map_err(|e| OrangeError::io("reading the answer", e))?;
-    if matches!(answer.trim(), "y" | "Y" | "yes") {
-        Ok(())
-    } else {
-        Err(OrangeError::invalid("not confirmed; nothing changed"))
-    }
-}
-
-pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
-    let starts = matches!(
-        cmd,
-        TaskCmd::Create(_) | TaskCmd::Spawn { .. } | TaskCmd::Respawn { .. }
-    );
-    let mutating = !matches!(
-        cmd,
-        TaskCmd::List { .. }
-            | TaskCmd::Show { .. }
-            | TaskCmd::Explain { .. }
-            | TaskCmd::Peek { .. }
-            | TaskCmd::Attach { .. }
-    );
-    // Every task command sees repaired state (a crashed command's leftovers).
-    super::reconcile(ctx);
-    let out = run_command(ctx, cmd);
-    if mutating {
-        // Failed commands change state too (a task recorded as failed).
-        let tasks = Tasks::new(&ctx.home);
-        crate::ui::status::changed(&ctx.home, &tasks.tmux);
-        if let Ok(out) = &out {
-            auto_sidebar(&tasks, &out.json, starts);
-        }
-    }
-    out
-}
-
-/// `@orange-sidebar-auto on`: a session that just started (this task's, or the queued
-/// task a merge or cancel started) opens with the sidebar. Best effort: the plugin side
-/// must never fail a task command.
-fn auto_sidebar(tasks: &Tasks, out: &serde_json::Value, starts: bool) {
-    let mut sessions: Vec<String> = vec![];
-    if starts {
-        sessions.extend(out["tmux_session_id"].as_str().map(str::to_string));
-    }
-    if let Some(id) = out["next"]["spawned"].as_str() {
-        if let Ok(t) = tasks.get(id, None) {
-            sessions.extend(t.tmux_session_id);
-        }
-    }
-    for s in sessions {
-        let _ = crate::ui::plugin::auto_sidebar(tasks.home, &tasks.tmux, &s);
-    }
-}
-
-fn run_command(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
-    let mut tasks = Tasks::new(&ctx.home);
-    let t = &mut tasks;
-    match cmd {
-        TaskCmd::Create(a) => create(ctx, t, a),
-        TaskCmd::List { status, all } => list(ctx, t, status, all),
-        TaskCmd::Show { id } => show(ctx, t, &id),
-        TaskCmd::Explain { id } => explain(ctx, t, &id),
-        TaskCmd::Peek { id, lines } => peek(ctx, t, &id, lines),
-        TaskCmd::Spawn { id } => spawn(ctx, t, id),
-        TaskCmd::Respawn { id } => respawn(ctx, t, id),
-        TaskCmd::Attach { id } => attach(ctx, t, &id),
-        TaskCmd::Update {
-            id,
-            status,
-            summary,
-            branch,
-        } => update(ctx, t, id, status, summary, branch),
-        TaskCmd::Complete { id } => report(ctx, t, id, Status::Reviewing, "task.complete"),
-        TaskCmd::Stuck { id } => report(ctx, t, id, Status::Stuck, "task.stuck"),
-        TaskCmd::Merge {
-            id,
-            strategy,
-            local,
-        } => merge(ctx, t, id, strategy, local),
-        TaskCmd::Cancel { id, yes } => cancel(ctx, t, id, yes),
-        TaskCmd::Delete { id, yes } => delete(ctx, t, id, yes),
-    }
-}
-
 /// `task create`
-fn create(ctx: &Ctx, tasks: &mut Tasks, a: CreateArgs) -> Result<Out> {
+fn create(ctx: &Ctx, tasks: &mut Tasks, a: TaskCreateArgs) -> Result<Done> {
     let project = ctx.project()?;
     let context = match a.context.as_deref() {
         Some("-") => {
@@ -334,7 +129,7 @@ fn create(ctx: &Ctx, tasks: &mut Tasks, a: CreateArgs) -> Result<Out> {
             t.id
         ));
     }
-    Ok(Out::new(created, text))
+    Ok(done(Out::new(&created, text), tasks, &created.task, None))
 }
 
 /// `task list [--status S] [--all]`
@@ -358,46 +153,9 @@ fn list(ctx: &Ctx, tasks: &mut Tasks, status: Option<String>, all: bool) -> Resu
         true => super::remote::task_lists(ctx, status_arg.as_deref()),
         false => vec![],
     };
-    let mut rows: Vec<Vec<String>> = list
-        .iter()
-        .map(|v| {
-            let mut r = vec![
-                v.task.id.clone(),
-                v.task.status.as_str().to_string(),
-                format!("{} {}", v.session.icon(), v.session.state),
-                match (v.agent.state, &v.agent.escalated) {
-                    (_, Some(_)) => "needs you".to_string(),
-                    (Some(st), _) if v.task.status.is_active() => st.as_str().to_string(),
-                    _ => "-".to_string(),
-                },
-                v.task.branch.clone(),
-                v.task.harness.clone(),
-                first_line(&v.task.summary, 48),
-            ];
-            if all {
-                r.insert(0, v.task.project.clone());
-            }
-            r
-        })
-        .collect();
-    rows.extend(remote.iter().map(|v| super::remote::row(v, true)));
-    let text = if rows.is_empty() {
-        "no tasks\n".to_string()
-    } else if all {
-        table(
-            &[
-                "PROJECT", "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "SUMMARY",
-            ],
-            &rows,
-        )
-    } else {
-        table(
-            &[
-                "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "SUMMARY",
-            ],
-            &rows,
-        )
-    };
+    let mut rows: Vec<Vec<String>> = list.iter().map(|v| task_text::row(v, all)).collect();
+    rows.extend(remote.iter().map(|v| task_text::remote_row(v, true)));
+    let text = task_text::list(&rows, all);
     let mut json = serde_json::to_value(&list).unwrap_or_default();
     if let Some(a) = json.as_array_mut() {
         a.extend(remote);
@@ -416,61 +174,7 @@ fn show(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
     // effort: `task show` must not fail on it.
     let _ = tasks.update_usage(&t);
     let view = tasks.view(t, &tasks.panes());
-    let mut text = format!(
-        "{}\nsummary: {}{}\nworkspace: {}\nsession: {}{}\nTASK.md: {}\n",
-        describe(&view),
-        view.task.summary,
-        if view.task.awaiting_prompt {
-            " (its branch: the agent waits for its first prompt, typed in its pane)"
-        } else {
-            ""
-        },
-        view.task.workspace.as_deref().unwrap_or("-"),
-        view.task.tmux_session.as_deref().unwrap_or("-"),
-        match (view.session.exit_status, view.session.exit_signal) {
-            (Some(c), _) => format!(" (agent exited with status {c})"),
-            (_, Some(s)) => format!(" (agent killed by signal {s})"),
-            _ => String::new(),
-        },
-        md_path.display()
-    );
-    if view.task.sandbox != sandbox::Kind::None {
-        text.push_str(&format!(
-            "sandbox: {} (writes only its workspace, its git dirs, its agent's state)\n",
-            view.task.sandbox.as_str()
-        ));
-    }
-    if let Some(f) = &view.task.failure {
-        text.push_str(&format!(
-            "failed: {f}\nto do: `orange task respawn {id}` retries, `orange task delete {id}` removes it\n",
-            id = view.task.id
-        ));
-    }
-    text.push_str(&agent_text(&view.agent, &view.task.id));
-    text.push_str(&tokens_text(view.tokens.as_ref(), &view.task.harness));
-    let body = md.trim_end();
-    if !body.is_empty() {
-        text.push_str("\nTASK.md:\n");
-        for line in body.lines() {
-            text.push_str(&format!("  {line}\n"));
-        }
-        text.push('\n');
-    }
-    text.push_str("history (newest first):\n");
-    let now = chrono::Utc::now();
-    for e in history.iter().rev().take(10) {
-        text.push_str(&format!(
-            "  {:>8}  {}\n",
-            crate::ui::output::ago(&e.ts, now),
-            event_text(e)
-        ));
-    }
-    if history.len() > 10 {
-        text.push_str(&format!(
-            "  … {} older (all of them with --json)\n",
-            history.len() - 10
-        ));
-    }
+    let text = task_text::show(&view, &md, &md_path, &history);
     let mut v = serde_json::to_value(&view).unwrap();
     v["history"] = serde_json::to_value(&history).unwrap();
     v["task_md"] = json!(md);
@@ -478,102 +182,11 @@ fn show(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
     Ok(Out::new(v, text))
 }
 
-/// One history event in words, with what it carries: `status working → reviewing (via
-/// sandbox)`, `agent exited (status 1): why`, `nudged: Please continue…`.
-fn event_text(e: &crate::orchestration::task::Event) -> String {
-    let d = &e.data;
-    let s = |k: &str| d.get(k).and_then(|v| v.as_str()).map(str::to_string);
-    let via = s("via").map(|v| format!(" (via {v})")).unwrap_or_default();
-    match e.event.as_str() {
-        "status.changed" => format!(
-            "status {} → {}{via}",
-            s("from").unwrap_or_else(|| "?".into()),
-            s("to").unwrap_or_else(|| "?".into())
-        ),
-        "task.created" => format!(
-            "created on branch {} ({}{})",
-            s("branch").unwrap_or_default(),
-            s("harness").unwrap_or_default(),
-            s("sandbox")
-                .filter(|x| x != "none")
-                .map(|x| format!(", sandbox {x}"))
-                .unwrap_or_default()
-        ),
-        "agent.spawned" => format!(
-            "agent started in {} (session {})",
-            s("workspace").unwrap_or_default(),
-            s("tmux_session").unwrap_or_default()
-        ),
-        "agent.exited" => {
-            let how = match (
-                d.get("exit_status").and_then(|v| v.as_i64()),
-                d.get("exit_signal").and_then(|v| v.as_i64()),
-            ) {
-                (Some(c), _) => format!("status {c}"),
-                (_, Some(sig)) => format!("signal {sig}"),
-                _ => "?".into(),
-            };
-            let why = s("detail").map(|w| format!(": {w}")).unwrap_or_default();
-            format!("agent exited ({how}){why}")
-        }
-        "agent.nudged" => format!("nudged: {}", s("message").unwrap_or_default()),
-        "task.failed" => format!("could not start: {}", s("error").unwrap_or_default()),
-        _ => {
-            let mut extra: Vec<String> = d
-                .iter()
-                .filter(|(k, _)| k.as_str() != "via")
-                .map(|(k, v)| match v.as_str() {
-                    Some(t) => format!("{k}={t}"),
-                    None => format!("{k}={v}"),
-                })
-                .collect();
-            extra.truncate(4);
-            let extra = if extra.is_empty() {
-                String::new()
-            } else {
-                format!(" {}", extra.join(" "))
-            };
-            format!("{}{extra}{via}", e.event)
-        }
-    }
-}
-
 /// `task explain ID`
 fn explain(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
     let t = tasks.get(id, ctx.project.as_deref())?;
     let view = tasks.view(t, &tasks.panes());
-    let a = &view.agent;
-    let state = a.state.map(|s| s.as_str()).unwrap_or("unknown");
-    let mut text = format!("task {}: agent {state}", view.task.id);
-    match a.signal {
-        Some(sig) if !a.at.is_empty() => text.push_str(&format!(
-            ", decided by {} at {} (in this state since {})",
-            match sig {
-                crate::orchestration::agent::Signal::Hook => "an agent hook",
-                crate::orchestration::agent::Signal::Log => "the Claude session log",
-                crate::orchestration::agent::Signal::Pane => "the tmux pane (process exit)",
-                crate::orchestration::agent::Signal::Screen => "screen activity",
-                crate::orchestration::agent::Signal::None => "nothing",
-            },
-            a.at,
-            a.since
-        )),
-        _ => text.push_str(" (the monitor has not looked at it yet)"),
-    }
-    text.push('\n');
-    if let (Some(e), Some(at)) = (&a.hook_event, &a.hook_at) {
-        text.push_str(&format!("last agent hook: {e} at {at}\n"));
-    }
-    text.push_str(&agent_text(a, &view.task.id));
-    if a.nudges > 0 {
-        text.push_str(&format!("nudged {} time(s)\n", a.nudges));
-    }
-    if view.task.crash_count > 0 {
-        text.push_str(&format!("crashes: {}\n", view.task.crash_count));
-    }
-    if let Some(e) = &a.escalated {
-        text.push_str(&format!("ESCALATED at {}: {}\n", e.at, e.reason));
-    }
+    let text = task_text::explain(&view);
     Ok(Out::new(
         json!({"id": view.task.id, "agent": view.agent, "session": view.session, "crash_count": view.task.crash_count}),
         text,
@@ -618,7 +231,7 @@ fn peek(ctx: &Ctx, tasks: &mut Tasks, id: &str, lines: usize) -> Result<Out> {
 }
 
 /// `task spawn ID`
-fn spawn(ctx: &Ctx, tasks: &mut Tasks, id: String) -> Result<Out> {
+fn spawn(ctx: &Ctx, tasks: &mut Tasks, id: String) -> Result<Done> {
     let t = audited(ctx, "task.spawn", json!({"id": id}), || {
         tasks.spawn(&id, ctx.project.as_deref())
     })?;
@@ -628,11 +241,11 @@ fn spawn(ctx: &Ctx, tasks: &mut Tasks, id: String) -> Result<Out> {
         t.workspace.as_deref().unwrap_or("?"),
         t.tmux_session.as_deref().unwrap_or("?")
     );
-    Ok(Out::new(t, text))
+    Ok(done(Out::new(&t, text), tasks, &t, None))
 }
 
 /// `task respawn ID`
-fn respawn(ctx: &Ctx, tasks: &mut Tasks, id: String) -> Result<Out> {
+fn respawn(ctx: &Ctx, tasks: &mut Tasks, id: String) -> Result<Done> {
     let t = audited(ctx, "task.respawn", json!({"id": id}), || {
         tasks.respawn(&id, ctx.project.as_deref())
     })?;
@@ -648,7 +261,7 @@ fn respawn(ctx: &Ctx, tasks: &mut Tasks, id: String) -> Result<Out> {
             t.tmux_session.as_deref().unwrap_or("?")
         )
     };
-    Ok(Out::new(t, text))
+    Ok(done(Out::new(&t, text), tasks, &t, None))
 }
 
 /// `task attach ID`
@@ -711,7 +324,7 @@ fn update(
 }
 
 /// `task merge ID [--strategy ff|merge] [--local]`
-fn merge(ctx: &Ctx, tasks: &mut Tasks, id: String, strategy: String, local: bool) -> Result<Out> {
+fn merge(ctx: &Ctx, tasks: &mut Tasks, id: String, strategy: String, local: bool) -> Result<Done> {
     let inputs = json!({"id": id, "strategy": strategy, "local": local});
     let (t, info, next) = audited(ctx, "task.merge", inputs, || {
         tasks.merge(&id, ctx.project.as_deref(), strategy == "ff", local)
@@ -729,15 +342,15 @@ fn merge(ctx: &Ctx, tasks: &mut Tasks, id: String, strategy: String, local: bool
         text.push_str(&format!(" ({reason})"));
     }
     text.push('\n');
-    push_next(&mut text, &next);
+    task_text::push_next(&mut text, &next);
     let mut v = serde_json::to_value(&t).unwrap();
     v["merge"] = info;
     v["next"] = serde_json::to_value(&next).unwrap();
-    Ok(Out::new(v, text))
+    Ok(done(Out::new(v, text), tasks, &t, Some(&next)))
 }
 
 /// `task cancel ID [--yes]`
-fn cancel(ctx: &Ctx, tasks: &mut Tasks, id: String, yes: bool) -> Result<Out> {
+fn cancel(ctx: &Ctx, tasks: &mut Tasks, id: String, yes: bool) -> Result<Done> {
     let t = confirmed(tasks, &id, ctx.project.as_deref(), "Cancel", yes)?;
     let (t, note, next) = audited(ctx, "task.cancel", json!({"id": id}), || {
         tasks.cancel(&t.id, Some(&t.project))
@@ -751,11 +364,11 @@ fn cancel(ctx: &Ctx, tasks: &mut Tasks, id: String, yes: bool) -> Result<Out> {
     if let Some(n) = &note {
         text.push_str(&format!("{n}\n"));
     }
-    push_next(&mut text, &next);
+    task_text::push_next(&mut text, &next);
     let mut v = serde_json::to_value(&t).unwrap();
     v["note"] = json!(note);
     v["next"] = serde_json::to_value(&next).unwrap();
-    Ok(Out::new(v, text))
+    Ok(done(Out::new(v, text), tasks, &t, Some(&next)))
 }
 
 /// What became of a task's branch: kept; never made (the task never started: no agent
@@ -830,68 +443,4 @@ fn requested(
         json!({"id": t.id, "requested": req, "sandbox": true}),
         text,
     ))
-}
-
-fn push_next(text: &mut String, next: &crate::orchestration::lifecycle::NextSpawn) {
-    for f in &next.failed {
-        text.push_str(&format!(
-            "queued task {} could not start (now failed): {}\n",
-            f.id, f.error
-        ));
-    }
-    if let Some(id) = &next.spawned {
-        text.push_str(&format!("started queued task {id}\n"));
-    }
-    if let Some(e) = &next.error {
-        text.push_str(&format!("could not start the next queued task: {e}\n"));
-    }
-}
-
-/// The agent's detail, what the person must do about a dialog, and a dead agent's last
-/// lines: the part of `task show` and `task explain` that says why.
-fn agent_text(a: &crate::orchestration::agent::AgentInfo, task: &str) -> String {
-    let mut text = String::new();
-    if let Some(state) = a.state {
-        text.push_str(&format!("agent: {}", state.as_str()));
-        if let Some(k) = a
-            .error_kind
-            .filter(|_| state == crate::orchestration::agent::State::Error)
-        {
-            text.push_str(&format!(" ({})", k.as_str()));
-        }
-        text.push('\n');
-    }
-    if let Some(d) = &a.detail {
-        text.push_str(&format!("detail: {d}\n"));
-    }
-    if let Some(b) = a.blocker {
-        if !a
-            .detail
-            .as_deref()
-            .is_some_and(|d| d.contains(&b.advice(task)))
-        {
-            text.push_str(&format!("to do: {}\n", b.advice(task)));
-        }
-    }
-    if !a.last_lines.is_empty() {
-        text.push_str("last lines of its pane:\n");
-        for l in &a.last_lines {
-            text.push_str(&format!("  | {l}\n"));
-        }
-    }
-    text
-}
-
-/// `tokens: 1.2M in (1.1M cached) · 35k out`, or why they are unknown.
-fn tokens_text(tokens: Option<&crate::orchestration::usage::Tokens>, harness: &str) -> String {
-    use crate::orchestration::usage::short_count;
-    match tokens {
-        Some(t) => format!(
-            "tokens: {} in ({} cached) · {} out\n",
-            short_count(t.all_input()),
-            short_count(t.cache_read),
-            short_count(t.output)
-        ),
-        None => format!("tokens: unknown ({harness} does not report them)\n"),
-    }
 }

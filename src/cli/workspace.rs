@@ -1,64 +1,18 @@
-//! `orange workspace init|list|acquire|release|gc|shutdown`
+//! `orange workspace init|list|acquire|release|gc|shutdown`: one function per verb. The
+//! repairs before them and the status widgets after a release or a gc (a queued task may
+//! have started) are the table's (`args::Command::does`).
 
 use std::time::Duration;
 
-use clap::{Args, Subcommand};
 use serde_json::json;
 
-use super::{audited, Ctx};
+use super::args::{AcquireArgs, WorkspaceCmd};
+use super::context::{audited, Ctx};
 use crate::error::{OrangeError, Result};
 use crate::execution::pool::{self, Workspace};
 use crate::orchestration::lifecycle::Tasks;
 use crate::orchestration::task::TaskStore;
 use crate::ui::output::{table, Out};
-
-#[derive(Debug, Subcommand)]
-pub enum WorkspaceCmd {
-    /// Pre-create the project's pool_size worktrees (runs the setup command in each new one)
-    Init,
-    /// List the project's workspaces
-    List {
-        /// Every project's workspaces
-        #[arg(long)]
-        all: bool,
-    },
-    /// Bind a free workspace to a task label and print its name and path
-    Acquire(AcquireArgs),
-    /// Reset a workspace to the base branch and return it to the pool
-    Release {
-        /// Workspace name (<project>--<n>)
-        #[arg(allow_hyphen_values = true)]
-        name: String,
-        /// Discard uncommitted changes and unreferenced commits
-        #[arg(long)]
-        force: bool,
-    },
-    /// Release workspaces bound to tasks that no longer exist or are done/cancelled
-    Gc {
-        /// Also release workspaces with uncommitted changes (they are lost)
-        #[arg(long)]
-        force: bool,
-        /// Show what would be released, change nothing
-        #[arg(long)]
-        dry_run: bool,
-    },
-    /// Remove every worktree of the project, prune, and remove the pool directory
-    Shutdown {
-        /// Remove worktrees with uncommitted changes too
-        #[arg(long)]
-        force: bool,
-    },
-}
-
-#[derive(Debug, Args)]
-pub struct AcquireArgs {
-    /// The label recorded as the workspace's task
-    #[arg(long, value_name = "LABEL", allow_hyphen_values = true)]
-    pub task: String,
-    /// Block until a workspace is free (optionally at most DURATION, e.g. 30s, 5m)
-    #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "forever")]
-    pub wait: Option<String>,
-}
 
 fn parse_wait(s: &str) -> Result<Duration> {
     if s == "forever" {
@@ -95,172 +49,177 @@ fn rows(list: &[Workspace], with_project: bool) -> String {
 }
 
 pub fn run(ctx: &Ctx, cmd: WorkspaceCmd) -> Result<Out> {
-    let frees = matches!(
-        cmd,
-        WorkspaceCmd::Release { .. } | WorkspaceCmd::Gc { dry_run: false, .. }
-    );
-    super::reconcile(ctx);
-    let out = run_command(ctx, cmd)?;
-    if frees {
-        // A queued task may have started.
-        crate::ui::status::changed(&ctx.home, &crate::adapters::tmux::Tmux::from_env());
-    }
-    Ok(out)
-}
-
-fn run_command(ctx: &Ctx, cmd: WorkspaceCmd) -> Result<Out> {
     let tasks = TaskStore::new(&ctx.home);
     match cmd {
-        WorkspaceCmd::Init => {
-            let p = ctx.project()?;
-            let r = audited(ctx, "workspace.init", json!({"project": p.name}), || {
-                pool::init(&ctx.home, &p)
-            })?;
-            let mut text = format!(
-                "{}: {} workspace(s), {} created",
-                p.name,
-                r.workspaces.len(),
-                r.created.len()
-            );
-            for (what, v) in [
-                ("healed", &r.healed),
-                ("recreated", &r.recreated),
-                ("adopted", &r.adopted),
-            ] {
-                if !v.is_empty() {
-                    text.push_str(&format!(", {what}: {}", v.join(" ")));
-                }
-            }
-            for s in &r.skipped {
-                text.push_str(&format!(
-                    "\nskipped {} (not an orange worktree; left alone)",
-                    s.display()
-                ));
-            }
-            text.push('\n');
-            Ok(Out::new(r, text))
-        }
-        WorkspaceCmd::List { all } => {
-            let list = if all {
-                pool::list(&ctx.home, None)?
-            } else {
-                let p = ctx.project()?;
-                pool::list(&ctx.home, Some(&p.name))?
-            };
-            let text = if list.is_empty() {
-                "no workspaces\n".to_string()
-            } else {
-                rows(&list, all)
-            };
-            // Nothing but a table, whose cells are made safe one by one.
-            let out = Out::new(list, text);
-            Ok(if crate::ui::output::table_colored() {
-                out.styled()
-            } else {
-                out
-            })
-        }
-        WorkspaceCmd::Acquire(a) => {
-            let p = ctx.project()?;
-            let wait = a.wait.as_deref().map(parse_wait).transpose()?;
-            let inputs = json!({"project": p.name, "task": a.task, "wait": a.wait});
-            let w = audited(ctx, "workspace.acquire", inputs, || {
-                pool::acquire(&ctx.home, &p, &a.task, wait, &tasks)
-            })?;
-            let text = format!("{}\t{}\n", w.name, w.path.display());
-            Ok(Out::new(w, text))
-        }
-        WorkspaceCmd::Release { name, force } => {
-            let ws = pool::find(&ctx.home, &name)?;
-            let p = match &ctx.project {
-                Some(_) => ctx.project()?,
-                None => crate::orchestration::project::get(&ctx.home, &ws.project)?,
-            };
-            let inputs = json!({"project": p.name, "name": name, "force": force});
-            // The task lock: no spawn binds it between the check and the release.
-            let tasks_lock = tasks.lock(&p.name)?;
-            let outcome = audited(ctx, "workspace.release", inputs, || {
-                // An active task's agent works in it: freed, it would go to the next task
-                // while that agent runs on. The task gives it back when it ends.
-                if let Some(label) = ws.task.as_deref() {
-                    if pool::TaskLookup::is_live(&tasks, &p.name, label) {
-                        return Err(OrangeError::InvalidTransition(format!(
-                            "workspace {name} belongs to task {label}, which is active; `orange task merge {label}` or `orange task cancel {label}` returns it"
-                        )));
-                    }
-                }
-                pool::release(&ctx.home, &p, &name, force).map(|o| o.describe())
-            })?;
-            drop(tasks_lock);
-            let ws = pool::find(&ctx.home, &name)?;
-            let next = Tasks::new(&ctx.home).spawn_next(&p.name);
-            let mut text = match outcome.as_str() {
-                "already_available" => format!("{name} was already available\n"),
-                "recreated" => format!("released {name} (its directory was gone: recreated)\n"),
-                "recycled" => format!("released {name} (reset failed: worktree recreated)\n"),
-                _ => format!("released {name}\n"),
-            };
-            if let Some(id) = &next.spawned {
-                text.push_str(&format!("started queued task {id}\n"));
-            }
-            let mut v = serde_json::to_value(ws).unwrap();
-            v["outcome"] = json!(outcome);
-            v["next"] = serde_json::to_value(&next).unwrap();
-            Ok(Out::new(v, text))
-        }
-        WorkspaceCmd::Gc { force, dry_run } => {
-            let p = ctx.project()?;
-            let inputs = json!({"project": p.name, "force": force, "dry_run": dry_run});
-            // The task lock: no spawn is between acquiring a slot and recording it.
-            let r = {
-                let _tasks_lock = tasks.lock(&p.name)?;
-                audited(ctx, "workspace.gc", inputs, || {
-                    let busy = crate::orchestration::reconcile::agent_workspaces(
-                        &ctx.home,
-                        &crate::adapters::tmux::Tmux::from_env(),
-                    )?;
-                    pool::gc(&ctx.home, &p, &tasks, &busy, force, dry_run)
-                })?
-            };
-            let next = if !dry_run && !r.released.is_empty() {
-                Some(Tasks::new(&ctx.home).spawn_next(&p.name))
-            } else {
-                None
-            };
-            let mut text = format!(
-                "{}{} released, {} kept, {} skipped\n",
-                if dry_run { "(dry run) " } else { "" },
-                r.released.len(),
-                r.kept.len(),
-                r.skipped.len()
-            );
-            for s in &r.skipped {
-                text.push_str(&format!(
-                    "skipped {}: {}\n",
-                    s["name"].as_str().unwrap_or(""),
-                    s["reason"].as_str().unwrap_or("")
-                ));
-            }
-            if let Some(id) = next.as_ref().and_then(|n| n.spawned.as_ref()) {
-                text.push_str(&format!("started queued task {id}\n"));
-            }
-            let mut v = serde_json::to_value(&r).unwrap();
-            v["next"] = serde_json::to_value(&next).unwrap();
-            Ok(Out::new(v, text))
-        }
-        WorkspaceCmd::Shutdown { force } => {
-            let p = ctx.project()?;
-            let r = audited(
-                ctx,
-                "workspace.shutdown",
-                json!({"project": p.name, "force": force}),
-                || pool::shutdown(&ctx.home, &p, force),
-            )?;
-            let mut text = format!("{}: removed {} worktree(s)\n", p.name, r.removed.len());
-            for l in &r.left {
-                text.push_str(&format!("left {} (not an orange worktree)\n", l.display()));
-            }
-            Ok(Out::new(r, text))
+        WorkspaceCmd::Init => init(ctx),
+        WorkspaceCmd::List { all } => list(ctx, all),
+        WorkspaceCmd::Acquire(a) => acquire(ctx, &tasks, a),
+        WorkspaceCmd::Release { name, force } => release(ctx, &tasks, name, force),
+        WorkspaceCmd::Gc { force, dry_run } => gc(ctx, &tasks, force, dry_run),
+        WorkspaceCmd::Shutdown { force } => shutdown(ctx, force),
+    }
+}
+
+/// `workspace init`
+fn init(ctx: &Ctx) -> Result<Out> {
+    let p = ctx.project()?;
+    let r = audited(ctx, "workspace.init", json!({"project": p.name}), || {
+        pool::init(&ctx.home, &p)
+    })?;
+    let mut text = format!(
+        "{}: {} workspace(s), {} created",
+        p.name,
+        r.workspaces.len(),
+        r.created.len()
+    );
+    for (what, v) in [
+        ("healed", &r.healed),
+        ("recreated", &r.recreated),
+        ("adopted", &r.adopted),
+    ] {
+        if !v.is_empty() {
+            text.push_str(&format!(", {what}: {}", v.join(" ")));
         }
     }
+    for s in &r.skipped {
+        text.push_str(&format!(
+            "\nskipped {} (not an orange worktree; left alone)",
+            s.display()
+        ));
+    }
+    text.push('\n');
+    Ok(Out::new(r, text))
+}
+
+/// `workspace list [--all]`
+fn list(ctx: &Ctx, all: bool) -> Result<Out> {
+    let list = if all {
+        pool::list(&ctx.home, None)?
+    } else {
+        let p = ctx.project()?;
+        pool::list(&ctx.home, Some(&p.name))?
+    };
+    let text = if list.is_empty() {
+        "no workspaces\n".to_string()
+    } else {
+        rows(&list, all)
+    };
+    // Nothing but a table, whose cells are made safe one by one.
+    let out = Out::new(list, text);
+    Ok(if crate::ui::output::table_colored() {
+        out.styled()
+    } else {
+        out
+    })
+}
+
+/// `workspace acquire --task LABEL [--wait [DURATION]]`
+fn acquire(ctx: &Ctx, tasks: &TaskStore, a: AcquireArgs) -> Result<Out> {
+    let p = ctx.project()?;
+    let wait = a.wait.as_deref().map(parse_wait).transpose()?;
+    let inputs = json!({"project": p.name, "task": a.task, "wait": a.wait});
+    let w = audited(ctx, "workspace.acquire", inputs, || {
+        pool::acquire(&ctx.home, &p, &a.task, wait, tasks)
+    })?;
+    let text = format!("{}\t{}\n", w.name, w.path.display());
+    Ok(Out::new(w, text))
+}
+
+/// `workspace release NAME [--force]`: refused while an active task's agent works in it;
+/// a queued task starts in it.
+fn release(ctx: &Ctx, tasks: &TaskStore, name: String, force: bool) -> Result<Out> {
+    let ws = pool::find(&ctx.home, &name)?;
+    let p = match &ctx.project {
+        Some(_) => ctx.project()?,
+        None => crate::orchestration::project::get(&ctx.home, &ws.project)?,
+    };
+    let inputs = json!({"project": p.name, "name": name, "force": force});
+    // The task lock: no spawn binds it between the check and the release.
+    let tasks_lock = tasks.lock(&p.name)?;
+    let outcome = audited(ctx, "workspace.release", inputs, || {
+        // An active task's agent works in it: freed, it would go to the next task
+        // while that agent runs on. The task gives it back when it ends.
+        if let Some(label) = ws.task.as_deref() {
+            if pool::TaskLookup::is_live(tasks, &p.name, label) {
+                return Err(OrangeError::InvalidTransition(format!(
+                    "workspace {name} belongs to task {label}, which is active; `orange task merge {label}` or `orange task cancel {label}` returns it"
+                )));
+            }
+        }
+        pool::release(&ctx.home, &p, &name, force).map(|o| o.describe())
+    })?;
+    drop(tasks_lock);
+    let ws = pool::find(&ctx.home, &name)?;
+    let next = Tasks::new(&ctx.home).spawn_next(&p.name);
+    let mut text = match outcome.as_str() {
+        "already_available" => format!("{name} was already available\n"),
+        "recreated" => format!("released {name} (its directory was gone: recreated)\n"),
+        "recycled" => format!("released {name} (reset failed: worktree recreated)\n"),
+        _ => format!("released {name}\n"),
+    };
+    if let Some(id) = &next.spawned {
+        text.push_str(&format!("started queued task {id}\n"));
+    }
+    let mut v = serde_json::to_value(ws).unwrap();
+    v["outcome"] = json!(outcome);
+    v["next"] = serde_json::to_value(&next).unwrap();
+    Ok(Out::new(v, text))
+}
+
+/// `workspace gc [--force] [--dry-run]`: a queued task starts in what it freed.
+fn gc(ctx: &Ctx, tasks: &TaskStore, force: bool, dry_run: bool) -> Result<Out> {
+    let p = ctx.project()?;
+    let inputs = json!({"project": p.name, "force": force, "dry_run": dry_run});
+    // The task lock: no spawn is between acquiring a slot and recording it.
+    let r = {
+        let _tasks_lock = tasks.lock(&p.name)?;
+        audited(ctx, "workspace.gc", inputs, || {
+            let busy = crate::orchestration::reconcile::agent_workspaces(
+                &ctx.home,
+                &crate::adapters::tmux::Tmux::from_env(),
+            )?;
+            pool::gc(&ctx.home, &p, tasks, &busy, force, dry_run)
+        })?
+    };
+    let next = if !dry_run && !r.released.is_empty() {
+        Some(Tasks::new(&ctx.home).spawn_next(&p.name))
+    } else {
+        None
+    };
+    let mut text = format!(
+        "{}{} released, {} kept, {} skipped\n",
+        if dry_run { "(dry run) " } else { "" },
+        r.released.len(),
+        r.kept.len(),
+        r.skipped.len()
+    );
+    for s in &r.skipped {
+        text.push_str(&format!(
+            "skipped {}: {}\n",
+            s["name"].as_str().unwrap_or(""),
+            s["reason"].as_str().unwrap_or("")
+        ));
+    }
+    if let Some(id) = next.as_ref().and_then(|n| n.spawned.as_ref()) {
+        text.push_str(&format!("started queued task {id}\n"));
+    }
+    let mut v = serde_json::to_value(&r).unwrap();
+    v["next"] = serde_json::to_value(&next).unwrap();
+    Ok(Out::new(v, text))
+}
+
+/// `workspace shutdown [--force]`
+fn shutdown(ctx: &Ctx, force: bool) -> Result<Out> {
+    let p = ctx.project()?;
+    let r = audited(
+        ctx,
+        "workspace.shutdown",
+        json!({"project": p.name, "force": force}),
+        || pool::shutdown(&ctx.home, &p, force),
+    )?;
+    let mut text = format!("{}: removed {} worktree(s)\n", p.name, r.removed.len());
+    for l in &r.left {
+        text.push_str(&format!("left {} (not an orange worktree)\n", l.display()));
+    }
+    Ok(Out::new(r, text))
 }

@@ -1,0 +1,338 @@
+//! What the task commands print: the rows of `task list` (a remote task's too, as its
+//! host reported it), `task show` and `task explain` in words. Text only: nothing here
+//! reads or changes state.
+
+use std::path::Path;
+
+use serde_json::Value;
+use unicode_width::UnicodeWidthStr;
+
+use crate::execution::sandbox;
+use crate::orchestration::agent::{self, AgentInfo, Signal};
+use crate::orchestration::lifecycle::{NextSpawn, TaskView};
+use crate::orchestration::task::Event;
+use crate::ui::output::table;
+
+/// The first line of `s`, cut to `max` columns (with `…`).
+pub fn first_line(s: &str, max: usize) -> String {
+    let line = s.lines().next().unwrap_or("");
+    let mut out = String::new();
+    for c in line.chars() {
+        if out.width() + c.to_string().width() > max {
+            out.push('…');
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn describe(v: &TaskView) -> String {
+    format!(
+        "{} {}/{} [{}] [{}] {} {}",
+        v.task.id,
+        v.task.project,
+        v.task.branch,
+        v.task.status,
+        v.task.harness,
+        v.session.icon(),
+        v.session.state
+    )
+}
+
+/// A local task's row in `task list` (its PROJECT first with `all`).
+pub fn row(v: &TaskView, all: bool) -> Vec<String> {
+    let mut r = vec![
+        v.task.id.clone(),
+        v.task.status.as_str().to_string(),
+        format!("{} {}", v.session.icon(), v.session.state),
+        match (v.agent.state, &v.agent.escalated) {
+            (_, Some(_)) => "needs you".to_string(),
+            (Some(st), _) if v.task.status.is_active() => st.as_str().to_string(),
+            _ => "-".to_string(),
+        },
+        v.task.branch.clone(),
+        v.task.harness.clone(),
+        first_line(&v.task.summary, 48),
+    ];
+    if all {
+        r.insert(0, v.task.project.clone());
+    }
+    r
+}
+
+/// A remote task's row in `task list` (PROJECT@HOST first when `with_project`): a task of a
+/// host that could not be listed shows `? unreachable (last seen 4m ago)` as its session.
+pub fn remote_row(v: &Value, with_project: bool) -> Vec<String> {
+    // Every field is the host's (summary, branch, states): `table` makes each cell safe.
+    let s = |x: &Value| x.as_str().unwrap_or("-").to_string();
+    let session = match v.get("host_state") {
+        Some(st) => {
+            let age = st["last_seen"]
+                .as_str()
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| (chrono::Utc::now() - t.with_timezone(&chrono::Utc)).num_seconds());
+            let age = age.map(|a| a.max(0) as u64);
+            if st["reachable"] == false {
+                crate::ui::output::unreachable_label(age)
+            } else {
+                crate::ui::output::unreachable_label(age).replace("unreachable", "not listed")
+            }
+        }
+        None => s(&v["session"]["state"]),
+    };
+    let mut r = vec![
+        s(&v["id"]),
+        s(&v["status"]),
+        session,
+        s(&v["agent"]["state"]),
+        s(&v["branch"]),
+        s(&v["harness"]),
+        first_line(v["summary"].as_str().unwrap_or(""), 48),
+    ];
+    if with_project {
+        r.insert(0, format!("{}@{}", s(&v["project"]), s(&v["host"])));
+    }
+    r
+}
+
+/// `task list`'s table of `rows` (with the PROJECT column with `all`).
+pub fn list(rows: &[Vec<String>], all: bool) -> String {
+    if rows.is_empty() {
+        "no tasks\n".to_string()
+    } else if all {
+        table(
+            &[
+                "PROJECT", "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "SUMMARY",
+            ],
+            rows,
+        )
+    } else {
+        table(
+            &[
+                "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "SUMMARY",
+            ],
+            rows,
+        )
+    }
+}
+
+/// `task show`: the task, its session, its sandbox, why it failed or waits, its tokens,
+/// TASK.md (`md`, at `md_path`) and its last ten events of `history`.
+pub fn show(view: &TaskView, md: &str, md_path: &Path, history: &[Event]) -> String {
+    let mut text = format!(
+        "{}\nsummary: {}{}\nworkspace: {}\nsession: {}{}\nTASK.md: {}\n",
+        describe(view),
+        view.task.summary,
+        if view.task.awaiting_prompt {
+            " (its branch: the agent waits for its first prompt, typed in its pane)"
+        } else {
+            ""
+        },
+        view.task.workspace.as_deref().unwrap_or("-"),
+        view.task.tmux_session.as_deref().unwrap_or("-"),
+        match (view.session.exit_status, view.session.exit_signal) {
+            (Some(c), _) => format!(" (agent exited with status {c})"),
+            (_, Some(s)) => format!(" (agent killed by signal {s})"),
+            _ => String::new(),
+        },
+        md_path.display()
+    );
+    if view.task.sandbox != sandbox::Kind::None {
+        text.push_str(&format!(
+            "sandbox: {} (writes only its workspace, its git dirs, its agent's state)\n",
+            view.task.sandbox.as_str()
+        ));
+    }
+    if let Some(f) = &view.task.failure {
+        text.push_str(&format!(
+            "failed: {f}\nto do: `orange task respawn {id}` retries, `orange task delete {id}` removes it\n",
+            id = view.task.id
+        ));
+    }
+    text.push_str(&agent_text(&view.agent, &view.task.id));
+    text.push_str(&tokens_text(view.tokens.as_ref(), &view.task.harness));
+    let body = md.trim_end();
+    if !body.is_empty() {
+        text.push_str("\nTASK.md:\n");
+        for line in body.lines() {
+            text.push_str(&format!("  {line}\n"));
+        }
+        text.push('\n');
+    }
+    text.push_str("history (newest first):\n");
+    let now = chrono::Utc::now();
+    for e in history.iter().rev().take(10) {
+        text.push_str(&format!(
+            "  {:>8}  {}\n",
+            crate::ui::output::ago(&e.ts, now),
+            event_text(e)
+        ));
+    }
+    if history.len() > 10 {
+        text.push_str(&format!(
+            "  … {} older (all of them with --json)\n",
+            history.len() - 10
+        ));
+    }
+    text
+}
+
+/// One history event in words, with what it carries: `status working → reviewing (via
+/// sandbox)`, `agent exited (status 1): why`, `nudged: Please continue…`.
+fn event_text(e: &Event) -> String {
+    let d = &e.data;
+    let s = |k: &str| d.get(k).and_then(|v| v.as_str()).map(str::to_string);
+    let via = s("via").map(|v| format!(" (via {v})")).unwrap_or_default();
+    match e.event.as_str() {
+        "status.changed" => format!(
+            "status {} → {}{via}",
+            s("from").unwrap_or_else(|| "?".into()),
+            s("to").unwrap_or_else(|| "?".into())
+        ),
+        "task.created" => format!(
+            "created on branch {} ({}{})",
+            s("branch").unwrap_or_default(),
+            s("harness").unwrap_or_default(),
+            s("sandbox")
+                .filter(|x| x != "none")
+                .map(|x| format!(", sandbox {x}"))
+                .unwrap_or_default()
+        ),
+        "agent.spawned" => format!(
+            "agent started in {} (session {})",
+            s("workspace").unwrap_or_default(),
+            s("tmux_session").unwrap_or_default()
+        ),
+        "agent.exited" => {
+            let how = match (
+                d.get("exit_status").and_then(|v| v.as_i64()),
+                d.get("exit_signal").and_then(|v| v.as_i64()),
+            ) {
+                (Some(c), _) => format!("status {c}"),
+                (_, Some(sig)) => format!("signal {sig}"),
+                _ => "?".into(),
+            };
+            let why = s("detail").map(|w| format!(": {w}")).unwrap_or_default();
+            format!("agent exited ({how}){why}")
+        }
+        "agent.nudged" => format!("nudged: {}", s("message").unwrap_or_default()),
+        "task.failed" => format!("could not start: {}", s("error").unwrap_or_default()),
+        _ => {
+            let mut extra: Vec<String> = d
+                .iter()
+                .filter(|(k, _)| k.as_str() != "via")
+                .map(|(k, v)| match v.as_str() {
+                    Some(t) => format!("{k}={t}"),
+                    None => format!("{k}={v}"),
+                })
+                .collect();
+            extra.truncate(4);
+            let extra = if extra.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", extra.join(" "))
+            };
+            format!("{}{extra}{via}", e.event)
+        }
+    }
+}
+
+/// `task explain`: which signal decided the agent's state, and when; what it says.
+pub fn explain(view: &TaskView) -> String {
+    let a = &view.agent;
+    let state = a.state.map(|s| s.as_str()).unwrap_or("unknown");
+    let mut text = format!("task {}: agent {state}", view.task.id);
+    match a.signal {
+        Some(sig) if !a.at.is_empty() => text.push_str(&format!(
+            ", decided by {} at {} (in this state since {})",
+            match sig {
+                Signal::Hook => "an agent hook",
+                Signal::Log => "the Claude session log",
+                Signal::Pane => "the tmux pane (process exit)",
+                Signal::Screen => "screen activity",
+                Signal::None => "nothing",
+            },
+            a.at,
+            a.since
+        )),
+        _ => text.push_str(" (the monitor has not looked at it yet)"),
+    }
+    text.push('\n');
+    if let (Some(e), Some(at)) = (&a.hook_event, &a.hook_at) {
+        text.push_str(&format!("last agent hook: {e} at {at}\n"));
+    }
+    text.push_str(&agent_text(a, &view.task.id));
+    if a.nudges > 0 {
+        text.push_str(&format!("nudged {} time(s)\n", a.nudges));
+    }
+    if view.task.crash_count > 0 {
+        text.push_str(&format!("crashes: {}\n", view.task.crash_count));
+    }
+    if let Some(e) = &a.escalated {
+        text.push_str(&format!("ESCALATED at {}: {}\n", e.at, e.reason));
+    }
+    text
+}
+
+/// What a merge, a cancel or a release did about the queue, a line each.
+pub fn push_next(text: &mut String, next: &NextSpawn) {
+    for f in &next.failed {
+        text.push_str(&format!(
+            "queued task {} could not start (now failed): {}\n",
+            f.id, f.error
+        ));
+    }
+    if let Some(id) = &next.spawned {
+        text.push_str(&format!("started queued task {id}\n"));
+    }
+    if let Some(e) = &next.error {
+        text.push_str(&format!("could not start the next queued task: {e}\n"));
+    }
+}
+
+/// The agent's detail, what the person must do about a dialog, and a dead agent's last
+/// lines: the part of `task show` and `task explain` that says why.
+fn agent_text(a: &AgentInfo, task: &str) -> String {
+    let mut text = String::new();
+    if let Some(state) = a.state {
+        text.push_str(&format!("agent: {}", state.as_str()));
+        if let Some(k) = a.error_kind.filter(|_| state == agent::State::Error) {
+            text.push_str(&format!(" ({})", k.as_str()));
+        }
+        text.push('\n');
+    }
+    if let Some(d) = &a.detail {
+        text.push_str(&format!("detail: {d}\n"));
+    }
+    if let Some(b) = a.blocker {
+        if !a
+            .detail
+            .as_deref()
+            .is_some_and(|d| d.contains(&b.advice(task)))
+        {
+            text.push_str(&format!("to do: {}\n", b.advice(task)));
+        }
+    }
+    if !a.last_lines.is_empty() {
+        text.push_str("last lines of its pane:\n");
+        for l in &a.last_lines {
+            text.push_str(&format!("  | {l}\n"));
+        }
+    }
+    text
+}
+
+/// `tokens: 1.2M in (1.1M cached) · 35k out`, or why they are unknown.
+fn tokens_text(tokens: Option<&crate::orchestration::usage::Tokens>, harness: &str) -> String {
+    use crate::orchestration::usage::short_count;
+    match tokens {
+        Some(t) => format!(
+            "tokens: {} in ({} cached) · {} out\n",
+            short_count(t.all_input()),
+            short_count(t.cache_read),
+            short_count(t.output)
+        ),
+        None => format!("tokens: unknown ({harness} does not report them)\n"),
+    }
+}
