@@ -8,7 +8,7 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::args::DemoArgs;
 use super::context::Ctx;
@@ -17,6 +17,7 @@ use crate::adapters::tmux::{self, NewSession, OptionScope, Server, Tmux};
 use crate::error::{IoContext, OrangeError, Result};
 use crate::orchestration::lifecycle::{CreateRequest, Tasks};
 use crate::orchestration::project::{self, AddOptions};
+use crate::orchestration::task::Task;
 use crate::ui::output::Out;
 use crate::ui::plugin;
 
@@ -154,13 +155,102 @@ fn server_label(tmux: &Tmux) -> String {
     tmux.server_args().join(" ")
 }
 
+/// The sandbox a demo runs in: its directory, the plugin copied there, its data root, the
+/// orange that made it.
+struct Sandbox {
+    root: PathBuf,
+    plugin_dir: PathBuf,
+    home: Home,
+    exe: PathBuf,
+}
+
+/// What a demo's environment is: the tmux server its own socket names (`own_socket`), the
+/// `PATH` its panes get, the pane the person ran it in.
+struct Env {
+    own_socket: bool,
+    path: String,
+    my_pane: Option<String>,
+}
+
+/// The demo's tmux server, once a previous demo on it is gone.
+struct DemoServer {
+    tmux: Tmux,
+    restarted: bool,
+    replaced: Option<PathBuf>,
+}
+
 pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
     let json_out = std::env::args_os().any(|a| a == "--json");
-    let tmux_check = Tmux::default();
-    tmux_check.preflight()?;
-    let exe = std::env::current_exe().map_err(|e| OrangeError::io("finding orange", e))?;
+    Tmux::default().preflight()?;
+    let sb = make_sandbox(args.dir.as_deref())?;
+    let env = isolate(&sb);
+    let repo = make_repo(&sb.root)?;
+    let server = replace_previous(&sb, &env)?;
+    let demo_session = open_welcome(&sb, &env, &server.tmux, &repo)?;
+    let plain = Tmux::from_env();
+    let (made, sidebar) = start_tasks(&sb.home, &plain, &repo)?;
+    // The person lands on the welcome session and its key guide, not on a task.
+    let attach_argv = plain.attach_command(&demo_session);
+    let attach = tmux::shell_join(&attach_argv);
+    let stop = format!(
+        "tmux {} kill-server; sleep 1; rm -rf {}",
+        server_label(&plain),
+        tmux::shell_quote(&sb.root.display().to_string())
+    );
+    let value = json!({
+        "socket": match plain.server() {
+            Server::Name(n) => n.clone(),
+            Server::Path(p) => p.display().to_string(),
+            Server::Default => String::new(),
+        },
+        "server_args": plain.server_args(),
+        "sandbox": sb.root,
+        "home": sb.home.root,
+        "repo": repo,
+        "plugin_dir": sb.plugin_dir,
+        "session": demo_session,
+        "tasks": made.iter().map(|t| json!({
+            "id": t.id,
+            "branch": t.branch,
+            "status": t.status,
+            "session": t.tmux_session,
+            "session_id": t.tmux_session_id,
+        })).collect::<Vec<_>>(),
+        "sidebar": sidebar,
+        "attach": attach,
+        "stop": stop,
+        "restarted": server.restarted,
+        "replaced": server.replaced,
+    });
+    let mut text = summary(
+        &sb,
+        &plain,
+        made.len(),
+        server.replaced.as_deref(),
+        &attach,
+        &stop,
+    );
+    let inside_tmux = std::env::var_os("TMUX").is_some_and(|v| !v.is_empty());
+    let attach_now = !args.no_attach
+        && !json_out
+        && !inside_tmux
+        && std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal();
+    if attach_now {
+        print!("{text}");
+        return Err(plain.attach(&demo_session));
+    }
+    if inside_tmux && !args.no_attach && !json_out {
+        text.push_str(&open_here(&attach_argv, env.my_pane.as_deref()));
+    }
+    Ok(Out::new(value, text))
+}
 
-    let root = sandbox_dir(args.dir.as_deref())?;
+/// The sandbox directory, the plugin's files in it, and its data root with a config whose
+/// default harness is the demo agent.
+fn make_sandbox(dir: Option<&Path>) -> Result<Sandbox> {
+    let exe = std::env::current_exe().map_err(|e| OrangeError::io("finding orange", e))?;
+    let root = sandbox_dir(dir)?;
     let plugin_dir = root.join("plugin");
     for (name, text) in PLUGIN_FILES {
         let p = plugin_dir.join(name);
@@ -191,20 +281,28 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
     let config = toml::to_string(&toml::Value::Table(config))
         .map_err(|e| OrangeError::invalid(format!("demo config: {e}")))?;
     write(&home.config_file(), &config)?;
+    Ok(Sandbox {
+        root,
+        plugin_dir,
+        home,
+        exe,
+    })
+}
 
-    // Everything started from here (the tmux server, its panes and hooks, the agents and
-    // the `orange` they call) sees the sandbox, never the user's ~/orange or tmux server.
+/// Everything started from here (the tmux server, its panes and hooks, the agents and the
+/// `orange` they call) sees the sandbox, never the user's ~/orange or tmux server.
+fn isolate(sb: &Sandbox) -> Env {
     let own_socket = std::env::var("ORANGE_TMUX_SOCKET")
         .map(|s| s.trim().is_empty())
         .unwrap_or(true);
-    let bin_dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    let bin_dir = sb.exe.parent().map(Path::to_path_buf).unwrap_or_default();
     let path = format!(
         "{}:{}",
         bin_dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
     // SAFETY-free on edition 2021; nothing else runs in this process yet.
-    std::env::set_var("ORANGE_HOME", &home.root);
+    std::env::set_var("ORANGE_HOME", &sb.home.root);
     if own_socket {
         std::env::set_var("ORANGE_TMUX_SOCKET", DEMO_SOCKET);
     }
@@ -216,10 +314,17 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
     for v in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "TMUX_PANE"] {
         std::env::remove_var(v);
     }
+    Env {
+        own_socket,
+        path,
+        my_pane,
+    }
+}
 
-    let repo = make_repo(&root)?;
-
-    let conf = root.join("tmux.conf");
+/// The demo server's config, and the server itself with a previous demo on it replaced
+/// whole.
+fn replace_previous(sb: &Sandbox, env: &Env) -> Result<DemoServer> {
+    let conf = sb.root.join("tmux.conf");
     write(
         &conf,
         &format!(
@@ -230,7 +335,7 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
              set -g status-right-length 90\n\
              set -g status-right '#{{orange_status}} | %H:%M'\n\
              set -g @orange-bin {}\n",
-            tmux_conf_quote(&exe.display().to_string())
+            tmux_conf_quote(&sb.exe.display().to_string())
         ),
     )?;
     let tmux = Tmux::from_env().with_config(&conf);
@@ -244,7 +349,8 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
         .ok()
         .flatten()
         .map(PathBuf::from);
-    let default_demo = own_socket && matches!(tmux.server(), Server::Name(n) if n == DEMO_SOCKET);
+    let default_demo =
+        env.own_socket && matches!(tmux.server(), Server::Name(n) if n == DEMO_SOCKET);
     // Never a server that holds more than a demo (a person may have started working on a
     // server a demo started), nor the one this command runs in.
     let safe = (default_demo || previous.is_some())
@@ -258,14 +364,24 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
     if safe {
         restarted = !tmux.list_sessions()?.is_empty();
         tmux.kill_server()?;
-        if let Some(old) = previous.filter(|d| *d != root && !root.starts_with(d) && is_demo_dir(d))
+        let root = &sb.root;
+        if let Some(old) = previous.filter(|d| d != root && !root.starts_with(d) && is_demo_dir(d))
         {
             remove_soon(&old)?;
             replaced = Some(old);
         }
     }
-    let welcome = root.join("WELCOME.txt");
-    write(&welcome, &welcome_text(&home, &repo, &tmux))?;
+    Ok(DemoServer {
+        tmux,
+        restarted,
+        replaced,
+    })
+}
+
+/// The welcome session (its key guide) and the plugin loaded; returns the session's name.
+fn open_welcome(sb: &Sandbox, env: &Env, tmux: &Tmux, repo: &Path) -> Result<String> {
+    let welcome = sb.root.join("WELCOME.txt");
+    write(&welcome, &welcome_text(&sb.home, repo, tmux))?;
     let fresh = tmux.list_sessions()?.is_empty();
     let demo_session = if fresh {
         "demo".to_string()
@@ -274,10 +390,10 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
     };
     tmux.new_session(&NewSession {
         name: demo_session.clone(),
-        cwd: repo.clone(),
+        cwd: repo.to_path_buf(),
         env: vec![
-            ("ORANGE_HOME".into(), home.root.display().to_string()),
-            ("PATH".into(), path.clone()),
+            ("ORANGE_HOME".into(), sb.home.root.display().to_string()),
+            ("PATH".into(), env.path.clone()),
         ],
         command: vec![
             "sh".into(),
@@ -294,7 +410,7 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
         tmux.set_option(
             OptionScope::Global,
             OPT_DEMO_DIR,
-            &root.display().to_string(),
+            &sb.root.display().to_string(),
         )?;
     }
     if !fresh {
@@ -307,19 +423,24 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
             tmux.set_option(
                 OptionScope::Global,
                 plugin::OPT_BIN,
-                &exe.display().to_string(),
+                &sb.exe.display().to_string(),
             )?;
         }
-        tmux.set_global_environment("ORANGE_HOME", &home.root.display().to_string())?;
+        tmux.set_global_environment("ORANGE_HOME", &sb.home.root.display().to_string())?;
     }
     tmux.run_shell(&tmux::shell_quote(
-        &plugin_dir.join("orange.tmux").display().to_string(),
+        &sb.plugin_dir.join("orange.tmux").display().to_string(),
     ))?;
+    Ok(demo_session)
+}
 
+/// The project `shop` and its three tasks, and the sidebar beside the first one (or why
+/// not).
+fn start_tasks(home: &Home, plain: &Tmux, repo: &Path) -> Result<(Vec<Task>, Value)> {
     let project = project::add(
-        &home,
+        home,
         AddOptions {
-            path: repo.clone(),
+            path: repo.to_path_buf(),
             name: Some("shop".into()),
             pool_size: Some(TASKS.len() as i64),
             default_branch: None,
@@ -330,8 +451,7 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
             sandbox: None,
         },
     )?;
-    let plain = Tmux::from_env();
-    let mut tasks = Tasks::new(&home).with_tmux(plain.clone());
+    let mut tasks = Tasks::new(home).with_tmux(plain.clone());
     let mut made = Vec::new();
     for (branch, summary) in TASKS {
         let created = tasks.create(
@@ -351,46 +471,24 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
     let first = &made[0];
     let first_session = first.tmux_session_id.clone().unwrap_or_default();
     let sidebar = match plain.session_info(&first_session)? {
-        Some(info) => match plugin::toggle_sidebar_at(&home, &plain, &info.pane_id) {
+        Some(info) => match plugin::toggle_sidebar_at(home, plain, &info.pane_id) {
             Ok(v) => v,
             Err(e) => json!({"error": e.to_string()}),
         },
         None => json!({"error": "the first task's session is gone"}),
     };
+    Ok((made, sidebar))
+}
 
-    // The person lands on the welcome session and its key guide, not on a task.
-    let attach_argv = plain.attach_command(&demo_session);
-    let attach = tmux::shell_join(&attach_argv);
-    let stop = format!(
-        "tmux {} kill-server; sleep 1; rm -rf {}",
-        server_label(&plain),
-        tmux::shell_quote(&root.display().to_string())
-    );
-    let value = json!({
-        "socket": match plain.server() {
-            Server::Name(n) => n.clone(),
-            Server::Path(p) => p.display().to_string(),
-            Server::Default => String::new(),
-        },
-        "server_args": plain.server_args(),
-        "sandbox": root,
-        "home": home.root,
-        "repo": repo,
-        "plugin_dir": plugin_dir,
-        "session": demo_session,
-        "tasks": made.iter().map(|t| json!({
-            "id": t.id,
-            "branch": t.branch,
-            "status": t.status,
-            "session": t.tmux_session,
-            "session_id": t.tmux_session_id,
-        })).collect::<Vec<_>>(),
-        "sidebar": sidebar,
-        "attach": attach,
-        "stop": stop,
-        "restarted": restarted,
-        "replaced": replaced,
-    });
+/// What `orange demo` says: where the sandbox is, how to list its tasks, attach and stop.
+fn summary(
+    sb: &Sandbox,
+    plain: &Tmux,
+    n: usize,
+    replaced: Option<&Path>,
+    attach: &str,
+    stop: &str,
+) -> String {
     let socket_env = match plain.server() {
         Server::Name(n) => format!("ORANGE_TMUX_SOCKET={} ", tmux::shell_quote(n)),
         Server::Path(p) => format!(
@@ -400,7 +498,7 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
         Server::Default => String::new(),
     };
     let mut text = String::new();
-    if let Some(old) = &replaced {
+    if let Some(old) = replaced {
         text.push_str(&format!(
             "orange demo: replaced the previous demo (its tmux server, agents and monitor, and {})\n",
             old.display()
@@ -415,41 +513,29 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
          \x20 stop         {stop}\n\n\
          In the demo: prefix O s sidebar · O l tasks · O w next waiting · O m actions · O n new task · O ? help;\n\
          Ctrl+\\ focuses the sidebar and Ctrl+] zooms the agent (in task sessions).\n",
-        n = made.len(),
-        root = root.display(),
-        server = server_label(&plain),
-        home = tmux::shell_quote(&home.root.display().to_string()),
-        exe = tmux::shell_quote(&exe.display().to_string()),
+        root = sb.root.display(),
+        server = server_label(plain),
+        home = tmux::shell_quote(&sb.home.root.display().to_string()),
+        exe = tmux::shell_quote(&sb.exe.display().to_string()),
     ));
-    let inside_tmux = std::env::var_os("TMUX").is_some_and(|v| !v.is_empty());
-    let attach_now = !args.no_attach
-        && !json_out
-        && !inside_tmux
-        && std::io::stdin().is_terminal()
-        && std::io::stdout().is_terminal();
-    if attach_now {
-        print!("{text}");
-        return Err(plain.attach(&demo_session));
+    text
+}
+
+/// Inside tmux: the demo opens in a new window of the person's own server (a tmux inside
+/// tmux: the prefix pressed twice reaches the demo's). Returns what to tell the person.
+fn open_here(attach_argv: &[String], my_pane: Option<&str>) -> String {
+    let mut nested = vec!["env".to_string(), "TMUX=".to_string()];
+    nested.extend(attach_argv.iter().cloned());
+    let own = Tmux::new(Tmux::server_from(
+        None,
+        std::env::var("TMUX").ok().as_deref(),
+    ));
+    match own.open_window("orange-demo", &nested, my_pane) {
+        Ok(()) => "\nOpened in a new window here (orange-demo): the demo's tmux runs inside yours, so press your prefix twice to reach the demo's keys (C-b C-b O l).\n".to_string(),
+        Err(e) => format!(
+            "\nCould not open a window here ({e}); attach from another terminal, or nest it with `TMUX= ` before the attach command.\n"
+        ),
     }
-    if inside_tmux && !args.no_attach && !json_out {
-        // Inside tmux: the demo opens in a new window of the person's own server (a tmux
-        // inside tmux: the prefix pressed twice reaches the demo's).
-        let mut nested = vec!["env".to_string(), "TMUX=".to_string()];
-        nested.extend(attach_argv.iter().cloned());
-        let own = Tmux::new(Tmux::server_from(
-            None,
-            std::env::var("TMUX").ok().as_deref(),
-        ));
-        match own.open_window("orange-demo", &nested, my_pane.as_deref()) {
-            Ok(()) => text.push_str(
-                "\nOpened in a new window here (orange-demo): the demo's tmux runs inside yours, so press your prefix twice to reach the demo's keys (C-b C-b O l).\n",
-            ),
-            Err(e) => text.push_str(&format!(
-                "\nCould not open a window here ({e}); attach from another terminal, or nest it with `TMUX= ` before the attach command.\n"
-            )),
-        }
-    }
-    Ok(Out::new(value, text))
 }
 
 /// The demo server's option naming its sandbox directory (a re-run removes it).
