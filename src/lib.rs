@@ -4,7 +4,8 @@
 //! from its own layer or the layers below, and `tests/layers.rs` checks it:
 //!
 //! ```text
-//! cli            one file per subcommand family
+//! cli            the command line (args: its definition and what each verb does), its
+//!                dispatch, one file per subcommand family
 //! ui             status widgets, sidebar, plugin actions, output
 //! orchestration  projects, tasks, lanes, agent monitor, crash repair
 //! execution      workspace pool, provisioning, sessions, harnesses, config

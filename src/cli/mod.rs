@@ -26,7 +26,12 @@ pub mod workspace;
 use crate::error::Result;
 use crate::ui::output::Out;
 use args::Command;
-use context::{Ctx, Done};
+use context::Done;
+
+// The old paths of `Ctx` and `audited` (`super::Ctx` in a family's file), kept only while
+// other branches move the sidebar and monitor loops out of cli/sidebar.rs and
+// cli/monitor.rs: remove once those are merged.
+pub use context::{audited, Ctx};
 
 /// Run a parsed command: on the remote host it belongs to, or here.
 pub fn dispatch(ctx: &Ctx, cmd: Command) -> Result<Out> {
