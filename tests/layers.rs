@@ -25,7 +25,10 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// `layer::module` of a file under src/ (`cli::task`; a folder's mod.rs is `layer::mod`).
+/// `layer::module` of a file under src/ (`cli::task`; a layer's mod.rs is `layer::mod`).
+/// A file in a folder is a module of its own: `src/adapters/git/worktree.rs` is
+/// `git::worktree` of `adapters`, the folder's mod.rs is `git`; deeper files belong to their
+/// folder under the layer's folder (`harness/claude/paths.rs` is `harness::claude`).
 fn module_of(src: &Path, file: &Path) -> Option<(String, String)> {
     let rel = file.strip_prefix(src).ok()?;
     let parts: Vec<String> = rel
@@ -33,10 +36,26 @@ fn module_of(src: &Path, file: &Path) -> Option<(String, String)> {
         .map(|c| c.to_string_lossy().trim_end_matches(".rs").to_string())
         .collect();
     match parts.as_slice() {
-        // `src/adapters/git/worktree.rs` belongs to module `git` of `adapters`.
+        [layer, module, file, ..] if rank(layer).is_some() && file != "mod" => {
+            Some((layer.clone(), format!("{module}::{file}")))
+        }
         [layer, module, ..] if rank(layer).is_some() => Some((layer.clone(), module.clone())),
         _ => None,
     }
+}
+
+/// A reference (`layer`, `a::b`, as [`references`] reads it) → the module it names: `a::b`
+/// when that is a module (a file in folder `a`), else `a`.
+fn resolve(
+    (layer, path): (String, String),
+    modules: &BTreeSet<(String, String)>,
+) -> (String, String) {
+    let key = (layer, path);
+    if modules.contains(&key) {
+        return key;
+    }
+    let first = key.1.split("::").next().unwrap_or("").to_string();
+    (key.0, first)
 }
 
 /// Strip comments (`//` to the end of the line) and string literals, so that prose and
@@ -73,8 +92,9 @@ fn code_only(text: &str) -> String {
     out
 }
 
-/// Every `(layer, module)` a source text refers to through `crate::`: plain paths and the
-/// items of `crate::{…}` groups (one level of nesting: `crate::{adapters::{git, tmux}}`).
+/// Every `(layer, path)` a source text refers to through `crate::` (`path`: the first two
+/// names after the layer, `tmux::Tmux`; see [`resolve`]): plain paths and the items of
+/// `crate::{…}` groups (one level of nesting: `crate::{adapters::{git, tmux}}`).
 fn references(text: &str) -> BTreeSet<(String, String)> {
     let code = code_only(text);
     let mut refs = BTreeSet::new();
@@ -156,31 +176,48 @@ fn path_refs(path: &str) -> Vec<(String, String)> {
             .trim_end_matches('}')
             .split(',')
             .filter_map(|m| {
-                let m = m.trim().split("::").next()?.trim();
-                (!m.is_empty() && m != "self").then(|| (layer.clone(), m.to_string()))
+                let m = two_names(m);
+                (!m.is_empty() && m != "self").then(|| (layer.clone(), m))
             })
             .collect()
     } else {
-        let module = rest.split("::").next().unwrap_or("").trim();
+        let module = two_names(rest);
         if module.is_empty() {
             vec![]
         } else {
-            vec![(layer, module.to_string())]
+            vec![(layer, module)]
         }
     }
+}
+
+/// `a::b::c` → `a::b`; `a::{x, y}` → `a` (a group is a folder's items, read as `a`).
+fn two_names(path: &str) -> String {
+    let names: Vec<&str> = path
+        .trim()
+        .split("::")
+        .map(str::trim)
+        .take_while(|n| !n.is_empty() && !n.starts_with('{'))
+        .take(2)
+        .collect();
+    names.join("::")
 }
 
 fn graph() -> BTreeMap<(String, String), BTreeSet<(String, String)>> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = vec![];
     rust_files(&src, &mut files);
+    let modules: BTreeSet<(String, String)> =
+        files.iter().filter_map(|f| module_of(&src, f)).collect();
     let mut g = BTreeMap::new();
     for f in files {
         let Some(me) = module_of(&src, &f) else {
             continue;
         };
         let text = std::fs::read_to_string(&f).unwrap();
-        let mut refs = references(&text);
+        let mut refs: BTreeSet<(String, String)> = references(&text)
+            .into_iter()
+            .map(|r| resolve(r, &modules))
+            .collect();
         refs.remove(&me);
         // A folder's mod.rs declares its modules; it imports nothing by that.
         if me.1 == "mod" {
@@ -277,7 +314,10 @@ use crate::{execution::pool, orchestration::{task, lane::Lanes}};
 let s = "crate::cli::task";
 fn f() { crate::adapters::git::run_in(p, a); }
 "#;
-    let refs = references(text);
+    let refs: BTreeSet<(String, String)> = references(text)
+        .into_iter()
+        .map(|r| resolve(r, &BTreeSet::new()))
+        .collect();
     let want: BTreeSet<(String, String)> = [
         ("adapters", "tmux"),
         ("execution", "pool"),
@@ -288,5 +328,21 @@ fn f() { crate::adapters::git::run_in(p, a); }
     .iter()
     .map(|(a, b)| (a.to_string(), b.to_string()))
     .collect();
+    assert_eq!(refs, want);
+    // A file in a folder is its own module; the folder's items are its mod.rs.
+    let modules: BTreeSet<(String, String)> = [("execution", "harness::claude")]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    let text = "use crate::execution::harness::claude::paths;\nuse crate::execution::harness::{Harness, kind_of};\n";
+    let refs: BTreeSet<(String, String)> = references(text)
+        .into_iter()
+        .map(|r| resolve(r, &modules))
+        .collect();
+    let want: BTreeSet<(String, String)> =
+        [("execution", "harness::claude"), ("execution", "harness")]
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
     assert_eq!(refs, want);
 }

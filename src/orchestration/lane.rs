@@ -13,7 +13,7 @@ use crate::adapters::store::{self, Home, LockGuard};
 use crate::adapters::tmux::{self, NewSession};
 use crate::error::{OrangeError, Result};
 use crate::execution::config::Config;
-use crate::execution::harness::{Harness, Launch};
+use crate::execution::harness::{Harness, Start as Launch};
 use crate::execution::session::{Liveness, Mux};
 use crate::orchestration::project::Project;
 use crate::{adapters::git, orchestration::task};
@@ -388,10 +388,9 @@ impl<'a> Lanes<'a> {
             &rec.base_ref,
         )?;
         harness.setup_workspace(&project.path, &rec.worktree_path)?;
-        let conversation = (harness.name == "claude").then_some(
-            crate::execution::harness::Conversation::New(rec.session_id.as_str()),
-        );
-        let argv = harness.argv(seed, Launch::First, conversation);
+        let conversation = (harness.name == "claude")
+            .then(|| crate::execution::harness::Conversation::New(rec.session_id.clone()));
+        let argv = harness.argv(seed, Launch::First, conversation.as_ref());
         let mut env = vec![
             ("ORANGE_LANE_ID".to_string(), rec.lane_id.clone()),
             ("ORANGE_PROJECT".to_string(), rec.project.clone()),

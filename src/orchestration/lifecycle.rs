@@ -11,7 +11,7 @@ use crate::adapters::store::{self, Home};
 use crate::adapters::tmux::{self, NewSession, PaneInfo, Tmux};
 use crate::error::{OrangeError, Result};
 use crate::execution::config::Config;
-use crate::execution::harness::{Conversation, Harness, Launch};
+use crate::execution::harness::{Conversation, Harness, Start as Launch};
 use crate::execution::pool;
 use crate::execution::sandbox;
 use crate::execution::session::Mux;
@@ -481,7 +481,7 @@ impl<'a> Tasks<'a> {
             }
             _ => (None, false),
         };
-        let conversation = conv_id.as_deref().map(|id| {
+        let conversation = conv_id.map(|id| {
             if resume {
                 Conversation::Resume(id)
             } else {
@@ -522,7 +522,7 @@ impl<'a> Tasks<'a> {
             }
         }
         harness.setup_workspace(&project.path, ws_path)?;
-        let mut argv = harness.argv(prompt.as_deref(), launch, conversation);
+        let mut argv = harness.argv(prompt.as_deref(), launch, conversation.as_ref());
         let dir = self.store.dir(&task.project, &task.id);
         if task.sandbox != sandbox::Kind::None {
             task.sandbox.preflight()?;
@@ -534,7 +534,8 @@ impl<'a> Tasks<'a> {
                     home: self.home,
                     harness: &harness.name,
                     workspace: ws_path,
-                    task_dir: &dir,
+                    agent_dir: &sandbox::agent_dir(&dir),
+                    task_md: Some(&dir.join("TASK.md")),
                     project_path: &project.path,
                     tmux_socket: self.tmux.socket_path(),
                     extra_writable: &writable,
