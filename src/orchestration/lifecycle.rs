@@ -8,13 +8,14 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::adapters::store::{self, Home};
-use crate::adapters::tmux::{self, NewSession, PaneInfo, Tmux};
+use crate::adapters::tmux::{PaneInfo, Tmux};
 use crate::error::{OrangeError, Result};
 use crate::execution::config::Config;
-use crate::execution::harness::{Conversation, Harness, Start as Launch};
+use crate::execution::harness::{Harness, Start};
+use crate::execution::launch::{Launch, Owner, Workspace};
 use crate::execution::pool;
 use crate::execution::sandbox;
-use crate::execution::session::Mux;
+use crate::execution::session::{self, Mux};
 use crate::orchestration::project::{self, Project};
 use crate::orchestration::task::{self, Status, Task, TaskStore};
 use crate::{adapters::gh, adapters::git};
@@ -373,7 +374,7 @@ impl<'a> Tasks<'a> {
         let ws = pool::acquire(self.home, &project, &task.id, None, &self.store)?;
         crate::adapters::fault::point("spawn.acquired");
         let started =
-            self.start_in_workspace(&project, task, &harness, &ws.name, &ws.path, Launch::First);
+            self.start_in_workspace(&project, task, &harness, &ws.name, &ws.path, Start::First);
         if started.is_ok() {
             crate::adapters::fault::point("spawn.started");
         }
@@ -429,7 +430,9 @@ impl<'a> Tasks<'a> {
         Ok(())
     }
 
-    /// Check out the branch, link TASK.md, set up the harness, start the session.
+    /// Check out the branch, link TASK.md, then start the agent through the launcher
+    /// (its workspace setup, conversation, sandbox, environment and session), its intent
+    /// recorded before it runs.
     fn start_in_workspace(
         &mut self,
         project: &Project,
@@ -437,158 +440,98 @@ impl<'a> Tasks<'a> {
         harness: &Harness,
         ws_name: &str,
         ws_path: &Path,
-        launch: Launch,
+        start: Start,
     ) -> Result<()> {
-        if launch == Launch::First {
-            if let Some(at) = git::branch_checked_out_at(&project.path, &task.branch)? {
-                let at_c = at.canonicalize().unwrap_or(at.clone());
-                if at_c != ws_path.canonicalize().unwrap_or(ws_path.to_path_buf()) {
-                    return Err(OrangeError::invalid(format!(
-                        "branch {:?} is checked out in {}; a branch can be checked out in one worktree only (switch that worktree to another branch first)",
-                        task.branch,
-                        at.display()
-                    )));
-                }
-            }
-            git::checkout_task_branch(&project.path, ws_path, &task.branch)?;
+        if start == Start::First {
+            check_out_branch(project, task, ws_path)?;
         }
-        let link = ws_path.join("TASK.md");
-        if link.symlink_metadata().is_err() {
-            std::os::unix::fs::symlink(self.store.task_md(&task.project, &task.id), &link)
-                .map_err(|e| OrangeError::io(format!("linking {}", link.display()), e))?;
+        self.link_task_md(project, task, ws_path)?;
+        let prompt = self.prompt_for(task, start);
+        if self.config.is_none() {
+            self.config = Some(Config::load(self.home)?);
         }
-        // Projects registered by an older orange may lack the newer exclude entries.
-        git::ensure_excluded(&project.path, pool::EXCLUDED_FILES)?;
-
-        // Claude's conversation: a new one, or on respawn the same one — when claude saved
-        // it. A claude killed early (SIGKILL) may not have written it, and `--resume` of an
-        // unknown id exits at once ("No conversation found"): then a new one.
-        let resumable = |id: &String| {
-            crate::orchestration::agent::claude_has_conversation(
-                &crate::orchestration::agent::claude_log_path(ws_path, id),
-            )
-        };
-        let (conv_id, resume) = match (harness.name.as_str(), launch) {
-            ("claude", Launch::Respawn)
-                if task.agent_session_id.as_ref().is_some_and(resumable) =>
-            {
-                (task.agent_session_id.clone(), true)
-            }
-            ("claude", _) if harness.is_builtin() => {
-                let id = task::new_uuid();
-                task.agent_session_id = Some(id.clone());
-                (Some(id), false)
-            }
-            _ => (None, false),
-        };
-        let conversation = conv_id.map(|id| {
-            if resume {
-                Conversation::Resume(id)
-            } else {
-                Conversation::New(id)
-            }
-        });
-        // Started without a prompt and none known yet: still none (a resume prompt or a
-        // policy's message would be the agent's first task).
-        let prompt = match (launch, &self.recovery) {
-            _ if task.awaiting_prompt => None,
-            (Launch::First, _) => first_prompt(task),
-            (Launch::Respawn, None) => Some(respawn_prompt(task)),
-            (Launch::Respawn, Some(Recovery::Prompt(m))) => Some(m.clone()),
-            (Launch::Respawn, Some(Recovery::Append(m))) => {
-                Some(format!("{}\n\n{m}", respawn_prompt(task)))
-            }
-        };
-        // Respawn keeps the first launch's permission mode, whatever config says now.
-        // (A task from before this was recorded ran with claude's default here: bypass.)
-        let mut harness = harness.clone();
-        if harness.is_builtin() && harness.name == "claude" {
-            match launch {
-                Launch::First => {
-                    task.permission_mode = Some(
-                        harness
-                            .permission_mode
-                            .clone()
-                            .unwrap_or_else(|| "bypassPermissions".into()),
-                    )
-                }
-                Launch::Respawn => {
-                    harness.permission_mode = Some(
-                        task.permission_mode
-                            .clone()
-                            .unwrap_or_else(|| "bypassPermissions".into()),
-                    )
-                }
-            }
-        }
-        harness.setup_workspace(&project.path, ws_path)?;
-        let mut argv = harness.argv(prompt.as_deref(), launch, conversation.as_ref());
+        let config = self.config.as_ref().expect("loaded above");
         let dir = self.store.dir(&task.project, &task.id);
-        if task.sandbox != sandbox::Kind::None {
-            task.sandbox.preflight()?;
-            let (writable, readable) =
-                sandbox::extra_paths(self.config()?, &project.name, &harness.name);
-            sandbox::check_visible(self.home, &project.path, &harness, &writable, &readable)?;
-            argv = sandbox::wrap(
-                &sandbox::Context {
-                    home: self.home,
-                    harness: &harness.name,
-                    workspace: ws_path,
-                    agent_dir: &sandbox::agent_dir(&dir),
-                    task_md: Some(&dir.join("TASK.md")),
-                    project_path: &project.path,
-                    tmux_socket: self.tmux.socket_path(),
-                    extra_writable: &writable,
-                    extra_readable: &readable,
-                },
-                &argv,
-            )?;
-        }
-        // A new agent: what the last one's hooks said, its dialogs and last words are not
-        // its own (the total of nudges is kept).
-        let before = crate::orchestration::agent::load(&dir);
-        crate::orchestration::agent::save(
-            &dir,
-            &crate::orchestration::agent::AgentInfo {
-                nudges: before.nudges,
-                ..Default::default()
+        let (id, branch) = (task.id.clone(), task.branch.clone());
+        // The conversation to continue (a first start begins a new one), and the
+        // permission mode of the first start, which a respawn keeps.
+        let known = match start {
+            Start::Respawn => task.agent_session_id.clone(),
+            Start::First => None,
+        };
+        let first_mode = task.permission_mode.clone();
+        let agent_dir = sandbox::agent_dir(&dir);
+        let task_md = dir.join("TASK.md");
+        let mux = Mux::Tmux(self.tmux.clone());
+        let launch = Launch {
+            home: self.home,
+            config,
+            project,
+            owner: Owner::Task(&id),
+            branch: &branch,
+            workspace: Workspace {
+                path: ws_path,
+                name: Some(ws_name),
             },
-        )?;
+            harness,
+            start,
+            prompt,
+            conversation: known.as_deref(),
+            permission_mode: first_mode.as_deref(),
+            sandbox: task.sandbox,
+            agent_dir: &agent_dir,
+            task_md: Some(&task_md),
+            mux: &mux,
+            exit_file: None,
+            // The task's mark (for the plugin's keys, picker, Ctrl+\\ and Ctrl+]) and what
+            // the next command needs to adopt or stop it if this one dies before saving.
+            marks: session::task_marks(self.home, &task.project, &task.id, ws_name),
+        };
+        let ready = launch.prepare()?;
         // The intent first: what the agent is started with (its conversation, its
         // permission mode) is on disk before it runs, for a repair to adopt it with.
-        self.store.save(task)?;
-        let mut name = tmux::session_name(&task.project, &task.branch);
-        if self.tmux.has_session(&name)? {
-            name = format!("{name}-{}", task.id);
+        if let Some(c) = &ready.conversation {
+            task.agent_session_id = Some(c.id().to_string());
         }
-        // Tasks run in tmux, started through the session layer as lanes are.
-        let mux = Mux::Tmux(self.tmux.clone());
-        let started = mux.start(
-            &NewSession {
-                name,
-                cwd: ws_path.to_path_buf(),
-                env: session_env(self.home, project, task, ws_name, ws_path),
-                command: argv,
-                width: None,
-                height: None,
-                // The task's mark (for the plugin's keys, picker, Ctrl+\\ and Ctrl+]) and what
-                // the next command needs to adopt or stop it if this one dies before saving.
-                marks: crate::execution::session::task_marks(
-                    self.home,
-                    &task.project,
-                    &task.id,
-                    ws_name,
-                ),
-            },
-            // tmux keeps a dead pane's exit status itself: no exit file.
-            Path::new(""),
-        )?;
+        if start == Start::First {
+            if let Some(mode) = &ready.permission_mode {
+                task.permission_mode = Some(mode.clone());
+            }
+        }
+        fresh_agent_info(&dir)?;
+        self.store.save(task)?;
+        let started = ready.start()?.session;
         task.workspace = Some(ws_name.to_string());
         task.tmux_session = Some(started.target);
         task.tmux_session_id = started.id;
         task.tmux_server = self.tmux.server_identity()?;
         task.tmux_pane_id = started.pane;
         Ok(())
+    }
+
+    /// TASK.md linked into the workspace; orange's files excluded from git there.
+    fn link_task_md(&self, project: &Project, task: &Task, ws_path: &Path) -> Result<()> {
+        let link = ws_path.join("TASK.md");
+        if link.symlink_metadata().is_err() {
+            std::os::unix::fs::symlink(self.store.task_md(&task.project, &task.id), &link)
+                .map_err(|e| OrangeError::io(format!("linking {}", link.display()), e))?;
+        }
+        // Projects registered by an older orange may lack the newer exclude entries.
+        git::ensure_excluded(&project.path, pool::EXCLUDED_FILES)
+    }
+
+    /// The agent's prompt. Started without a prompt and none known yet: still none (a
+    /// resume prompt or a policy's message would be the agent's first task).
+    fn prompt_for(&self, task: &Task, start: Start) -> Option<String> {
+        match (start, &self.recovery) {
+            _ if task.awaiting_prompt => None,
+            (Start::First, _) => first_prompt(task),
+            (Start::Respawn, None) => Some(respawn_prompt(task)),
+            (Start::Respawn, Some(Recovery::Prompt(m))) => Some(m.clone()),
+            (Start::Respawn, Some(Recovery::Append(m))) => {
+                Some(format!("{}\n\n{m}", respawn_prompt(task)))
+            }
+        }
     }
 
     /// Restart the agent of an active task whose session is gone or whose agent exited,
@@ -678,7 +621,7 @@ impl<'a> Tasks<'a> {
             &harness,
             &ws_name,
             &ws_path,
-            Launch::Respawn,
+            Start::Respawn,
         );
         self.recovery = None;
         started?;
@@ -1152,43 +1095,34 @@ pub fn validate_branch(b: &str) -> Result<()> {
     Ok(())
 }
 
-fn session_env(
-    home: &Home,
-    project: &Project,
-    task: &Task,
-    ws_name: &str,
-    ws_path: &Path,
-) -> Vec<(String, String)> {
-    let mut env = vec![];
-    if let Some((_, index)) = pool::parse_name(ws_name) {
-        env.push(("ORANGE_WORKSPACE_INDEX".to_string(), index.to_string()));
-        if let Some(port) = project::port_for(project, index) {
-            env.push(("ORANGE_PORT".to_string(), port.to_string()));
+/// The task's branch checked out in its workspace (a branch is checked out in one
+/// worktree only).
+fn check_out_branch(project: &Project, task: &Task, ws_path: &Path) -> Result<()> {
+    if let Some(at) = git::branch_checked_out_at(&project.path, &task.branch)? {
+        let at_c = at.canonicalize().unwrap_or(at.clone());
+        if at_c != ws_path.canonicalize().unwrap_or(ws_path.to_path_buf()) {
+            return Err(OrangeError::invalid(format!(
+                "branch {:?} is checked out in {}; a branch can be checked out in one worktree only (switch that worktree to another branch first)",
+                task.branch,
+                at.display()
+            )));
         }
     }
-    env.extend([
-        ("ORANGE_TASK_ID".to_string(), task.id.clone()),
-        ("ORANGE_PROJECT".to_string(), task.project.clone()),
-        ("ORANGE_BRANCH".to_string(), task.branch.clone()),
-        (
-            "ORANGE_WORKSPACE".to_string(),
-            ws_path.display().to_string(),
-        ),
-        ("ORANGE_WORKSPACE_NAME".to_string(), ws_name.to_string()),
-        ("ORANGE_HOME".to_string(), home.root.display().to_string()),
-    ]);
-    if let Ok(sock) = std::env::var("ORANGE_TMUX_SOCKET") {
-        env.push(("ORANGE_TMUX_SOCKET".to_string(), sock));
-    }
-    // The agent and its hooks call `orange`: make this very binary the one they find.
-    if let Ok(exe) = std::env::current_exe() {
-        env.push(("ORANGE_BIN".to_string(), exe.display().to_string()));
-        if let Some(dir) = exe.parent() {
-            let path = std::env::var("PATH").unwrap_or_default();
-            env.push(("PATH".to_string(), format!("{}:{path}", dir.display())));
-        }
-    }
-    env
+    git::checkout_task_branch(&project.path, ws_path, &task.branch)?;
+    Ok(())
+}
+
+/// A new agent: what the last one's hooks said, its dialogs and last words are not its
+/// own (the total of nudges is kept).
+fn fresh_agent_info(task_dir: &Path) -> Result<()> {
+    let before = crate::orchestration::agent::load(task_dir);
+    crate::orchestration::agent::save(
+        task_dir,
+        &crate::orchestration::agent::AgentInfo {
+            nudges: before.nudges,
+            ..Default::default()
+        },
+    )
 }
 
 /// The first prompt: the summary verbatim, then how to report back.
