@@ -242,9 +242,12 @@ fn no_module_imports_from_a_layer_above_its_own() {
         g.get(&(a.0.to_string(), a.1.to_string()))
             .is_some_and(|s| s.contains(&(b.0.to_string(), b.1.to_string())))
     };
-    assert!(edge(("orchestration", "lifecycle"), ("adapters", "tmux")));
+    assert!(edge(
+        ("orchestration", "task::service"),
+        ("adapters", "tmux")
+    ));
     assert!(edge(("execution", "pool"), ("adapters", "git")));
-    assert!(edge(("cli", "task"), ("orchestration", "lifecycle")));
+    assert!(edge(("cli", "task"), ("orchestration", "task::service")));
     let mut upward = vec![];
     for ((layer, module), refs) in &g {
         for (to_layer, to_module) in refs {

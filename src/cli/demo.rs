@@ -15,8 +15,9 @@ use super::Ctx;
 use crate::adapters::store::Home;
 use crate::adapters::tmux::{self, NewSession, OptionScope, Server, Tmux};
 use crate::error::{IoContext, OrangeError, Result};
-use crate::orchestration::lifecycle::{CreateRequest, Tasks};
 use crate::orchestration::project::{self, AddOptions};
+use crate::orchestration::task::service::TaskService;
+use crate::orchestration::task::start::CreateRequest;
 use crate::ui::output::Out;
 use crate::ui::plugin;
 
@@ -342,7 +343,7 @@ pub fn run(_ctx: &Ctx, args: DemoArgs) -> Result<Out> {
         },
     )?;
     let plain = Tmux::from_env();
-    let mut tasks = Tasks::new(&home).with_tmux(plain.clone());
+    let mut tasks = TaskService::new(&home).with_tmux(plain.clone());
     let mut made = Vec::new();
     for (branch, summary) in TASKS {
         let created = tasks.create(

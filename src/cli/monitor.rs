@@ -10,9 +10,9 @@ use super::{audited, Ctx};
 use crate::adapters::tmux::Tmux;
 use crate::error::{OrangeError, Result};
 use crate::orchestration::host;
-use crate::orchestration::lifecycle::Tasks;
 use crate::orchestration::monitor::{self, Monitor};
 use crate::orchestration::observer::{self, Snapshot};
+use crate::orchestration::task::service::TaskService;
 use crate::ui::output::Out;
 
 #[derive(Debug, Args)]
@@ -183,7 +183,7 @@ fn wait_for_poke(
 
 pub fn restore(ctx: &Ctx, a: RestoreArgs) -> Result<Out> {
     super::reconcile(ctx);
-    let mut tasks = Tasks::new(&ctx.home);
+    let mut tasks = TaskService::new(&ctx.home);
     let orphans = tasks.orphaned()?;
     if !a.yes {
         let mut text = if orphans.is_empty() {

@@ -9,7 +9,8 @@ use unicode_width::UnicodeWidthStr;
 use super::{audited, Ctx};
 use crate::error::{OrangeError, Result};
 use crate::execution::sandbox;
-use crate::orchestration::lifecycle::{CreateRequest, TaskView, Tasks};
+use crate::orchestration::task::service::{TaskService, TaskView};
+use crate::orchestration::task::start::CreateRequest;
 use crate::orchestration::task::{Status, Task};
 use crate::ui::output::{table, Out};
 
@@ -172,7 +173,7 @@ fn describe(v: &TaskView) -> String {
 
 /// The task `id`, once the user said yes to `<verb> task …?` (or passed --yes).
 fn confirmed(
-    tasks: &Tasks,
+    tasks: &TaskService,
     id: &str,
     project: Option<&str>,
     verb: &str,
@@ -226,7 +227,7 @@ pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
     let out = run_command(ctx, cmd);
     if mutating {
         // Failed commands change state too (a task recorded as failed).
-        let tasks = Tasks::new(&ctx.home);
+        let tasks = TaskService::new(&ctx.home);
         crate::ui::status::changed(&ctx.home, &tasks.tmux);
         if let Ok(out) = &out {
             auto_sidebar(&tasks, &out.json, starts);
@@ -238,7 +239,7 @@ pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
 /// `@orange-sidebar-auto on`: a session that just started (this task's, or the queued
 /// task a merge or cancel started) opens with the sidebar. Best effort: the plugin side
 /// must never fail a task command.
-fn auto_sidebar(tasks: &Tasks, out: &serde_json::Value, starts: bool) {
+fn auto_sidebar(tasks: &TaskService, out: &serde_json::Value, starts: bool) {
     let mut sessions: Vec<String> = vec![];
     if starts {
         sessions.extend(out["tmux_session_id"].as_str().map(str::to_string));
@@ -254,7 +255,7 @@ fn auto_sidebar(tasks: &Tasks, out: &serde_json::Value, starts: bool) {
 }
 
 fn run_command(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
-    let mut tasks = Tasks::new(&ctx.home);
+    let mut tasks = TaskService::new(&ctx.home);
     let t = &mut tasks;
     match cmd {
         TaskCmd::Create(a) => create(ctx, t, a),
@@ -284,7 +285,7 @@ fn run_command(ctx: &Ctx, cmd: TaskCmd) -> Result<Out> {
 }
 
 /// `task create`
-fn create(ctx: &Ctx, tasks: &mut Tasks, a: CreateArgs) -> Result<Out> {
+fn create(ctx: &Ctx, tasks: &mut TaskService, a: CreateArgs) -> Result<Out> {
     let project = ctx.project()?;
     let context = match a.context.as_deref() {
         Some("-") => {
@@ -338,7 +339,7 @@ fn create(ctx: &Ctx, tasks: &mut Tasks, a: CreateArgs) -> Result<Out> {
 }
 
 /// `task list [--status S] [--all]`
-fn list(ctx: &Ctx, tasks: &mut Tasks, status: Option<String>, all: bool) -> Result<Out> {
+fn list(ctx: &Ctx, tasks: &mut TaskService, status: Option<String>, all: bool) -> Result<Out> {
     let status_arg = status.clone();
     let status = status.as_deref().map(Status::parse).transpose()?;
     let project = if all { None } else { Some(ctx.project()?.name) };
@@ -406,7 +407,7 @@ fn list(ctx: &Ctx, tasks: &mut Tasks, status: Option<String>, all: bool) -> Resu
 }
 
 /// `task show ID`
-fn show(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
+fn show(ctx: &Ctx, tasks: &mut TaskService, id: &str) -> Result<Out> {
     let t = tasks.get(id, ctx.project.as_deref())?;
     let history = tasks.store.history(&t.project, &t.id);
     let md_path = tasks.store.task_md(&t.project, &t.id);
@@ -539,7 +540,7 @@ fn event_text(e: &crate::orchestration::task::Event) -> String {
 }
 
 /// `task explain ID`
-fn explain(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
+fn explain(ctx: &Ctx, tasks: &mut TaskService, id: &str) -> Result<Out> {
     let t = tasks.get(id, ctx.project.as_deref())?;
     let view = tasks.view(t, &tasks.panes());
     let a = &view.agent;
@@ -583,7 +584,7 @@ fn explain(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
 /// The task and its session's target, which must exist.
 fn live_session(
     ctx: &Ctx,
-    tasks: &Tasks,
+    tasks: &TaskService,
     id: &str,
 ) -> Result<(crate::orchestration::task::Task, String)> {
     let t = tasks.get(id, ctx.project.as_deref())?;
@@ -598,7 +599,7 @@ fn live_session(
 }
 
 /// `task peek ID [--lines N]`
-fn peek(ctx: &Ctx, tasks: &mut Tasks, id: &str, lines: usize) -> Result<Out> {
+fn peek(ctx: &Ctx, tasks: &mut TaskService, id: &str, lines: usize) -> Result<Out> {
     let (t, target) = live_session(ctx, tasks, id)?;
     let screen = tasks.tmux.capture_pane(&target, lines)?;
     // A quiet agent leaves the screen mostly blank: fold runs of blank lines so the
@@ -618,7 +619,7 @@ fn peek(ctx: &Ctx, tasks: &mut Tasks, id: &str, lines: usize) -> Result<Out> {
 }
 
 /// `task spawn ID`
-fn spawn(ctx: &Ctx, tasks: &mut Tasks, id: String) -> Result<Out> {
+fn spawn(ctx: &Ctx, tasks: &mut TaskService, id: String) -> Result<Out> {
     let t = audited(ctx, "task.spawn", json!({"id": id}), || {
         tasks.spawn(&id, ctx.project.as_deref())
     })?;
@@ -632,7 +633,7 @@ fn spawn(ctx: &Ctx, tasks: &mut Tasks, id: String) -> Result<Out> {
 }
 
 /// `task respawn ID`
-fn respawn(ctx: &Ctx, tasks: &mut Tasks, id: String) -> Result<Out> {
+fn respawn(ctx: &Ctx, tasks: &mut TaskService, id: String) -> Result<Out> {
     let t = audited(ctx, "task.respawn", json!({"id": id}), || {
         tasks.respawn(&id, ctx.project.as_deref())
     })?;
@@ -652,7 +653,7 @@ fn respawn(ctx: &Ctx, tasks: &mut Tasks, id: String) -> Result<Out> {
 }
 
 /// `task attach ID`
-fn attach(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
+fn attach(ctx: &Ctx, tasks: &mut TaskService, id: &str) -> Result<Out> {
     let (t, target) = live_session(ctx, tasks, id)?;
     if std::env::var_os("TMUX").is_some_and(|v| !v.is_empty()) {
         tasks.tmux.switch_client(&target)?;
@@ -668,7 +669,7 @@ fn attach(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
 /// `task update [ID] [--status S] [--summary TEXT] [--branch [NAME]]`
 fn update(
     ctx: &Ctx,
-    tasks: &mut Tasks,
+    tasks: &mut TaskService,
     id: Option<String>,
     status: Option<String>,
     summary: Option<String>,
@@ -711,7 +712,13 @@ fn update(
 }
 
 /// `task merge ID [--strategy ff|merge] [--local]`
-fn merge(ctx: &Ctx, tasks: &mut Tasks, id: String, strategy: String, local: bool) -> Result<Out> {
+fn merge(
+    ctx: &Ctx,
+    tasks: &mut TaskService,
+    id: String,
+    strategy: String,
+    local: bool,
+) -> Result<Out> {
     let inputs = json!({"id": id, "strategy": strategy, "local": local});
     let (t, info, next) = audited(ctx, "task.merge", inputs, || {
         tasks.merge(&id, ctx.project.as_deref(), strategy == "ff", local)
@@ -737,7 +744,7 @@ fn merge(ctx: &Ctx, tasks: &mut Tasks, id: String, strategy: String, local: bool
 }
 
 /// `task cancel ID [--yes]`
-fn cancel(ctx: &Ctx, tasks: &mut Tasks, id: String, yes: bool) -> Result<Out> {
+fn cancel(ctx: &Ctx, tasks: &mut TaskService, id: String, yes: bool) -> Result<Out> {
     let t = confirmed(tasks, &id, ctx.project.as_deref(), "Cancel", yes)?;
     let (t, note, next) = audited(ctx, "task.cancel", json!({"id": id}), || {
         tasks.cancel(&t.id, Some(&t.project))
@@ -775,7 +782,7 @@ fn branch_left(ctx: &Ctx, t: &Task) -> String {
 }
 
 /// `task delete ID [--yes]`
-fn delete(ctx: &Ctx, tasks: &mut Tasks, id: String, yes: bool) -> Result<Out> {
+fn delete(ctx: &Ctx, tasks: &mut TaskService, id: String, yes: bool) -> Result<Out> {
     let t = confirmed(tasks, &id, ctx.project.as_deref(), "Delete", yes)?;
     let t = audited(ctx, "task.delete", json!({"id": id}), || {
         tasks.delete(&t.id, Some(&t.project))
@@ -785,7 +792,13 @@ fn delete(ctx: &Ctx, tasks: &mut Tasks, id: String, yes: bool) -> Result<Out> {
 }
 
 /// `task complete [ID]` and `task stuck [ID]`: an agent reports its task's state.
-fn report(ctx: &Ctx, tasks: &mut Tasks, id: Option<String>, to: Status, op: &str) -> Result<Out> {
+fn report(
+    ctx: &Ctx,
+    tasks: &mut TaskService,
+    id: Option<String>,
+    to: Status,
+    op: &str,
+) -> Result<Out> {
     let t = match id {
         Some(id) => tasks.get(&id, ctx.project.as_deref())?,
         None => tasks.infer(&ctx.cwd)?,
@@ -808,7 +821,7 @@ fn report(ctx: &Ctx, tasks: &mut Tasks, id: Option<String>, to: Status, op: &str
 /// Inside a sandbox, where orange's state is read-only: the change is queued in the
 /// task's directory for the monitor outside to carry out.
 fn requested(
-    tasks: &Tasks,
+    tasks: &TaskService,
     t: &Task,
     op: &str,
     status: Option<String>,
@@ -832,7 +845,7 @@ fn requested(
     ))
 }
 
-fn push_next(text: &mut String, next: &crate::orchestration::lifecycle::NextSpawn) {
+fn push_next(text: &mut String, next: &crate::orchestration::task::queue::NextSpawn) {
     for f in &next.failed {
         text.push_str(&format!(
             "queued task {} could not start (now failed): {}\n",

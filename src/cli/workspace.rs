@@ -8,7 +8,7 @@ use serde_json::json;
 use super::{audited, Ctx};
 use crate::error::{OrangeError, Result};
 use crate::execution::pool::{self, Workspace};
-use crate::orchestration::lifecycle::Tasks;
+use crate::orchestration::task::service::TaskService;
 use crate::orchestration::task::TaskStore;
 use crate::ui::output::{table, Out};
 
@@ -193,7 +193,7 @@ fn run_command(ctx: &Ctx, cmd: WorkspaceCmd) -> Result<Out> {
             })?;
             drop(tasks_lock);
             let ws = pool::find(&ctx.home, &name)?;
-            let next = Tasks::new(&ctx.home).spawn_next(&p.name);
+            let next = TaskService::new(&ctx.home).spawn_next(&p.name);
             let mut text = match outcome.as_str() {
                 "already_available" => format!("{name} was already available\n"),
                 "recreated" => format!("released {name} (its directory was gone: recreated)\n"),
@@ -223,7 +223,7 @@ fn run_command(ctx: &Ctx, cmd: WorkspaceCmd) -> Result<Out> {
                 })?
             };
             let next = if !dry_run && !r.released.is_empty() {
-                Some(Tasks::new(&ctx.home).spawn_next(&p.name))
+                Some(TaskService::new(&ctx.home).spawn_next(&p.name))
             } else {
                 None
             };

@@ -18,7 +18,7 @@ use crate::adapters::store::{self, Home};
 use crate::error::Result;
 use crate::execution::harness;
 use crate::execution::sandbox;
-use crate::orchestration::lifecycle::{validate_summary, MAX_SUMMARY};
+use crate::orchestration::task::model::{validate_summary, MAX_SUMMARY};
 use crate::orchestration::task::{Task, TaskStore};
 
 /// The summary a prompt typed by a person gives: its first line with text, trimmed, tabs
