@@ -11,7 +11,6 @@ use serde_json::json;
 use crate::adapters::git;
 use crate::adapters::store;
 use crate::error::{OrangeError, Result};
-use crate::execution::config::Config;
 use crate::execution::harness::{Harness, Start};
 use crate::execution::launch::{self, Launch, Owner, Workspace};
 use crate::execution::pool;
@@ -275,9 +274,7 @@ impl TaskService<'_> {
         }
         self.link_task_md(project, task, ws_path)?;
         let prompt = self.prompt_for(task, start);
-        if self.config.is_none() {
-            self.config = Some(Config::load(self.home)?);
-        }
+        self.config()?;
         let config = self.config.as_ref().expect("loaded above");
         let dir = self.store.dir(&task.project, &task.id);
         let (id, branch) = (task.id.clone(), task.branch.clone());

@@ -96,8 +96,6 @@ pub fn record_trust(path: &Path, repo: &Path) -> Result<bool> {
     Ok(true)
 }
 
-/// Check `harness` for a task in `repo` (the project's main repository, when known);
-
 /// Claude's checks: root, then (trust recorded first when asked) its user file, the
 /// first-run setup, the API key and the repository's trust.
 pub fn checks(ask: &DoctorAsk) -> Result<Doctor> {
