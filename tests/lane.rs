@@ -618,3 +618,96 @@ fn a_lane_is_viewed_with_the_sidebar_like_a_task() {
     assert!(frame.contains("✗"), "the agent exited: {frame}");
     env.err(&["sidebar", "--lane", "nope", "--once"], "lane_not_found");
 }
+
+/// An agent that writes the environment it was started with to `.agent-env` in its
+/// worktree, and whether it could write into the main checkout (`$1`) to `.agent-escape`,
+/// then waits. Committed in the repository: a sandbox shows it to the agent.
+const ENVDUMP: &str = r#"#!/bin/sh
+env | sort > .agent-env.tmp && mv .agent-env.tmp .agent-env
+if (echo x > "$1/escape.txt") 2>/dev/null; then echo escaped; else echo refused; fi > .agent-escape.tmp
+mv .agent-escape.tmp .agent-escape
+exec sleep 600
+"#;
+
+/// The `envdump` harness (see [`ENVDUMP`]) in the repository and config.toml, with `more`
+/// lines in its table.
+fn envdump_harness(env: &TaskEnv, more: &str) {
+    std::fs::write(env.repo.join("envdump.sh"), ENVDUMP).unwrap();
+    git(&env.repo, &["add", "envdump.sh"]);
+    git(&env.repo, &["commit", "-qm", "envdump"]);
+    git(&env.repo, &["push", "-q", "origin", "HEAD"]);
+    env.append_config(&format!(
+        "[harness.envdump]\ncommand = \"sh ./envdump.sh '{}'\"\n{more}",
+        env.repo.display()
+    ));
+}
+
+/// The environment an `envdump` agent in `dir` was started with.
+fn agent_env(dir: &std::path::Path) -> std::collections::BTreeMap<String, String> {
+    let file = dir.join(".agent-env");
+    wait_for(&format!("{}", file.display()), 20, || file.exists());
+    std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn a_lane_agent_gets_the_environment_of_a_task_agent() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    envdump_harness(&env, "");
+    let task = env.create(&["env-task", "x", "--harness", "envdump"]);
+    let t = agent_env(&env.ws_path(task["workspace"].as_str().unwrap()));
+    let v = create(&env, "env-lane", "envdump", &[]);
+    let id = lane_id(&v);
+    let l = agent_env(std::path::Path::new(
+        v["lane"]["worktree_path"].as_str().unwrap(),
+    ));
+    let get = |k: &str| l.get(k).cloned().unwrap_or_default();
+    assert_eq!(get("ORANGE_LANE_ID"), id);
+    assert!(!l.contains_key("ORANGE_TASK_ID"), "{l:?}");
+    assert_eq!(get("ORANGE_BRANCH"), format!("lane/{id}"), "{l:?}");
+    assert_eq!(get("ORANGE_TMUX_SOCKET"), env.tmux.socket, "{l:?}");
+    // Every ORANGE_ variable a task's agent gets, a lane's gets too, but those that name
+    // a task or its pooled workspace (a lane's worktree is its own).
+    let task_only = [
+        "ORANGE_TASK_ID",
+        "ORANGE_WORKSPACE_NAME",
+        "ORANGE_WORKSPACE_INDEX",
+        "ORANGE_PORT",
+    ];
+    for k in t.keys().filter(|k| k.starts_with("ORANGE_")) {
+        if !task_only.contains(&k.as_str()) {
+            assert!(l.contains_key(k), "the lane's agent lacks {k}: {l:?}");
+        }
+    }
+    // This very orange comes first on both agents' PATH (their hooks call it).
+    for e in [&t, &l] {
+        let bin_dir = std::path::Path::new(&e["ORANGE_BIN"]).parent().unwrap();
+        assert!(
+            e["PATH"].starts_with(&format!("{}:", bin_dir.display())),
+            "{e:?}"
+        );
+    }
+}
+
+#[test]
+fn a_lane_agent_runs_in_the_sandbox_a_task_agent_would() {
+    if !crate::sandbox::bwrap_usable() {
+        return;
+    }
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    envdump_harness(&env, "sandbox = \"bwrap\"\n");
+    let v = create(&env, "boxed-lane", "envdump", &[]);
+    let wt = std::path::PathBuf::from(v["lane"]["worktree_path"].as_str().unwrap());
+    let l = agent_env(&wt);
+    assert_eq!(l.get("ORANGE_SANDBOX").map(String::as_str), Some("bwrap"));
+    let escape = wt.join(".agent-escape");
+    wait_for("the agent's escape attempt", 20, || escape.exists());
+    assert_eq!(std::fs::read_to_string(&escape).unwrap().trim(), "refused");
+    assert!(!env.repo.join("escape.txt").exists());
+}

@@ -201,7 +201,7 @@ fn a_first_prompt_is_cleaned_like_a_summary() {
     );
     assert_eq!(
         env.task(&id)["summary"].as_str().unwrap().chars().count(),
-        orange::orchestration::lifecycle::MAX_SUMMARY
+        orange::orchestration::task::MAX_SUMMARY
     );
 }
 

@@ -120,7 +120,7 @@ pub fn reconcile(ctx: &Ctx) {
                 );
             }
             // A freed workspace starts what waits in its project's queue.
-            let mut tasks = crate::orchestration::lifecycle::Tasks::new(&ctx.home);
+            let mut tasks = crate::orchestration::task::service::TaskService::new(&ctx.home);
             for next in tasks.after_repairs(&repairs) {
                 if let Some(id) = next.spawned {
                     eprintln!("orange: started queued task {id}");

@@ -15,8 +15,9 @@ use super::context::Ctx;
 use crate::adapters::store::Home;
 use crate::adapters::tmux::{self, NewSession, OptionScope, Server, Tmux};
 use crate::error::{IoContext, OrangeError, Result};
-use crate::orchestration::lifecycle::{CreateRequest, Tasks};
 use crate::orchestration::project::{self, AddOptions};
+use crate::orchestration::task::service::TaskService;
+use crate::orchestration::task::start::CreateRequest;
 use crate::orchestration::task::Task;
 use crate::ui::output::Out;
 use crate::ui::plugin;
@@ -451,7 +452,7 @@ fn start_tasks(home: &Home, plain: &Tmux, repo: &Path) -> Result<(Vec<Task>, Val
             sandbox: None,
         },
     )?;
-    let mut tasks = Tasks::new(home).with_tmux(plain.clone());
+    let mut tasks = TaskService::new(home).with_tmux(plain.clone());
     let mut made = Vec::new();
     for (branch, summary) in TASKS {
         let created = tasks.create(

@@ -7,11 +7,11 @@ use serde_json::json;
 use super::args::RestoreArgs;
 use super::context::{audited, Ctx};
 use crate::error::Result;
-use crate::orchestration::lifecycle::Tasks;
+use crate::orchestration::task::service::TaskService;
 use crate::ui::output::Out;
 
 pub fn run(ctx: &Ctx, a: RestoreArgs) -> Result<Out> {
-    let mut tasks = Tasks::new(&ctx.home);
+    let mut tasks = TaskService::new(&ctx.home);
     let orphans = tasks.orphaned()?;
     if !a.yes {
         let mut text = if orphans.is_empty() {

@@ -22,9 +22,10 @@ use super::context::Ctx;
 use crate::adapters::terminal::{self, Term};
 use crate::adapters::tmux::Tmux;
 use crate::error::{OrangeError, Result};
+use crate::orchestration::attention::SessionView;
 use crate::orchestration::host;
-use crate::orchestration::lifecycle::{SessionView, Tasks};
 use crate::orchestration::observer;
+use crate::orchestration::task::service::TaskService;
 use crate::orchestration::task::{self, Task, TaskStore};
 use crate::ui::output::{color_enabled, Out};
 use crate::ui::sidebar::{self, GitPart, Model};
@@ -147,7 +148,7 @@ fn pane_size(tmux: &Tmux) -> Option<(usize, usize)> {
 /// The task the sidebar follows: `--task`, `$ORANGE_TASK_ID`, the task whose tmux session
 /// holds this pane, the task bound to the workspace containing the current directory.
 fn find_task(ctx: &Ctx, explicit: Option<&str>) -> Result<Task> {
-    let tasks = Tasks::new(&ctx.home);
+    let tasks = TaskService::new(&ctx.home);
     if let Some(id) = explicit {
         return tasks.get(id, ctx.project.as_deref());
     }

@@ -12,12 +12,14 @@ use super::context::{audited, confirm, Ctx, Done};
 use super::task_text;
 use crate::error::{OrangeError, Result};
 use crate::execution::sandbox;
-use crate::orchestration::lifecycle::{CreateRequest, NextSpawn, Tasks};
+use crate::orchestration::task::queue::NextSpawn;
+use crate::orchestration::task::service::TaskService;
+use crate::orchestration::task::start::CreateRequest;
 use crate::orchestration::task::{Status, Task};
 use crate::ui::output::Out;
 
 pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Done> {
-    let mut tasks = Tasks::new(&ctx.home);
+    let mut tasks = TaskService::new(&ctx.home);
     let t = &mut tasks;
     match cmd {
         TaskCmd::Create(a) => create(ctx, t, a),
@@ -50,7 +52,7 @@ pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Done> {
 
 /// What a command that acted on task `t` did, for the effects after it: `t`'s session, and
 /// the session of the queued task it started (`next`), if any.
-fn done(out: Out, tasks: &Tasks, t: &Task, next: Option<&NextSpawn>) -> Done {
+fn done(out: Out, tasks: &TaskService, t: &Task, next: Option<&NextSpawn>) -> Done {
     let next_session = next
         .and_then(|n| n.spawned.as_deref())
         .and_then(|id| tasks.get(id, None).ok())
@@ -64,7 +66,7 @@ fn done(out: Out, tasks: &Tasks, t: &Task, next: Option<&NextSpawn>) -> Done {
 
 /// The task `id`, once the user said yes to `<verb> task …?` (or passed --yes).
 fn confirmed(
-    tasks: &Tasks,
+    tasks: &TaskService,
     id: &str,
     project: Option<&str>,
     verb: &str,
@@ -79,7 +81,7 @@ fn confirmed(
 }
 
 /// `task create`
-fn create(ctx: &Ctx, tasks: &mut Tasks, a: TaskCreateArgs) -> Result<Done> {
+fn create(ctx: &Ctx, tasks: &mut TaskService, a: TaskCreateArgs) -> Result<Done> {
     let project = ctx.project()?;
     let context = match a.context.as_deref() {
         Some("-") => {
@@ -133,7 +135,7 @@ fn create(ctx: &Ctx, tasks: &mut Tasks, a: TaskCreateArgs) -> Result<Done> {
 }
 
 /// `task list [--status S] [--all]`
-fn list(ctx: &Ctx, tasks: &mut Tasks, status: Option<String>, all: bool) -> Result<Out> {
+fn list(ctx: &Ctx, tasks: &mut TaskService, status: Option<String>, all: bool) -> Result<Out> {
     let status_arg = status.clone();
     let status = status.as_deref().map(Status::parse).transpose()?;
     let project = if all { None } else { Some(ctx.project()?.name) };
@@ -164,7 +166,7 @@ fn list(ctx: &Ctx, tasks: &mut Tasks, status: Option<String>, all: bool) -> Resu
 }
 
 /// `task show ID`
-fn show(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
+fn show(ctx: &Ctx, tasks: &mut TaskService, id: &str) -> Result<Out> {
     let t = tasks.get(id, ctx.project.as_deref())?;
     let history = tasks.store.history(&t.project, &t.id);
     let md_path = tasks.store.task_md(&t.project, &t.id);
@@ -183,7 +185,7 @@ fn show(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
 }
 
 /// `task explain ID`
-fn explain(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
+fn explain(ctx: &Ctx, tasks: &mut TaskService, id: &str) -> Result<Out> {
     let t = tasks.get(id, ctx.project.as_deref())?;
     let view = tasks.view(t, &tasks.panes());
     let text = task_text::explain(&view);
@@ -196,7 +198,7 @@ fn explain(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
 /// The task and its session's target, which must exist.
 fn live_session(
     ctx: &Ctx,
-    tasks: &Tasks,
+    tasks: &TaskService,
     id: &str,
 ) -> Result<(crate::orchestration::task::Task, String)> {
     let t = tasks.get(id, ctx.project.as_deref())?;
@@ -211,7 +213,7 @@ fn live_session(
 }
 
 /// `task peek ID [--lines N]`
-fn peek(ctx: &Ctx, tasks: &mut Tasks, id: &str, lines: usize) -> Result<Out> {
+fn peek(ctx: &Ctx, tasks: &mut TaskService, id: &str, lines: usize) -> Result<Out> {
     let (t, target) = live_session(ctx, tasks, id)?;
     let screen = tasks.tmux.capture_pane(&target, lines)?;
     // A quiet agent leaves the screen mostly blank: fold runs of blank lines so the
@@ -231,7 +233,7 @@ fn peek(ctx: &Ctx, tasks: &mut Tasks, id: &str, lines: usize) -> Result<Out> {
 }
 
 /// `task spawn ID`
-fn spawn(ctx: &Ctx, tasks: &mut Tasks, id: String) -> Result<Done> {
+fn spawn(ctx: &Ctx, tasks: &mut TaskService, id: String) -> Result<Done> {
     let t = audited(ctx, "task.spawn", json!({"id": id}), || {
         tasks.spawn(&id, ctx.project.as_deref())
     })?;
@@ -245,7 +247,7 @@ fn spawn(ctx: &Ctx, tasks: &mut Tasks, id: String) -> Result<Done> {
 }
 
 /// `task respawn ID`
-fn respawn(ctx: &Ctx, tasks: &mut Tasks, id: String) -> Result<Done> {
+fn respawn(ctx: &Ctx, tasks: &mut TaskService, id: String) -> Result<Done> {
     let t = audited(ctx, "task.respawn", json!({"id": id}), || {
         tasks.respawn(&id, ctx.project.as_deref())
     })?;
@@ -265,7 +267,7 @@ fn respawn(ctx: &Ctx, tasks: &mut Tasks, id: String) -> Result<Done> {
 }
 
 /// `task attach ID`
-fn attach(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
+fn attach(ctx: &Ctx, tasks: &mut TaskService, id: &str) -> Result<Out> {
     let (t, target) = live_session(ctx, tasks, id)?;
     if std::env::var_os("TMUX").is_some_and(|v| !v.is_empty()) {
         tasks.tmux.switch_client(&target)?;
@@ -281,7 +283,7 @@ fn attach(ctx: &Ctx, tasks: &mut Tasks, id: &str) -> Result<Out> {
 /// `task update [ID] [--status S] [--summary TEXT] [--branch [NAME]]`
 fn update(
     ctx: &Ctx,
-    tasks: &mut Tasks,
+    tasks: &mut TaskService,
     id: Option<String>,
     status: Option<String>,
     summary: Option<String>,
@@ -324,7 +326,13 @@ fn update(
 }
 
 /// `task merge ID [--strategy ff|merge] [--local]`
-fn merge(ctx: &Ctx, tasks: &mut Tasks, id: String, strategy: String, local: bool) -> Result<Done> {
+fn merge(
+    ctx: &Ctx,
+    tasks: &mut TaskService,
+    id: String,
+    strategy: String,
+    local: bool,
+) -> Result<Done> {
     let inputs = json!({"id": id, "strategy": strategy, "local": local});
     let (t, info, next) = audited(ctx, "task.merge", inputs, || {
         tasks.merge(&id, ctx.project.as_deref(), strategy == "ff", local)
@@ -350,7 +358,7 @@ fn merge(ctx: &Ctx, tasks: &mut Tasks, id: String, strategy: String, local: bool
 }
 
 /// `task cancel ID [--yes]`
-fn cancel(ctx: &Ctx, tasks: &mut Tasks, id: String, yes: bool) -> Result<Done> {
+fn cancel(ctx: &Ctx, tasks: &mut TaskService, id: String, yes: bool) -> Result<Done> {
     let t = confirmed(tasks, &id, ctx.project.as_deref(), "Cancel", yes)?;
     let (t, note, next) = audited(ctx, "task.cancel", json!({"id": id}), || {
         tasks.cancel(&t.id, Some(&t.project))
@@ -388,7 +396,7 @@ fn branch_left(ctx: &Ctx, t: &Task) -> String {
 }
 
 /// `task delete ID [--yes]`
-fn delete(ctx: &Ctx, tasks: &mut Tasks, id: String, yes: bool) -> Result<Out> {
+fn delete(ctx: &Ctx, tasks: &mut TaskService, id: String, yes: bool) -> Result<Out> {
     let t = confirmed(tasks, &id, ctx.project.as_deref(), "Delete", yes)?;
     let t = audited(ctx, "task.delete", json!({"id": id}), || {
         tasks.delete(&t.id, Some(&t.project))
@@ -398,7 +406,13 @@ fn delete(ctx: &Ctx, tasks: &mut Tasks, id: String, yes: bool) -> Result<Out> {
 }
 
 /// `task complete [ID]` and `task stuck [ID]`: an agent reports its task's state.
-fn report(ctx: &Ctx, tasks: &mut Tasks, id: Option<String>, to: Status, op: &str) -> Result<Out> {
+fn report(
+    ctx: &Ctx,
+    tasks: &mut TaskService,
+    id: Option<String>,
+    to: Status,
+    op: &str,
+) -> Result<Out> {
     let t = match id {
         Some(id) => tasks.get(&id, ctx.project.as_deref())?,
         None => tasks.infer(&ctx.cwd)?,
@@ -421,7 +435,7 @@ fn report(ctx: &Ctx, tasks: &mut Tasks, id: Option<String>, to: Status, op: &str
 /// Inside a sandbox, where orange's state is read-only: the change is queued in the
 /// task's directory for the monitor outside to carry out.
 fn requested(
-    tasks: &Tasks,
+    tasks: &TaskService,
     t: &Task,
     op: &str,
     status: Option<String>,

@@ -9,7 +9,8 @@ use unicode_width::UnicodeWidthStr;
 
 use crate::execution::sandbox;
 use crate::orchestration::agent::{self, AgentInfo, Signal};
-use crate::orchestration::lifecycle::{NextSpawn, TaskView};
+use crate::orchestration::task::queue::NextSpawn;
+use crate::orchestration::task::service::TaskView;
 use crate::orchestration::task::Event;
 use crate::ui::output::table;
 

@@ -10,7 +10,7 @@ use super::args::{AcquireArgs, WorkspaceCmd};
 use super::context::{audited, Ctx};
 use crate::error::{OrangeError, Result};
 use crate::execution::pool::{self, Workspace};
-use crate::orchestration::lifecycle::Tasks;
+use crate::orchestration::task::service::TaskService;
 use crate::orchestration::task::TaskStore;
 use crate::ui::output::{table, Out};
 
@@ -150,7 +150,7 @@ fn release(ctx: &Ctx, tasks: &TaskStore, name: String, force: bool) -> Result<Ou
     })?;
     drop(tasks_lock);
     let ws = pool::find(&ctx.home, &name)?;
-    let next = Tasks::new(&ctx.home).spawn_next(&p.name);
+    let next = TaskService::new(&ctx.home).spawn_next(&p.name);
     let mut text = match outcome.as_str() {
         "already_available" => format!("{name} was already available\n"),
         "recreated" => format!("released {name} (its directory was gone: recreated)\n"),
@@ -182,7 +182,7 @@ fn gc(ctx: &Ctx, tasks: &TaskStore, force: bool, dry_run: bool) -> Result<Out> {
         })?
     };
     let next = if !dry_run && !r.released.is_empty() {
-        Some(Tasks::new(&ctx.home).spawn_next(&p.name))
+        Some(TaskService::new(&ctx.home).spawn_next(&p.name))
     } else {
         None
     };

@@ -6,19 +6,10 @@ use serde::Deserialize;
 
 use crate::adapters::store::Home;
 use crate::error::{OrangeError, Result};
+use crate::execution::harness::claude;
 
 /// The harnesses orange knows without a `command` (a config entry may tune them).
 pub const BUILTIN: &[&str] = &["claude", "pi", "codex", "opencode"];
-
-/// claude's `--permission-mode` choices (2.1).
-pub const CLAUDE_PERMISSION_MODES: &[&str] = &[
-    "bypassPermissions",
-    "acceptEdits",
-    "auto",
-    "manual",
-    "dontAsk",
-    "plan",
-];
 
 #[derive(Debug, Default, Clone, Deserialize)]
 pub struct Config {
@@ -251,10 +242,10 @@ impl Config {
                         "harness.{name}.permission_mode: only the built-in claude has one"
                     ));
                 }
-                if !CLAUDE_PERMISSION_MODES.contains(&mode.as_str()) {
+                if !claude::PERMISSION_MODES.contains(&mode.as_str()) {
                     return Err(format!(
                         "harness.claude.permission_mode {mode:?}: one of {}",
-                        CLAUDE_PERMISSION_MODES.join(", ")
+                        claude::PERMISSION_MODES.join(", ")
                     ));
                 }
             }

@@ -2,6 +2,7 @@
 
 pub mod config;
 pub mod harness;
+pub mod launch;
 pub mod pool;
 pub mod provision;
 pub mod repo;

@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::adapters::bwrap::{self, Mount, Spec};
 use crate::adapters::store::{self, Home};
 use crate::error::{OrangeError, Result};
+use crate::execution::harness::{claude, kind_of, Harness};
 use crate::execution::sandbox_git;
 
 /// Set in the sandbox's environment (its value: the kind).
@@ -115,7 +116,11 @@ pub struct Context<'a> {
     /// The harness's name (its own state is writable).
     pub harness: &'a str,
     pub workspace: &'a Path,
-    pub task_dir: &'a Path,
+    /// The agent's own part of orange's data (a task's: [`agent_dir`]): writable, made
+    /// when missing.
+    pub agent_dir: &'a Path,
+    /// Its task's TASK.md (the agent's to edit), when it has one.
+    pub task_md: Option<&'a Path>,
     pub project_path: &'a Path,
     /// The tmux server's socket (hidden).
     pub tmux_socket: Option<PathBuf>,
@@ -145,34 +150,6 @@ fn canonical(p: &Path) -> PathBuf {
     p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }
 
-/// The directories and files a harness keeps its own state in (created when missing, so
-/// that the agent can write them; files are only bound when they exist).
-fn agent_state(harness: &str, home: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let env_dir = |var: &str| {
-        std::env::var_os(var)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    match harness {
-        "claude" => (vec![claude_dir(home)], vec![home.join(".claude.json")]),
-        "pi" => (vec![home.join(".pi")], vec![]),
-        "codex" => (
-            vec![env_dir("CODEX_HOME").unwrap_or_else(|| home.join(".codex"))],
-            vec![],
-        ),
-        "opencode" => (
-            vec![
-                home.join(".local/share/opencode"),
-                home.join(".config/opencode"),
-                home.join(".cache/opencode"),
-                home.join(".local/state/opencode"),
-            ],
-            vec![],
-        ),
-        _ => (vec![], vec![]),
-    }
-}
-
 /// What the agent may write, in mount order (every path absolute), but the repository's
 /// git directory ([`sandbox_git`]). Directories that must exist for the agent to write
 /// them are created here, outside the sandbox.
@@ -182,17 +159,16 @@ fn writable(ctx: &Context) -> Result<Vec<PathBuf>> {
     // Of the task's directory: its agent's part (its hooks' agent.json, its requests), and
     // TASK.md (the agent's to edit); not task.json or history.jsonl, which orange replaces
     // by rename (a read-only bind of a file is undone when the file is replaced).
-    let agent = agent_dir(ctx.task_dir);
-    store::ensure_dir(&agent)?;
-    out.push(canonical(&agent));
-    out.push(canonical(&ctx.task_dir.join("TASK.md")));
+    store::ensure_dir(ctx.agent_dir)?;
+    out.push(canonical(ctx.agent_dir));
+    out.extend(ctx.task_md.map(canonical));
     let poke = ctx.home.poke_file();
     if !poke.exists() {
         store::poke(ctx.home);
     }
     out.push(canonical(&poke));
     if let Some(h) = &home {
-        let (dirs, files) = agent_state(ctx.harness, h);
+        let (dirs, files) = kind_of(ctx.harness).state(h);
         for d in dirs {
             store::ensure_dir(&d)?;
             out.push(canonical(&d));
@@ -207,39 +183,10 @@ fn writable(ctx: &Context) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// Where Claude Code keeps its own state (`$CLAUDE_CONFIG_DIR`, else `~/.claude`).
-fn claude_dir(home: &Path) -> PathBuf {
-    std::env::var_os("CLAUDE_CONFIG_DIR")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .unwrap_or_else(|| home.join(".claude"))
-}
-
 /// The directory a sandboxed claude's `sessions/<pid>.json` go to: its task's own (its pid
 /// inside is not the one outside, and every sandbox's would be the same).
 pub fn claude_sessions(task_dir: &Path) -> PathBuf {
-    agent_dir(task_dir).join("claude-sessions")
-}
-
-/// What in a harness's writable state would run commands OUTSIDE the sandbox the next time
-/// the person starts that program themselves (Claude Code's settings hooks, its plugins,
-/// agents and commands): read-only inside. A missing `settings.json` is made (`{}`) so
-/// that it can be.
-fn agent_config_read_only(harness: &str, home: &Path) -> Result<Vec<PathBuf>> {
-    if harness != "claude" {
-        return Ok(vec![]);
-    }
-    let dir = claude_dir(home);
-    let settings = dir.join("settings.json");
-    if !settings.exists() {
-        std::fs::write(&settings, "{}\n")
-            .map_err(|e| OrangeError::io(format!("writing {}", settings.display()), e))?;
-    }
-    Ok(["settings.json", "hooks", "agents", "commands", "plugins"]
-        .iter()
-        .map(|n| dir.join(n))
-        .filter(|p| p.exists())
-        .collect())
+    claude::paths::sandbox_sessions(&agent_dir(task_dir))
 }
 
 /// Sockets inside `dir` (one level): each would lead out of the sandbox.
@@ -333,16 +280,10 @@ pub fn spec(ctx: &Context) -> Result<Spec> {
     );
     mounts.extend(sandbox_git::mounts(ctx.home, &own, &common)?);
     mounts.extend(writable.into_iter().map(Mount::Writable));
-    // A sandboxed claude's sessions/<pid>.json: its task's own directory.
-    if ctx.harness == "claude" {
-        let sessions = claude_sessions(ctx.task_dir);
-        store::ensure_dir(&sessions)?;
-        mounts.push(Mount::Writable(canonical(&sessions)));
-        mounts.push(Mount::Rebind {
-            from: canonical(&sessions),
-            to: claude_dir(&home).join("sessions"),
-        });
-    }
+    let kind = kind_of(ctx.harness);
+    // What the program needs beyond that (claude: its sessions/<pid>.json in its task's
+    // own directory).
+    mounts.extend(kind.sandbox_mounts(ctx.agent_dir, &home)?);
     // What tells git where the repository is stays as orange made it: rewritten, it would
     // point git — also orange's own git outside, which reads the workspace — at a config
     // the agent wrote (core.fsmonitor runs a command). The worktree's `.git` file, its git
@@ -358,7 +299,7 @@ pub fn spec(ctx: &Context) -> Result<Spec> {
         Mount::Null(wt_config)
     });
     mounts.extend(
-        agent_config_read_only(ctx.harness, &home)?
+        kind.sandbox_read_only(&home)?
             .into_iter()
             .map(Mount::ReadOnly),
     );
@@ -368,11 +309,7 @@ pub fn spec(ctx: &Context) -> Result<Spec> {
     store::ensure_dir(&ctx.home.run_dir().join("ssh"))?;
     mounts.extend(hidden_mounts(ctx.home, ctx.tmux_socket.as_deref(), &home));
     let mut setenv = vec![(ENV.to_string(), Kind::Bwrap.as_str().to_string())];
-    // Claude Code refuses --dangerously-skip-permissions as root unless told it runs in a
-    // sandbox: it does now (and only here).
-    if ctx.harness == "claude" && crate::adapters::shell::is_root() {
-        setenv.push(("IS_SANDBOX".into(), "1".into()));
-    }
+    setenv.extend(kind.sandbox_env());
     Ok(Spec {
         mounts,
         cwd: canonical(ctx.workspace),
@@ -429,7 +366,7 @@ const INTERPRETERS: &[&str] = &[
 /// to), the interpreter a script names on its `#!` line, and the script an interpreter
 /// is given (`sh /opt/agent.sh`). Not every path its command names: one may be meant to
 /// be missing inside.
-fn named_paths(harness: &crate::execution::harness::Harness) -> Vec<PathBuf> {
+fn named_paths(harness: &Harness) -> Vec<PathBuf> {
     use crate::adapters::shell::find_on_path;
     let mut named: Vec<PathBuf> = vec![];
     if let Some(p) = harness.program().and_then(find_on_path) {
@@ -507,7 +444,7 @@ fn shebang(path: &Path) -> Option<String> {
 pub fn check_visible(
     orange: &Home,
     project_path: &Path,
-    harness: &crate::execution::harness::Harness,
+    harness: &Harness,
     extra_writable: &[String],
     extra_readable: &[String],
 ) -> Result<()> {
@@ -556,8 +493,10 @@ pub struct Request {
     pub at: String,
 }
 
-/// What a task's agent may write in its task's directory (`orchestration::agent::agent_dir`
-/// is the same place).
+/// The part of a task's directory its agent writes (its hooks' `agent.json` and lock, the
+/// requests of a sandboxed agent, a sandboxed claude's sessions): a sandbox makes this
+/// directory writable, not the task's own files. The one definition (the monitor's
+/// `agent.json` is here too).
 pub fn agent_dir(task_dir: &Path) -> PathBuf {
     task_dir.join("agent")
 }
@@ -668,7 +607,7 @@ mod tests {
         let dir = d.path().canonicalize().unwrap();
         let script = dir.join("agent.sh");
         std::fs::write(&script, "#!/usr/bin/env sh\necho hi\n").unwrap();
-        let h = |command: &str| crate::execution::harness::Harness {
+        let h = |command: &str| Harness {
             name: "x".into(),
             command: Some(command.into()),
             respawn_command: None,

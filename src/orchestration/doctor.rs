@@ -1,27 +1,19 @@
-//! `orange doctor`: what would stop an agent before a task is created — the program, its
-//! version, claude as root without `IS_SANDBOX`, Claude Code's first-run setup, the API
-//! key confirmation, the folder-trust dialog — and, only when asked, recording the
-//! repository's trust in `~/.claude.json` (nothing else there is changed; a backup is kept;
-//! a file that does not parse is never rewritten).
+//! `orange doctor`: what would stop an agent before a task is created — the program and
+//! its version here, then what its harness knows to check (Claude Code's: root without
+//! `IS_SANDBOX`, its first-run setup, the API key confirmation, the folder-trust dialog,
+//! and, only when asked, recording the repository's trust: see
+//! `execution::harness::claude::doctor`).
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::adapters::shell;
-use crate::error::{OrangeError, Result};
+use crate::error::Result;
+use crate::execution::harness::kind::{check, DoctorAsk};
 use crate::execution::harness::Harness;
 
-#[derive(Debug, Clone, Serialize)]
-pub struct Check {
-    pub name: &'static str,
-    pub ok: bool,
-    pub detail: String,
-    /// What to do when it is not ok.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fix: Option<String>,
-}
+pub use crate::execution::harness::kind::Check;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -33,111 +25,17 @@ pub struct Report {
     pub trust_recorded: Option<PathBuf>,
 }
 
-fn check(name: &'static str, ok: bool, detail: impl Into<String>, fix: Option<String>) -> Check {
-    Check {
-        name,
-        ok,
-        detail: detail.into(),
-        fix: fix.filter(|_| !ok),
-    }
-}
-
-/// Claude Code's user file: `$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json`.
-pub fn claude_json_path() -> PathBuf {
-    match std::env::var_os("CLAUDE_CONFIG_DIR") {
-        Some(d) => PathBuf::from(d).join(".claude.json"),
-        None => std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("."))
-            .join(".claude.json"),
-    }
-}
-
-/// `~/.claude.json`: `Ok(None)` when absent; an error (with its path) when it does not
-/// parse or is not an object.
-fn read_claude_json(path: &Path) -> Result<Option<Value>> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(OrangeError::io(format!("reading {}", path.display()), e)),
-    };
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(v) if v.is_object() => Ok(Some(v)),
-        Ok(_) => Err(OrangeError::StateCorrupt {
-            path: path.to_path_buf(),
-            detail: "not a JSON object; orange leaves it as it is".into(),
-        }),
-        Err(e) => Err(OrangeError::StateCorrupt {
-            path: path.to_path_buf(),
-            detail: format!("{e}; orange leaves it as it is"),
-        }),
-    }
-}
-
-/// The key under which Claude Code records a folder's trust: its canonical path.
-fn trust_key(repo: &Path) -> String {
-    repo.canonicalize()
-        .unwrap_or_else(|_| repo.to_path_buf())
-        .to_string_lossy()
-        .into_owned()
-}
-
-fn is_trusted(cfg: &Value, repo: &Path) -> bool {
-    cfg.get("projects")
-        .and_then(|p| p.get(trust_key(repo)))
-        .and_then(|p| p.get("hasTrustDialogAccepted"))
-        .and_then(Value::as_bool)
-        == Some(true)
-}
-
-/// Record `repo` as trusted in Claude Code's user file (worktrees of a trusted repository
-/// are not asked again). Changes only `projects.<repo>.hasTrustDialogAccepted`; keeps a
-/// backup of the file as it was (`.claude.json.orange-backup`); refuses a file that does
-/// not parse. Returns whether the file changed.
-pub fn record_trust(path: &Path, repo: &Path) -> Result<bool> {
-    let existing = read_claude_json(path)?;
-    let mut cfg = existing.clone().unwrap_or_else(|| serde_json::json!({}));
-    if is_trusted(&cfg, repo) {
-        return Ok(false);
-    }
-    let projects = cfg
-        .as_object_mut()
-        .expect("checked: an object")
-        .entry("projects")
-        .or_insert_with(|| serde_json::json!({}));
-    if !projects.is_object() {
-        return Err(OrangeError::StateCorrupt {
-            path: path.to_path_buf(),
-            detail: "its \"projects\" is not an object; orange leaves it as it is".into(),
-        });
-    }
-    let entry = projects
-        .as_object_mut()
-        .expect("checked: an object")
-        .entry(trust_key(repo))
-        .or_insert_with(|| serde_json::json!({}));
-    if !entry.is_object() {
-        *entry = serde_json::json!({});
-    }
-    entry["hasTrustDialogAccepted"] = Value::Bool(true);
-    if existing.is_some() {
-        let backup = path.with_file_name(".claude.json.orange-backup");
-        std::fs::copy(path, &backup)
-            .map_err(|e| OrangeError::io(format!("backing up to {}", backup.display()), e))?;
-    }
-    let mut text = serde_json::to_vec_pretty(&cfg).expect("JSON serializes");
-    text.push(b'\n');
-    crate::adapters::store::write_bytes_atomic(path, &text)?;
-    Ok(true)
-}
-
 /// Check `harness` for a task in `repo` (the project's main repository, when known);
 /// `trust`: record the repository's trust first.
 pub fn run(harness: &Harness, repo: Option<&Path>, trust: bool) -> Result<Report> {
-    let mut checks = Vec::new();
-    let mut trust_recorded = None;
+    let mut report = Report {
+        harness: harness.name.clone(),
+        ok: true,
+        checks: vec![],
+        trust_recorded: None,
+    };
     let Some(program) = harness.program() else {
-        checks.push(check(
+        report.checks.push(check(
             "program",
             true,
             format!(
@@ -146,15 +44,10 @@ pub fn run(harness: &Harness, repo: Option<&Path>, trust: bool) -> Result<Report
             ),
             None,
         ));
-        return Ok(Report {
-            harness: harness.name.clone(),
-            ok: true,
-            checks,
-            trust_recorded,
-        });
+        return Ok(report);
     };
     let installed = shell::on_path(program);
-    checks.push(check(
+    report.checks.push(check(
         "program",
         installed,
         if installed {
@@ -164,12 +57,12 @@ pub fn run(harness: &Harness, repo: Option<&Path>, trust: bool) -> Result<Report
         },
         Some(format!(
             "install it (e.g. `npm install -g {}`) or pass --harness",
-            npm_package(program)
+            harness.kind().package()
         )),
     ));
     if installed {
         let v = shell::version_of(program);
-        checks.push(check(
+        report.checks.push(check(
             "version",
             v.is_some(),
             v.clone()
@@ -179,133 +72,15 @@ pub fn run(harness: &Harness, repo: Option<&Path>, trust: bool) -> Result<Report
             )),
         ));
     }
-    if program == "claude" {
-        let sandboxed = std::env::var("IS_SANDBOX").is_ok_and(|v| v == "1");
-        let root = shell::is_root();
-        checks.push(check(
-            "root",
-            !(root && harness.bypasses_permissions() && !sandboxed),
-            match (root, sandboxed) {
-                (false, _) => "not running as root".to_string(),
-                (true, true) => "root, with IS_SANDBOX=1 (you say this is a sandbox)".into(),
-                (true, false) => {
-                    "running as root: claude refuses --dangerously-skip-permissions and exits"
-                        .into()
-                }
-            },
-            Some(crate::orchestration::agent::Blocker::RootRefusal.advice("<id>")),
-        ));
-        let path = claude_json_path();
-        if trust {
-            if let Some(repo) = repo {
-                if record_trust(&path, repo)? {
-                    trust_recorded = Some(path.clone());
-                }
-            }
-        }
-        let cfg = read_claude_json(&path);
-        let cfg_ok = match &cfg {
-            Ok(c) => c.clone(),
-            Err(e) => {
-                checks.push(check(
-                    "config",
-                    false,
-                    e.to_string(),
-                    Some(format!("repair or remove {}", path.display())),
-                ));
-                None
-            }
-        };
-        if cfg.is_ok() {
-            let onboarded = cfg_ok
-                .as_ref()
-                .and_then(|c| c.get("hasCompletedOnboarding"))
-                .and_then(Value::as_bool)
-                == Some(true);
-            checks.push(check(
-                "onboarding",
-                onboarded,
-                if onboarded {
-                    format!("first-run setup done ({})", path.display())
-                } else {
-                    format!(
-                        "Claude Code's first-run setup is not done for this user ({})",
-                        path.display()
-                    )
-                },
-                Some(
-                    "run `claude` once in a terminal and finish its setup (theme, login or API key)"
-                        .into(),
-                ),
-            ));
-            if let Ok(key) = std::env::var("ANTHROPIC_API_KEY") {
-                let tail: String = key
-                    .chars()
-                    .rev()
-                    .take(20)
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .rev()
-                    .collect();
-                let approved = cfg_ok
-                    .as_ref()
-                    .and_then(|c| c.pointer("/customApiKeyResponses/approved"))
-                    .and_then(Value::as_array)
-                    .is_some_and(|a| a.iter().any(|k| k.as_str() == Some(tail.as_str())));
-                checks.push(check(
-                    "api_key",
-                    approved,
-                    if approved {
-                        "ANTHROPIC_API_KEY is approved".to_string()
-                    } else {
-                        "ANTHROPIC_API_KEY is set but not yet approved: claude will ask \"Use this API key?\" (default No)".to_string()
-                    },
-                    Some("run `claude` once in a terminal and answer Yes to \"Use this API key?\"".into()),
-                ));
-            }
-            match repo {
-                Some(repo) => {
-                    let trusted = cfg_ok.as_ref().is_some_and(|c| is_trusted(c, repo));
-                    checks.push(check(
-                        "trust",
-                        trusted,
-                        if trusted {
-                            format!("{} is trusted", repo.display())
-                        } else {
-                            format!(
-                                "{} is not trusted yet: claude will ask \"Do you trust the files in this folder?\"",
-                                repo.display()
-                            )
-                        },
-                        Some("`orange doctor --trust` records it (only that key changes; a backup is kept)".into()),
-                    ));
-                }
-                None => checks.push(check(
-                    "trust",
-                    true,
-                    "no project here: run it in a registered repository (or pass --project) to check its trust",
-                    None,
-                )),
-            }
-        }
-    }
-    Ok(Report {
-        harness: harness.name.clone(),
-        ok: checks.iter().all(|c| c.ok),
-        checks,
-        trust_recorded,
-    })
-}
-
-/// The npm package of a built-in harness's program.
-fn npm_package(program: &str) -> &'static str {
-    match program {
-        "claude" => "@anthropic-ai/claude-code",
-        "pi" => "@mariozechner/pi-coding-agent",
-        "codex" => "@openai/codex",
-        "opencode" => "opencode-ai",
-        _ => "<package>",
-    }
+    let own = harness.kind().doctor(&DoctorAsk {
+        bypass: harness.bypasses_permissions(),
+        repo,
+        trust,
+    })?;
+    report.checks.extend(own.checks);
+    report.trust_recorded = own.trust_recorded;
+    report.ok = report.checks.iter().all(|c| c.ok);
+    Ok(report)
 }
 
 /// The report as text: one line per check, with what to do under a failed one.
@@ -334,41 +109,4 @@ pub fn render(r: &Report) -> String {
         "not ready: fix the lines marked FIX\n"
     });
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn trust_changes_one_key_keeps_a_backup_and_refuses_garbage() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(".claude.json");
-        let repo = dir.path().join("repo");
-        std::fs::create_dir_all(&repo).unwrap();
-        let before = serde_json::json!({"theme": "dark", "numStartups": 3, "projects": {"/other": {"allowedTools": ["x"]}}});
-        std::fs::write(&path, serde_json::to_vec(&before).unwrap()).unwrap();
-        assert!(record_trust(&path, &repo).unwrap());
-        let after: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-        assert_eq!(after["theme"], "dark");
-        assert_eq!(after["numStartups"], 3);
-        assert_eq!(after["projects"]["/other"], before["projects"]["/other"]);
-        let key = trust_key(&repo);
-        assert_eq!(after["projects"][&key]["hasTrustDialogAccepted"], true);
-        let backup: Value = serde_json::from_slice(
-            &std::fs::read(dir.path().join(".claude.json.orange-backup")).unwrap(),
-        )
-        .unwrap();
-        assert_eq!(backup, before);
-        assert!(
-            !record_trust(&path, &repo).unwrap(),
-            "twice changes nothing"
-        );
-        std::fs::write(&path, "{not json").unwrap();
-        assert_eq!(
-            record_trust(&path, &repo).unwrap_err().code(),
-            "state_corrupt"
-        );
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{not json");
-    }
 }

@@ -10,10 +10,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::adapters::store::{self, Home, LockGuard};
-use crate::adapters::tmux::{self, NewSession};
 use crate::error::{OrangeError, Result};
 use crate::execution::config::Config;
-use crate::execution::harness::{Harness, Launch};
+use crate::execution::harness::{new_uuid, Harness, Start};
+use crate::execution::launch::{self, Launch, Owner, Workspace};
+use crate::execution::sandbox;
 use crate::execution::session::{Liveness, Mux};
 use crate::orchestration::project::Project;
 use crate::{adapters::git, orchestration::task};
@@ -69,6 +70,10 @@ pub struct LaneRecord {
     pub exit_status: Option<i32>,
     #[serde(default)]
     pub worktree_removed: bool,
+    /// The sandbox its agent runs in (chosen as a task's is: the project's, the
+    /// harness's, config.toml's).
+    #[serde(default)]
+    pub sandbox: sandbox::Kind,
 }
 
 impl LaneRecord {
@@ -139,6 +144,15 @@ pub struct GcReport {
     pub closed: Vec<String>,
     pub skipped: Vec<serde_json::Value>,
     pub errors: Vec<serde_json::Value>,
+}
+
+/// What `create` checked before writing anything.
+struct Checked {
+    mux: Mux,
+    config: Config,
+    harness: Harness,
+    sandbox: sandbox::Kind,
+    base_ref: String,
 }
 
 pub struct Lanes<'a> {
@@ -223,6 +237,46 @@ impl<'a> Lanes<'a> {
 
     pub fn create(&self, project: &Project, req: CreateRequest) -> Result<Created> {
         // Validation and preflight: nothing is written before these pass.
+        let checked = self.check(project, &req)?;
+        let (rec, exit, creator) = self.record(project, &req, &checked)?;
+        crate::adapters::fault::point("lane.recorded");
+        let result = self.start(project, &rec, &checked, req.seed_context.as_deref(), &exit);
+        if result.is_ok() {
+            crate::adapters::fault::point("lane.started");
+        }
+        let settled = match result {
+            Ok(started) => self.update(&rec.lane_id, |r| {
+                r.state = LaneState::Running;
+                r.mux_target = started.session.target.clone();
+                r.mux_session_id = started.session.id.clone();
+            }),
+            Err(e) => {
+                let msg = e.to_string();
+                self.update(&rec.lane_id, |r| {
+                    r.state = LaneState::Error;
+                    r.last_error = Some(msg);
+                })
+                .and(Err(e))
+            }
+        };
+        let _ = std::fs::remove_file(creator.path());
+        drop(creator);
+        let rec = settled?;
+        let hints = Hints {
+            attach: checked.mux.attach_hint(&rec.mux_target),
+            status: format!("orange lane status {}", rec.lane_id),
+            close: format!("orange lane close {}", rec.lane_id),
+            worktree: format!(
+                "cd {}",
+                crate::adapters::shell::quote(&rec.worktree_path.to_string_lossy())
+            ),
+        };
+        Ok(Created { lane: rec, hints })
+    }
+
+    /// Everything a new lane needs, checked before anything is written: its task id and
+    /// seed, its backend, its harness's program, its sandbox, its base, its worktree path.
+    fn check(&self, project: &Project, req: &CreateRequest) -> Result<Checked> {
         if req.task_id.trim().is_empty() {
             return Err(OrangeError::invalid("task id must not be blank"));
         }
@@ -244,13 +298,11 @@ impl<'a> Lanes<'a> {
         mux.preflight()?;
         let config = Config::load(self.home)?;
         let harness = Harness::resolve(req.harness.as_deref(), &config)?;
-        if let Some(p) = harness.program() {
-            if !crate::adapters::shell::on_path(p) {
-                return Err(OrangeError::BackendNotFound(format!(
-                    "harness {p:?} is not installed (not on PATH)"
-                )));
-            }
-        }
+        harness.preflight()?;
+        // A lane's agent runs in the sandbox a task's would (the project's, the harness's,
+        // config.toml's).
+        let sandbox = sandbox::choose(None, project, &config, &harness.name)?;
+        launch::check_sandbox(self.home, &config, project, &harness, sandbox)?;
         let base_ref = match &req.base_ref {
             Some(b) => {
                 git::rev_parse(&project.path, b)?;
@@ -270,111 +322,81 @@ impl<'a> Lanes<'a> {
                 )));
             }
         }
-
-        let now = store::now_rfc3339();
-        let (rec, exit, creator) = {
-            let _l = lock(self.home)?;
-            let mut reg = self.load()?;
-            let lane_id = {
-                let mut id = task::new_id(|id| reg.lanes.contains_key(id));
-                id.truncate(8);
-                id
-            };
-            let worktree_path = match &req.worktree_path {
-                Some(p) if p.is_absolute() => p.clone(),
-                Some(p) => std::env::current_dir()
-                    .map(|d| d.join(p))
-                    .unwrap_or(p.clone()),
-                None => {
-                    self.home
-                        .root
-                        .join("lanes")
-                        .join(format!("{}-{}", slug(&req.task_id), lane_id))
-                }
-            };
-            let branch_name = format!("lane/{lane_id}");
-            let rec = LaneRecord {
-                lane_id: lane_id.clone(),
-                task_id: req.task_id.clone(),
-                state: LaneState::Creating,
-                mux_backend: mux.name().to_string(),
-                // zellij refuses '/' in session names.
-                mux_target: match mux {
-                    Mux::Zellij(_) => {
-                        tmux::session_name(&project.name, &branch_name).replace('/', "-")
-                    }
-                    Mux::Tmux(_) => tmux::session_name(&project.name, &branch_name),
-                },
-                worktree_path,
-                branch_name,
-                session_id: task::new_uuid(),
-                created_at: now.clone(),
-                updated_at: now.clone(),
-                last_activity_at: now.clone(),
-                last_error: None,
-                project: project.name.clone(),
-                harness: harness.name.clone(),
-                base_ref: base_ref.clone(),
-                mux_session_id: None,
-                exit_status: None,
-                worktree_removed: false,
-            };
-            let creator = LockGuard::acquire(&creating_lock(self.home, &lane_id))?;
-            reg.lanes.insert(lane_id.clone(), rec.clone());
-            self.save(&reg)?;
-            (rec, exit_file(self.home, &lane_id), creator)
-        };
-        crate::adapters::fault::point("lane.recorded");
-        let result = self.start(
-            project,
-            &rec,
-            &mux,
-            &harness,
-            req.seed_context.as_deref(),
-            &exit,
-        );
-        if result.is_ok() {
-            crate::adapters::fault::point("lane.started");
-        }
-        let settled = match result {
-            Ok(started) => self.update(&rec.lane_id, |r| {
-                r.state = LaneState::Running;
-                r.mux_target = started.target.clone();
-                r.mux_session_id = started.id.clone();
-            }),
-            Err(e) => {
-                let msg = e.to_string();
-                self.update(&rec.lane_id, |r| {
-                    r.state = LaneState::Error;
-                    r.last_error = Some(msg);
-                })
-                .and(Err(e))
-            }
-        };
-        let _ = std::fs::remove_file(creator.path());
-        drop(creator);
-        let rec = settled?;
-        let hints = Hints {
-            attach: mux.attach_hint(&rec.mux_target),
-            status: format!("orange lane status {}", rec.lane_id),
-            close: format!("orange lane close {}", rec.lane_id),
-            worktree: format!(
-                "cd {}",
-                crate::adapters::shell::quote(&rec.worktree_path.to_string_lossy())
-            ),
-        };
-        Ok(Created { lane: rec, hints })
+        Ok(Checked {
+            mux,
+            config,
+            harness,
+            sandbox,
+            base_ref,
+        })
     }
 
+    /// Record the new lane (`creating`, its creator's lock held): the record, where its
+    /// exit status goes, the lock.
+    fn record(
+        &self,
+        project: &Project,
+        req: &CreateRequest,
+        checked: &Checked,
+    ) -> Result<(LaneRecord, PathBuf, LockGuard)> {
+        let now = store::now_rfc3339();
+        let _l = lock(self.home)?;
+        let mut reg = self.load()?;
+        let lane_id = {
+            let mut id = task::new_id(|id| reg.lanes.contains_key(id));
+            id.truncate(8);
+            id
+        };
+        let worktree_path = match &req.worktree_path {
+            Some(p) if p.is_absolute() => p.clone(),
+            Some(p) => std::env::current_dir()
+                .map(|d| d.join(p))
+                .unwrap_or(p.clone()),
+            None => {
+                self.home
+                    .root
+                    .join("lanes")
+                    .join(format!("{}-{}", slug(&req.task_id), lane_id))
+            }
+        };
+        let branch_name = format!("lane/{lane_id}");
+        let rec = LaneRecord {
+            lane_id: lane_id.clone(),
+            task_id: req.task_id.clone(),
+            state: LaneState::Creating,
+            mux_backend: checked.mux.name().to_string(),
+            mux_target: launch::session_name(&checked.mux, &project.name, &branch_name),
+            worktree_path,
+            branch_name,
+            session_id: new_uuid(),
+            created_at: now.clone(),
+            updated_at: now.clone(),
+            last_activity_at: now,
+            last_error: None,
+            project: project.name.clone(),
+            harness: checked.harness.name.clone(),
+            base_ref: checked.base_ref.clone(),
+            mux_session_id: None,
+            exit_status: None,
+            worktree_removed: false,
+            sandbox: checked.sandbox,
+        };
+        let creator = LockGuard::acquire(&creating_lock(self.home, &lane_id))?;
+        reg.lanes.insert(lane_id.clone(), rec.clone());
+        self.save(&reg)?;
+        Ok((rec, exit_file(self.home, &lane_id), creator))
+    }
+
+    /// Make the lane's worktree on its new branch and start its agent through the
+    /// launcher: the environment, sandbox and session a task's agent gets.
     fn start(
         &self,
         project: &Project,
         rec: &LaneRecord,
-        mux: &Mux,
-        harness: &Harness,
+        checked: &Checked,
         seed: Option<&str>,
         exit: &Path,
-    ) -> Result<crate::execution::session::Started> {
+    ) -> Result<launch::Started> {
         if let Some(parent) = rec.worktree_path.parent() {
             store::ensure_dir(parent)?;
         }
@@ -387,36 +409,31 @@ impl<'a> Lanes<'a> {
             &rec.branch_name,
             &rec.base_ref,
         )?;
-        harness.setup_workspace(&project.path, &rec.worktree_path)?;
-        let conversation = (harness.name == "claude").then_some(
-            crate::execution::harness::Conversation::New(rec.session_id.as_str()),
-        );
-        let argv = harness.argv(seed, Launch::First, conversation);
-        let mut env = vec![
-            ("ORANGE_LANE_ID".to_string(), rec.lane_id.clone()),
-            ("ORANGE_PROJECT".to_string(), rec.project.clone()),
-            (
-                "ORANGE_WORKSPACE".to_string(),
-                rec.worktree_path.display().to_string(),
-            ),
-            (
-                "ORANGE_HOME".to_string(),
-                self.home.root.display().to_string(),
-            ),
-        ];
-        if let Ok(exe) = std::env::current_exe() {
-            env.push(("ORANGE_BIN".to_string(), exe.display().to_string()));
-        }
-        let spec = NewSession {
-            name: rec.mux_target.clone(),
-            cwd: rec.worktree_path.clone(),
-            env,
-            command: argv,
-            width: None,
-            height: None,
+        let agent_dir = launch::lane_agent_dir(self.home, &rec.lane_id);
+        Launch {
+            home: self.home,
+            config: &checked.config,
+            project,
+            owner: Owner::Lane(&rec.lane_id),
+            branch: &rec.branch_name,
+            workspace: Workspace {
+                path: &rec.worktree_path,
+                name: None,
+            },
+            harness: &checked.harness,
+            start: Start::First,
+            prompt: seed.map(str::to_string),
+            conversation: Some(&rec.session_id),
+            permission_mode: None,
+            sandbox: rec.sandbox,
+            agent_dir: &agent_dir,
+            task_md: None,
+            mux: &checked.mux,
+            exit_file: Some(exit),
             marks: crate::execution::session::lane_marks(self.home, &rec.project, &rec.lane_id),
-        };
-        mux.start(&spec, exit)
+        }
+        .prepare()?
+        .start()
     }
 
     fn target(rec: &LaneRecord) -> String {
@@ -584,6 +601,7 @@ impl<'a> Lanes<'a> {
         }
         let _ = std::fs::remove_file(exit_file(self.home, &rec.lane_id));
         let _ = std::fs::remove_file(exit_file(self.home, &rec.lane_id).with_extension("kdl"));
+        let _ = std::fs::remove_dir_all(launch::lane_agent_dir(self.home, &rec.lane_id));
         self.update(&rec.lane_id, |r| {
             r.state = LaneState::Closed;
             r.worktree_removed = r.worktree_removed || removed;

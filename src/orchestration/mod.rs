@@ -1,10 +1,11 @@
-//! Orchestration: projects, remote hosts, tasks (lifecycle, queue, merge), lanes, the agent monitor and the crash repair. Built on execution and the adapters.
+//! Orchestration: projects, remote hosts, tasks (model, store, service, queue, merge), lanes, the agent monitor and the crash repair. Built on execution and the adapters.
 
 pub mod agent;
 pub mod attention;
 pub mod doctor;
 pub mod host;
 pub mod lane;
+/// The old path of the task service (`task::service`), kept for callers outside it.
 pub mod lifecycle;
 pub mod monitor;
 pub mod notify;

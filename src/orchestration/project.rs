@@ -283,14 +283,8 @@ fn with_config(home: &Home, mut p: Project) -> Result<Project> {
     Ok(p)
 }
 
-/// The first port of a project's range: `ORANGE_PORT` = base + slot number.
-pub const DEFAULT_PORT_BASE: u16 = 3100;
-
-pub fn port_for(p: &Project, slot: u32) -> Option<u16> {
-    p.port_base
-        .unwrap_or(DEFAULT_PORT_BASE)
-        .checked_add(u16::try_from(slot).ok()?)
-}
+// The port rule is part of an agent's environment (`execution::launch`); its old path:
+pub use crate::execution::launch::{port_for, DEFAULT_PORT_BASE};
 
 /// The project named by `--project`, else the one whose repository or pooled workspace
 /// contains `cwd` (the deepest match wins).

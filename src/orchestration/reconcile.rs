@@ -151,30 +151,19 @@ fn task_session(
     id: &str,
     on: &Seen<'_>,
 ) -> Result<Option<Repair>> {
-    let s = on.session;
-    // Stop the session; `release`: give back the workspace it was started in (never for
-    // an active task's: its own agent works there).
-    let stop = |reason: String, release: bool| -> Result<Option<Repair>> {
-        tmux.kill_session(&s.id)?;
-        let mut freed_in = None;
-        if let (true, Some(ws), Ok(p)) =
-            (release, s.mark(WORKSPACE_MARK), project::get(home, project))
-        {
-            if release_quietly(home, &p, ws, id) {
-                freed_in = Some(project.to_string());
-            }
-        }
-        Ok(Some(Repair {
-            action: "stopped",
-            target: format!("session {}", s.name),
-            reason,
-            freed_in,
-        }))
+    let one = OneSession {
+        home,
+        tmux,
+        store,
+        project,
+        id,
+        on,
     };
-    let mut t = match store.load(project, id) {
+    let s = on.session;
+    let t = match store.load(project, id) {
         Ok(t) => t,
         Err(OrangeError::TaskNotFound(_)) => {
-            return stop(format!("its task {id} no longer exists"), true);
+            return one.stop(format!("its task {id} no longer exists"), true);
         }
         // Unreadable: never act on a guess.
         Err(_) => return Ok(None),
@@ -190,72 +179,11 @@ fn task_session(
             return Ok(None);
         }
     }
-    let adopt = |t: &mut task::Task| {
-        t.tmux_session = Some(s.name.clone());
-        t.tmux_session_id = Some(s.id.clone());
-        t.tmux_pane_id = Some(s.pane_id.clone());
-        t.tmux_server = on.server.cloned();
-    };
     match t.status {
-        st if st.is_active() => {
-            let recorded_lives = match t.tmux_session_id.as_deref() {
-                Some(r) => tmux.has_session(r)?,
-                None => false,
-            };
-            if recorded_lives {
-                return stop(
-                    format!(
-                        "a second session of task {id} (its own is {})",
-                        t.tmux_session.as_deref().unwrap_or("?")
-                    ),
-                    false,
-                );
-            }
-            adopt(&mut t);
-            t.updated_at = store::now_rfc3339();
-            store.save(&t)?;
-            store.append_history(&t, "agent.adopted", json!({"tmux_session": s.name, "reason": "its record was not saved (a command was interrupted)"}))?;
-            Ok(Some(Repair {
-                action: "adopted",
-                target: format!("session {}", s.name),
-                reason: format!(
-                    "task {id}'s agent (a respawn was interrupted before it was recorded)"
-                ),
-                freed_in: None,
-            }))
-        }
-        Status::Pending => {
-            let ws = s.mark(WORKSPACE_MARK).unwrap_or_default();
-            let held = pool::bindings(home, project)?
-                .iter()
-                .any(|(n, l)| n == ws && l == id);
-            if !held {
-                return stop(
-                    format!("task {id} is pending and holds no workspace"),
-                    false,
-                );
-            }
-            adopt(&mut t);
-            t.workspace = Some(ws.to_string());
-            t.status = Status::Working;
-            t.failure = None;
-            t.updated_at = store::now_rfc3339();
-            store.save(&t)?;
-            store.append_history(&t, "agent.adopted", json!({"tmux_session": s.name, "workspace": ws, "reason": "its spawn was interrupted before it was recorded"}))?;
-            store.append_history(
-                &t,
-                "status.changed",
-                json!({"from": Status::Pending, "to": Status::Working, "via": "reconcile"}),
-            )?;
-            Ok(Some(Repair {
-                action: "adopted",
-                target: format!("session {}", s.name),
-                reason: format!("task {id} (its spawn was interrupted before it was recorded)"),
-                freed_in: None,
-            }))
-        }
+        st if st.is_active() => one.adopt_active(t),
+        Status::Pending => one.adopt_pending(t),
         st => {
-            let r = stop(format!("its task {id} is {st}"), !t.workspace_kept)?;
+            let r = one.stop(format!("its task {id} is {st}"), !t.workspace_kept)?;
             store.append_history(
                 &t,
                 "agent.stopped",
@@ -263,6 +191,113 @@ fn task_session(
             )?;
             Ok(r)
         }
+    }
+}
+
+/// What repairing one task session works with.
+struct OneSession<'a> {
+    home: &'a Home,
+    tmux: &'a Tmux,
+    store: &'a TaskStore,
+    project: &'a str,
+    id: &'a str,
+    on: &'a Seen<'a>,
+}
+
+impl OneSession<'_> {
+    /// Stop the session; `release`: give back the workspace it was started in (never for
+    /// an active task's: its own agent works there).
+    fn stop(&self, reason: String, release: bool) -> Result<Option<Repair>> {
+        let s = self.on.session;
+        self.tmux.kill_session(&s.id)?;
+        let mut freed_in = None;
+        if let (true, Some(ws), Ok(p)) = (
+            release,
+            s.mark(WORKSPACE_MARK),
+            project::get(self.home, self.project),
+        ) {
+            if release_quietly(self.home, &p, ws, self.id) {
+                freed_in = Some(self.project.to_string());
+            }
+        }
+        Ok(Some(Repair {
+            action: "stopped",
+            target: format!("session {}", s.name),
+            reason,
+            freed_in,
+        }))
+    }
+
+    /// The task's record points to this session.
+    fn adopt(&self, t: &mut task::Task) {
+        let s = self.on.session;
+        t.tmux_session = Some(s.name.clone());
+        t.tmux_session_id = Some(s.id.clone());
+        t.tmux_pane_id = Some(s.pane_id.clone());
+        t.tmux_server = self.on.server.cloned();
+    }
+
+    /// An active task's session its record does not point to: a respawn interrupted
+    /// before it was recorded (adopted), or a second one (stopped).
+    fn adopt_active(&self, mut t: task::Task) -> Result<Option<Repair>> {
+        let (s, id) = (self.on.session, self.id);
+        let recorded_lives = match t.tmux_session_id.as_deref() {
+            Some(r) => self.tmux.has_session(r)?,
+            None => false,
+        };
+        if recorded_lives {
+            return self.stop(
+                format!(
+                    "a second session of task {id} (its own is {})",
+                    t.tmux_session.as_deref().unwrap_or("?")
+                ),
+                false,
+            );
+        }
+        self.adopt(&mut t);
+        t.updated_at = store::now_rfc3339();
+        self.store.save(&t)?;
+        self.store.append_history(&t, "agent.adopted", json!({"tmux_session": s.name, "reason": "its record was not saved (a command was interrupted)"}))?;
+        Ok(Some(Repair {
+            action: "adopted",
+            target: format!("session {}", s.name),
+            reason: format!("task {id}'s agent (a respawn was interrupted before it was recorded)"),
+            freed_in: None,
+        }))
+    }
+
+    /// A pending task's session: a spawn interrupted before it was recorded (adopted when
+    /// the task holds the session's workspace; else stopped).
+    fn adopt_pending(&self, mut t: task::Task) -> Result<Option<Repair>> {
+        let (s, id) = (self.on.session, self.id);
+        let ws = s.mark(WORKSPACE_MARK).unwrap_or_default();
+        let held = pool::bindings(self.home, self.project)?
+            .iter()
+            .any(|(n, l)| n == ws && l == id);
+        if !held {
+            return self.stop(
+                format!("task {id} is pending and holds no workspace"),
+                false,
+            );
+        }
+        self.adopt(&mut t);
+        t.workspace = Some(ws.to_string());
+        t.status = Status::Working;
+        t.failure = None;
+        t.updated_at = store::now_rfc3339();
+        self.store.save(&t)?;
+        self.store.append_history(&t, "agent.adopted", json!({"tmux_session": s.name, "workspace": ws, "reason": "its spawn was interrupted before it was recorded"}))?;
+        self.store.append_history(
+            &t,
+            "status.changed",
+            json!({"from": Status::Pending, "to": Status::Working, "via": "reconcile"}),
+        )?;
+        Ok(Some(Repair {
+            action: "adopted",
+            target: format!("session {}", s.name),
+            reason: format!("task {id} (its spawn was interrupted before it was recorded)"),
+            freed_in: None,
+        }))
     }
 }
 

@@ -11,7 +11,7 @@ pub struct Repair {
     pub target: String,
     pub reason: String,
     /// The task's project, when a workspace may have been freed there (its queue may
-    /// start: see `Tasks::after_repairs`).
+    /// start: see `TaskService::after_repairs`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub freed_in: Option<String>,
 }

@@ -2,16 +2,20 @@
 //! needs the person (blocked), an error, an API error it is retrying by itself, or — for an
 //! agent with no hooks — whether it works or waits. Every harness reads its screen through
 //! the same [`Rules`]: patterns (regular expressions, case-insensitive, matched line by
-//! line near the bottom of the screen). The built-in values are Claude Code 2.1's
-//! (tests/fixtures/claude/screens/); a harness in config.toml declares its own
-//! (`[harness.NAME.screen]`), added before the built-in ones of the same name.
+//! line near the bottom of the screen). The built-in values are what a harness knows of
+//! its program's screens (Claude Code 2.1's: `execution::harness::claude`); a harness in
+//! config.toml declares its own (`[harness.NAME.screen]`), added before the built-in ones
+//! of the same name.
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use regex::Regex;
 
-use crate::execution::config::{Config, ScreenPatterns};
-use crate::orchestration::agent::Blocker;
+use crate::execution::config::{Config, ScreenPatterns, BUILTIN};
+use crate::execution::harness::kind::ScreenTexts;
+use crate::execution::harness::kind_of;
+use crate::execution::harness::state::Blocker;
 
 /// What a screen shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,98 +75,50 @@ fn texts(ts: &[&str]) -> Vec<Regex> {
     ts.iter().map(|t| text(t)).collect()
 }
 
-/// Distinctive text of each blocking screen of Claude Code 2.1.
-const CLAUDE_BLOCKERS: &[(Blocker, &[&str])] = &[
-    (
-        Blocker::RootRefusal,
-        &["cannot be used with root/sudo privileges"],
-    ),
-    (
-        Blocker::BypassWarning,
-        &["running in bypass permissions mode", "yes, i accept"],
-    ),
-    (
-        Blocker::FolderTrust,
-        &[
-            "is this a project you created or one you trust",
-            "yes, i trust this folder",
-            "do you trust the files in this folder",
-        ],
-    ),
-    (
-        Blocker::ApiKey,
-        &[
-            "detected a custom api key",
-            "do you want to use this api key",
-        ],
-    ),
-    (
-        Blocker::Login,
-        &[
-            "select login method",
-            "not logged in · please run /login",
-            "not logged in · run /login",
-            "claude account with subscription",
-            "anthropic console account",
-        ],
-    ),
-    (
-        Blocker::Onboarding,
-        &[
-            "choose the text style that looks best",
-            "security notes:",
-            "unable to connect to anthropic services",
-            "failed to connect to api.anthropic.com",
-            "let's get started",
-        ],
-    ),
-    (
-        Blocker::Approval,
-        &[
-            "do you want to proceed?",
-            "do you want to make this edit",
-            "do you want to create",
-            "do you want to allow",
-            "do you want to run",
-            "auto mode can't check actions",
-        ],
-    ),
-];
-
-/// An approval question counts only inside a prompt: with its choices (`1. Yes`) or its
-/// key hints (`Esc to cancel`) below it. The same words in the agent's own text ("Do you
-/// want to create a PR?") are no dialog.
-const DIALOG_MARKS: &[&str] = &["1. yes", "esc to cancel", "enter to stay in auto mode"];
-
 /// How many lines from the bottom of the screen are read: dialogs and prompts are drawn
 /// at the bottom; older text above (the agent's own output, a file it printed) must not
 /// look like a dialog.
 const LOOK_LINES: usize = 30;
 
 impl Rules {
-    /// The built-in values of a harness: Claude Code's dialogs and retries; none for the
-    /// others (their screens are read by activity unless config.toml says more).
+    /// The built-in values of a harness: what its harness knows of its screens (Claude
+    /// Code's dialogs and retries); none for the others (their screens are read by
+    /// activity unless config.toml says more).
     pub fn builtin(harness: &str) -> &'static Rules {
-        static CLAUDE: OnceLock<Rules> = OnceLock::new();
+        static BUILT: OnceLock<HashMap<&'static str, Rules>> = OnceLock::new();
         static NONE: OnceLock<Rules> = OnceLock::new();
-        match harness {
-            "claude" => CLAUDE.get_or_init(|| Rules {
-                blocked: CLAUDE_BLOCKERS
-                    .iter()
-                    .map(|(b, needles)| BlockRule {
-                        blocker: *b,
-                        any: texts(needles),
-                        with: if *b == Blocker::Approval {
-                            texts(DIALOG_MARKS)
-                        } else {
-                            vec![]
-                        },
-                    })
-                    .collect(),
-                retrying: texts(&["retrying"]),
-                ..Rules::default()
-            }),
-            _ => NONE.get_or_init(Rules::default),
+        let built = BUILT.get_or_init(|| {
+            BUILTIN
+                .iter()
+                .filter_map(|name| {
+                    let t = kind_of(name).screen()?;
+                    Some((kind_of(name).name(), Rules::of_texts(t)))
+                })
+                .collect()
+        });
+        built
+            .get(harness)
+            .unwrap_or_else(|| NONE.get_or_init(Rules::default))
+    }
+
+    /// Rules made of a program's screen texts.
+    fn of_texts(t: &ScreenTexts) -> Rules {
+        Rules {
+            blocked: t
+                .blocked
+                .iter()
+                .map(|(b, needles)| BlockRule {
+                    blocker: *b,
+                    any: texts(needles),
+                    with: if t.marked.contains(b) {
+                        texts(t.dialog_marks)
+                    } else {
+                        vec![]
+                    },
+                })
+                .collect(),
+            retrying: texts(t.retrying),
+            ..Rules::default()
         }
     }
 

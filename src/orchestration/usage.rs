@@ -273,7 +273,7 @@ pub fn load(task_dir: &Path) -> Option<TaskUsage> {
 
 /// Does this harness leave a log orange reads tokens from? (Claude Code's transcript.)
 pub fn harness_reports(harness: &str) -> bool {
-    harness == "claude"
+    crate::execution::harness::kind_of(harness).reports_tokens()
 }
 
 /// A task's tokens as the readers show them (usage.json only, no transcript is read):
@@ -286,29 +286,6 @@ pub fn tokens(task_dir: &Path, harness: &str) -> Option<Tokens> {
     }
 }
 
-/// Claude Code's transcripts of a conversation run in `workspace`: the conversation's own,
-/// then its sub-agents' (`<conv>/subagents/*.jsonl`), each with its name relative to the
-/// transcripts' directory.
-pub fn transcripts(workspace: &Path, conv: &str) -> Vec<(String, PathBuf)> {
-    let main = super::agent::claude_log_path(workspace, conv);
-    let mut out = vec![(format!("{conv}.jsonl"), main.clone())];
-    let sub = main.with_extension("").join("subagents");
-    if let Ok(dir) = std::fs::read_dir(&sub) {
-        let mut subs: Vec<(String, PathBuf)> = dir
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-            .filter_map(|p| {
-                let name = p.file_name()?.to_string_lossy().into_owned();
-                Some((format!("{conv}/subagents/{name}"), p))
-            })
-            .collect();
-        subs.sort();
-        out.extend(subs);
-    }
-    out
-}
-
 /// Read what the conversation `conv` (run in `workspace`) appended to its transcripts since
 /// the last update and save `usage.json` when anything changed. Returns the task's usage.
 pub fn update(task_dir: &Path, workspace: &Path, conv: &str) -> Result<TaskUsage> {
@@ -317,7 +294,7 @@ pub fn update(task_dir: &Path, workspace: &Path, conv: &str) -> Result<TaskUsage
     let mut usage = loaded.unwrap_or_default();
     let files = usage.conversations.entry(conv.to_string()).or_default();
     let mut changed = false;
-    for (name, p) in transcripts(workspace, conv) {
+    for (name, p) in crate::execution::harness::claude::paths::transcripts(workspace, conv) {
         let state = files.entry(name).or_default();
         match state.read(&p) {
             Ok(c) => changed |= c,

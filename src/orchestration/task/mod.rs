@@ -1,0 +1,20 @@
+//! Tasks, as a feature folder: the model ([`model`]: the record, the statuses and their
+//! map, the ids, TASK.md's text, the prompts), the store under `tasks/<project>/<id>/`
+//! ([`store`]), and the task service ([`service::TaskService`]) — what happens to a task,
+//! in `service.rs` (its record and session state), `start.rs` (create, spawn, respawn),
+//! `queue.rs` (the FIFO queue) and `merge.rs` (merge, cancel, delete).
+//!
+//! The model and the store are re-exported here (`task::Task`, `task::TaskStore`): every
+//! layer above reads them. The service is named by its file (`task::service::TaskService`):
+//! it uses the modules that read the model (attention, observer), which must not depend on
+//! it.
+
+pub mod merge;
+pub mod model;
+pub mod queue;
+pub mod service;
+pub mod start;
+pub mod store;
+
+pub use model::*;
+pub use store::TaskStore;

@@ -1,0 +1,534 @@
+//! Starting a task's agent: create (everything checked before anything is recorded),
+//! spawn (a workspace, the branch, TASK.md, then the agent through the launcher),
+//! respawn (the same workspace and branch, the conversation continued where the program
+//! can). A task that cannot start is `failed`, holding nothing; a full pool queues it.
+
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::adapters::git;
+use crate::adapters::store;
+use crate::error::{OrangeError, Result};
+use crate::execution::harness::{Harness, Start};
+use crate::execution::launch::{self, Launch, Owner, Workspace};
+use crate::execution::pool;
+use crate::execution::sandbox;
+use crate::execution::session::{self, Mux};
+use crate::orchestration::attention::SessionView;
+use crate::orchestration::project::{self, Project};
+use crate::orchestration::task::model::{
+    self, first_prompt, respawn_prompt, validate_branch, validate_summary, Status, Task,
+};
+use crate::orchestration::task::service::{Recovery, TaskService};
+
+pub struct CreateRequest {
+    pub branch: Option<String>,
+    /// The agent's first prompt. `None`: the agent starts interactive, with no prompt, and
+    /// the first prompt typed in its pane becomes the summary (`Some("")` is refused).
+    pub summary: Option<String>,
+    pub harness: Option<String>,
+    pub context: Option<String>,
+    pub spawn: bool,
+    /// `--sandbox`: overrides the project's, the harness's and config.toml's.
+    pub sandbox: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Created {
+    #[serde(flatten)]
+    pub task: Task,
+    /// `spawned`, `pending` (--no-spawn) or `queued` (the pool is full: it starts when a
+    /// workspace frees).
+    pub outcome: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl TaskService<'_> {
+    pub fn create(&mut self, project: &Project, req: CreateRequest) -> Result<Created> {
+        let (harness, sandbox) = self.check_create(project, &req)?;
+        crate::adapters::fault::point("create.checked");
+        let task = self.record_new(project, &req, &harness, sandbox)?;
+        if !req.spawn {
+            return Ok(Created {
+                task,
+                outcome: "pending",
+                note: None,
+            });
+        }
+        match self.spawn(&task.id, Some(&project.name)) {
+            Ok(task) => Ok(Created {
+                task,
+                outcome: "spawned",
+                note: None,
+            }),
+            Err(OrangeError::PoolExhausted { bound, size, .. }) => {
+                let task = self.store.load(&project.name, &task.id)?;
+                Ok(Created {
+                    task,
+                    outcome: "queued",
+                    note: Some(format!("the pool is full ({bound}/{size}); the task starts when a workspace is released")),
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Everything that can be checked before anything is recorded (a task that cannot
+    /// start must not be left behind, pending and hidden): its branch, its summary, its
+    /// harness, its sandbox (one that cannot run here, even for a task not started yet),
+    /// and when it starts now, tmux, its program and the project's base.
+    fn check_create(
+        &mut self,
+        project: &Project,
+        req: &CreateRequest,
+    ) -> Result<(Harness, sandbox::Kind)> {
+        if let Some(b) = &req.branch {
+            check_new_branch(project, b)?;
+        }
+        if let Some(s) = &req.summary {
+            if s.trim().is_empty() {
+                return Err(OrangeError::invalid(
+                    "the summary is empty: give the agent's prompt, or leave the summary out to start the agent interactive, with no prompt (you type the first one in its pane)",
+                ));
+            }
+            validate_summary(s)?;
+        }
+        let home = self.home;
+        let config = self.config()?;
+        let harness = Harness::resolve(req.harness.as_deref(), config)?;
+        let sandbox = sandbox::choose(req.sandbox.as_deref(), project, config, &harness.name)?;
+        launch::check_sandbox(home, config, project, &harness, sandbox)?;
+        if req.spawn {
+            self.preflight(&harness)?;
+            git::base_ref(&project.path, &project.default_branch)?;
+        }
+        Ok((harness, sandbox))
+    }
+
+    /// Record a new pending task (under the project's lock): its id, its branch, task.json,
+    /// TASK.md and its first history event.
+    fn record_new(
+        &mut self,
+        project: &Project,
+        req: &CreateRequest,
+        harness: &Harness,
+        sandbox: sandbox::Kind,
+    ) -> Result<Task> {
+        let _lock = self.store.lock(&project.name)?;
+        let id = model::new_id(|id| self.store.dir(&project.name, id).exists());
+        let branch = req
+            .branch
+            .clone()
+            .unwrap_or_else(|| format!("orange-tasks/{id}"));
+        self.check_branch_free(&project.name, &branch, None)?;
+        let now = store::now_precise();
+        // No prompt: the branch stands for the summary until the first prompt is known.
+        let summary = req.summary.clone().unwrap_or_else(|| branch.clone());
+        let task = Task {
+            id,
+            project: project.name.clone(),
+            branch,
+            harness: harness.name.clone(),
+            status: Status::Pending,
+            sandbox,
+            summary,
+            awaiting_prompt: req.summary.is_none(),
+            created_at: now.clone(),
+            updated_at: now,
+            ..Task::default()
+        };
+        let dir = self.store.dir(&project.name, &task.id);
+        store::ensure_dir(&dir)?;
+        let md = self.store.task_md(&project.name, &task.id);
+        std::fs::write(
+            &md,
+            model::task_md(req.summary.as_deref().unwrap_or(""), req.context.as_deref()),
+        )
+        .map_err(|e| OrangeError::io(format!("writing {}", md.display()), e))?;
+        self.store.save(&task)?;
+        self.store.append_history(
+            &task,
+            "task.created",
+            json!({"branch": task.branch, "harness": task.harness, "sandbox": task.sandbox, "prompt": !task.awaiting_prompt}),
+        )?;
+        Ok(task)
+    }
+
+    /// Start the agent of a pending task: workspace, branch, TASK.md, harness setup, session.
+    pub fn spawn(&mut self, id: &str, project: Option<&str>) -> Result<Task> {
+        let task = self.get(id, project)?;
+        let _lock = self.store.lock(&task.project)?;
+        self.spawn_locked(&task.project, &task.id)
+    }
+
+    /// Start a pending task (the project lock held). A failure that is not transient
+    /// (a full pool waits in the queue) leaves the task `failed` with its reason, its
+    /// workspace released and no session: never pending and hidden.
+    pub(super) fn spawn_locked(&mut self, project_name: &str, id: &str) -> Result<Task> {
+        let mut task = self.store.load(project_name, id)?;
+        if task.status != Status::Pending {
+            return Err(OrangeError::InvalidTransition(format!(
+                "task {} is {}, only a pending task can be spawned (use `orange task respawn` for a dead session)",
+                task.id, task.status
+            )));
+        }
+        match self.start_pending(&mut task) {
+            Ok(ws_name) => {
+                let from = task.status;
+                task.status = Status::Working;
+                task.failure = None;
+                task.updated_at = store::now_rfc3339();
+                self.store.save(&task)?;
+                self.store.append_history(
+                    &task,
+                    "agent.spawned",
+                    json!({"workspace": ws_name, "tmux_session": task.tmux_session, "harness": task.harness}),
+                )?;
+                self.store.append_history(
+                    &task,
+                    "status.changed",
+                    json!({"from": from, "to": task.status}),
+                )?;
+                Ok(task)
+            }
+            Err(e) if !e.fails_the_task() => Err(e),
+            Err(e) => {
+                self.fail(project_name, id, &e)?;
+                Err(OrangeError::TaskFailed {
+                    id: id.to_string(),
+                    source: Box::new(e),
+                })
+            }
+        }
+    }
+
+    /// Workspace, branch, session for a pending task; on failure nothing is left behind
+    /// (the session killed, the workspace given back).
+    fn start_pending(&mut self, task: &mut Task) -> Result<String> {
+        let project = project::get(self.home, &task.project)?;
+        let harness = Harness::named(&task.harness, self.config()?)?;
+        self.preflight(&harness)?;
+        let ws = pool::acquire(self.home, &project, &task.id, None, &self.store)?;
+        crate::adapters::fault::point("spawn.acquired");
+        let started =
+            self.start_in_workspace(&project, task, &harness, &ws.name, &ws.path, Start::First);
+        if started.is_ok() {
+            crate::adapters::fault::point("spawn.started");
+        }
+        if let Err(e) = started {
+            // Its session, if it started, goes first; if it cannot be stopped, the
+            // workspace stays bound to the task (the crash repair finishes both).
+            let stopped = match task.tmux_session_id.take() {
+                Some(s) => self.tmux.kill_session(&s).is_ok(),
+                None => true,
+            };
+            if stopped {
+                let _ = pool::release(self.home, &project, &ws.name, true);
+            }
+            return Err(e);
+        }
+        Ok(ws.name)
+    }
+
+    /// Record that a task could not start: `failed`, with the reason, holding nothing.
+    fn fail(&mut self, project: &str, id: &str, e: &OrangeError) -> Result<()> {
+        let mut task = self.store.load(project, id)?;
+        let from = task.status;
+        task.status = Status::Failed;
+        task.failure = Some(e.to_string());
+        task.workspace = None;
+        task.tmux_session = None;
+        task.tmux_session_id = None;
+        task.tmux_pane_id = None;
+        task.updated_at = store::now_rfc3339();
+        self.store.save(&task)?;
+        self.store.append_history(
+            &task,
+            "task.failed",
+            json!({"error": e.to_string(), "code": e.code()}),
+        )?;
+        self.store.append_history(
+            &task,
+            "status.changed",
+            json!({"from": from, "to": task.status}),
+        )
+    }
+
+    /// Check out the branch, link TASK.md, then start the agent through the launcher
+    /// (its workspace setup, conversation, sandbox, environment and session), its intent
+    /// recorded before it runs.
+    fn start_in_workspace(
+        &mut self,
+        project: &Project,
+        task: &mut Task,
+        harness: &Harness,
+        ws_name: &str,
+        ws_path: &Path,
+        start: Start,
+    ) -> Result<()> {
+        if start == Start::First {
+            check_out_branch(project, task, ws_path)?;
+        }
+        self.link_task_md(project, task, ws_path)?;
+        let prompt = self.prompt_for(task, start);
+        self.config()?;
+        let config = self.config.as_ref().expect("loaded above");
+        let dir = self.store.dir(&task.project, &task.id);
+        let (id, branch) = (task.id.clone(), task.branch.clone());
+        // The conversation to continue (a first start begins a new one), and the
+        // permission mode of the first start, which a respawn keeps.
+        let known = match start {
+            Start::Respawn => task.agent_session_id.clone(),
+            Start::First => None,
+        };
+        let first_mode = task.permission_mode.clone();
+        let agent_dir = sandbox::agent_dir(&dir);
+        let task_md = dir.join("TASK.md");
+        let mux = Mux::Tmux(self.tmux.clone());
+        let launch = Launch {
+            home: self.home,
+            config,
+            project,
+            owner: Owner::Task(&id),
+            branch: &branch,
+            workspace: Workspace {
+                path: ws_path,
+                name: Some(ws_name),
+            },
+            harness,
+            start,
+            prompt,
+            conversation: known.as_deref(),
+            permission_mode: first_mode.as_deref(),
+            sandbox: task.sandbox,
+            agent_dir: &agent_dir,
+            task_md: Some(&task_md),
+            mux: &mux,
+            exit_file: None,
+            // The task's mark (for the plugin's keys, picker, Ctrl+\\ and Ctrl+]) and what
+            // the next command needs to adopt or stop it if this one dies before saving.
+            marks: session::task_marks(self.home, &task.project, &task.id, ws_name),
+        };
+        let ready = launch.prepare()?;
+        // The intent first: what the agent is started with (its conversation, its
+        // permission mode) is on disk before it runs, for a repair to adopt it with.
+        if let Some(c) = &ready.conversation {
+            task.agent_session_id = Some(c.id().to_string());
+        }
+        if start == Start::First {
+            if let Some(mode) = &ready.permission_mode {
+                task.permission_mode = Some(mode.clone());
+            }
+        }
+        fresh_agent_info(&dir)?;
+        self.store.save(task)?;
+        let started = ready.start()?.session;
+        task.workspace = Some(ws_name.to_string());
+        task.tmux_session = Some(started.target);
+        task.tmux_session_id = started.id;
+        task.tmux_server = self.tmux.server_identity()?;
+        task.tmux_pane_id = started.pane;
+        Ok(())
+    }
+
+    /// TASK.md linked into the workspace; orange's files excluded from git there.
+    fn link_task_md(&self, project: &Project, task: &Task, ws_path: &Path) -> Result<()> {
+        let link = ws_path.join("TASK.md");
+        if link.symlink_metadata().is_err() {
+            std::os::unix::fs::symlink(self.store.task_md(&task.project, &task.id), &link)
+                .map_err(|e| OrangeError::io(format!("linking {}", link.display()), e))?;
+        }
+        // Projects registered by an older orange may lack the newer exclude entries.
+        git::ensure_excluded(&project.path, pool::EXCLUDED_FILES)
+    }
+
+    /// The agent's prompt. Started without a prompt and none known yet: still none (a
+    /// resume prompt or a policy's message would be the agent's first task).
+    fn prompt_for(&self, task: &Task, start: Start) -> Option<String> {
+        match (start, &self.recovery) {
+            _ if task.awaiting_prompt => None,
+            (Start::First, _) => first_prompt(task),
+            (Start::Respawn, None) => Some(respawn_prompt(task)),
+            (Start::Respawn, Some(Recovery::Prompt(m))) => Some(m.clone()),
+            (Start::Respawn, Some(Recovery::Append(m))) => {
+                Some(format!("{}\n\n{m}", respawn_prompt(task)))
+            }
+        }
+    }
+
+    /// Restart the agent of an active task whose session is gone or whose agent exited,
+    /// in the same workspace and branch.
+    pub fn respawn(&mut self, id: &str, project: Option<&str>) -> Result<Task> {
+        self.respawn_with(id, project, None)
+    }
+
+    /// Respawn with a policy message: `Recovery::Prompt` replaces the resume prompt,
+    /// `Recovery::Append` adds to it.
+    pub fn respawn_with(
+        &mut self,
+        id: &str,
+        project: Option<&str>,
+        message: Option<Recovery>,
+    ) -> Result<Task> {
+        let task = self.get(id, project)?;
+        let _lock = self.store.lock(&task.project)?;
+        let mut task = self.store.load(&task.project, &task.id)?;
+        if task.status == Status::Failed {
+            return self.retry_failed(task);
+        }
+        check_respawnable(&task)?;
+        let view = SessionView::of(&task, &self.panes());
+        if view.state == "live" {
+            return Err(OrangeError::InvalidTransition(format!(
+                "task {}'s agent is still running in {}; attach to it or cancel the task",
+                task.id,
+                task.tmux_session.as_deref().unwrap_or("?")
+            )));
+        }
+        let project = project::get(self.home, &task.project)?;
+        let harness = Harness::named(&task.harness, self.config()?)?;
+        self.preflight(&harness)?;
+        // The people looking at the dead agent are taken to the new one.
+        let mut watchers = vec![];
+        if let Some(old) = task.tmux_session_id.clone() {
+            watchers = self.tmux.clients_of(&old)?;
+            self.tmux.kill_session(&old)?;
+        }
+        let (ws_name, ws_path) = self.workspace_to_respawn_in(&project, &task)?;
+        self.recovery = message;
+        let started = self.start_in_workspace(
+            &project,
+            &mut task,
+            &harness,
+            &ws_name,
+            &ws_path,
+            Start::Respawn,
+        );
+        self.recovery = None;
+        started?;
+        crate::adapters::fault::point("respawn.started");
+        if let Some(new) = &task.tmux_session_id {
+            for c in &watchers {
+                let _ = self.tmux.switch_client_of(Some(c), new);
+            }
+        }
+        task.updated_at = store::now_rfc3339();
+        self.store.save(&task)?;
+        self.store.append_history(
+            &task,
+            "agent.respawned",
+            json!({"workspace": ws_name, "tmux_session": task.tmux_session}),
+        )?;
+        Ok(task)
+    }
+
+    /// A failed task never started (or could not restart): try again from the start
+    /// (queued again when the pool is full).
+    fn retry_failed(&mut self, mut task: Task) -> Result<Task> {
+        task.status = Status::Pending;
+        task.updated_at = store::now_rfc3339();
+        self.store.save(&task)?;
+        self.store.append_history(
+            &task,
+            "status.changed",
+            json!({"from": Status::Failed, "to": Status::Pending, "via": "task.respawn"}),
+        )?;
+        match self.spawn_locked(&task.project, &task.id) {
+            // Queued again: it starts when a workspace is released.
+            Err(OrangeError::PoolExhausted { .. }) => Ok(task),
+            other => other,
+        }
+    }
+
+    /// The workspace a task's agent is respawned in: its own, still a worktree of the
+    /// project.
+    fn workspace_to_respawn_in(
+        &self,
+        project: &Project,
+        task: &Task,
+    ) -> Result<(String, std::path::PathBuf)> {
+        let Some(w) = &task.workspace else {
+            return Err(OrangeError::invalid(format!(
+                "task {} has no workspace to respawn in",
+                task.id
+            )));
+        };
+        let ws = pool::find(self.home, w)?;
+        if !git::is_worktree_of(&project.path, &ws.path) {
+            return Err(OrangeError::WorkspaceNotFound(format!(
+                "{}: its directory is gone; cancel the task (its branch {} is kept) and create it again",
+                ws.name, task.branch
+            )));
+        }
+        Ok((ws.name, ws.path))
+    }
+}
+
+/// Only an active task's agent is respawned (a pending one is spawned).
+fn check_respawnable(task: &Task) -> Result<()> {
+    if task.status.is_active() {
+        return Ok(());
+    }
+    Err(OrangeError::InvalidTransition(format!(
+        "task {} is {}: only an active task can be respawned{}",
+        task.id,
+        task.status,
+        if task.status == Status::Pending {
+            " (use `orange task spawn`)"
+        } else {
+            ""
+        }
+    )))
+}
+
+/// A branch a new task may take: a valid name, not the project's default branch, checked
+/// out nowhere.
+fn check_new_branch(project: &Project, b: &str) -> Result<()> {
+    validate_branch(b)?;
+    if *b == project.default_branch {
+        return Err(OrangeError::invalid(format!(
+            "{b:?} is project {}'s default branch: a task works on a branch of its own and is merged into it",
+            project.name
+        )));
+    }
+    if let Some(at) = git::branch_checked_out_at(&project.path, b)? {
+        return Err(OrangeError::invalid(format!(
+            "branch {b:?} is checked out in {}; a branch can be checked out in one worktree only (switch that worktree to another branch first)",
+            at.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The task's branch checked out in its workspace (a branch is checked out in one
+/// worktree only).
+fn check_out_branch(project: &Project, task: &Task, ws_path: &Path) -> Result<()> {
+    if let Some(at) = git::branch_checked_out_at(&project.path, &task.branch)? {
+        let at_c = at.canonicalize().unwrap_or(at.clone());
+        if at_c != ws_path.canonicalize().unwrap_or(ws_path.to_path_buf()) {
+            return Err(OrangeError::invalid(format!(
+                "branch {:?} is checked out in {}; a branch can be checked out in one worktree only (switch that worktree to another branch first)",
+                task.branch,
+                at.display()
+            )));
+        }
+    }
+    git::checkout_task_branch(&project.path, ws_path, &task.branch)?;
+    Ok(())
+}
+
+/// A new agent: what the last one's hooks said, its dialogs and last words are not its
+/// own (the total of nudges is kept).
+fn fresh_agent_info(task_dir: &Path) -> Result<()> {
+    let before = crate::orchestration::agent::load(task_dir);
+    crate::orchestration::agent::save(
+        task_dir,
+        &crate::orchestration::agent::AgentInfo {
+            nudges: before.nudges,
+            ..Default::default()
+        },
+    )
+}
