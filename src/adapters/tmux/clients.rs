@@ -5,8 +5,12 @@ use std::path::PathBuf;
 
 use tmux_interface as ti;
 
-use super::exec::{pane_target, raw, session_target};
-use super::{Format, NewSession, SessionRow, Tmux};
+use super::exec::raw;
+use super::handle::Tmux;
+use super::parse::Format;
+use super::sessions::SessionRow;
+use super::target::{pane_target, session_target};
+use crate::adapters::mux::NewSession;
 use crate::error::{OrangeError, Result};
 
 /// One client attached to the server ([`Tmux::clients`]).

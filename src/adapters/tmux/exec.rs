@@ -1,7 +1,6 @@
 //! THE place where orange runs a tmux command ([`Tmux::exec`]), what one run did ([`Ran`]),
-//! and the rules every command follows: exact targets, escaped trailing `;`, names checked
-//! before they reach tmux, and a pane target resolved with `list-panes` (which fails on a
-//! missing target) rather than `display-message` (which does not).
+//! an escaped trailing `;` in every argument, and a pane target resolved with `list-panes`
+//! (which fails on a missing target) rather than `display-message` (which does not).
 
 use std::borrow::Cow;
 use std::process::Stdio;
@@ -9,7 +8,9 @@ use std::process::Stdio;
 use tmux_interface as ti;
 use tmux_interface::{TmuxCommand, TmuxCommands};
 
-use super::{session_char_ok, Format, Server, Tmux, TMUX};
+use super::handle::{Server, Tmux, TMUX};
+use super::parse::Format;
+use super::target::pane_target;
 use crate::error::{OrangeError, Result};
 
 /// A command of our own, for what the builders cannot express.
@@ -102,59 +103,6 @@ fn escape_trailing_semicolon(arg: &mut Cow<'_, str>) {
         s.insert(s.len() - 1, '\\');
         *arg = Cow::Owned(s);
     }
-}
-
-/// `=name` for session commands; ids and already-exact targets pass through.
-pub(super) fn session_target(target: &str) -> String {
-    if target.starts_with(['$', '=', '@', '%']) {
-        target.to_string()
-    } else {
-        format!("={target}")
-    }
-}
-
-/// `=name:` for window and pane commands (the session's current window, its active pane).
-pub(super) fn pane_target(target: &str) -> String {
-    if target.starts_with(['%', '@']) {
-        target.to_string()
-    } else if target.starts_with(['$', '=']) {
-        if target.contains(':') {
-            target.to_string()
-        } else {
-            format!("{target}:")
-        }
-    } else {
-        format!("={target}:")
-    }
-}
-
-/// A name tmux takes as one plain word: not empty, no `=`, no leading `-` (a flag).
-pub(super) fn validate_word(what: &str, word: &str) -> Result<()> {
-    if word.is_empty() || word.starts_with('-') || word.contains(['=', '\0']) {
-        return Err(OrangeError::invalid(format!("invalid {what} {word:?}")));
-    }
-    Ok(())
-}
-
-pub(super) fn validate_session_name(name: &str) -> Result<()> {
-    if name.is_empty() || !name.chars().all(session_char_ok) {
-        return Err(OrangeError::invalid(format!(
-            "invalid tmux session name {name:?}: only [A-Za-z0-9_/-] (see tmux::session_name)"
-        )));
-    }
-    Ok(())
-}
-
-/// A program for a new pane or session: run by `/bin/sh -c 'exec …'`, its name must not
-/// read as an option of `sh`.
-pub(super) fn validate_program(command: &[String]) -> Result<()> {
-    if command.first().is_some_and(|p| p.starts_with('-')) {
-        return Err(OrangeError::invalid(format!(
-            "program name {:?} starts with '-'",
-            command[0]
-        )));
-    }
-    Ok(())
 }
 
 // Running tmux, and resolving a pane target.
@@ -287,16 +235,6 @@ impl Tmux {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn targets_are_exact() {
-        assert_eq!(session_target("p/feat"), "=p/feat");
-        assert_eq!(session_target("$3"), "$3");
-        assert_eq!(pane_target("p/feat"), "=p/feat:");
-        assert_eq!(pane_target("$3"), "$3:");
-        assert_eq!(pane_target("%7"), "%7");
-        assert_eq!(pane_target("@2"), "@2");
-    }
 
     #[test]
     fn trailing_semicolons_are_escaped() {

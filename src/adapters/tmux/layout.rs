@@ -6,8 +6,11 @@ use std::path::Path;
 
 use tmux_interface as ti;
 
-use super::exec::{pane_target, raw, validate_program, validate_word};
-use super::{shell_join, Format, Tmux};
+use super::exec::raw;
+use super::handle::Tmux;
+use super::parse::Format;
+use super::target::{pane_target, validate_program, validate_word};
+use crate::adapters::shell::join as shell_join;
 use crate::error::{OrangeError, Result};
 
 // The plugin's panes and windows.

@@ -8,8 +8,10 @@ use std::time::Duration;
 use serde::Serialize;
 use tmux_interface as ti;
 
-use super::exec::{raw, validate_word};
-use super::{Format, PaneInfo, ServerId, Tmux, SERVER};
+use super::exec::raw;
+use super::handle::Tmux;
+use super::parse::{Format, PaneInfo, ServerId, SERVER};
+use super::target::validate_word;
 use crate::error::Result;
 
 /// How often a read retries a dead pane without exit status, and how long it waits after

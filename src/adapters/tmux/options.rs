@@ -3,8 +3,8 @@
 
 use tmux_interface as ti;
 
-use super::exec::{pane_target, validate_word};
-use super::Tmux;
+use super::handle::Tmux;
+use super::target::{pane_target, validate_word};
 use crate::error::Result;
 
 /// Where an option lives.

@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use tmux_interface as ti;
 
-use super::exec::pane_target;
+use super::handle::Tmux;
 use super::parse::RS;
-use super::{submit_pause, Tmux};
+use super::target::pane_target;
+use crate::adapters::mux::submit_pause;
 use crate::error::{OrangeError, Result};
 
 /// Pause after keys sent before a text (such as `C-u`), so the program does not read them

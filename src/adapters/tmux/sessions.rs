@@ -4,11 +4,13 @@
 use serde::Serialize;
 use tmux_interface as ti;
 
-use super::exec::{
+use super::handle::Tmux;
+use super::parse::{num, Format, SessionInfo};
+use super::target::{
     pane_target, session_target, validate_program, validate_session_name, validate_word,
 };
-use super::parse::num;
-use super::{shell_join, Format, NewSession, SessionInfo, Tmux};
+use crate::adapters::mux::NewSession;
+use crate::adapters::shell::join as shell_join;
 use crate::error::{OrangeError, Result};
 
 /// One row of [`Tmux::list_sessions`].
