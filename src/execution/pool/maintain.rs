@@ -11,7 +11,8 @@ use crate::error::{OrangeError, Result};
 use crate::execution::repo::Project;
 use crate::{adapters::git, execution::provision};
 
-use super::{parse_name, view, Locked, Slot, SlotStatus, TaskLookup, Workspace};
+use super::record::{parse_name, view, Slot, SlotStatus, TaskLookup, Workspace};
+use super::slots::Locked;
 
 #[derive(Debug, Default, Serialize)]
 pub struct InitReport {

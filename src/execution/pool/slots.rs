@@ -9,7 +9,7 @@ use crate::error::{OrangeError, Result};
 use crate::execution::repo::Project;
 use crate::{adapters::git, adapters::shell, execution::provision};
 
-use super::{
+use super::record::{
     load, parse_name, save, PoolFile, ReleaseOutcome, Slot, SlotStatus, TaskLookup, EXCLUDED_FILES,
 };
 
