@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::ssh::{last_line, SshError};
+use super::ssh::{last_line, Ssh, SshError};
 
 /// The server protocol's version (the first line a server prints).
 pub const PROTOCOL: u32 = 1;
@@ -174,13 +174,15 @@ fn keep_last_lines(mut err: impl Read, keep: &Mutex<VecDeque<String>>) {
 }
 
 impl Server {
-    pub(super) fn start(b: &super::broker::Broker) -> Result<Server, StartError> {
-        let env: Vec<(&str, &str)> = b
-            .env
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let mut child = b.ssh.spawn_stdio(&env, &b.argv).map_err(|e| match e {
+    /// Run `argv` (`orange serve --stdio` as the host runs it) through `ssh` with `env`,
+    /// and wait for its hello.
+    pub(super) fn start(
+        ssh: &Ssh,
+        env: &[(String, String)],
+        argv: &[String],
+    ) -> Result<Server, StartError> {
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let mut child = ssh.spawn_stdio(&env, argv).map_err(|e| match e {
             SshError::NotFound => StartError::NotFound(e.to_string()),
             other => StartError::Failed(other.to_string()),
         })?;
