@@ -259,7 +259,9 @@ fn waiting_for_a_first_prompt_is_not_nudged_escalated_or_told_as_needing_you() {
     let home = orange::adapters::store::Home {
         root: env.home.clone(),
     };
-    let tmux = orange::adapters::tmux::Tmux::with_socket_name(env.tmux.socket.clone());
+    let tmux = orange::adapters::tmux::Tmux::new(orange::adapters::tmux::Server::Name(
+        env.tmux.socket.clone(),
+    ));
     let file = orange::orchestration::notify::path(&home, &tmux);
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(

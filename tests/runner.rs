@@ -43,6 +43,7 @@ mod sidebar;
 mod standin;
 mod status;
 mod task;
+mod terminal;
 mod test_env;
 mod tmux_adapter;
 mod tpm;

@@ -578,9 +578,11 @@ fn status_asks_tmux_only_when_something_may_have_changed_and_publish_writes_only
 #[test]
 fn the_socket_path_is_the_one_tmux_uses() {
     let env = TaskEnv::new();
-    let ours = orange::adapters::tmux::Tmux::with_socket_name(env.tmux.socket.clone())
-        .socket_path()
-        .unwrap();
+    let ours = orange::adapters::tmux::Tmux::new(orange::adapters::tmux::Server::Name(
+        env.tmux.socket.clone(),
+    ))
+    .socket_path()
+    .unwrap();
     let theirs = env.tmux.ok(&["display-message", "-p", "#{socket_path}"]);
     assert_eq!(ours, PathBuf::from(theirs));
 }

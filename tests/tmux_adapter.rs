@@ -70,7 +70,7 @@ impl TestServer {
     }
 
     fn tmux(&self) -> Tmux {
-        Tmux::with_socket_name(&self.socket).with_config(&self.conf)
+        Tmux::new(Server::Name(self.socket.clone())).with_config(&self.conf)
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -141,10 +141,24 @@ fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_default()
 }
 
+/// How the program in `target` (a pane id, or a session's active pane) ended, `None`
+/// while it runs: read as orange reads it, from a snapshot.
+fn exit_of(t: &Tmux, target: &str) -> Option<PaneExit> {
+    let panes = t.snapshot().unwrap();
+    let pane = panes
+        .iter()
+        .find(|p| {
+            p.pane_id == target
+                || (p.pane_active && (p.session_id == target || p.session_name == target))
+        })
+        .unwrap_or_else(|| panic!("no pane {target} in {panes:?}"));
+    pane.exit()
+}
+
 fn wait_for_exit(t: &Tmux, target: &str) -> PaneExit {
     let mut exit = None;
     wait_until(&format!("{target} to exit"), WAIT, || {
-        exit = t.pane_exit(target).unwrap();
+        exit = exit_of(t, target);
         exit.is_some()
     });
     exit.unwrap()
@@ -194,10 +208,9 @@ fn targets_are_exact_never_prefixes() {
     assert!(!t.kill_session("p/feat").unwrap());
     assert!(t.has_session("p/feature-x").unwrap());
     assert!(t
-        .send_text("p/feat", "typed into the wrong session", &[])
+        .send_text_then("p/feat", "typed into the wrong session", &[], "Enter")
         .is_err());
     assert!(t.capture_pane("p/feat", 0).is_err());
-    assert!(t.pane_exit("p/feat").is_err());
     assert!(t.session_info("p/feat").unwrap().is_none());
     assert!(t
         .set_option(OptionScope::Session("p/feat"), "@orange_status", "x")
@@ -210,7 +223,8 @@ fn targets_are_exact_never_prefixes() {
 
     // With both alive, killing p/feat kills only p/feat.
     let feat = s.cat_session("p/feat", &s.path("feat.txt"));
-    t.send_text("p/feat", "for feat", &[]).unwrap();
+    t.send_text_then("p/feat", "for feat", &[], "Enter")
+        .unwrap();
     wait_until("feat.txt", WAIT, || {
         read(&s.path("feat.txt")) == "for feat\n"
     });
@@ -348,7 +362,7 @@ fn exit_status_and_signal_are_observed_and_pane_stays_readable() {
 
     assert_eq!(wait_for_exit(&t, &ok.pane_id), PaneExit::Status(0));
     assert_eq!(wait_for_exit(&t, "p/three"), PaneExit::Status(3));
-    assert_eq!(t.pane_exit("p/killed").unwrap(), None, "still running");
+    assert_eq!(exit_of(&t, "p/killed"), None, "still running");
     wait_until("output-of-killed", WAIT, || {
         t.capture_pane("p/killed", 0)
             .unwrap()
@@ -423,10 +437,13 @@ fn read_loop_sees_text_then_exits() {
             "read line; echo \"got [$line]\"; sleep 0.2; exit 3",
         ],
     );
-    assert_eq!(t.pane_exit("p/read").unwrap(), None);
-    t.send_text("p/read", "hello; world;", &[]).unwrap();
+    assert_eq!(exit_of(&t, "p/read"), None);
+    t.send_text_then("p/read", "hello; world;", &[], "Enter")
+        .unwrap();
     assert_eq!(wait_for_exit(&t, "p/read"), PaneExit::Status(3));
-    let dead = t.send_text("p/read", "too late", &[]).unwrap_err();
+    let dead = t
+        .send_text_then("p/read", "too late", &[], "Enter")
+        .unwrap_err();
     assert!(dead.to_string().contains("dead"), "{dead}");
     assert!(t
         .capture_pane("p/read", 100)
@@ -454,7 +471,7 @@ fn send_text_delivers_exactly() {
     ];
     let mut expected = String::new();
     for text in texts {
-        t.send_text(&info.pane_id, text, &[]).unwrap();
+        t.send_text_then(&info.pane_id, text, &[], "Enter").unwrap();
         expected.push_str(text);
         expected.push('\n');
         wait_until(&format!("{text:?} in the file"), WAIT, || {
@@ -471,7 +488,8 @@ fn send_text_escape_and_copy_mode() {
     let file = s.path("typed.txt");
     s.cat_session("p/esc", &file);
     // Escape goes first, as its own key: cat records it verbatim.
-    t.send_text("p/esc", "after escape", &["Escape"]).unwrap();
+    t.send_text_then("p/esc", "after escape", &["Escape"], "Enter")
+        .unwrap();
     wait_until("escape line", WAIT, || read(&file) == "\x1bafter escape\n");
 
     // A pane left in copy mode (the user scrolled up) still gets the text.
@@ -481,7 +499,8 @@ fn send_text_escape_and_copy_mode() {
             .trim(),
         "1"
     );
-    t.send_text("p/esc", "from copy mode", &[]).unwrap();
+    t.send_text_then("p/esc", "from copy mode", &[], "Enter")
+        .unwrap();
     wait_until("copy-mode line", WAIT, || {
         read(&file) == "\x1bafter escape\nfrom copy mode\n"
     });
@@ -645,10 +664,10 @@ fn options_global_session_and_pane() {
         ""
     );
 
-    t.unset_option(sa, "@orange_status").unwrap();
+    t.set_options(&[(sa, "@orange_status", None)]).unwrap();
     assert_eq!(t.get_option(sa, "@orange_status").unwrap(), None);
-    t.unset_option(sa, "@orange_status").unwrap();
-    t.unset_option(g, "@orange_summary").unwrap();
+    t.set_options(&[(sa, "@orange_status", None)]).unwrap();
+    t.set_options(&[(g, "@orange_summary", None)]).unwrap();
     assert_eq!(t.get_option(g, "@orange_summary").unwrap(), None);
 
     let pane = OptionScope::Pane(&a.pane_id);
@@ -661,7 +680,7 @@ fn options_global_session_and_pane() {
 
     // An option on a session that is gone: get is an error, unset a no-op.
     assert!(t.get_option(OptionScope::Session("p/gone"), "@x").is_err());
-    t.unset_option(OptionScope::Session("p/gone"), "@x")
+    t.set_options(&[(OptionScope::Session("p/gone"), "@x", None)])
         .unwrap();
 }
 
@@ -670,10 +689,9 @@ fn environment_attach_display_and_errors() {
     let s = TestServer::start();
     let t = s.tmux();
     let a = s.session("p/env", &["sleep", "30"]);
-    t.set_environment("p/env", "ORANGE_TASK_ID", "abc;")
-        .unwrap();
+    t.set_global_environment("ORANGE_TASK_ID", "abc;").unwrap();
     assert_eq!(
-        s.raw(&["show-environment", "-t", "=p/env", "ORANGE_TASK_ID"]),
+        s.raw(&["show-environment", "-g", "ORANGE_TASK_ID"]),
         "ORANGE_TASK_ID=abc;\n"
     );
     assert_eq!(
@@ -700,7 +718,8 @@ fn environment_attach_display_and_errors() {
     );
     // No client is attached: display-message has nowhere to show, but is not an error;
     // switch-client has no client to switch and fails with tmux's message.
-    t.display_message("-x #{not a format} done;").unwrap();
+    t.display_message_to(None, None, "-x #{not a format} done;")
+        .unwrap();
     let err = t.switch_client("p/env").unwrap_err();
     assert_eq!(err.code(), "backend_command_failed");
 
@@ -715,15 +734,36 @@ fn environment_attach_display_and_errors() {
     assert!(dup.to_string().contains("duplicate session"), "{dup}");
 }
 
+/// No tmux on PATH: a command that needs it says `backend_not_found`, and names tmux.
 #[test]
 fn missing_tmux_is_backend_not_found() {
-    let t = Tmux::with_socket_name("orange-test-unused").with_binary("/nonexistent/tmux");
-    assert!(!t.is_available());
-    assert_eq!(t.preflight().unwrap_err().code(), "backend_not_found");
-    assert_eq!(t.has_session("x").unwrap_err().code(), "backend_not_found");
-    let real = Tmux::with_socket_name("orange-test-unused");
-    assert!(real.is_available());
-    real.preflight().unwrap();
+    let env = crate::common::TaskEnv::new();
+    env.add_project(&[]);
+    // Only what orange needs besides tmux: git, and sh for the stand-in agent.
+    let bare = env.root().join("bin-without-tmux");
+    std::fs::create_dir_all(&bare).unwrap();
+    for tool in ["git", "sh"] {
+        let real = crate::common::find_program(&env.path, tool).unwrap();
+        std::os::unix::fs::symlink(real, bare.join(tool)).unwrap();
+    }
+    let args = [
+        "task",
+        "create",
+        "no-tmux",
+        "x",
+        "--harness",
+        "fake-wait",
+        "--json",
+    ];
+    let mut c = env.cmd_in(&env.repo, &args);
+    c.env("PATH", &bare);
+    let out = c.output().unwrap();
+    let m = crate::common::expect_error(
+        &args,
+        crate::common::parse_json_output(&args, &out),
+        "backend_not_found",
+    );
+    assert!(m.contains("tmux"), "{m}");
 }
 
 #[test]

@@ -465,13 +465,15 @@ impl Shared {
         for _ in 0..=MAX_SERVERS {
             let mut server = match self.checkout() {
                 Some(s) => s,
-                None => match Server::start(&self.broker) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        self.release();
-                        return self.start_failed(e);
+                None => {
+                    match Server::start(&self.broker.ssh, &self.broker.env, &self.broker.argv) {
+                        Ok(s) => s,
+                        Err(e) => {
+                            self.release();
+                            return self.start_failed(e);
+                        }
                     }
-                },
+                }
             };
             match server.request(&req) {
                 Ok(a) => {

@@ -1,4 +1,4 @@
-//! The adapters: the only modules that run programs (tmux, git, zellij, gh, ssh, stty, a
+//! The adapters: the only modules that run programs (tmux, git, zellij, gh, ssh, a
 //! host's broker) or know the state files' format (store). Nothing here imports from a layer above.
 
 // The layer where programs run (clippy.toml keeps `Command::new` here).

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::ssh::{last_line, SshError};
+use super::ssh::{last_line, Ssh, SshError};
 
 /// The server protocol's version (the first line a server prints).
 pub const PROTOCOL: u32 = 1;
@@ -137,68 +137,80 @@ pub(super) struct Server {
     stderr_thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// Send each line of `out` to `tx`, until either ends.
+fn forward_lines(out: impl Read, tx: std::sync::mpsc::Sender<String>) {
+    for line in BufReader::new(out).lines() {
+        let Ok(line) = line else { break };
+        if tx.send(line).is_err() {
+            break;
+        }
+    }
+}
+
+/// Keep the last 20 lines of `err` in `keep` (a server's last words), until it ends.
+fn keep_last_lines(mut err: impl Read, keep: &Mutex<VecDeque<String>>) {
+    let mut buf = [0u8; 4096];
+    let mut pending = String::new();
+    while let Ok(n) = err.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        pending.push_str(&String::from_utf8_lossy(&buf[..n]));
+        while let Some(i) = pending.find('\n') {
+            let l: String = pending.drain(..=i).collect();
+            if let Ok(mut k) = keep.lock() {
+                k.push_back(l.trim_end().to_string());
+                if k.len() > 20 {
+                    k.pop_front();
+                }
+            }
+        }
+    }
+    if !pending.trim().is_empty() {
+        if let Ok(mut k) = keep.lock() {
+            k.push_back(pending.trim_end().to_string());
+        }
+    }
+}
+
 impl Server {
-    pub(super) fn start(b: &super::broker::Broker) -> Result<Server, StartError> {
-        let env: Vec<(&str, &str)> = b
-            .env
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let mut child = b.ssh.spawn_stdio(&env, &b.argv).map_err(|e| match e {
+    /// Run `argv` (`orange serve --stdio` as the host runs it) through `ssh` with `env`,
+    /// and wait for its hello.
+    pub(super) fn start(
+        ssh: &Ssh,
+        env: &[(String, String)],
+        argv: &[String],
+    ) -> Result<Server, StartError> {
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let mut child = ssh.spawn_stdio(&env, argv).map_err(|e| match e {
             SshError::NotFound => StartError::NotFound(e.to_string()),
             other => StartError::Failed(other.to_string()),
         })?;
         let stdin = child.stdin.take();
         let (tx, lines) = std::sync::mpsc::channel();
         if let Some(out) = child.stdout.take() {
-            std::thread::spawn(move || {
-                for line in BufReader::new(out).lines() {
-                    let Ok(line) = line else { break };
-                    if tx.send(line).is_err() {
-                        break;
-                    }
-                }
-            });
+            std::thread::spawn(move || forward_lines(out, tx));
         }
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
-        let mut stderr_thread = None;
-        if let Some(mut err) = child.stderr.take() {
+        let stderr_thread = child.stderr.take().map(|err| {
             let keep = Arc::clone(&stderr);
-            stderr_thread = Some(std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                let mut pending = String::new();
-                while let Ok(n) = err.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    pending.push_str(&String::from_utf8_lossy(&buf[..n]));
-                    while let Some(i) = pending.find('\n') {
-                        let l: String = pending.drain(..=i).collect();
-                        if let Ok(mut k) = keep.lock() {
-                            k.push_back(l.trim_end().to_string());
-                            if k.len() > 20 {
-                                k.pop_front();
-                            }
-                        }
-                    }
-                }
-                if !pending.trim().is_empty() {
-                    if let Ok(mut k) = keep.lock() {
-                        k.push_back(pending.trim_end().to_string());
-                    }
-                }
-            }));
-        }
-        let mut s = Server {
+            std::thread::spawn(move || keep_last_lines(err, &keep))
+        });
+        Server {
             child,
             stdin,
             lines,
             stderr,
             stderr_thread,
-        };
+        }
+        .hello()
+    }
+
+    /// Wait for the server's hello line and check that it speaks our protocol and version.
+    fn hello(mut self) -> Result<Server, StartError> {
         let until = Instant::now() + HELLO_WAIT;
         loop {
-            match s
+            match self
                 .lines
                 .recv_timeout(until.saturating_duration_since(Instant::now()))
             {
@@ -220,7 +232,7 @@ impl Server {
                             h.version
                         )));
                     }
-                    return Ok(s);
+                    return Ok(self);
                 }
                 Err(RecvTimeoutError::Timeout) => {
                     return Err(StartError::Unreachable(format!(
@@ -229,7 +241,7 @@ impl Server {
                     )))
                 }
                 Err(RecvTimeoutError::Disconnected) => {
-                    let (status, words) = s.ended();
+                    let (status, words) = self.ended();
                     return Err(match status {
                         Some(255) | None => StartError::Unreachable(words),
                         Some(127) => StartError::NotFound(words),
