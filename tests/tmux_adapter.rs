@@ -11,7 +11,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use orange::adapters::tmux::{session_name, NewSession, OptionScope, PaneExit, Server, Tmux};
+use orange::adapters::tmux::{NewSession, OptionScope, PaneExit, Server, Tmux};
 use tempfile::TempDir;
 
 static SEQ: AtomicUsize = AtomicUsize::new(0);
@@ -239,7 +239,11 @@ fn targets_are_exact_never_prefixes() {
 fn sanitized_names_are_used_verbatim_by_tmux() {
     let s = TestServer::start();
     let t = s.tmux();
-    let name = session_name("my.app", "fix:1");
+    let name = orange::execution::launch::session_name(
+        &orange::execution::session::Mux::named("tmux").unwrap(),
+        "my.app",
+        "fix:1",
+    );
     assert_eq!(name, "my_app/fix_1");
     let info = s.session(&name, &["sleep", "30"]);
     assert_eq!(info.name, name);

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use crate::adapters::mux::NewSession;
 use crate::adapters::store::Home;
+use crate::adapters::tmux::session_char_ok;
 use crate::error::Result;
 use crate::execution::config::Config;
 use crate::execution::harness::{Conversation, Harness, Start};
@@ -211,13 +212,7 @@ pub fn check_sandbox(
 pub fn session_name(mux: &Mux, project: &str, branch: &str) -> String {
     let name: String = format!("{project}/{branch}")
         .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '_' | '/' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
+        .map(|c| if session_char_ok(c) { c } else { '_' })
         .collect();
     match mux {
         Mux::Zellij(_) => name.replace('/', "-"),
@@ -296,6 +291,8 @@ mod tests {
         let zellij = Mux::named("zellij").unwrap();
         assert_eq!(session_name(&tmux, "app", "feat/x.y z"), "app/feat/x_y_z");
         assert_eq!(session_name(&zellij, "app", "lane/abc"), "app-lane-abc");
+        assert_eq!(session_name(&tmux, "my.app", "fix:1"), "my_app/fix_1");
+        assert_eq!(session_name(&tmux, "p", "a b;c$é"), "p/a_b_c__");
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub use self::observe::{Marked, MarkedSession, Observed};
 pub use self::options::OptionScope;
 pub use self::parse::{PaneExit, PaneInfo, ServerId, SessionInfo};
 pub use self::sessions::SessionRow;
-pub use self::target::session_name;
+pub use self::target::session_char_ok;
 pub use crate::adapters::mux::{submit_pause, NewSession};
 pub use crate::adapters::shell::join as shell_join;
 pub use crate::adapters::shell::quote as shell_quote;

@@ -1,18 +1,11 @@
-//! Names and targets: the session name of a task or lane, targets that tmux never
+//! Names and targets: what a session name may hold, targets that tmux never
 //! prefix-matches (`=name`, `=name:`), and the checks a name passes before it reaches tmux.
 
 use crate::error::{OrangeError, Result};
 
-/// The session name for a task or lane: `<project>/<branch>`, every character outside
-/// `[A-Za-z0-9_/-]` replaced by `_` (tmux itself would rewrite `.` and `:`).
-pub fn session_name(project: &str, branch: &str) -> String {
-    format!("{project}/{branch}")
-        .chars()
-        .map(|c| if session_char_ok(c) { c } else { '_' })
-        .collect()
-}
-
-fn session_char_ok(c: char) -> bool {
+/// What a session name orange makes may hold (`execution::launch::session_name` makes
+/// them): tmux itself would rewrite `.` and `:`.
+pub fn session_char_ok(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '_' | '/' | '-')
 }
 
@@ -51,7 +44,7 @@ pub(super) fn validate_word(what: &str, word: &str) -> Result<()> {
 pub(super) fn validate_session_name(name: &str) -> Result<()> {
     if name.is_empty() || !name.chars().all(session_char_ok) {
         return Err(OrangeError::invalid(format!(
-            "invalid tmux session name {name:?}: only [A-Za-z0-9_/-] (see tmux::session_name)"
+            "invalid tmux session name {name:?}: only [A-Za-z0-9_/-]"
         )));
     }
     Ok(())
@@ -73,13 +66,6 @@ pub(super) fn validate_program(command: &[String]) -> Result<()> {
 mod tests {
     use super::*;
     use crate::adapters::shell::{join as shell_join, quote as shell_quote};
-
-    #[test]
-    fn session_names_are_sanitized() {
-        assert_eq!(session_name("my.app", "fix:1"), "my_app/fix_1");
-        assert_eq!(session_name("p", "feat/x-1_2"), "p/feat/x-1_2");
-        assert_eq!(session_name("p", "a b;c$é"), "p/a_b_c__");
-    }
 
     #[test]
     fn shell_quoting() {
