@@ -653,8 +653,9 @@ fn ctrl_keys_reach_plain_panes_and_act_in_task_sessions() {
     wait_for("unzoomed", 10, || !zoomed());
     env.tmux.ok(&["kill-pane", "-t", &fake]);
     client.press(&["C-\\"]);
-    wait_for("a sidebar opened by Ctrl+\\", 10, || {
-        window_panes(&env.tmux, &window).len() == 2
+    wait_for("a sidebar opened by Ctrl+\\, marked", 10, || {
+        let panes = window_panes(&env.tmux, &window);
+        panes.len() == 2 && panes.iter().any(|p| p.2)
     });
     let panes = window_panes(&env.tmux, &window);
     let side = panes.iter().find(|p| p.2).expect("a marked sidebar");
@@ -803,8 +804,10 @@ fn sidebar_toggles_beside_the_agent_and_refuses_a_small_window() {
         .unwrap();
 
     client.press(&["C-b", "O", "s"]);
-    wait_for("the sidebar pane", 10, || {
-        window_panes(&env.tmux, &window).len() == 2
+    // The pane is split off first and marked right after: wait for the mark.
+    wait_for("the sidebar pane, marked", 10, || {
+        let panes = window_panes(&env.tmux, &window);
+        panes.len() == 2 && panes.iter().any(|p| p.2)
     });
     let panes = window_panes(&env.tmux, &window);
     let side = panes
