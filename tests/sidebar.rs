@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use common::{git, wait_for, TaskEnv};
 use orange::ui::diff::ChangedFile;
-use orange::ui::sidebar::{render, render_ansi, render_gone, HistoryEntry, Model, FOOTER};
+use orange::ui::sidebar::model::{HistoryEntry, Model, FOOTER};
+use orange::ui::sidebar::render::{render, render_ansi, render_gone};
 use serde_json::Value;
 use unicode_width::UnicodeWidthStr;
 

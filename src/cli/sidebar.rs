@@ -27,7 +27,9 @@ use crate::orchestration::lifecycle::{SessionView, Tasks};
 use crate::orchestration::observer;
 use crate::orchestration::task::{self, Task, TaskStore};
 use crate::ui::output::{color_enabled, Out};
-use crate::ui::sidebar::{self, GitPart, Model};
+use crate::ui::sidebar::gather::{self, GitPart};
+use crate::ui::sidebar::model::{self, Model};
+use crate::ui::sidebar::render;
 
 #[derive(Debug, Args)]
 pub struct SidebarArgs {
@@ -86,7 +88,7 @@ pub fn run(ctx: &Ctx, args: SidebarArgs) -> Result<Out> {
         }
     }
     let task = match &args.lane {
-        Some(id) => sidebar::lane_task(&ctx.home, id)?,
+        Some(id) => gather::lane_task(&ctx.home, id)?,
         None => find_task(ctx, args.task.as_deref())?,
     };
     // This process only reads git.
@@ -97,12 +99,12 @@ pub fn run(ctx: &Ctx, args: SidebarArgs) -> Result<Out> {
             .or_else(|| env_usize("COLUMNS"))
             .or_else(|| pane_size(&pane_tmux()).map(|(w, _)| w))
             .unwrap_or(DEFAULT_WIDTH);
-        let model = sidebar::model_for_task(&ctx.home, &task, chrono::Utc::now())?;
+        let model = gather::model_for_task(&ctx.home, &task, chrono::Utc::now())?;
         // Every piece of the frame went through the sidebar's own safe-text step.
         let text = if color_enabled() {
-            sidebar::render_ansi(&model, width, args.height)
+            render::render_ansi(&model, width, args.height)
         } else {
-            sidebar::render(&model, width, args.height)
+            render::render(&model, width, args.height)
         };
         return Ok(Out::new(&model, text).styled());
     }
@@ -130,7 +132,7 @@ fn toggle(ctx: &Ctx) -> Result<Out> {
 fn bound_footer(snap: Option<&observer::Snapshot>) -> String {
     let opt = |name: &str| snap.and_then(|s| s.option(name));
     let [side, zoom, key, bound] = observer::KEY_OPTIONS;
-    sidebar::footer_for_keys(opt(side), opt(zoom), opt(key), opt(bound))
+    model::footer_for_keys(opt(side), opt(zoom), opt(key), opt(bound))
 }
 
 fn env_usize(name: &str) -> Option<usize> {
@@ -323,7 +325,7 @@ fn run_loop(
         }
         if reload {
             let loaded = if lane {
-                sidebar::lane_task(&ctx.home, &st.id)
+                gather::lane_task(&ctx.home, &st.id)
             } else {
                 store.load(&project, &st.id)
             };
@@ -340,7 +342,7 @@ fn run_loop(
                 Err(OrangeError::TaskNotFound(_) | OrangeError::LaneNotFound(_)) => {
                     // Its line counts are of no use to anyone now.
                     if let Some(old) = st.task.take() {
-                        let _ = std::fs::remove_file(sidebar::line_cache_path(&ctx.home, &old));
+                        let _ = std::fs::remove_file(gather::line_cache_path(&ctx.home, &old));
                     }
                 }
                 // A half-written or unreadable task.json: keep the last good one.
@@ -401,7 +403,7 @@ fn run_loop(
         // git: every 10 s, when poked, on a key, when the task moved.
         if force_git || last_git.is_none_or(|t| t.elapsed() >= GIT_EVERY) {
             if let Some(t) = &st.task {
-                st.git = sidebar::git_part(&ctx.home, t);
+                st.git = gather::git_part(&ctx.home, t);
             }
             last_git = Some(Instant::now());
             force_git = false;
@@ -413,7 +415,7 @@ fn run_loop(
             // `@orange-sidebar-key` and `@orange-zoom-key`).
             let footer = bound_footer(snapshot.as_ref());
             st.model = st.task.as_ref().map(|t| {
-                let mut m = sidebar::assemble(&ctx.home, t, &st.session, &st.git, now);
+                let mut m = gather::assemble(&ctx.home, t, &st.session, &st.git, now);
                 m.footer = footer;
                 m
             });
@@ -423,16 +425,16 @@ fn run_loop(
         let (plain, shown) = match &mut st.model {
             Some(m) => {
                 m.now = now.timestamp();
-                let plain = sidebar::render(m, w, Some(h));
+                let plain = render::render(m, w, Some(h));
                 let shown = if color {
-                    sidebar::render_ansi(m, w, Some(h))
+                    render::render_ansi(m, w, Some(h))
                 } else {
                     plain.clone()
                 };
                 (plain, shown)
             }
             None => {
-                let plain = sidebar::render_gone(&st.id, w, Some(h));
+                let plain = render::render_gone(&st.id, w, Some(h));
                 (plain.clone(), plain)
             }
         };
@@ -481,7 +483,7 @@ fn remote(ctx: &Ctx, id: &str, host_name: &str, args: &SidebarArgs) -> Result<Ou
         });
         let view = seen.view(host::now_ms());
         let item = seen.summary.items.iter().find(|i| i.id == id);
-        sidebar::remote_model(id, item, &view, now.timestamp())
+        model::remote_model(id, item, &view, now.timestamp())
     };
     if args.once {
         let width = args
@@ -489,7 +491,7 @@ fn remote(ctx: &Ctx, id: &str, host_name: &str, args: &SidebarArgs) -> Result<Ou
             .or_else(|| env_usize("COLUMNS"))
             .unwrap_or(DEFAULT_WIDTH);
         let m = model(chrono::Utc::now());
-        let text = sidebar::render(&m, width, args.height);
+        let text = render::render(&m, width, args.height);
         return Ok(Out::new(&m, text));
     }
     // The keys this server really has bound, from the last local snapshot (a file).
@@ -519,9 +521,9 @@ fn remote(ctx: &Ctx, id: &str, host_name: &str, args: &SidebarArgs) -> Result<Ou
             size = (args.width.unwrap_or(w), args.height.unwrap_or(h));
         }
         let (w, h) = size;
-        let plain = sidebar::render(&m, w, Some(h));
+        let plain = render::render(&m, w, Some(h));
         let shown = if color {
-            sidebar::render_ansi(&m, w, Some(h))
+            render::render_ansi(&m, w, Some(h))
         } else {
             plain.clone()
         };

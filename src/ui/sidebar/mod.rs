@@ -1,0 +1,11 @@
+//! The sidebar: one task's workspace beside its agent's pane.
+//!
+//! - [`model`]: what a frame shows, as plain data (`orange sidebar --once --json`), and the
+//!   pure steps from a task's records to it;
+//! - [`gather`]: reading those records (task files, the observer's snapshot, one git diff);
+//! - [`render`]: the model laid out for a width and a height: pure, snapshot-tested;
+//! - [`runtime`]: the loop that follows a task and redraws its terminal.
+
+pub mod gather;
+pub mod model;
+pub mod render;
