@@ -10,6 +10,7 @@ use crate::adapters::git;
 use crate::adapters::store::Home;
 use crate::adapters::tmux::Tmux;
 use crate::error::Result;
+use crate::orchestration::agent::{AgentInfo, State};
 use crate::orchestration::lifecycle::SessionView;
 use crate::orchestration::task::{Status, Task, TaskStore};
 use crate::ui::diff::{branch_diff, branch_diff_committed, BranchDiff, LineCache};
@@ -116,10 +117,10 @@ pub fn assemble(
     m.agent = agent
         .state
         .map(|s| match (s, agent.error_kind, agent.blocker) {
-            (crate::orchestration::agent::State::Error, Some(k), _) => {
+            (State::Error, Some(k), _) => {
                 format!("error: {}", k.as_str())
             }
-            (crate::orchestration::agent::State::Blocked, _, Some(b)) => {
+            (State::Blocked, _, Some(b)) => {
                 format!("blocked: {}", b.label())
             }
             (s, _, _) => s.as_str().to_string(),
@@ -127,7 +128,14 @@ pub fn assemble(
     m.tokens =
         crate::orchestration::usage::tokens(&store.dir(&task.project, &task.id), &task.harness);
     m.port = port_of(home, task);
-    m.notice = match task.status {
+    m.notice = notice(task, &agent, git);
+    m
+}
+
+/// The line worth the user's attention: the task ended or waits for a workspace, the agent
+/// needs the user (what happened and what to do), died, or git failed.
+fn notice(task: &Task, agent: &AgentInfo, git: &GitPart) -> Option<String> {
+    match task.status {
         Status::Done => Some("Task done: merged, workspace released.".into()),
         Status::Cancelled => Some("Task cancelled.".into()),
         Status::Failed => Some(format!(
@@ -141,7 +149,7 @@ pub fn assemble(
         // Started without a prompt: what it waits for is not trouble.
         _ if task.awaiting_prompt
             && agent.escalated.is_none()
-            && agent.state == Some(crate::orchestration::agent::State::Waiting) =>
+            && agent.state == Some(State::Waiting) =>
         {
             Some("No prompt yet: type the first one in the agent's pane.".into())
         }
@@ -159,26 +167,20 @@ pub fn assemble(
                     format!("Needs you: {label} — {d}")
                 }
                 Some(d)
-                    if !matches!(
-                        agent.state,
-                        Some(crate::orchestration::agent::State::Working) | None
-                    ) && !e.reason.contains(d.as_str()) =>
+                    if !matches!(agent.state, Some(State::Working) | None)
+                        && !e.reason.contains(d.as_str()) =>
                 {
                     format!("Needs you: {} ({d})", e.reason)
                 }
                 _ => format!("Needs you: {}", e.reason),
             }),
-            (None, _)
-                if agent.state == Some(crate::orchestration::agent::State::Dead)
-                    && agent.detail.is_some() =>
-            {
+            (None, _) if agent.state == Some(State::Dead) && agent.detail.is_some() => {
                 agent.detail.clone().map(|d| format!("Agent {d}"))
             }
             (None, Some(e)) => Some(format!("git: {e}")),
             (None, None) => None,
         },
-    };
-    m
+    }
 }
 
 /// The task's `ORANGE_PORT`: the project's port base plus its workspace's slot number.

@@ -9,3 +9,4 @@
 pub mod gather;
 pub mod model;
 pub mod render;
+pub mod runtime;
