@@ -338,6 +338,8 @@ struct Follow<'a> {
     force_git: bool,
     /// The model is to be assembled again.
     reload: bool,
+    /// Something was read or built since the last frame: memory was allocated and freed.
+    churned: bool,
 }
 
 impl<'a> Follow<'a> {
@@ -376,6 +378,7 @@ impl<'a> Follow<'a> {
             renew: true,
             force_git: true,
             reload: true,
+            churned: true,
         }
     }
 
@@ -407,6 +410,7 @@ impl<'a> Follow<'a> {
             self.last_git = Some(Instant::now());
             self.force_git = false;
             self.reload = true;
+            self.churned = true;
         }
     }
 
@@ -461,6 +465,7 @@ impl<'a> Follow<'a> {
         let snap_now = stamp(&self.snap_path);
         if snap_now != self.snap_stamp {
             self.snap_stamp = snap_now;
+            self.churned = true;
             if let Some(s) = observer::read(self.home, &self.tasks_tmux) {
                 self.snapshot = Some(s);
                 self.renew = true;
@@ -527,6 +532,7 @@ impl<'a> Follow<'a> {
                 m
             });
             self.reload = false;
+            self.churned = true;
         }
         let (w, h) = self.size;
         match &mut self.model {
@@ -541,6 +547,20 @@ impl<'a> Follow<'a> {
         }
     }
 }
+
+/// Hand the allocator's free pages back to the system. glibc keeps a freed peak resident:
+/// a sidebar that re-reads the monitor's snapshot (tens of KB with many sessions) every
+/// pass would keep its high-water mark for good.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn release_free_memory() {
+    // SAFETY: malloc_trim takes no pointer and only walks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn release_free_memory() {}
 
 /// Follow `task` (a lane's, with `lane`), redrawing the terminal until the user quits or
 /// the terminal goes; `width`/`height` fix the frame's size (default: the terminal's).
@@ -562,6 +582,9 @@ pub fn follow(
         if screen.show(&plain, shown, f.size).is_err() {
             // The terminal is gone (the pane was closed): nothing left to draw on.
             return Ok(ended(&f.id, "terminal closed"));
+        }
+        if std::mem::take(&mut f.churned) {
+            release_free_memory();
         }
         match wait(&rx) {
             Wake::Quit => return Ok(ended(&f.id, "quit")),
