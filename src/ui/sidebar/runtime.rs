@@ -242,9 +242,18 @@ impl Screen {
     }
 }
 
-/// Draw a frame from the top left: each line cleared after its text (not before: no
-/// flicker), the rest of the screen cleared when the frame is shorter than the screen.
+/// Draw a frame (see [`frame_bytes`]) on standard output.
 fn draw(plain: &str, shown: &str, cols: usize, rows: usize, clear: bool) -> std::io::Result<()> {
+    let mut so = std::io::stdout().lock();
+    so.write_all(frame_bytes(plain, shown, cols, rows, clear).as_bytes())?;
+    so.flush()
+}
+
+/// What draws a frame from the top left: each line cleared after its text (not before: no
+/// flicker), the rest of the screen cleared when the frame is shorter than the screen; the
+/// whole screen cleared first only with `clear` (the size changed). `plain` is `shown`
+/// without colours, to measure its lines.
+fn frame_bytes(plain: &str, shown: &str, cols: usize, rows: usize, clear: bool) -> String {
     let mut buf = String::from(if clear { "\x1b[H\x1b[2J" } else { "\x1b[H" });
     let widths: Vec<usize> = plain.lines().map(|l| l.width()).collect();
     let lines: Vec<&str> = shown.lines().take(rows).collect();
@@ -264,9 +273,7 @@ fn draw(plain: &str, shown: &str, cols: usize, rows: usize, clear: bool) -> std:
     } else if lines.len() < rows {
         buf.push_str("\r\n\x1b[J");
     }
-    let mut so = std::io::stdout().lock();
-    so.write_all(buf.as_bytes())?;
-    so.flush()
+    buf
 }
 
 /// A model's frame, plain and as shown (with colours when `color`).
@@ -668,5 +675,26 @@ pub fn remote(
             Wake::Interrupt => interrupted(term),
             Wake::Refresh | Wake::Tick => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frame_clears_after_each_line_and_below_never_the_whole_screen_unless_resized() {
+        let f = frame_bytes("ab\nc\n", "\x1b[1mab\x1b[0m\nc\n", 4, 5, false);
+        assert_eq!(f, "\x1b[H\x1b[1mab\x1b[0m\x1b[K\r\nc\x1b[K\r\n\x1b[J");
+        let f = frame_bytes("ab\n", "ab\n", 4, 5, true);
+        assert!(f.starts_with("\x1b[H\x1b[2Jab"), "{f:?}");
+    }
+
+    #[test]
+    fn a_full_width_line_is_not_erased_and_a_long_frame_is_cut_to_the_screen() {
+        // At the last column an erase would eat the last character.
+        let f = frame_bytes("abcd\nxy\nzz\n", "abcd\nxy\nzz\n", 4, 2, false);
+        assert_eq!(f, "\x1b[Habcd\r\nxy\x1b[K");
+        assert_eq!(frame_bytes("", "", 4, 2, false), "\x1b[H\x1b[J");
     }
 }
