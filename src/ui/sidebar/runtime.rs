@@ -9,13 +9,10 @@
 //! never clears the whole screen unless the size changed (no flicker). A remote task is
 //! drawn from its host's last snapshot file, never over ssh.
 
-use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::json;
-use unicode_width::UnicodeWidthStr;
 
 use crate::adapters::store::Home;
 use crate::adapters::terminal::{self, Term};
@@ -29,10 +26,10 @@ use crate::ui::output::{color_enabled, Out};
 use crate::ui::sidebar::gather::{self, GitPart};
 use crate::ui::sidebar::model::{self, Model};
 use crate::ui::sidebar::render;
+use crate::ui::sidebar::screen::{Keys, Screen, Wake};
 
-/// How often the loop looks at the task's files and the poke file.
-const TICK: Duration = Duration::from_millis(250);
-/// How often it asks tmux for the pane's size and the agent's session.
+/// How often the loop (one tick: [`crate::ui::sidebar::screen::TICK`]) asks tmux for the
+/// pane's size and the agent's session.
 const HEALTH_EVERY: Duration = Duration::from_secs(1);
 /// How often it reads git again without being poked.
 const GIT_EVERY: Duration = Duration::from_secs(10);
@@ -40,8 +37,6 @@ const GIT_EVERY: Duration = Duration::from_secs(10);
 const MONITOR_LATE: Duration = Duration::from_secs(10);
 const DEFAULT_WIDTH: usize = 40;
 const DEFAULT_HEIGHT: usize = 24;
-const CTRL_C: u8 = 0x03;
-const CTRL_D: u8 = 0x04;
 
 // ---------------------------------------------------------------------------------------
 // Which task, which size
@@ -161,119 +156,8 @@ pub fn once(home: &Home, task: &Task, width: Option<usize>, height: Option<usize
     Ok(Out::new(&model, text).styled())
 }
 
-// ---------------------------------------------------------------------------------------
-// The terminal: keys in, frames out
-// ---------------------------------------------------------------------------------------
-
-enum Input {
-    Key(u8),
-}
-
-/// Read keys (one by one: the terminal is in `-icanon`) on a thread; `q` quits, any other
-/// key refreshes at once.
-fn keys() -> (mpsc::Sender<Input>, mpsc::Receiver<Input>) {
-    let (tx, rx) = mpsc::channel();
-    if std::io::stdin().is_terminal() {
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            let mut stdin = std::io::stdin().lock();
-            let mut buf = [0u8; 64];
-            while let Ok(n) = stdin.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                for b in &buf[..n] {
-                    if tx.send(Input::Key(*b)).is_err() {
-                        return;
-                    }
-                }
-            }
-        });
-    }
-    (tx, rx)
-}
-
-/// What a key (or the tick passing without one) asks of the loop.
-enum Wake {
-    Tick,
-    Quit,
-    /// Ctrl+C: restore the terminal and exit as a program stopped by it.
-    Interrupt,
-    Refresh,
-}
-
-/// Wait one tick for a key.
-fn wait(rx: &mpsc::Receiver<Input>) -> Wake {
-    match rx.recv_timeout(TICK) {
-        Ok(Input::Key(b'q' | b'Q' | CTRL_D)) => Wake::Quit,
-        Ok(Input::Key(CTRL_C)) => Wake::Interrupt,
-        Ok(Input::Key(_)) => Wake::Refresh,
-        Err(_) => Wake::Tick,
-    }
-}
-
-/// What a shell expects of a program stopped by Ctrl+C: the terminal restored, status 130.
-fn interrupted(term: Term) -> ! {
-    drop(term);
-    std::process::exit(130);
-}
-
 fn ended(id: &str, how: &str) -> Out {
     Out::new(json!({"task": id, "ended": how}), "")
-}
-
-/// The frame on the terminal, redrawn only when it changed.
-#[derive(Default)]
-struct Screen {
-    shown: String,
-    size: (usize, usize),
-}
-
-impl Screen {
-    /// Show `shown` (`plain`: the same without colours, to measure it) at `size`.
-    fn show(&mut self, plain: &str, shown: String, size: (usize, usize)) -> std::io::Result<()> {
-        if shown == self.shown && size == self.size {
-            return Ok(());
-        }
-        draw(plain, &shown, size.0, size.1, size != self.size)?;
-        self.shown = shown;
-        self.size = size;
-        Ok(())
-    }
-}
-
-/// Draw a frame (see [`frame_bytes`]) on standard output.
-fn draw(plain: &str, shown: &str, cols: usize, rows: usize, clear: bool) -> std::io::Result<()> {
-    let mut so = std::io::stdout().lock();
-    so.write_all(frame_bytes(plain, shown, cols, rows, clear).as_bytes())?;
-    so.flush()
-}
-
-/// What draws a frame from the top left: each line cleared after its text (not before: no
-/// flicker), the rest of the screen cleared when the frame is shorter than the screen; the
-/// whole screen cleared first only with `clear` (the size changed). `plain` is `shown`
-/// without colours, to measure its lines.
-fn frame_bytes(plain: &str, shown: &str, cols: usize, rows: usize, clear: bool) -> String {
-    let mut buf = String::from(if clear { "\x1b[H\x1b[2J" } else { "\x1b[H" });
-    let widths: Vec<usize> = plain.lines().map(|l| l.width()).collect();
-    let lines: Vec<&str> = shown.lines().take(rows).collect();
-    for (i, l) in lines.iter().enumerate() {
-        if i > 0 {
-            buf.push_str("\r\n");
-        }
-        buf.push_str(l);
-        // At the last column the terminal waits to wrap: an erase there would eat the
-        // last character, and nothing is left to erase anyway.
-        if widths.get(i).copied().unwrap_or(0) < cols {
-            buf.push_str("\x1b[K");
-        }
-    }
-    if lines.is_empty() {
-        buf.push_str("\x1b[J");
-    } else if lines.len() < rows {
-        buf.push_str("\r\n\x1b[J");
-    }
-    buf
 }
 
 /// A model's frame, plain and as shown (with colours when `color`).
@@ -579,7 +463,7 @@ pub fn follow(
     height: Option<usize>,
 ) -> Result<Out> {
     let term = Term::enter();
-    let (_tx, rx) = keys();
+    let keys = Keys::start();
     let color = color_enabled();
     let mut f = Follow::new(home, task, lane, (width, height));
     let mut screen = Screen::default();
@@ -593,12 +477,12 @@ pub fn follow(
         if std::mem::take(&mut f.churned) {
             release_free_memory();
         }
-        match wait(&rx) {
+        match keys.wait() {
             Wake::Quit => return Ok(ended(&f.id, "quit")),
-            Wake::Interrupt => interrupted(term),
+            Wake::Interrupt => Screen::interrupted(term),
             Wake::Refresh => {
                 f.poked();
-                while rx.try_recv().is_ok() {}
+                keys.drain();
             }
             Wake::Tick => {}
         }
@@ -643,7 +527,7 @@ pub fn remote(
     // The keys this server really has bound, from the last local snapshot (a file).
     let footer = bound_footer(observer::read(home, &pane_tmux()).as_ref());
     let term = Term::enter();
-    let (_tx, rx) = keys();
+    let keys = Keys::start();
     let color = color_enabled();
     let mut size = (
         width.unwrap_or(DEFAULT_WIDTH),
@@ -670,31 +554,10 @@ pub fn remote(
         if screen.show(&plain, shown, size).is_err() {
             return Ok(ended(id, "terminal closed"));
         }
-        match wait(&rx) {
+        match keys.wait() {
             Wake::Quit => return Ok(ended(id, "quit")),
-            Wake::Interrupt => interrupted(term),
+            Wake::Interrupt => Screen::interrupted(term),
             Wake::Refresh | Wake::Tick => {}
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_frame_clears_after_each_line_and_below_never_the_whole_screen_unless_resized() {
-        let f = frame_bytes("ab\nc\n", "\x1b[1mab\x1b[0m\nc\n", 4, 5, false);
-        assert_eq!(f, "\x1b[H\x1b[1mab\x1b[0m\x1b[K\r\nc\x1b[K\r\n\x1b[J");
-        let f = frame_bytes("ab\n", "ab\n", 4, 5, true);
-        assert!(f.starts_with("\x1b[H\x1b[2Jab"), "{f:?}");
-    }
-
-    #[test]
-    fn a_full_width_line_is_not_erased_and_a_long_frame_is_cut_to_the_screen() {
-        // At the last column an erase would eat the last character.
-        let f = frame_bytes("abcd\nxy\nzz\n", "abcd\nxy\nzz\n", 4, 2, false);
-        assert_eq!(f, "\x1b[Habcd\r\nxy\x1b[K");
-        assert_eq!(frame_bytes("", "", 4, 2, false), "\x1b[H\x1b[J");
     }
 }
