@@ -17,7 +17,8 @@
 #               $TMUX, as the plugin opens them) with `orange monitor` running beside them
 #               as the plugin runs it: tmux processes per second over 10 s, counted by a
 #               `tmux` wrapper first on their PATH (sidebars and monitor apart, git too),
-#               and the RSS of one sidebar (VmRSS) targets: ≤ 1 tmux process/s, ≤ 6 MB
+#               and the RSS of one sidebar (VmRSS; split into RssAnon, RssFile, its own
+#               binary's pages and Pss)        targets: ≤ 1 tmux process/s, ≤ 6 MB
 #   firstframe  `orange sidebar --task ID --once` (line-count cache removed before each run)
 #               in a workspace of 5,000 files of which 1,000 changed (uncommitted: modified,
 #               staged, deleted, renamed, untracked) vs `git diff --name-status HEAD` +
@@ -40,6 +41,11 @@
 #   BENCH_REAL_TASKS  at most this many of those sessions are real orange tasks, the rest
 #                   plain tmux sessions running sleep (default: all real)
 #   BENCH_SIDEBAR_SECONDS  the sidebars' counting window (default 10; QUICK: 5)
+#   BENCH_SIDEBAR_AGENTS   tasks running while the sidebars run (default 20; sidebars are
+#                   opened on the first 20)
+#   BENCH_SIDEBAR_BUSY=1  those agents print a line a second (default: idle)
+#   BENCH_BASE_BIN  also run as many sidebars of this binary beside orange's, on the same
+#                   tasks in the same run: their memory is the baseline (ratio = orange / it)
 #   BENCH_KEEP=1    keep the temporary directory
 # Timing: hyperfine when installed (`--runs N`, medians from its JSON; the create figure
 # always uses the loop, as it cleans up between runs), else a loop reading $EPOCHREALTIME
@@ -521,12 +527,42 @@ figure_tasks() {
 # ---------------------------------------------------------------------------------------
 # 4. sidebars
 # ---------------------------------------------------------------------------------------
+# mem_of PID: "VmRSS RssAnon RssFile Pss BIN" in kB, BIN: the resident pages of the
+# program's own file (its text and read-only data), from /proc (empty when it is gone).
+mem_of() {
+    local p=$1 exe st pss bin
+    exe=$(readlink "/proc/$p/exe" 2>/dev/null) || return 0
+    st=$(awk '/^(VmRSS|RssAnon|RssFile):/ { printf "%s ", $2 }' "/proc/$p/status" 2>/dev/null) || return 0
+    pss=$(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null) || return 0
+    bin=$(awk -v exe="$exe" '/^[0-9a-f]+-[0-9a-f]+ / { f = ($6 == exe) } f && /^Rss:/ { t += $2 }
+        END { print t + 0 }' "/proc/$p/smaps" 2>/dev/null) || return 0
+    [[ -n $st && -n $pss ]] && printf '%s%s %s\n' "$st" "$pss" "$bin"
+}
+
+# mem_stat FILE COLUMN: the median of one column (1 VmRSS … 5 BIN) of mem_of lines.
+mem_stat() { awk -v c="$2" '{ print $c }' "$1" | bench_stat_stdin "${3:-median}"; }
+mb() { awk -v k="$1" 'BEGIN { printf "%.1f MB", k / 1024 }'; }
+
 figure_sidebars() {
-    local i ids=() pids=() p dead rss rss_all=() mon_pid t0 t1 s0 s1 g0 g1 m0 m1
-    bench_log "sidebars: fixture (20 tasks)"
+    local i ids=() p name dead who mon_pid t0 t1 s0 s1 g0 g1 m0 m1 n_side
+    local agents=${BENCH_SIDEBAR_AGENTS:-20} busy=${BENCH_SIDEBAR_BUSY:-0} base=${BENCH_BASE_BIN:-}
+    local kinds=(orange)
+    [[ -n $base ]] && kinds+=(base)
+    n_side=$((agents < 20 ? agents : 20))
+    bench_log "sidebars: fixture ($agents tasks$( ((busy)) && echo ", busy agents"))"
     note "sidebars (load at start: $(load))"
     fresh sidebars 200 10
-    for ((i = 1; i <= 20; i++)); do
+    if ((busy)); then
+        # A busy agent: a new line on its screen every second, so the monitor's snapshot
+        # (what every sidebar reads) changes at each pass. It replaces the idle command.
+        # shellcheck disable=SC2016 # the agent's own variables
+        printf '#!/bin/sh\ni=0\nwhile :; do i=$((i + 1)); echo "working: step $i, editing src/file$i.rs"; sleep 1; done\n' \
+            >"$tmp/busy-agent.sh"
+        chmod +x "$tmp/busy-agent.sh"
+        sed -i "s|^command = \"sleep 86400 #\"|command = \"$tmp/busy-agent.sh #\"|" "$ORANGE_HOME/config.toml"
+        grep -q busy-agent "$ORANGE_HOME/config.toml" || bench_die "sidebars: no busy harness in the config"
+    fi
+    for ((i = 1; i <= agents; i++)); do
         new_task "side/t$i"
         ids+=("$id")
     done
@@ -538,31 +574,40 @@ figure_sidebars() {
     mon_pid=$!
     # Each sidebar in its own pane of one session, as the plugin opens them: its server
     # comes from the pane's $TMUX (ORANGE_TMUX_SOCKET unset), the wrappers first on PATH.
+    # With BENCH_BASE_BIN, as many sidebars of that binary beside them, on the same tasks.
     tmux -L "$sock" new-session -d -s sidebars -x 200 -y 50
-    for ((i = 0; i < 20; i++)); do
-        tmux -L "$sock" new-window -d -t "=sidebars:" \
-            "exec env -u ORANGE_TMUX_SOCKET BENCH_WHO=sidebar PATH=$(q "$wrap:$PATH") \
+    for who in "${kinds[@]}"; do
+        local bin=$ORANGE
+        [[ $who == base ]] && bin=$base
+        for ((i = 0; i < n_side; i++)); do
+            tmux -L "$sock" new-window -d -n "$who" -t "=sidebars:" \
+                "exec env -u ORANGE_TMUX_SOCKET BENCH_WHO=sidebar-$who PATH=$(q "$wrap:$PATH") \
 ORANGE_HOME=$(q "$ORANGE_HOME") GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=$(q "$GIT_CONFIG_GLOBAL") \
-$(q "$ORANGE") sidebar --task ${ids[i]}"
+$(q "$bin") sidebar --task ${ids[i]}"
+        done
     done
     sleep 3 # first frames, first git reads
-    while IFS=' ' read -r p dead; do
-        [[ $dead == 0 ]] || continue
-        [[ $(cat "/proc/$p/comm" 2>/dev/null) == orange ]] && pids+=("$p")
-    done < <(tmux -L "$sock" list-panes -s -t "=sidebars:" -F '#{pane_pid} #{pane_dead}')
-    ((${#pids[@]} == 20)) || {
-        tmux -L "$sock" list-panes -s -t "=sidebars:" -F '#{pane_id} #{pane_dead} #{pane_current_command}' >&2
-        bench_die "sidebars: ${#pids[@]} of 20 sidebars run"
-    }
+    local -A pids=()
+    while IFS=' ' read -r name p dead; do
+        [[ $dead == 0 && $(readlink "/proc/$p/exe" 2>/dev/null) != */bash ]] || continue
+        pids[$name]+="$p "
+    done < <(tmux -L "$sock" list-panes -s -t "=sidebars:" -F '#{window_name} #{pane_pid} #{pane_dead}')
+    for who in "${kinds[@]}"; do
+        read -r -a p <<<"${pids[$who]:-}"
+        ((${#p[@]} == n_side)) || {
+            tmux -L "$sock" list-panes -s -t "=sidebars:" -F '#{window_name} #{pane_id} #{pane_dead} #{pane_current_command}' >&2
+            bench_die "sidebars: ${#p[@]} of $n_side $who sidebars run"
+        }
+    done
     kill -0 "$mon_pid" 2>/dev/null || bench_die "sidebars: orange monitor exited: $(cat "$tmp/monitor.out")"
     bench_now t0
-    s0=$(counted tmux sidebar) g0=$(counted git sidebar) m0=$(counted tmux monitor)
+    s0=$(counted tmux sidebar-orange) g0=$(counted git sidebar-orange) m0=$(counted tmux monitor)
     sleep "$window"
-    s1=$(counted tmux sidebar) g1=$(counted git sidebar) m1=$(counted tmux monitor)
+    s1=$(counted tmux sidebar-orange) g1=$(counted git sidebar-orange) m1=$(counted tmux monitor)
     bench_now t1
-    for p in "${pids[@]}"; do
-        rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null || true)
-        [[ -n $rss ]] && rss_all+=("$rss")
+    for who in "${kinds[@]}"; do
+        : >"$tmp/mem.$who"
+        for p in ${pids[$who]}; do mem_of "$p" >>"$tmp/mem.$who"; done
     done
     kill "$mon_pid" 2>/dev/null || true
     wait "$mon_pid" 2>/dev/null || true
@@ -574,14 +619,25 @@ $(q "$ORANGE") sidebar --task ${ids[i]}"
     mps=$(per_s $((m1 - m0)))
     tps=$(per_s $((s1 - s0 + m1 - m0)))
     gps=$(per_s $((g1 - g0)))
-    rss_med=$(printf '%s\n' "${rss_all[@]}" | bench_stat_stdin median)
-    rss_max=$(printf '%s\n' "${rss_all[@]}" | bench_stat_stdin max)
-    note "  20 sidebars + orange monitor, ${secs}s: sidebars $((s1 - s0)) tmux ($sps/s) and $((g1 - g0)) git ($gps/s); monitor $((m1 - m0)) tmux ($mps/s)"
-    note "  sidebar VmRSS: median $rss_med kB, max $rss_max kB (of ${#rss_all[@]})"
-    row "20 sidebars + monitor: tmux processes/s" "$tps /s" "-" "-" "≤ 1 /s" "$(verdict "$tps" le 1)"
-    row "  the 20 sidebars alone" "$sps /s" "-" "-" "≤ 1 /s" "$(verdict "$sps" le 1)"
-    row "  one sidebar's RSS (median of 20)" "$(awk -v k="$rss_med" 'BEGIN { printf "%.1f MB", k / 1024 }')" \
-        "-" "-" "≤ 6 MB" "$(verdict "$rss_med" le 6144)"
+    note "  $n_side sidebars + orange monitor, ${secs}s: sidebars $((s1 - s0)) tmux ($sps/s) and $((g1 - g0)) git ($gps/s); monitor $((m1 - m0)) tmux ($mps/s)"
+    for who in "${kinds[@]}"; do
+        note "  $who sidebar memory, medians of $(mem_stat "$tmp/mem.$who" 1 n) (kB): VmRSS $(mem_stat "$tmp/mem.$who" 1) (max $(mem_stat "$tmp/mem.$who" 1 max)) = RssAnon $(mem_stat "$tmp/mem.$who" 2) + RssFile $(mem_stat "$tmp/mem.$who" 3), of which its own binary $(mem_stat "$tmp/mem.$who" 5); Pss $(mem_stat "$tmp/mem.$who" 4)"
+    done
+    rss_med=$(mem_stat "$tmp/mem.orange" 1)
+    rss_max=$(mem_stat "$tmp/mem.orange" 1 max)
+    row "$n_side sidebars + monitor: tmux processes/s" "$tps /s" "-" "-" "≤ 1 /s" "$(verdict "$tps" le 1)"
+    row "  the $n_side sidebars alone" "$sps /s" "-" "-" "≤ 1 /s" "$(verdict "$sps" le 1)"
+    local base_rss="-" ratio="-" base_anon="-" anon_ratio="-"
+    if [[ -n $base ]]; then
+        base_rss=$(mb "$(mem_stat "$tmp/mem.base" 1)")
+        ratio=$(ratio_of "$rss_med" "$(mem_stat "$tmp/mem.base" 1)")x
+        base_anon=$(mb "$(mem_stat "$tmp/mem.base" 2)")
+        anon_ratio=$(ratio_of "$(mem_stat "$tmp/mem.orange" 2)" "$(mem_stat "$tmp/mem.base" 2)")x
+    fi
+    row "  one sidebar's RSS (median of $n_side, $agents agents)" "$(mb "$rss_med")" "$base_rss" "$ratio" \
+        "≤ 6 MB" "$(verdict "$rss_med" le 6144)"
+    row "    of which private (RssAnon)" "$(mb "$(mem_stat "$tmp/mem.orange" 2)")" "$base_anon" "$anon_ratio" "-" "-"
+    : "$rss_max"
     note "  (load at end: $(load))"
 }
 

@@ -1,5 +1,5 @@
 //! The sidebar: snapshot tests of the pure render (several widths, empty and full sections,
-//! CJK and emoji, tiny heights), then `orange sidebar` end to end with real git and a real
+//! CJK and emoji, tiny heights, a remote task), then `orange sidebar` end to end with real git and a real
 //! tmux server: `--once` frames of a task whose fake agent changed files, and the loop
 //! running in a tmux pane, read back with `capture-pane` as a user would see it.
 
@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use common::{git, wait_for, TaskEnv};
 use orange::ui::diff::ChangedFile;
-use orange::ui::sidebar::{render, render_ansi, render_gone, HistoryEntry, Model, FOOTER};
+use orange::ui::sidebar::model::{remote_model, HistoryEntry, Model, FOOTER};
+use orange::ui::sidebar::render::{render, render_ansi, render_gone};
 use serde_json::Value;
 use unicode_width::UnicodeWidthStr;
 
@@ -259,6 +260,41 @@ fn a_deleted_task_renders_a_notice() {
     let f = render_gone("k3x9q2", 30, Some(10));
     check_frame(&f, 30, Some(10));
     insta::assert_snapshot!("gone_w30", f);
+}
+
+/// A remote task as its host's last snapshot lists it (`None`: no longer listed), drawn
+/// here without ssh.
+fn remote_frame(item: Option<Value>, reachable: bool, age_s: Option<u64>) -> String {
+    let item: Option<orange::orchestration::attention::Item> =
+        item.map(|v| serde_json::from_value(v).expect("an item"));
+    let host = orange::orchestration::attention::HostView {
+        name: "build-box".into(),
+        reachable,
+        age_s,
+        error: None,
+    };
+    let m = remote_model("r7t2m1", item.as_ref(), &host, NOW);
+    let frame = render(&m, 40, None);
+    check_frame(&frame, 40, None);
+    frame
+}
+
+#[test]
+fn a_remote_task_renders_from_its_hosts_last_snapshot() {
+    let item = serde_json::json!({
+        "kind": "task", "id": "r7t2m1", "project": "api", "branch": "fix-auth",
+        "status": "working", "bucket": "dead", "reason": "exited 3",
+        "session": "api-r7t2m1", "exit_status": 3, "harness": "codex",
+    });
+    insta::assert_snapshot!(
+        "remote_seen_w40",
+        remote_frame(Some(item.clone()), true, Some(4))
+    );
+    // Unreachable: the session is not known now, never called dead.
+    let f = remote_frame(Some(item), false, Some(90));
+    assert!(!f.contains("dead"), "{f}");
+    insta::assert_snapshot!("remote_unreachable_w40", f);
+    insta::assert_snapshot!("remote_not_listed_w40", remote_frame(None, true, None));
 }
 
 // ---------------------------------------------------------------------------------------

@@ -353,83 +353,17 @@ fn find_renames(reader: &Contents<'_>, changes: &mut Vec<Change>) {
     if gone.is_empty() || new.is_empty() {
         return;
     }
-    let mut by_id: HashMap<Oid, Vec<usize>> = HashMap::new();
-    for &d in gone.iter().rev() {
-        if let Some((o, _)) = changes[d].base {
-            by_id.entry(o).or_default().push(d);
-        }
-    }
-    let mut pairs: Vec<(usize, usize)> = vec![];
-    let mut paired_new = vec![];
-    for &a in &new {
-        let Some(id) = reader.now_id(&changes[a]) else {
-            continue;
-        };
-        if let Some(d) = by_id.get_mut(&id).and_then(|v| v.pop()) {
-            pairs.push((d, a));
-            paired_new.push(a);
-        }
-    }
-    let paired_gone: Vec<usize> = pairs.iter().map(|p| p.0).collect();
+    let mut pairs = exact_renames(reader, changes, &gone, &new);
     let gone: Vec<usize> = gone
         .into_iter()
-        .filter(|d| !paired_gone.contains(d))
+        .filter(|d| !pairs.iter().any(|p| p.0 == *d))
         .collect();
     let new: Vec<usize> = new
         .into_iter()
-        .filter(|a| !paired_new.contains(a))
+        .filter(|a| !pairs.iter().any(|p| p.1 == *a))
         .collect();
     if !gone.is_empty() && !new.is_empty() && gone.len() * new.len() <= INEXACT_RENAME_PAIRS {
-        let lines = |bytes: Option<Vec<u8>>| -> Option<HashMap<Vec<u8>, usize>> {
-            let b = bytes?;
-            if b[..b.len().min(8000)].contains(&0) {
-                return None;
-            }
-            let mut m: HashMap<Vec<u8>, usize> = HashMap::new();
-            for l in b.split_inclusive(|c| *c == b'\n') {
-                *m.entry(l.to_vec()).or_default() += 1;
-            }
-            Some(m)
-        };
-        let size = |m: &HashMap<Vec<u8>, usize>| m.iter().map(|(l, n)| l.len() * n).sum::<usize>();
-        let olds: Vec<_> = gone
-            .iter()
-            .map(|&d| {
-                lines(
-                    changes[d]
-                        .base
-                        .and_then(|(o, m)| is_blob_mode(m).then(|| reader.blob(o)).flatten()),
-                )
-            })
-            .collect();
-        let news: Vec<_> = new
-            .iter()
-            .map(|&a| lines(reader.now(&changes[a])))
-            .collect();
-        let mut scored: Vec<(usize, usize, usize)> = vec![];
-        for (i, o) in olds.iter().enumerate() {
-            for (j, n) in news.iter().enumerate() {
-                let (Some(o), Some(n)) = (o, n) else { continue };
-                let common: usize = o
-                    .iter()
-                    .map(|(l, k)| l.len() * (*k).min(n.get(l).copied().unwrap_or(0)))
-                    .sum();
-                let score = common * 100 / size(o).max(size(n)).max(1);
-                if score >= RENAME_SIMILARITY {
-                    scored.push((score, i, j));
-                }
-            }
-        }
-        // Best matches first; ties by path order.
-        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-        let (mut used_o, mut used_n) = (vec![false; olds.len()], vec![false; news.len()]);
-        for (_, i, j) in scored {
-            if !used_o[i] && !used_n[j] {
-                used_o[i] = true;
-                used_n[j] = true;
-                pairs.push((gone[i], new[j]));
-            }
-        }
+        pairs.extend(similar_renames(reader, changes, &gone, &new));
     }
     // The added entry becomes the rename (from the deleted one's base); the deleted goes.
     let mut drop = vec![false; changes.len()];
@@ -447,6 +381,95 @@ fn find_renames(reader: &Contents<'_>, changes: &mut Vec<Change>) {
         i += 1;
         !drop[i - 1]
     });
+}
+
+/// `(deleted, added)` pairs of the same content (the same blob id), by index in `changes`.
+fn exact_renames(
+    reader: &Contents<'_>,
+    changes: &[Change],
+    gone: &[usize],
+    new: &[usize],
+) -> Vec<(usize, usize)> {
+    let mut by_id: HashMap<Oid, Vec<usize>> = HashMap::new();
+    for &d in gone.iter().rev() {
+        if let Some((o, _)) = changes[d].base {
+            by_id.entry(o).or_default().push(d);
+        }
+    }
+    let mut pairs: Vec<(usize, usize)> = vec![];
+    for &a in new {
+        let Some(id) = reader.now_id(&changes[a]) else {
+            continue;
+        };
+        if let Some(d) = by_id.get_mut(&id).and_then(|v| v.pop()) {
+            pairs.push((d, a));
+        }
+    }
+    pairs
+}
+
+/// A text's lines and how often each occurs; `None` for no content or a binary one.
+fn line_counts(bytes: Option<Vec<u8>>) -> Option<HashMap<Vec<u8>, usize>> {
+    let b = bytes?;
+    if b[..b.len().min(8000)].contains(&0) {
+        return None;
+    }
+    let mut m: HashMap<Vec<u8>, usize> = HashMap::new();
+    for l in b.split_inclusive(|c| *c == b'\n') {
+        *m.entry(l.to_vec()).or_default() += 1;
+    }
+    Some(m)
+}
+
+/// `(deleted, added)` pairs whose contents are at least [`RENAME_SIMILARITY`]% alike, best
+/// matches first, each path in one pair at most.
+fn similar_renames(
+    reader: &Contents<'_>,
+    changes: &[Change],
+    gone: &[usize],
+    new: &[usize],
+) -> Vec<(usize, usize)> {
+    let size = |m: &HashMap<Vec<u8>, usize>| m.iter().map(|(l, n)| l.len() * n).sum::<usize>();
+    let olds: Vec<_> = gone
+        .iter()
+        .map(|&d| {
+            line_counts(
+                changes[d]
+                    .base
+                    .and_then(|(o, m)| is_blob_mode(m).then(|| reader.blob(o)).flatten()),
+            )
+        })
+        .collect();
+    let news: Vec<_> = new
+        .iter()
+        .map(|&a| line_counts(reader.now(&changes[a])))
+        .collect();
+    let mut scored: Vec<(usize, usize, usize)> = vec![];
+    for (i, o) in olds.iter().enumerate() {
+        for (j, n) in news.iter().enumerate() {
+            let (Some(o), Some(n)) = (o, n) else { continue };
+            let common: usize = o
+                .iter()
+                .map(|(l, k)| l.len() * (*k).min(n.get(l).copied().unwrap_or(0)))
+                .sum();
+            let score = common * 100 / size(o).max(size(n)).max(1);
+            if score >= RENAME_SIMILARITY {
+                scored.push((score, i, j));
+            }
+        }
+    }
+    // Best matches first; ties by path order.
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    let (mut used_o, mut used_n) = (vec![false; olds.len()], vec![false; news.len()]);
+    let mut pairs = vec![];
+    for (_, i, j) in scored {
+        if !used_o[i] && !used_n[j] {
+            used_o[i] = true;
+            used_n[j] = true;
+            pairs.push((gone[i], new[j]));
+        }
+    }
+    pairs
 }
 
 /// One file whose added and removed lines are to be counted.

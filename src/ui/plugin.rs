@@ -187,38 +187,19 @@ pub fn toggle_sidebar_at(home: &Home, tmux: &Tmux, pane: &str) -> Result<Value> 
     let height: u32 = here[5].parse().unwrap_or(0);
     let (min_w, min_h) = SIDEBAR_MIN_WINDOW;
     if width < min_w || height < min_h {
-        let msg = format!(
-            "orange: the window is too small for the sidebar ({width}×{height}; it needs {min_w}×{min_h})"
-        );
-        // Best effort: the error below says the same to a caller without a client.
-        let _ = tmux.display_message_to(None, Some(pane), &msg);
-        return Err(OrangeError::invalid(msg.trim_start_matches("orange: ")));
+        return Err(refuse(
+            tmux,
+            pane,
+            format!(
+                "orange: the window is too small for the sidebar ({width}×{height}; it needs {min_w}×{min_h})"
+            ),
+        ));
     }
     let task = task_of_session(home, tmux, session_id, session_name)?;
     let size = sidebar_width(&user_option(tmux, OPT_SIDEBAR_WIDTH)?, width);
     let side = user_option(tmux, OPT_SIDEBAR_SIDE)?;
     let left = side.trim() != "right";
-    let mut command = vec![exe_path()?.display().to_string(), "sidebar".to_string()];
-    if let Some(t) = &task {
-        command.extend(["--task".to_string(), t.id.clone()]);
-    } else if let Some(id) =
-        tmux.get_option(OptionScope::Session(session_id), SESSION_REMOTE_TASK)?
-    {
-        // The local session of a remote task (`task attach`): its sidebar, drawn here.
-        command.extend(["--task".to_string(), id]);
-    } else {
-        // A sidebar shows one task: here there is none. Said, not a pane that opens and
-        // closes at once.
-        let msg = format!(
-            "orange: {session_name} is not a task session; the sidebar shows a task: pick one with prefix {} l",
-            user_option(tmux, OPT_KEY)
-                .ok()
-                .filter(|k| !k.trim().is_empty())
-                .unwrap_or_else(|| "O".into())
-        );
-        let _ = tmux.display_message_to(None, Some(pane), &msg);
-        return Err(OrangeError::invalid(msg.trim_start_matches("orange: ")));
-    }
+    let command = sidebar_command(tmux, pane, task.as_ref(), session_id, session_name)?;
     let mut env = vec![
         ("ORANGE_HOME".to_string(), home.root.display().to_string()),
         (ENV_AGENT_PANE.to_string(), pane.clone()),
@@ -258,6 +239,45 @@ pub fn toggle_sidebar_at(home: &Home, tmux: &Tmux, pane: &str) -> Result<Value> 
         "side": if left { "left" } else { "right" },
         "width": size,
     }))
+}
+
+/// The error for a sidebar that cannot open, its message shown on `pane`'s status line
+/// too (best effort: the error says the same to a caller without a client).
+fn refuse(tmux: &Tmux, pane: &str, msg: String) -> OrangeError {
+    let _ = tmux.display_message_to(None, Some(pane), &msg);
+    OrangeError::invalid(msg.trim_start_matches("orange: "))
+}
+
+/// The command a sidebar pane runs: `orange sidebar --task ID` for the session's task, or
+/// for the remote task whose local session it is; refused (said on `pane`) elsewhere.
+fn sidebar_command(
+    tmux: &Tmux,
+    pane: &str,
+    task: Option<&Task>,
+    session_id: &str,
+    session_name: &str,
+) -> Result<Vec<String>> {
+    let mut command = vec![exe_path()?.display().to_string(), "sidebar".to_string()];
+    if let Some(t) = task {
+        command.extend(["--task".to_string(), t.id.clone()]);
+    } else if let Some(id) =
+        tmux.get_option(OptionScope::Session(session_id), SESSION_REMOTE_TASK)?
+    {
+        // The local session of a remote task (`task attach`): its sidebar, drawn here.
+        command.extend(["--task".to_string(), id]);
+    } else {
+        // A sidebar shows one task: here there is none. Said, not a pane that opens and
+        // closes at once.
+        let msg = format!(
+            "orange: {session_name} is not a task session; the sidebar shows a task: pick one with prefix {} l",
+            user_option(tmux, OPT_KEY)
+                .ok()
+                .filter(|k| !k.trim().is_empty())
+                .unwrap_or_else(|| "O".into())
+        );
+        return Err(refuse(tmux, pane, msg));
+    }
+    Ok(command)
 }
 
 /// Open the sidebar in a new task session when `@orange-sidebar-auto` is on (call after

@@ -1,0 +1,217 @@
+//! Gathering a sidebar's [`Model`]: the task's files (task.json, TASK.md, history, the
+//! agent's state), its session from the observer's snapshot and its diff against the default
+//! branch (git, with line counts cached between frames under `run/`).
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+
+use crate::adapters::git;
+use crate::adapters::store::Home;
+use crate::adapters::tmux::Tmux;
+use crate::error::Result;
+use crate::orchestration::agent::{AgentInfo, State};
+use crate::orchestration::lifecycle::SessionView;
+use crate::orchestration::task::{Status, Task, TaskStore};
+use crate::ui::diff::{branch_diff, branch_diff_committed, BranchDiff, LineCache};
+use crate::ui::sidebar::model::{history_entry, pr_text, task_lines, Model};
+use crate::{execution::pool, orchestration::project};
+
+/// What git says about a task: its diff, or why there is none.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GitPart {
+    pub diff: Option<BranchDiff>,
+    pub error: Option<String>,
+}
+
+/// The task's diff against its project's default branch: in its workspace (everything,
+/// untracked files included) when it has one, else its branch's commits in the project.
+pub fn git_part(home: &Home, task: &Task) -> GitPart {
+    let run = || -> Result<Option<BranchDiff>> {
+        let project = project::get(home, &task.project)?;
+        let base = git::base_ref(&project.path, &project.default_branch)?;
+        let cache_path = line_cache_path(home, task);
+        let mut cache: LineCache = std::fs::read(&cache_path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        let diff = if let Some(path) = task.workspace.as_deref().filter(|w| w.starts_with('/')) {
+            // A lane: its dedicated worktree, by path (see `lane_task`).
+            branch_diff(Path::new(path), &base, Some(&mut cache))?
+        } else if let Some(ws) = &task.workspace {
+            let ws = pool::find(home, ws)?;
+            if !ws.path.join(".git").exists() {
+                return Err(crate::error::OrangeError::WorkspaceNotFound(format!(
+                    "{}: {} is gone",
+                    ws.name,
+                    ws.path.display()
+                )));
+            }
+            branch_diff(&ws.path, &base, Some(&mut cache))?
+        } else if git::local_branch_exists(&project.path, &task.branch) {
+            branch_diff_committed(&project.path, &task.branch, &base, Some(&mut cache))?
+        } else {
+            return Ok(None);
+        };
+        if cache.dirty {
+            save_line_cache(&cache_path, &cache);
+        }
+        Ok(Some(diff))
+    };
+    match run() {
+        Ok(diff) => GitPart { diff, error: None },
+        Err(e) => GitPart {
+            diff: None,
+            error: Some(e.to_string()),
+        },
+    }
+}
+
+/// Where a task's line counts are kept between frames (a cache: losing it costs time only).
+pub fn line_cache_path(home: &Home, task: &Task) -> PathBuf {
+    home.sidebar_cache(&task.project, &task.id)
+}
+
+/// Best effort and without fsync: a temp file renamed over the old one, so a reader never
+/// sees half a file.
+fn save_line_cache(path: &Path, cache: &LineCache) {
+    if let Ok(data) = serde_json::to_vec(cache) {
+        let _ = crate::adapters::store::write_cache(path, &data);
+    }
+}
+
+/// The model of `task` from its files (task.json as given, TASK.md, history), a session
+/// state and a git part: no process is started here.
+pub fn assemble(
+    home: &Home,
+    task: &Task,
+    session: &SessionView,
+    git: &GitPart,
+    now: DateTime<Utc>,
+) -> Model {
+    let store = TaskStore::new(home);
+    // One invalid byte must not drop the whole text: shown lossily.
+    let md = crate::text::lossy(
+        std::fs::read(store.task_md(&task.project, &task.id)).unwrap_or_default(),
+    );
+    let history = store.history(&task.project, &task.id);
+    let mut m = Model::empty(&task.id, &task.project, &task.branch, now.timestamp());
+    m.status = task.status.to_string();
+    m.session = session.state.to_string();
+    m.exit_status = session.exit_status;
+    m.exit_signal = session.exit_signal;
+    m.harness = task.harness.clone();
+    // No PR known: "none" only when gh could have told; without gh it is unknown.
+    m.pr = task.pr.as_ref().and_then(pr_text).or_else(|| {
+        (!crate::adapters::shell::on_path("gh")).then(|| "unknown (gh not installed)".into())
+    });
+    m.history = history.iter().rev().map(history_entry).collect();
+    m.task = task_lines(&md);
+    if let Some(d) = &git.diff {
+        m.commits = Some(d.commits);
+        m.added = d.added;
+        m.removed = d.removed;
+        m.files = d.files.clone();
+    }
+    let agent = crate::orchestration::attention::agent_state(&store, task, session);
+    m.agent = agent
+        .state
+        .map(|s| match (s, agent.error_kind, agent.blocker) {
+            (State::Error, Some(k), _) => {
+                format!("error: {}", k.as_str())
+            }
+            (State::Blocked, _, Some(b)) => {
+                format!("blocked: {}", b.label())
+            }
+            (s, _, _) => s.as_str().to_string(),
+        });
+    m.tokens =
+        crate::orchestration::usage::tokens(&store.dir(&task.project, &task.id), &task.harness);
+    m.port = port_of(home, task);
+    m.notice = notice(task, &agent, git);
+    m
+}
+
+/// The line worth the user's attention: the task ended or waits for a workspace, the agent
+/// needs the user (what happened and what to do), died, or git failed.
+fn notice(task: &Task, agent: &AgentInfo, git: &GitPart) -> Option<String> {
+    match task.status {
+        Status::Done => Some("Task done: merged, workspace released.".into()),
+        Status::Cancelled => Some("Task cancelled.".into()),
+        Status::Failed => Some(format!(
+            "Failed to start: {}. `orange task respawn {}` retries.",
+            task.failure.as_deref().unwrap_or("unknown reason"),
+            task.id
+        )),
+        Status::Pending if task.workspace.is_none() => {
+            Some("Pending: starts when a workspace is free.".into())
+        }
+        // Started without a prompt: what it waits for is not trouble.
+        _ if task.awaiting_prompt
+            && agent.escalated.is_none()
+            && agent.state == Some(State::Waiting) =>
+        {
+            Some("No prompt yet: type the first one in the agent's pane.".into())
+        }
+        _ => match (&agent.escalated, &git.error) {
+            // A dialog, an error, a death: its detail says what happened and what to do.
+            (Some(e), _) => Some(match &agent.detail {
+                // A blocker's reason (`label — advice`) and a death's detail (`how: advice`)
+                // end alike: the advice once.
+                Some(d)
+                    if e.reason
+                        .split_once(" — ")
+                        .is_some_and(|(_, a)| d.ends_with(a)) =>
+                {
+                    let label = e.reason.split_once(" — ").map_or("", |(l, _)| l);
+                    format!("Needs you: {label} — {d}")
+                }
+                Some(d)
+                    if !matches!(agent.state, Some(State::Working) | None)
+                        && !e.reason.contains(d.as_str()) =>
+                {
+                    format!("Needs you: {} ({d})", e.reason)
+                }
+                _ => format!("Needs you: {}", e.reason),
+            }),
+            (None, _) if agent.state == Some(State::Dead) && agent.detail.is_some() => {
+                agent.detail.clone().map(|d| format!("Agent {d}"))
+            }
+            (None, Some(e)) => Some(format!("git: {e}")),
+            (None, None) => None,
+        },
+    }
+}
+
+/// The task's `ORANGE_PORT`: the project's port base plus its workspace's slot number.
+fn port_of(home: &Home, task: &Task) -> Option<u16> {
+    let (_, index) = pool::parse_name(task.workspace.as_deref()?)?;
+    project::port_for(&project::get(home, &task.project).ok()?, index)
+}
+
+/// A lane seen as a task, so the sidebar shows lanes like tasks: its worktree (by absolute
+/// path) as the workspace, its state as the status (running → working, finished →
+/// reviewing, error → stuck, closed → done), its task key as the summary.
+pub fn lane_task(home: &Home, lane_id: &str) -> Result<Task> {
+    Ok(crate::orchestration::lane::Lanes::new(home)
+        .get(lane_id)?
+        .as_task())
+}
+
+/// Gather the model of `task`: its files, its session (one tmux call) and its diff.
+pub fn model_for_task(home: &Home, task: &Task, now: DateTime<Utc>) -> Result<Model> {
+    let tmux = Tmux::from_env();
+    // The snapshot (a tmux call when stale) and the git diff do not depend on each other:
+    // run them side by side.
+    let (panes, git) = std::thread::scope(|s| {
+        let panes = s.spawn(|| {
+            crate::orchestration::observer::current(home, &tmux)
+                .map(|snap| snap.panes)
+                .unwrap_or_default()
+        });
+        let git = git_part(home, task);
+        (panes.join().unwrap_or_default(), git)
+    });
+    let session = SessionView::of(task, &panes);
+    Ok(assemble(home, task, &session, &git, now))
+}
