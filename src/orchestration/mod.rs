@@ -7,7 +7,8 @@ pub mod host;
 pub mod lane;
 pub mod lifecycle;
 pub mod monitor;
-pub mod notify;
+/// Old path of `monitor::notify`, kept until the branches that use it are merged.
+pub use monitor::notify;
 pub mod observer;
 pub mod project;
 pub mod prompt;
