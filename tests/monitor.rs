@@ -211,7 +211,7 @@ fn a_sub_agents_hook_does_not_flip_its_parent() {
         root: env.home.clone(),
     };
     let ws = env.ws_path(t["workspace"].as_str().unwrap());
-    let r = orange::orchestration::monitor::agent_hook(
+    let r = orange::orchestration::monitor::hook::agent_hook(
         &home,
         "Stop",
         &format!("{{\"session_id\":\"nested-{conv}\"}}"),
@@ -224,9 +224,10 @@ fn a_sub_agents_hook_does_not_flip_its_parent() {
             .hook_state
             .is_none()
     );
-    let r = orange::orchestration::monitor::agent_hook(&home, "SubagentStop", "{}", &ws).unwrap();
+    let r =
+        orange::orchestration::monitor::hook::agent_hook(&home, "SubagentStop", "{}", &ws).unwrap();
     assert!(r["ignored"].is_string());
-    let r = orange::orchestration::monitor::agent_hook(
+    let r = orange::orchestration::monitor::hook::agent_hook(
         &home,
         "Stop",
         &format!("{{\"session_id\":\"{conv}\"}}"),
@@ -239,7 +240,7 @@ fn a_sub_agents_hook_does_not_flip_its_parent() {
     assert_eq!(e["agent"]["state"], "waiting");
     assert_eq!(e["agent"]["signal"], "hook");
     assert_eq!(e["agent"]["hook_event"], "Stop");
-    let r = orange::orchestration::monitor::agent_hook(
+    let r = orange::orchestration::monitor::hook::agent_hook(
         &home,
         "UserPromptSubmit",
         &format!("{{\"session_id\":\"{conv}\"}}"),

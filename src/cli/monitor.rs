@@ -9,7 +9,7 @@ use crate::adapters::tmux::Tmux;
 use crate::error::{OrangeError, Result};
 use crate::orchestration::lifecycle::Tasks;
 use crate::orchestration::monitor::{self, run::Ended};
-use crate::orchestration::observer::Snapshot;
+use crate::orchestration::observe::snapshot::Snapshot;
 use crate::ui::output::Out;
 
 #[derive(Debug, Args)]

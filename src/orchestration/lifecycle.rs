@@ -636,7 +636,7 @@ impl<'a> Tasks<'a> {
             )));
         }
         let view = SessionView::of(&task, &self.panes());
-        if view.state == "live" {
+        if view.state == crate::orchestration::attention::session::SessionState::Live {
             return Err(OrangeError::InvalidTransition(format!(
                 "task {}'s agent is still running in {}; attach to it or cancel the task",
                 task.id,
@@ -773,7 +773,8 @@ impl<'a> Tasks<'a> {
             .filter(|t| {
                 t.status.is_active()
                     && t.workspace.is_some()
-                    && SessionView::of(t, &panes).state == "none"
+                    && SessionView::of(t, &panes).state
+                        == crate::orchestration::attention::session::SessionState::None
             })
             .collect())
     }

@@ -7,8 +7,8 @@ pub mod host;
 pub mod lane;
 pub mod lifecycle;
 pub mod monitor;
-/// Old path of `monitor::notify`, kept until the branches that use it are merged.
-pub use monitor::notify;
+pub mod observe;
+/// Old path of `observe::snapshot`, kept until the branches that use it are merged.
 pub mod observer;
 pub mod project;
 pub mod prompt;
@@ -17,3 +17,6 @@ pub mod repair;
 pub mod screen;
 pub mod task;
 pub mod usage;
+
+/// Old path of `monitor::notify`, kept until the branches that use it are merged.
+pub use monitor::notify;

@@ -20,7 +20,7 @@ use crate::adapters::tmux::Tmux;
 use crate::error::Result;
 use crate::execution::config::Config;
 use crate::orchestration::lifecycle::Tasks;
-use crate::orchestration::observer::Snapshot;
+use crate::orchestration::observe::snapshot::Snapshot;
 use crate::orchestration::screen;
 use crate::orchestration::task::Task;
 

@@ -1,5 +1,5 @@
 //! One pass of the monitor over every active task: ONE tmux call to look
-//! ([`observer::look`]), the crash repair on what it saw, the requests sandboxed agents
+//! ([`snapshot::look`]), the crash repair on what it saw, the requests sandboxed agents
 //! queued, then each agent judged ([`super::judge`]; the screens that must be read, in one
 //! more tmux call for them all) and its policies applied ([`super::act`]); last, every open
 //! task and lane classified for the snapshot the caller writes, publishes and notifies.
@@ -14,7 +14,7 @@ use crate::adapters::tmux::PaneInfo;
 use crate::error::Result;
 use crate::execution::sandbox;
 use crate::orchestration::agent;
-use crate::orchestration::observer::{self, Snapshot};
+use crate::orchestration::observe::snapshot::{self, Snapshot};
 use crate::orchestration::prompt;
 use crate::orchestration::repair::Repair;
 use crate::orchestration::task::{Status, Task};
@@ -33,7 +33,7 @@ impl<'a> Monitor<'a> {
     }
 
     /// [`Self::pass`], waiting at most `wait` for another pass to end (`lock_timeout`
-    /// after that). It asks tmux ONCE ([`observer::look`]): the sessions and their marks
+    /// after that). It asks tmux ONCE ([`snapshot::look`]): the sessions and their marks
     /// for the crash repair, the panes for every agent; screens are read (one more call)
     /// only for agents whose state the screen can tell. The report carries the snapshot,
     /// classified after the policies acted, for the caller to write, publish and notify
@@ -44,7 +44,7 @@ impl<'a> Monitor<'a> {
             lock: Some(pass),
             ..PassReport::default()
         };
-        let mut snap = observer::look(self.home, &self.tmux)?;
+        let mut snap = snapshot::look(self.home, &self.tmux)?;
         // Crash leftovers first: an orphaned agent stopped, an interrupted spawn adopted.
         // The open tasks, read once for the whole pass (again only if a repair changed
         // some). A damaged task file must not blind the monitor to every other task: it
@@ -53,7 +53,7 @@ impl<'a> Monitor<'a> {
         let repairs = self.repair(&snap, &open);
         if !repairs.is_empty() {
             // Sessions were stopped or adopted: look again.
-            snap = observer::look(self.home, &self.tmux)?;
+            snap = snapshot::look(self.home, &self.tmux)?;
             (open, unreadable) = self.tasks.store.list_open_lenient();
         }
         self.after_repairs(&repairs, &mut report);
@@ -70,7 +70,7 @@ impl<'a> Monitor<'a> {
             .collect();
         let mut agents = self.judge_all(&open, &snap.panes, &mut report);
         let open = self.as_acted_on(open, &report, &mut agents);
-        observer::summarize_tasks(self.home, &mut snap, &open, unreadable, &agents);
+        snapshot::summarize_tasks(self.home, &mut snap, &open, unreadable, &agents);
         report.snapshot = Some(snap);
         Ok(report)
     }

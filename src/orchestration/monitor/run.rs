@@ -16,7 +16,7 @@ use crate::adapters::store::{self, Home, LockGuard};
 use crate::adapters::tmux::{ServerId, Tmux};
 use crate::error::{OrangeError, Result};
 use crate::orchestration::host;
-use crate::orchestration::observer::{self, Snapshot};
+use crate::orchestration::observe::snapshot::{self, Snapshot};
 
 use super::{notify, Monitor, PassReport};
 
@@ -182,7 +182,7 @@ fn wait_for_poke(home: &Home, started: Instant, pokes: u64, interval: Duration) 
 /// server on the same socket gets its own monitor while the old one notices its server is
 /// gone and exits.
 pub fn singleton(home: &Home, server: &ServerId) -> Result<Option<LockGuard>> {
-    let socket = observer::file_key(&server.socket);
+    let socket = snapshot::file_key(&server.socket);
     let key = format!("{socket}-{}-{}", server.pid, server.start_time);
     let path = home.root.join("run").join(format!("monitor-{key}.lock"));
     match LockGuard::acquire_within(&path, Duration::from_millis(0)) {
@@ -201,7 +201,7 @@ pub fn singleton(home: &Home, server: &ServerId) -> Result<Option<LockGuard>> {
 /// Write a pass's snapshot for the readers and publish the status widgets. Errors are not
 /// the monitor's business: the next pass publishes again.
 pub fn publish(home: &Home, tmux: &Tmux, snap: &Snapshot, widgets: Widgets) {
-    observer::write(home, tmux, snap);
+    snapshot::write(home, tmux, snap);
     let _ = widgets(tmux, snap);
 }
 
