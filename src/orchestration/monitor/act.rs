@@ -86,11 +86,16 @@ impl<'a> Monitor<'a> {
     /// session's absence with the new agent's record counted the respawn as a second
     /// crash and made the task stuck (seen under load in real_claude's kill test). Read
     /// under the project's lock; while a command holds it, the task waits for the next
-    /// pass (the command's save pokes the monitor).
+    /// pass (the command's save pokes the monitor). Every save of a task pokes, under that
+    /// lock, after writing: while the count of pokes is the one from before the pass read
+    /// the tasks, no task changed and none is read again.
     fn still_as_observed(&self, task: &Task) -> bool {
         let Ok(Some(_lock)) = self.tasks.store.try_lock(&task.project) else {
             return false;
         };
+        if store::pokes(self.home) == self.tasks_read_at {
+            return true;
+        }
         self.tasks
             .store
             .load(&task.project, &task.id)

@@ -75,6 +75,8 @@ pub struct Monitor<'a> {
     tasks: Tasks<'a>,
     config: Config,
     tmux: Tmux,
+    /// The count of pokes before the pass read the open tasks (see `store::poke`).
+    tasks_read_at: u64,
     /// Workspace name → path, read once per pass (not once per task).
     workspaces: std::collections::HashMap<String, std::path::PathBuf>,
     /// The task being checked was respawned by its policy (its agent.json is new).
@@ -84,7 +86,7 @@ pub struct Monitor<'a> {
     /// What started the pass (`monitor`, `hook:pane-died`…), written with what it records.
     via: String,
     /// How each harness's screen is read (config.toml's patterns and the built-in ones),
-    /// compiled once.
+    /// compiled once, when a pass first needs them ([`Self::prepare_rules`]).
     rules: std::collections::HashMap<String, screen::Rules>,
 }
 
@@ -103,27 +105,29 @@ impl<'a> Monitor<'a> {
     }
 
     pub fn new(home: &'a Home, tmux: Tmux) -> Result<Monitor<'a>> {
-        let config = Config::load(home)?;
-        let rules = crate::execution::config::BUILTIN
-            .iter()
-            .map(|h| h.to_string())
-            .chain(config.harness.keys().cloned())
-            .map(|h| {
-                let r = screen::Rules::of(&h, &config);
-                (h, r)
-            })
-            .collect();
         Ok(Monitor {
             home,
             tasks: Tasks::new(home).with_tmux(tmux.clone()),
-            config,
-            rules,
+            config: Config::load(home)?,
+            rules: Default::default(),
             tmux,
+            tasks_read_at: 0,
             workspaces: Default::default(),
             respawned: false,
             server: None,
             via: "monitor".into(),
         })
+    }
+
+    /// Compile the screen rules of the harnesses these tasks run (those not compiled yet):
+    /// a pass compiles only what the agents it watches need.
+    fn prepare_rules<'t>(&mut self, tasks: impl Iterator<Item = &'t Task>) {
+        for t in tasks {
+            if !self.rules.contains_key(&t.harness) {
+                let r = screen::Rules::of(&t.harness, &self.config);
+                self.rules.insert(t.harness.clone(), r);
+            }
+        }
     }
 
     /// What the agent's screen shows (one `capture-pane` of its visible screen).

@@ -49,12 +49,12 @@ impl<'a> Monitor<'a> {
         // The open tasks, read once for the whole pass (again only if a repair changed
         // some). A damaged task file must not blind the monitor to every other task: it
         // is counted (the widgets show it) and skipped here.
-        let (mut open, mut unreadable) = self.tasks.store.list_open_lenient();
+        let (mut open, mut unreadable) = self.read_open();
         let repairs = self.repair(&snap, &open);
         if !repairs.is_empty() {
             // Sessions were stopped or adopted: look again.
             snap = snapshot::look(self.home, &self.tmux)?;
-            (open, unreadable) = self.tasks.store.list_open_lenient();
+            (open, unreadable) = self.read_open();
         }
         self.after_repairs(&repairs, &mut report);
         if self.server.is_none() {
@@ -62,17 +62,29 @@ impl<'a> Monitor<'a> {
         }
         // What sandboxed agents asked of their tasks (they cannot write orange's state).
         if self.apply_requests(&open, &mut report) {
-            (open, unreadable) = self.tasks.store.list_open_lenient();
+            (open, unreadable) = self.read_open();
         }
-        self.workspaces = crate::execution::pool::list(self.home, None)?
-            .into_iter()
-            .map(|w| (w.name, w.path))
+        // Workspace name → path, straight from the pool's file (no look at each one).
+        self.workspaces = crate::execution::pool::load(self.home)?
+            .workspaces
+            .iter()
+            .map(|(name, slot)| (name.clone(), slot.path_in(self.home, name)))
             .collect();
+        let watched: Vec<&Task> = open.iter().filter(|t| self.watches(t)).collect();
+        self.prepare_rules(watched.into_iter());
         let mut agents = self.judge_all(&open, &snap.panes, &mut report);
         let open = self.as_acted_on(open, &report, &mut agents);
         snapshot::summarize_tasks(self.home, &mut snap, &open, unreadable, &agents);
         report.snapshot = Some(snap);
         Ok(report)
+    }
+
+    /// The open tasks (leniently: a damaged file is counted, not fatal), noting the count
+    /// of pokes before they were read ([`Monitor::still_as_observed`] trusts them while no
+    /// task was saved since).
+    fn read_open(&mut self) -> (Vec<Task>, u32) {
+        self.tasks_read_at = store::pokes(self.home);
+        self.tasks.store.list_open_lenient()
     }
 
     /// The crash repair on the sessions this pass saw (errors logged: the next pass tries
