@@ -350,6 +350,18 @@ mod tests {
     }
 
     #[test]
+    fn item_kinds_keep_their_json_words() {
+        for (kind, word) in [(ItemKind::Task, "task"), (ItemKind::Lane, "lane")] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), word);
+            assert_eq!(kind.to_string(), word);
+            assert_eq!(
+                serde_json::from_value::<ItemKind>(serde_json::json!(word)).unwrap(),
+                kind
+            );
+        }
+    }
+
+    #[test]
     fn the_definitions() {
         let none = SessionView::NONE;
         use Bucket::*;

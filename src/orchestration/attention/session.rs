@@ -165,3 +165,29 @@ fn seen_after_change_by(seen: &str, changed: &str, secs: i64) -> bool {
         Err(_) => agent::after(seen, changed),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_states_keep_their_json_and_display_words() {
+        for (state, word) in [
+            (SessionState::Live, "live"),
+            (SessionState::Dead, "dead"),
+            (SessionState::None, "none"),
+        ] {
+            assert_eq!(serde_json::to_value(state).unwrap(), word);
+            assert_eq!(state.to_string(), word);
+        }
+        let view = SessionView {
+            state: SessionState::Dead,
+            exit_status: Some(3),
+            exit_signal: None,
+        };
+        assert_eq!(
+            serde_json::to_value(view).unwrap(),
+            serde_json::json!({"state": "dead", "exit_status": 3})
+        );
+    }
+}

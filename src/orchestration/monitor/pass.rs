@@ -4,7 +4,7 @@
 //! more tmux call for them all) and its policies applied ([`super::act`]); last, every open
 //! task and lane classified for the snapshot the caller writes, publishes and notifies.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::Duration;
 
 use serde_json::json;
@@ -14,6 +14,7 @@ use crate::adapters::tmux::PaneInfo;
 use crate::error::Result;
 use crate::execution::sandbox;
 use crate::orchestration::agent;
+use crate::orchestration::attention::summary::Agents;
 use crate::orchestration::observe::snapshot::{self, Snapshot};
 use crate::orchestration::prompt;
 use crate::orchestration::repair::Repair;
@@ -21,9 +22,6 @@ use crate::orchestration::task::{Status, Task};
 
 use super::act::{Judged, Resolved};
 use super::{now_s, Monitor, PassReport};
-
-/// The agents' records after the pass, by (project, task id): what the summary uses.
-type Agents = HashMap<(String, String), agent::AgentInfo>;
 
 impl<'a> Monitor<'a> {
     /// One pass over every active task. Passes are serialized (a short lock), so a pass
