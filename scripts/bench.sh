@@ -47,6 +47,9 @@
 #   BENCH_BASE_BIN  also run as many sidebars of this binary beside orange's, on the same
 #                   tasks in the same run: their memory is the baseline (ratio = orange / it)
 #   BENCH_KEEP=1    keep the temporary directory
+#   BENCH_BASE_BIN  another orange binary (an older build): the monitor figure also times
+#                   its pass in the monitor on the same sessions, runs alternating with
+#                   ORANGE_BIN's, and shows both ratios (before and after, one run)
 # Timing: hyperfine when installed (`--runs N`, medians from its JSON; the create figure
 # always uses the loop, as it cleans up between runs), else a loop reading $EPOCHREALTIME
 # (no fork) around each run, orange and baseline interleaved. Run it under `nice` on a
@@ -399,6 +402,26 @@ live_sessions() { tmux -L "$sock" list-sessions -F '#{session_name}' | grep -vc 
 # ---------------------------------------------------------------------------------------
 # 1. monitor
 # ---------------------------------------------------------------------------------------
+
+base_bin=${BENCH_BASE_BIN:-}
+[[ -z $base_bin || -x $base_bin ]] || bench_die "BENCH_BASE_BIN is not an executable: $base_bin"
+
+# pass_ms BIN: the `pass_ms` of one `BIN monitor --once --json` (empty when missing).
+pass_ms() {
+    "$1" monitor --once --json | sed -n 's/.*"pass_ms": *\([0-9.]*\).*/\1/p'
+}
+
+# inner_row LABEL KEY MS...: the median of the passes' own times, a note and a table row
+# against the bare list-panes of the same figure (bm).
+inner_row() {
+    local label=$1 key=$2 med r
+    shift 2
+    (($# > 0)) || return 0
+    med=$(printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+    note "  monitor$key.pass_ms (in the monitor): median $med ms (n=$#)"
+    r=$(awk -v a="$med" -v b="$(ms "$bm" | sed 's/ ms//')" 'BEGIN {printf "%.2f", a / b}')
+    row "  $label" "$med ms" "list-panes -a $(ms "$bm")" "${r}x" "≤ 1.5x" "$(verdict "$r" le 1.5)"
+}
 figure_monitor() {
     local n live=0 plain=0 want_real k t
     bench_log "monitor: fixture"
@@ -427,20 +450,19 @@ figure_monitor() {
         r=$(ratio_of "$om" "$bm")
         row "monitor pass, $label" "$(ms "$om")" "list-panes -a $(ms "$bm")" "${r}x" "≤ 1.5x" \
             "$(verdict "$r" le 1.5)"
-        # The pass as the running monitor makes it (its own `pass_ms`: no process start).
-        local inner=() v
+        # The pass as the running monitor makes it (its own `pass_ms`: no process start);
+        # with BENCH_BASE_BIN, that binary's too, runs alternating on the same sessions.
+        local inner=() base=() v
         for ((t = 0; t < runs; t++)); do
-            v=$("$ORANGE" monitor --once --json | sed -n 's/.*"pass_ms": *\([0-9.]*\).*/\1/p')
+            v=$(pass_ms "$ORANGE")
             [[ -n $v ]] && inner+=("$v")
+            if [[ -n $base_bin ]]; then
+                v=$(pass_ms "$base_bin")
+                [[ -n $v ]] && base+=("$v")
+            fi
         done
-        if ((${#inner[@]} > 0)); then
-            local med
-            med=$(printf '%s\n' "${inner[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-            note "  monitor$n.pass_ms (in the monitor): median $med ms (n=${#inner[@]})"
-            row "  the pass in the monitor, $label" "$med ms" "list-panes -a $(ms "$bm")" \
-                "$(awk -v a="$med" -v b="$(ms "$bm" | sed 's/ ms//')" 'BEGIN {printf "%.2f", a / b}')x" \
-                "≤ 1.5x" "$(verdict "$(awk -v a="$med" -v b="$(ms "$bm" | sed 's/ ms//')" 'BEGIN {printf "%.2f", a / b}')" le 1.5)"
-        fi
+        inner_row "the pass in the monitor, $label" "$n" "${inner[@]}"
+        [[ -z $base_bin ]] || inner_row "the pass in the monitor (BENCH_BASE_BIN), $label" "$n.base" "${base[@]}"
         processes "monitor pass, $n sessions ($live orange tasks, $plain plain sessions)" \
             "$ORANGE" monitor --once --json
         row "  processes per pass, $label" "$procs" "1" "-" "= 1" "$(verdict "$procs" eq 1)"

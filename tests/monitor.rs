@@ -211,7 +211,7 @@ fn a_sub_agents_hook_does_not_flip_its_parent() {
         root: env.home.clone(),
     };
     let ws = env.ws_path(t["workspace"].as_str().unwrap());
-    let r = orange::orchestration::monitor::agent_hook(
+    let r = orange::orchestration::monitor::hook::agent_hook(
         &home,
         "Stop",
         &format!("{{\"session_id\":\"nested-{conv}\"}}"),
@@ -224,9 +224,10 @@ fn a_sub_agents_hook_does_not_flip_its_parent() {
             .hook_state
             .is_none()
     );
-    let r = orange::orchestration::monitor::agent_hook(&home, "SubagentStop", "{}", &ws).unwrap();
+    let r =
+        orange::orchestration::monitor::hook::agent_hook(&home, "SubagentStop", "{}", &ws).unwrap();
     assert!(r["ignored"].is_string());
-    let r = orange::orchestration::monitor::agent_hook(
+    let r = orange::orchestration::monitor::hook::agent_hook(
         &home,
         "Stop",
         &format!("{{\"session_id\":\"{conv}\"}}"),
@@ -239,7 +240,7 @@ fn a_sub_agents_hook_does_not_flip_its_parent() {
     assert_eq!(e["agent"]["state"], "waiting");
     assert_eq!(e["agent"]["signal"], "hook");
     assert_eq!(e["agent"]["hook_event"], "Stop");
-    let r = orange::orchestration::monitor::agent_hook(
+    let r = orange::orchestration::monitor::hook::agent_hook(
         &home,
         "UserPromptSubmit",
         &format!("{{\"session_id\":\"{conv}\"}}"),
@@ -748,4 +749,30 @@ fn a_claude_that_has_not_sent_its_first_hook_is_starting_not_idle() {
     assert!(env.input_lines(&id).is_empty());
     let r = pass(&env);
     assert!(r.to_string().contains("no hook yet"), "{r}");
+}
+
+#[test]
+fn a_pass_leaves_a_task_whose_project_a_command_holds_to_the_next_pass() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let id = env.create_id("held/x", "fake-exit0");
+    env.wait_session(&id, "dead");
+    // A command holds the project's lock (as a respawn does between killing the old session
+    // and saving the new one): it has saved nothing yet, so nothing was poked.
+    let lock = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(env.home.join("tasks/app/.lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    let r = pass(&env);
+    assert_eq!(r["checked"], 1, "{r}");
+    assert!(r["states"].as_array().unwrap().is_empty(), "judged: {r}");
+    assert!(env.history_events(&id, "agent.exited").is_empty());
+    // The command is over: the next pass judges it.
+    drop(lock);
+    let r = pass(&env);
+    assert_eq!(r["states"][0]["state"], "dead", "{r}");
+    assert_eq!(env.history_events(&id, "agent.exited").len(), 1);
 }

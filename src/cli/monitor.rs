@@ -1,30 +1,19 @@
 //! `orange monitor [--once]`: the agent monitor.
 
-use std::time::{Duration, Instant};
-
 use serde_json::json;
 
 use super::args::MonitorArgs;
 use super::context::Ctx;
 use crate::adapters::tmux::Tmux;
 use crate::error::{OrangeError, Result};
-use crate::orchestration::host;
-use crate::orchestration::monitor::{self, Monitor};
-use crate::orchestration::observer::{self, Snapshot};
+use crate::orchestration::monitor::{self, run::Ended};
+use crate::orchestration::observe::snapshot::Snapshot;
 use crate::ui::output::Out;
 
 pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
     let tmux = Tmux::from_env();
     if a.once {
-        let started = Instant::now();
-        // Remote hosts first (one ssh call each, at once): the pass's summary shows them.
-        host::fetch_all(&ctx.home);
-        let mut m = Monitor::new(&ctx.home, tmux.clone())?;
-        let mut r = m.pass()?;
-        if let Some(snap) = r.snapshot.take() {
-            publish_and_notify(&ctx.home, &tmux, &snap);
-        }
-        r.pass_ms = (started.elapsed().as_secs_f64() * 1e5).round() / 100.0;
+        let r = monitor::run::once(&ctx.home, &tmux, crate::ui::status::publish)?;
         let text = format!(
             "checked {} task(s); {} action(s)\n{}",
             r.checked,
@@ -38,140 +27,26 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
     }
     let interval = humantime::parse_duration(&a.interval)
         .map_err(|e| OrangeError::invalid(format!("invalid --interval {:?}: {e}", a.interval)))?;
-    let Some(server) = tmux.server_identity()? else {
-        return Ok(Out::new(
-            json!({"running": false, "reason": "no tmux server runs"}),
-            "orange monitor: no tmux server runs\n",
-        ));
+    let ended = monitor::run::watch(&ctx.home, &tmux, interval, crate::ui::status::publish)?;
+    let text = match ended {
+        Ended::NoServer => "orange monitor: no tmux server runs\n",
+        Ended::AlreadyRuns => "orange monitor already runs for this tmux server\n",
+        _ => "",
     };
-    let Some(guard) = monitor::singleton(&ctx.home, &server)? else {
-        return Ok(Out::new(
-            json!({"running": false, "reason": "a monitor already runs for this tmux server"}),
-            "orange monitor already runs for this tmux server\n",
-        ));
-    };
-    let stop = |reason: &str| {
-        let _ = std::fs::remove_file(guard.path().with_extension("json"));
-        let _ = std::fs::remove_file(guard.path());
-        Ok(Out::new(json!({"running": false, "reason": reason}), ""))
-    };
-    watch_hosts(&ctx.home, interval);
-    let mut idle_servers = 0;
-    loop {
-        // Its data root is gone (a removed sandbox): nothing to watch, nothing to write.
-        if !ctx.home.root.exists() {
-            return Ok(Out::new(
-                json!({"running": false, "reason": "ORANGE_HOME is gone"}),
-                "",
-            ));
-        }
-        let started = Instant::now();
-        let pokes = crate::adapters::store::pokes(&ctx.home);
-        let mut m = Monitor::new(&ctx.home, tmux.clone())?.on_server(server.clone());
-        match m.pass() {
-            Ok(mut r) => {
-                let snap = r.snapshot.take().unwrap_or_default();
-                // The server it watches is gone, or replaced by a new one on the same
-                // socket: that one is not this monitor's (it gets its own).
-                if snap.server_id.as_ref() != Some(&server) {
-                    return stop("the tmux server it watched was stopped or replaced");
-                }
-                publish_and_notify(&ctx.home, &tmux, &snap);
-                // Stop with the tmux server: a monitor must not outlive what it watches.
-                if snap.sessions.is_empty() {
-                    idle_servers += 1;
-                    if idle_servers >= 2 {
-                        return stop("the tmux server has no sessions left");
-                    }
-                } else {
-                    idle_servers = 0;
-                }
-            }
-            Err(e) => crate::adapters::store::log(
-                &ctx.home,
-                "error",
-                "monitor pass failed",
-                json!({"error": e.to_string(), "code": e.code()}),
-            ),
-        }
-        wait_for_poke(
-            &ctx.home,
-            started,
-            pokes,
-            interval.max(Duration::from_millis(200)),
-        );
-    }
+    Ok(Out::new(
+        json!({"running": false, "reason": ended.reason()}),
+        text,
+    ))
 }
 
-/// Remote hosts, beside the passes so a slow or unreachable host never delays
-/// one: every `interval`, each host's snapshot over its one connection (one ssh call per
-/// host, at once), and at once when a command here changed something on a host
-/// (`run/hosts/poke`); a poke when what they show changed, so the next pass publishes it.
-fn watch_hosts(home: &crate::adapters::store::Home, interval: Duration) {
-    let home = home.clone();
-    std::thread::spawn(move || {
-        let mut last: Vec<(String, bool, Option<String>, serde_json::Value)> = Vec::new();
-        let poked = host::poke_path(&home);
-        loop {
-            let started = Instant::now();
-            // Counted before the fetch: a poke during it asks for another one.
-            let count = crate::adapters::store::pokes_at(&poked);
-            let seen: Vec<_> = host::fetch_all(&home)
-                .into_iter()
-                .map(|s| {
-                    let summary = serde_json::to_value(&s.summary).unwrap_or_default();
-                    (s.name, s.reachable, s.error, summary)
-                })
-                .collect();
-            if seen != last {
-                crate::adapters::store::poke(&home);
-                last = seen;
-            }
-            // Until the interval is over, or a command changed something on a host.
-            std::thread::sleep(Duration::from_millis(250));
-            while started.elapsed() < interval && crate::adapters::store::pokes_at(&poked) == count
-            {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-    });
-}
-
-/// Sleep until `interval` has passed since `started`, or until something is poked after
-/// the pass began (the count of pokes moved from `pokes`: a command changed a task, a
-/// hook fired, the pass itself changed something): one `stat` every 50 ms, and never sooner than
-/// 250 ms after the last pass began.
-fn wait_for_poke(
-    home: &crate::adapters::store::Home,
-    started: Instant,
-    pokes: u64,
-    interval: Duration,
-) {
-    const TICK: Duration = Duration::from_millis(50);
-    // Passes at most four times a second, even when each pokes (its own changes do).
-    const MIN_GAP: Duration = Duration::from_millis(250);
-    if let Some(rest) = MIN_GAP.checked_sub(started.elapsed()) {
-        std::thread::sleep(rest);
-    }
-    while crate::adapters::store::pokes(home) == pokes {
-        let waited = started.elapsed();
-        if waited >= interval {
-            return;
-        }
-        std::thread::sleep(TICK.min(interval - waited));
-    }
-}
-
-/// Write a pass's snapshot for the readers and publish the status widgets. Errors are not
-/// the monitor's business: the next pass publishes again.
+/// Write a pass's snapshot for the readers and publish the status widgets (see
+/// [`monitor::run::publish`]).
 pub fn publish(home: &crate::adapters::store::Home, tmux: &Tmux, snap: &Snapshot) {
-    observer::write(home, tmux, snap);
-    let _ = crate::ui::status::publish(tmux, snap);
+    monitor::run::publish(home, tmux, snap, crate::ui::status::publish);
 }
 
-/// [`publish`], then tell the people attached what newly needs them (only a monitor pass
-/// does: its report holds the pass lock while this runs).
+/// [`publish`], then tell the people attached what newly needs them (see
+/// [`monitor::run::publish_and_notify`]).
 pub fn publish_and_notify(home: &crate::adapters::store::Home, tmux: &Tmux, snap: &Snapshot) {
-    publish(home, tmux, snap);
-    crate::orchestration::notify::after_pass(home, tmux, snap);
+    monitor::run::publish_and_notify(home, tmux, snap, crate::ui::status::publish);
 }

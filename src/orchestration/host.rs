@@ -18,7 +18,8 @@ use crate::adapters::broker::{self, Reply};
 use crate::adapters::ssh::{Ssh, SshError, SshOutput};
 use crate::adapters::store::{self, Home, LockGuard};
 use crate::error::{OrangeError, Result};
-use crate::orchestration::attention::{HostView, Summary};
+use crate::orchestration::attention::classify::{Bucket, ItemKind};
+use crate::orchestration::attention::summary::{HostView, Summary};
 
 /// A machine orange reaches over ssh.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -481,7 +482,7 @@ pub fn fetch(home: &Home, host: &Host) -> Seen {
     match got {
         Ok(snap) => {
             for item in &snap.summary.items {
-                if item.kind == "task" {
+                if item.kind == ItemKind::Task {
                     link(home, &item.id, &host.name, &item.project);
                 }
             }
@@ -570,9 +571,14 @@ pub fn last_known_tasks(home: &Home, name: &str, seen: &Seen) -> Vec<Value> {
     let mut rows = listed.tasks;
     let snapshot_at = seen.fetched_at_ms.unwrap_or(0);
     if snapshot_at > listed.listed_at_ms {
-        for item in seen.summary.items.iter().filter(|i| i.kind == "task") {
+        for item in seen
+            .summary
+            .items
+            .iter()
+            .filter(|i| i.kind == ItemKind::Task)
+        {
             let session = match (item.bucket, item.session.is_some()) {
-                (crate::orchestration::attention::Bucket::Dead, _) => "dead",
+                (Bucket::Dead, _) => "dead",
                 (_, true) => "live",
                 _ => "none",
             };

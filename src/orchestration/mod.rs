@@ -8,7 +8,8 @@ pub mod lane;
 /// The old path of the task service (`task::service`), kept for callers outside it.
 pub mod lifecycle;
 pub mod monitor;
-pub mod notify;
+pub mod observe;
+/// Old path of `observe::snapshot`, kept until the branches that use it are merged.
 pub mod observer;
 pub mod project;
 pub mod prompt;
@@ -17,3 +18,6 @@ pub mod repair;
 pub mod screen;
 pub mod task;
 pub mod usage;
+
+/// Old path of `monitor::notify`, kept until the branches that use it are merged.
+pub use monitor::notify;

@@ -446,7 +446,7 @@ mod tests {
 
     fn item(id: &str, created: &str, bucket: Bucket) -> Item {
         Item {
-            kind: "task".into(),
+            kind: attention::ItemKind::Task,
             id: id.into(),
             project: "p".into(),
             branch: format!("b/{id}"),

@@ -162,7 +162,7 @@ pub fn tokens_json(home: &Home, summary: &Summary) -> serde_json::Value {
     let mut sum = crate::orchestration::usage::Tokens::default();
     let (mut known, mut unknown) = (0u32, 0u32);
     for i in &summary.items {
-        let tokens = (i.kind == "task" && i.host.is_none())
+        let tokens = (i.kind == attention::ItemKind::Task && i.host.is_none())
             .then(|| crate::orchestration::usage::tokens(&store.dir(&i.project, &i.id), &i.harness))
             .flatten();
         match tokens {
@@ -368,7 +368,7 @@ mod tests {
 
     fn item(bucket: Bucket, reason: &str) -> Item {
         Item {
-            kind: "task".into(),
+            kind: attention::ItemKind::Task,
             id: "abc".into(),
             project: "p".into(),
             branch: "b".into(),

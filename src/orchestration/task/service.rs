@@ -16,6 +16,7 @@ use crate::error::{OrangeError, Result};
 use crate::execution::config::Config;
 use crate::execution::harness::Harness;
 use crate::execution::pool;
+use crate::orchestration::attention::session::SessionState;
 use crate::orchestration::attention::{agent_state, SessionView};
 use crate::orchestration::task::model::{self, validate_branch, validate_summary, Status, Task};
 use crate::orchestration::task::store::TaskStore;
@@ -253,7 +254,7 @@ impl<'a> TaskService<'a> {
             .filter(|t| {
                 t.status.is_active()
                     && t.workspace.is_some()
-                    && SessionView::of(t, &panes).state == "none"
+                    && SessionView::of(t, &panes).state == SessionState::None
             })
             .collect())
     }

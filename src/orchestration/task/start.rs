@@ -16,6 +16,7 @@ use crate::execution::launch::{self, Launch, Owner, Workspace};
 use crate::execution::pool;
 use crate::execution::sandbox;
 use crate::execution::session::{self, Mux};
+use crate::orchestration::attention::session::SessionState;
 use crate::orchestration::attention::SessionView;
 use crate::orchestration::project::{self, Project};
 use crate::orchestration::task::model::{
@@ -381,7 +382,7 @@ impl TaskService<'_> {
         }
         check_respawnable(&task)?;
         let view = SessionView::of(&task, &self.panes());
-        if view.state == "live" {
+        if view.state == SessionState::Live {
             return Err(OrangeError::InvalidTransition(format!(
                 "task {}'s agent is still running in {}; attach to it or cancel the task",
                 task.id,

@@ -1,7 +1,7 @@
 //! Notifications (`@orange-notify`, DESIGN.md "Notifications"): when a task starts to need
 //! you, the monitor tells the people attached to its tmux server, once per change.
 //!
-//! - What needs you is [`attention::needs_you`] (named by [`attention::need`]): blocked,
+//! - What needs you is [`classify::needs_you`] (named by [`classify::need`]): blocked,
 //!   error, dead, escalated, waiting, review. An agent whose turn ended rings only after it
 //!   was seen working: one that started idle does not.
 //! - Once per change: what was told is kept in `run/notified-<socket>.json` (written
@@ -34,8 +34,8 @@ use serde_json::json;
 use crate::adapters::store::{self, Home};
 use crate::adapters::tmux::{ClientInfo, Tmux};
 use crate::adapters::{shell, terminal};
-use crate::orchestration::attention::{self, Bucket, Item, Need};
-use crate::orchestration::observer::{self, Snapshot};
+use crate::orchestration::attention::classify::{self, Bucket, Item, Need};
+use crate::orchestration::observe::snapshot::{self, Snapshot};
 
 /// What an unset (or empty) `@orange-notify` means.
 pub const DEFAULT: &str = "bell,message";
@@ -136,7 +136,7 @@ pub fn plan<'a>(prev: &Notified, items: &'a [Item], now_ms: u64) -> Plan<'a> {
     let mut new = Vec::new();
     for item in items {
         let task = task_key(item);
-        let Some(need) = attention::need(item) else {
+        let Some(need) = classify::need(item) else {
             if item.bucket == Bucket::Working || prev.worked.contains(&task) {
                 next.worked.insert(task);
             }
@@ -145,7 +145,7 @@ pub fn plan<'a>(prev: &Notified, items: &'a [Item], now_ms: u64) -> Plan<'a> {
         let key = format!("{task}#{}", need.as_str());
         if prev.told.contains(&key) {
             next.told.insert(key);
-        } else if attention::turn_ended(item) && !prev.worked.contains(&task) {
+        } else if classify::turn_ended(item) && !prev.worked.contains(&task) {
             // Idle since it started (or since it last needed you): seen, not told.
             next.told.insert(key);
         } else {
@@ -265,7 +265,7 @@ fn looked_at(item: &Item, clients: &[ClientInfo]) -> bool {
 pub fn path(home: &Home, tmux: &Tmux) -> PathBuf {
     home.run_dir().join(format!(
         "notified-{}.json",
-        observer::file_key(&observer::server_key(tmux))
+        snapshot::file_key(&snapshot::server_key(tmux))
     ))
 }
 
@@ -287,7 +287,7 @@ pub fn after_pass(home: &Home, tmux: &Tmux, snap: &Snapshot) {
     });
     let value = snap.notify_value();
     let (channels, unknown) = Channels::parse(value);
-    let now = observer::now_ms();
+    let now = snapshot::now_ms();
     let plan = plan(&prev, &snap.summary.items, now);
     let mut next = plan.next;
     next.warned = None;
@@ -397,7 +397,7 @@ mod tests {
 
     fn item(id: &str, bucket: Bucket, reason: &str) -> Item {
         Item {
-            kind: "task".into(),
+            kind: classify::ItemKind::Task,
             id: id.into(),
             project: "app".into(),
             branch: format!("b-{id}"),
@@ -443,7 +443,7 @@ mod tests {
             worked: [format!("|task|app|{id}")].into(),
             ..Notified::default()
         };
-        let first = item("f", Bucket::Waiting, attention::FIRST_PROMPT);
+        let first = item("f", Bucket::Waiting, classify::FIRST_PROMPT);
         assert!(pass(&mut worked("f"), &[first], 10).is_empty());
         assert_eq!(pass(&mut worked("w"), &[waiting("w")], 10), ["w"]);
     }

@@ -1,164 +1,12 @@
-//! Which open task (or lane) needs you: the buckets of the status widgets, the picker's
-//! "next waiting" and the sidebar's notice all come from [`classify`], the one place that
-//! decides it. Nothing else in orange re-derives these definitions. Done and cancelled
-//! tasks are not counted.
-//!
-//! | bucket | icon | a task is in it when |
-//! |---|---|---|
-//! | `working` | `⚙` | status `planning`, `working` or `agent-review`, its session's agent pane is live, and the agent is not known to wait (below); an agent `retrying` an API error by itself is working |
-//! | `waiting` (for you) | `⚑` | status `stuck` or `failed`; or status `clarification` with a live agent; or a live agent whose last known agent state (`agent.json`) is `waiting`, `blocked` (a dialog or an approval prompt) or `error`, or that the monitor escalated |
-//! | `dead` | `✗` | status `planning`, `clarification`, `working` or `agent-review` and the agent pane is dead (the agent exited; exit status or signal kept) or the session is gone; or a live pane whose agent the monitor saw exit |
-//! | `review` (ready for review) | `✓` | status `reviewing`, whatever its session (an agent that reported `complete` may exit) |
-//! | `queued` | `⏸` | status `pending`: no agent yet (`--no-spawn`, or waiting for a workspace) |
-//!
-//! An agent started without a prompt (`task create` with no summary) that waits for its
-//! first one is `waiting` with the reason `waiting for a first prompt`, and does not need
-//! you ([`needs_you`]): no notification, not in the picker's "next waiting".
-//!
-//! `agent.json` is only believed when it was written after the task's last change
-//! (`updated_at`): a respawn or a status change makes an older observation stale. The pane
-//! is the ground truth for life and death: `agent.json` never makes a dead pane live.
-//! Task files that cannot be read or parsed are counted as `unreadable`, never silently
-//! skipped. Only open tasks are read (through the index of open tasks): the cost does not
-//! grow with finished ones.
-
-use std::collections::BTreeMap;
+//! THE definition of the buckets and of what needs you ([`classify`], [`need`],
+//! [`needs_you`]): see the [module documentation](super) for the table.
 
 use serde::{Deserialize, Serialize};
 
-use crate::adapters::store::Home;
-use crate::adapters::tmux::{PaneExit, PaneInfo};
 use crate::orchestration::agent::{self, AgentInfo};
-use crate::orchestration::task::{Status, Task, TaskStore};
+use crate::orchestration::task::Status;
 
-/// Where a task's session stands, as tmux reports it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SessionView {
-    /// `live` (agent running), `dead` (agent exited; the pane is kept), `none`.
-    pub state: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exit_status: Option<i32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exit_signal: Option<i32>,
-}
-
-/// The agent's pane of a task: by pane id when known (a sidebar may share its window),
-/// else the first pane of its session (by id, else by exact name).
-pub fn agent_pane<'p>(task: &Task, panes: &'p [PaneInfo]) -> Option<&'p PaneInfo> {
-    if let Some(pid) = task.tmux_pane_id.as_deref() {
-        // Known pane: that one or none (never a sidebar left in its session).
-        return panes.iter().find(|p| {
-            p.pane_id == pid
-                && task
-                    .tmux_session_id
-                    .as_deref()
-                    .is_none_or(|s| s == p.session_id)
-        });
-    }
-    panes.iter().find(|p| {
-        task.tmux_session_id.as_deref() == Some(p.session_id.as_str())
-            || (task.tmux_session_id.is_none()
-                && task.tmux_session.as_deref() == Some(p.session_name.as_str()))
-    })
-}
-
-impl SessionView {
-    pub const NONE: SessionView = SessionView {
-        state: "none",
-        exit_status: None,
-        exit_signal: None,
-    };
-
-    pub fn of(task: &Task, panes: &[PaneInfo]) -> SessionView {
-        let pane = agent_pane(task, panes);
-        match pane {
-            None => SessionView::NONE,
-            Some(p) => match p.exit() {
-                None => SessionView {
-                    state: "live",
-                    exit_status: None,
-                    exit_signal: None,
-                },
-                Some(PaneExit::Status(c)) => SessionView {
-                    state: "dead",
-                    exit_status: Some(c),
-                    exit_signal: None,
-                },
-                Some(PaneExit::Signal(s)) => SessionView {
-                    state: "dead",
-                    exit_status: None,
-                    exit_signal: Some(s),
-                },
-            },
-        }
-    }
-
-    pub fn icon(&self) -> &'static str {
-        match self.state {
-            "live" => "●",
-            "dead" => "✗",
-            _ => "○",
-        }
-    }
-}
-
-/// The agent's state as `agent.json` (kept by the monitor and agent hooks) tells it,
-/// corrected by the pane: the pane is the ground truth for life and death, whatever was
-/// last recorded. THE agent loader for display (`task list`, the sidebar).
-pub fn agent_state(store: &TaskStore, task: &Task, session: &SessionView) -> AgentInfo {
-    let mut agent = agent::load(&store.dir(&task.project, &task.id)).current();
-    // One vocabulary: an agent that reported its task ready for review, stuck or asking
-    // ended its turn by doing so. A `working` seen before that report is stale, and one
-    // guessed from screen activity alone in the moments after it (its last words scrolling
-    // in) says nothing more: never shown beside `Status: reviewing`. A hook or the
-    // transcript saying it works after the report, or its screen busy later (a person
-    // answered it in its pane), is believed.
-    let seen_at = match agent.signal {
-        Some(agent::Signal::Hook) => agent.hook_at.clone().unwrap_or_default(),
-        _ => agent.at.clone(),
-    };
-    if agent.state == Some(agent::State::Working)
-        && matches!(
-            task.status,
-            Status::Reviewing | Status::Stuck | Status::Clarification
-        )
-        && ((agent.signal == Some(agent::Signal::Screen)
-            && !seen_after_change_by(&seen_at, &task.updated_at, REPORT_SETTLES))
-            || !seen_after_change(&seen_at, &task.updated_at))
-    {
-        agent.state = Some(agent::State::Waiting);
-    }
-    if session.state == "dead" || (session.state == "none" && task.status.is_active()) {
-        agent.state = Some(agent::State::Dead);
-        agent.exit_status = session.exit_status;
-    } else if session.state == "none" {
-        agent.state = None;
-    }
-    agent
-}
-
-/// An observation at `seen` (precise) came after a task change at `changed` (whole
-/// seconds): after the end of that second, so that one in the same second counts as before.
-fn seen_after_change(seen: &str, changed: &str) -> bool {
-    seen_after_change_by(seen, changed, 1)
-}
-
-/// How long after an agent reported its task its screen's activity is taken for its last
-/// words scrolling in, not for new work (a person typing to it later is new work).
-const REPORT_SETTLES: i64 = 20;
-
-/// `seen` is more than `secs` seconds after `changed`.
-fn seen_after_change_by(seen: &str, changed: &str, secs: i64) -> bool {
-    match chrono::DateTime::parse_from_rfc3339(changed) {
-        Ok(c) => agent::after(
-            seen,
-            &(c + chrono::Duration::seconds(secs))
-                .to_utc()
-                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        ),
-        Err(_) => agent::after(seen, changed),
-    }
-}
+use super::session::{SessionState, SessionView};
 
 /// Which count an open task (or lane) adds to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -251,11 +99,33 @@ impl Counts {
     }
 }
 
+/// What an [`Item`] stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ItemKind {
+    Task,
+    Lane,
+}
+
+impl ItemKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemKind::Task => "task",
+            ItemKind::Lane => "lane",
+        }
+    }
+}
+
+impl std::fmt::Display for ItemKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One open task (or lane) as the widgets see it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Item {
-    /// `task` or `lane`.
-    pub kind: String,
+    pub kind: ItemKind,
     pub id: String,
     pub project: String,
     pub branch: String,
@@ -292,45 +162,6 @@ impl Item {
     }
 }
 
-/// Counts over every project's open tasks (and lanes), per project, and the items.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
-    /// Tasks and lanes together.
-    #[serde(flatten)]
-    pub total: Counts,
-    /// `task.json` files that could not be read or parsed.
-    pub unreadable: u32,
-    pub tasks: Counts,
-    /// Lanes: zero until [`lane_items`] returns them.
-    pub lanes: Counts,
-    /// Per project (the status line groups by project); only projects with open tasks or lanes.
-    pub projects: BTreeMap<String, Counts>,
-    /// Every open task (and lane), by project, oldest first.
-    pub items: Vec<Item>,
-    /// Remote hosts with projects: reachable or not, and how old their view is.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub hosts: Vec<HostView>,
-}
-
-/// A remote host as the widgets show it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct HostView {
-    pub name: String,
-    pub reachable: bool,
-    /// Seconds since its last snapshot was fetched; `None` when never.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub age_s: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-impl Summary {
-    /// Nothing to show: no open task or lane, no unreadable file.
-    pub fn is_empty(&self) -> bool {
-        self.total.open() == 0 && self.unreadable == 0
-    }
-}
-
 /// THE definition of the buckets (see the module documentation): the bucket of a task and
 /// the reason shown for it, or `None` for a done or cancelled task. `agent` is the task's
 /// `agent.json` (the monitor and the agent's hooks write it) when it is newer than the task's last
@@ -341,9 +172,9 @@ pub fn classify(
     agent: Option<&AgentInfo>,
 ) -> Option<(Bucket, String)> {
     let dead_reason = |s: &SessionView| match (s.state, s.exit_status, s.exit_signal) {
-        ("dead", _, Some(sig)) => signal_reason(sig),
-        ("dead", Some(code), None) => format!("exited {code}"),
-        ("dead", None, None) => "exited".to_string(),
+        (SessionState::Dead, _, Some(sig)) => signal_reason(sig),
+        (SessionState::Dead, Some(code), None) => format!("exited {code}"),
+        (SessionState::Dead, None, None) => "exited".to_string(),
         _ => "no session".to_string(),
     };
     Some(match status {
@@ -353,7 +184,7 @@ pub fn classify(
         Status::Reviewing => (Bucket::Review, "review".into()),
         Status::Stuck => (Bucket::Waiting, "stuck".into()),
         Status::Planning | Status::Clarification | Status::Working | Status::AgentReview => {
-            if session.state != "live" {
+            if session.state != SessionState::Live {
                 return Some((Bucket::Dead, dead_reason(session)));
             }
             if let Some(info) = agent {
@@ -420,193 +251,8 @@ fn signal_reason(sig: i32) -> String {
     format!("{name} (signal {sig})")
 }
 
-/// `agent.json` if it says something about the task's current agent: observed (or the
-/// last hook heard, or the escalation made) at or after the task's last change.
-fn fresh_agent_info(task: &Task, mut info: AgentInfo) -> Option<AgentInfo> {
-    let since = task.updated_at.as_str();
-    let observed = info.state.is_some() && agent::at_or_after(&info.at, since);
-    let hooked = info.hook_state.is_some()
-        && info
-            .hook_at
-            .as_deref()
-            .is_some_and(|at| agent::at_or_after(at, since));
-    if !observed {
-        info.state = None;
-    }
-    if !hooked {
-        info.hook_state = None;
-        info.hook_at = None;
-    }
-    if info
-        .escalated
-        .as_ref()
-        .is_some_and(|e| !agent::at_or_after(&e.at, since))
-    {
-        info.escalated = None;
-    }
-    if info.state.is_none() && info.hook_state.is_none() && info.escalated.is_none() {
-        return None;
-    }
-    Some(info)
-}
-/// Lanes as items: one [`Item`] of kind `lane` per open lane, bucketed like tasks:
-/// running with a live agent → working; running with a dead or missing session, or
-/// `error` → dead; `finished` → review. Read straight from `lanes/registry.json` and the
-/// panes already listed: no extra process. An unreadable registry shows no lanes (the lane
-/// commands report it).
-pub fn lane_items(home: &Home, panes: &[PaneInfo]) -> Vec<Item> {
-    use crate::orchestration::lane::{LaneState, Lanes};
-    let Ok(lanes) = Lanes::new(home).list(false) else {
-        return Vec::new();
-    };
-    lanes
-        .into_iter()
-        .filter_map(|l| {
-            let t = l.as_task();
-            let mut session = SessionView::of(&t, panes);
-            // zellij lanes are not in tmux's pane list: trust the registry.
-            if session.state == "none" && l.mux_backend == "zellij" {
-                session.state = "live";
-            }
-            let (bucket, reason) = match l.state {
-                // A lane's error is its own account of a dead agent.
-                LaneState::Error => (
-                    Bucket::Dead,
-                    l.last_error.clone().unwrap_or_else(|| "error".into()),
-                ),
-                LaneState::Finished => (Bucket::Review, "finished".into()),
-                // Being created: its session is starting.
-                LaneState::Creating if session.state == "live" => {
-                    (Bucket::Working, "working".into())
-                }
-                // Running (or still creating, its session not live): judged like a working task.
-                _ => classify(Status::Working, &session, None)?,
-            };
-            let (exit_status, exit_signal) = match l.state {
-                LaneState::Error | LaneState::Finished => (l.exit_status, None),
-                _ => (session.exit_status, session.exit_signal),
-            };
-            Some(Item {
-                kind: "lane".to_string(),
-                id: l.lane_id.clone(),
-                project: l.project.clone(),
-                branch: l.branch_name.clone(),
-                status: l.state.as_str().to_string(),
-                bucket,
-                reason,
-                session: Some(l.mux_target.clone()),
-                session_id: l.mux_session_id.clone(),
-                exit_status,
-                exit_signal,
-                created_at: l.created_at.clone(),
-                host: None,
-                harness: String::new(),
-            })
-        })
-        .collect()
-}
-
-/// Agent states already read, by (project, task id): the monitor's pass knows them.
-pub type Agents = std::collections::HashMap<(String, String), AgentInfo>;
-
-fn task_item(home: &Home, task: &Task, panes: &[PaneInfo], agents: &Agents) -> Option<Item> {
-    let session = SessionView::of(task, panes);
-    let agent = if session.state == "live" && task.status.is_active() {
-        let info = match agents.get(&(task.project.clone(), task.id.clone())) {
-            Some(info) => info.clone(),
-            None => agent::load(&TaskStore::new(home).dir(&task.project, &task.id)),
-        };
-        fresh_agent_info(task, info)
-    } else {
-        None
-    };
-    let (bucket, mut reason) = classify(task.status, &session, agent.as_ref())?;
-    // Started without a prompt, it waits for the first one: its person knows.
-    if task.awaiting_prompt && reason == WAITING_FOR_INPUT {
-        reason = FIRST_PROMPT.into();
-    }
-    Some(Item {
-        kind: "task".into(),
-        id: task.id.clone(),
-        project: task.project.clone(),
-        branch: task.branch.clone(),
-        status: task.status.as_str().into(),
-        bucket,
-        reason,
-        session: task.tmux_session.clone(),
-        session_id: task.tmux_session_id.clone(),
-        exit_status: session.exit_status,
-        exit_signal: session.exit_signal,
-        created_at: task.created_at.clone(),
-        host: None,
-        harness: task.harness.clone(),
-    })
-}
-
-/// The summary of every open task and lane for these panes: the open tasks (through the
-/// index, leniently), their `agent.json`, the lane registry. No process is started.
-pub fn summarize(home: &Home, panes: &[PaneInfo]) -> Summary {
-    let (tasks, unreadable) = TaskStore::new(home).list_open_lenient();
-    summarize_tasks(home, &tasks, unreadable, panes, &Agents::new())
-}
-
-/// [`summarize`] with the open tasks already read (the monitor's pass has them).
-pub fn summarize_tasks(
-    home: &Home,
-    tasks: &[Task],
-    unreadable: u32,
-    panes: &[PaneInfo],
-    agents: &Agents,
-) -> Summary {
-    let mut s = Summary {
-        unreadable,
-        ..Summary::default()
-    };
-    let mut items: Vec<Item> = tasks
-        .iter()
-        .filter_map(|t| task_item(home, t, panes, agents))
-        .collect();
-    items.extend(lane_items(home, panes));
-    s.add_items(items);
-    s
-}
-
-impl Summary {
-    /// Count `items` in and keep them in order (project, creation, id).
-    pub fn add_items(&mut self, items: Vec<Item>) {
-        for item in &items {
-            self.total.add(item.bucket);
-            if item.kind == "lane" {
-                self.lanes.add(item.bucket);
-            } else {
-                self.tasks.add(item.bucket);
-            }
-            self.projects
-                .entry(item.project.clone())
-                .or_default()
-                .add(item.bucket);
-        }
-        self.items.extend(items);
-        self.items.sort_by(|a, b| {
-            (&a.project, &a.created_at, &a.id).cmp(&(&b.project, &b.created_at, &b.id))
-        });
-    }
-
-    /// A remote host's view merged in: its items (marked with the host), its unreadable
-    /// files, and the host itself. An unreachable host keeps its last items: its agents
-    /// are never reported dead for want of a connection.
-    pub fn add_host(&mut self, view: HostView, mut remote: Summary) {
-        for item in &mut remote.items {
-            item.host = Some(view.name.clone());
-        }
-        self.unreadable += remote.unreadable;
-        self.add_items(remote.items);
-        self.hosts.push(view);
-    }
-}
-
 /// The reasons of an agent whose turn ended and that waits for input (see [`classify`]).
-const WAITING_FOR_INPUT: &str = "waiting for input";
+pub(super) const WAITING_FOR_INPUT: &str = "waiting for input";
 const QUESTION: &str = "question for you";
 /// The reason of an agent started without a prompt that waits for its first one: waiting,
 /// but not "needs you" (no notification, not in the picker's "next waiting"): the person
@@ -681,7 +327,7 @@ mod tests {
 
     fn live() -> SessionView {
         SessionView {
-            state: "live",
+            state: SessionState::Live,
             exit_status: None,
             exit_signal: None,
         }
@@ -689,7 +335,7 @@ mod tests {
 
     fn dead(code: Option<i32>, sig: Option<i32>) -> SessionView {
         SessionView {
-            state: "dead",
+            state: SessionState::Dead,
             exit_status: code,
             exit_signal: sig,
         }
@@ -701,6 +347,18 @@ mod tests {
 
     fn b(x: Bucket, r: &str) -> Option<(Bucket, String)> {
         Some((x, r.to_string()))
+    }
+
+    #[test]
+    fn item_kinds_keep_their_json_words() {
+        for (kind, word) in [(ItemKind::Task, "task"), (ItemKind::Lane, "lane")] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), word);
+            assert_eq!(kind.to_string(), word);
+            assert_eq!(
+                serde_json::from_value::<ItemKind>(serde_json::json!(word)).unwrap(),
+                kind
+            );
+        }
     }
 
     #[test]
@@ -810,7 +468,7 @@ mod tests {
         let item = |status: Status, agent: Option<&AgentInfo>, s: &SessionView| {
             let (bucket, reason) = classify(status, s, agent).unwrap();
             Item {
-                kind: "task".into(),
+                kind: ItemKind::Task,
                 id: "t".into(),
                 project: "p".into(),
                 branch: "b".into(),
@@ -872,23 +530,5 @@ mod tests {
         assert_eq!(first.bucket, Bucket::Waiting);
         assert_eq!(need(&first), None);
         assert!(!needs_you(&first));
-    }
-
-    #[test]
-    fn agent_info_older_than_the_task_change_is_ignored() {
-        let mut task: Task = serde_json::from_value(serde_json::json!({
-            "id": "abc", "project": "p", "branch": "b", "harness": "h", "status": "working",
-            "workspace": null, "tmux_session": null, "summary": "", "created_at": "2030-01-01T00:00:00Z",
-            "updated_at": "2030-01-01T00:00:10Z"
-        }))
-        .unwrap();
-        let info = AgentInfo {
-            state: Some(agent::State::Waiting),
-            at: "2030-01-01T00:00:05Z".into(),
-            ..AgentInfo::default()
-        };
-        assert_eq!(fresh_agent_info(&task, info.clone()), None);
-        task.updated_at = "2030-01-01T00:00:05Z".into();
-        assert!(fresh_agent_info(&task, info).is_some());
     }
 }

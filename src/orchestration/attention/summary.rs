@@ -1,0 +1,264 @@
+//! The summary of every open task and lane: each one an [`Item`] in its bucket
+//! ([`classify`]), counted per project, with the remote hosts' merged in. Built from files
+//! (the open tasks through their index, their `agent.json`, the lane registry) and the
+//! panes a look saw: no process.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::adapters::store::Home;
+use crate::adapters::tmux::PaneInfo;
+use crate::orchestration::agent::{self, AgentInfo};
+use crate::orchestration::task::{Status, Task, TaskStore};
+
+use super::classify::{classify, Bucket, Counts, Item, ItemKind, FIRST_PROMPT, WAITING_FOR_INPUT};
+use super::session::{SessionState, SessionView};
+
+/// Counts over every project's open tasks (and lanes), per project, and the items.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Tasks and lanes together.
+    #[serde(flatten)]
+    pub total: Counts,
+    /// `task.json` files that could not be read or parsed.
+    pub unreadable: u32,
+    pub tasks: Counts,
+    /// Lanes: zero until [`lane_items`] returns them.
+    pub lanes: Counts,
+    /// Per project (the status line groups by project); only projects with open tasks or lanes.
+    pub projects: BTreeMap<String, Counts>,
+    /// Every open task (and lane), by project, oldest first.
+    pub items: Vec<Item>,
+    /// Remote hosts with projects: reachable or not, and how old their view is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostView>,
+}
+
+/// A remote host as the widgets show it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostView {
+    pub name: String,
+    pub reachable: bool,
+    /// Seconds since its last snapshot was fetched; `None` when never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub age_s: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Summary {
+    /// Nothing to show: no open task or lane, no unreadable file.
+    pub fn is_empty(&self) -> bool {
+        self.total.open() == 0 && self.unreadable == 0
+    }
+}
+
+/// `agent.json` if it says something about the task's current agent: observed (or the
+/// last hook heard, or the escalation made) at or after the task's last change.
+fn fresh_agent_info(task: &Task, mut info: AgentInfo) -> Option<AgentInfo> {
+    let since = task.updated_at.as_str();
+    let observed = info.state.is_some() && agent::at_or_after(&info.at, since);
+    let hooked = info.hook_state.is_some()
+        && info
+            .hook_at
+            .as_deref()
+            .is_some_and(|at| agent::at_or_after(at, since));
+    if !observed {
+        info.state = None;
+    }
+    if !hooked {
+        info.hook_state = None;
+        info.hook_at = None;
+    }
+    if info
+        .escalated
+        .as_ref()
+        .is_some_and(|e| !agent::at_or_after(&e.at, since))
+    {
+        info.escalated = None;
+    }
+    if info.state.is_none() && info.hook_state.is_none() && info.escalated.is_none() {
+        return None;
+    }
+    Some(info)
+}
+
+/// Lanes as items: one [`Item`] of kind `lane` per open lane, bucketed like tasks:
+/// running with a live agent → working; running with a dead or missing session, or
+/// `error` → dead; `finished` → review. Read straight from `lanes/registry.json` and the
+/// panes already listed: no extra process. An unreadable registry shows no lanes (the lane
+/// commands report it).
+pub fn lane_items(home: &Home, panes: &[PaneInfo]) -> Vec<Item> {
+    use crate::orchestration::lane::{LaneState, Lanes};
+    let Ok(lanes) = Lanes::new(home).list(false) else {
+        return Vec::new();
+    };
+    lanes
+        .into_iter()
+        .filter_map(|l| {
+            let t = l.as_task();
+            let mut session = SessionView::of(&t, panes);
+            // zellij lanes are not in tmux's pane list: trust the registry.
+            if session.state == SessionState::None && l.mux_backend == "zellij" {
+                session.state = SessionState::Live;
+            }
+            let (bucket, reason) = match l.state {
+                // A lane's error is its own account of a dead agent.
+                LaneState::Error => (
+                    Bucket::Dead,
+                    l.last_error.clone().unwrap_or_else(|| "error".into()),
+                ),
+                LaneState::Finished => (Bucket::Review, "finished".into()),
+                // Being created: its session is starting.
+                LaneState::Creating if session.state == SessionState::Live => {
+                    (Bucket::Working, "working".into())
+                }
+                // Running (or still creating, its session not live): judged like a working task.
+                _ => classify(Status::Working, &session, None)?,
+            };
+            let (exit_status, exit_signal) = match l.state {
+                LaneState::Error | LaneState::Finished => (l.exit_status, None),
+                _ => (session.exit_status, session.exit_signal),
+            };
+            Some(Item {
+                kind: ItemKind::Lane,
+                id: l.lane_id.clone(),
+                project: l.project.clone(),
+                branch: l.branch_name.clone(),
+                status: l.state.as_str().to_string(),
+                bucket,
+                reason,
+                session: Some(l.mux_target.clone()),
+                session_id: l.mux_session_id.clone(),
+                exit_status,
+                exit_signal,
+                created_at: l.created_at.clone(),
+                host: None,
+                harness: String::new(),
+            })
+        })
+        .collect()
+}
+
+/// Agent states already read, by (project, task id): the monitor's pass knows them.
+pub type Agents = std::collections::HashMap<(String, String), AgentInfo>;
+
+fn task_item(home: &Home, task: &Task, panes: &[PaneInfo], agents: &Agents) -> Option<Item> {
+    let session = SessionView::of(task, panes);
+    let agent = if session.state == SessionState::Live && task.status.is_active() {
+        let info = match agents.get(&(task.project.clone(), task.id.clone())) {
+            Some(info) => info.clone(),
+            None => agent::load(&TaskStore::new(home).dir(&task.project, &task.id)),
+        };
+        fresh_agent_info(task, info)
+    } else {
+        None
+    };
+    let (bucket, mut reason) = classify(task.status, &session, agent.as_ref())?;
+    // Started without a prompt, it waits for the first one: its person knows.
+    if task.awaiting_prompt && reason == WAITING_FOR_INPUT {
+        reason = FIRST_PROMPT.into();
+    }
+    Some(Item {
+        kind: ItemKind::Task,
+        id: task.id.clone(),
+        project: task.project.clone(),
+        branch: task.branch.clone(),
+        status: task.status.as_str().into(),
+        bucket,
+        reason,
+        session: task.tmux_session.clone(),
+        session_id: task.tmux_session_id.clone(),
+        exit_status: session.exit_status,
+        exit_signal: session.exit_signal,
+        created_at: task.created_at.clone(),
+        host: None,
+        harness: task.harness.clone(),
+    })
+}
+
+/// The summary of every open task and lane for these panes: the open tasks (through the
+/// index, leniently), their `agent.json`, the lane registry. No process is started.
+pub fn read(home: &Home, panes: &[PaneInfo]) -> Summary {
+    let (tasks, unreadable) = TaskStore::new(home).list_open_lenient();
+    of_tasks(home, &tasks, unreadable, panes, &Agents::new())
+}
+
+/// [`read`] with the open tasks already read (the monitor's pass has them).
+pub fn of_tasks(
+    home: &Home,
+    tasks: &[Task],
+    unreadable: u32,
+    panes: &[PaneInfo],
+    agents: &Agents,
+) -> Summary {
+    let mut s = Summary {
+        unreadable,
+        ..Summary::default()
+    };
+    let mut items: Vec<Item> = tasks
+        .iter()
+        .filter_map(|t| task_item(home, t, panes, agents))
+        .collect();
+    items.extend(lane_items(home, panes));
+    s.add_items(items);
+    s
+}
+
+impl Summary {
+    /// Count `items` in and keep them in order (project, creation, id).
+    pub fn add_items(&mut self, items: Vec<Item>) {
+        for item in &items {
+            self.total.add(item.bucket);
+            if item.kind == ItemKind::Lane {
+                self.lanes.add(item.bucket);
+            } else {
+                self.tasks.add(item.bucket);
+            }
+            self.projects
+                .entry(item.project.clone())
+                .or_default()
+                .add(item.bucket);
+        }
+        self.items.extend(items);
+        self.items.sort_by(|a, b| {
+            (&a.project, &a.created_at, &a.id).cmp(&(&b.project, &b.created_at, &b.id))
+        });
+    }
+
+    /// A remote host's view merged in: its items (marked with the host), its unreadable
+    /// files, and the host itself. An unreachable host keeps its last items: its agents
+    /// are never reported dead for want of a connection.
+    pub fn add_host(&mut self, view: HostView, mut remote: Summary) {
+        for item in &mut remote.items {
+            item.host = Some(view.name.clone());
+        }
+        self.unreadable += remote.unreadable;
+        self.add_items(remote.items);
+        self.hosts.push(view);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_info_older_than_the_task_change_is_ignored() {
+        let mut task: Task = serde_json::from_value(serde_json::json!({
+            "id": "abc", "project": "p", "branch": "b", "harness": "h", "status": "working",
+            "workspace": null, "tmux_session": null, "summary": "", "created_at": "2030-01-01T00:00:00Z",
+            "updated_at": "2030-01-01T00:00:10Z"
+        }))
+        .unwrap();
+        let info = AgentInfo {
+            state: Some(agent::State::Waiting),
+            at: "2030-01-01T00:00:05Z".into(),
+            ..AgentInfo::default()
+        };
+        assert_eq!(fresh_agent_info(&task, info.clone()), None);
+        task.updated_at = "2030-01-01T00:00:05Z".into();
+        assert!(fresh_agent_info(&task, info).is_some());
+    }
+}

@@ -1,0 +1,445 @@
+//! What state one agent is in, from the best signal (hook > Claude log > pane > screen):
+//! [`Monitor::judge`] weighs what the pass saw into a [`Seen`], and [`record`] writes that
+//! verdict into the agent's record (`agent.json`) before the policies act ([`super::act`]).
+
+use std::time::Duration;
+
+use crate::adapters::tmux::{PaneExit, PaneInfo};
+use crate::execution::sandbox;
+use crate::orchestration::agent::{self, AgentInfo, LogState, Signal, State};
+use crate::orchestration::screen;
+use crate::orchestration::task::{Task, TaskStore};
+
+use super::{age, Monitor};
+
+/// Lines of scrollback read above a dead agent's screen for its last words.
+const DEATH_SCROLLBACK: usize = 200;
+/// How many of a dead agent's last lines are kept.
+const LAST_LINES: usize = 12;
+/// How long after a death its last words are still looked for when none were read.
+const LATE_WORDS: Duration = Duration::from_secs(10);
+
+/// One observation of an agent.
+#[derive(Default)]
+pub(super) struct Seen {
+    pub(super) state: Option<State>,
+    pub(super) signal: Option<Signal>,
+    pub(super) exit: Option<PaneExit>,
+    pub(super) death: Option<String>,
+    pub(super) error: Option<(agent::ErrorKind, String)>,
+    pub(super) blocker: Option<(agent::Blocker, String)>,
+    /// `attempt 2/10` while retrying.
+    pub(super) retry: Option<String>,
+    /// The question its turn ended on.
+    pub(super) asked: Option<String>,
+    /// It called a tool since the last pass (the log grew with a tool call).
+    pub(super) progress: bool,
+    pub(super) log_len: Option<u64>,
+    /// When the state began, when the signal knows (screen: the last activity).
+    pub(super) since: Option<String>,
+    /// A dead agent's last lines (scrollback included).
+    pub(super) last_lines: Vec<String>,
+    /// The pane whose screen this pass must read.
+    pub(super) look: Option<String>,
+    /// A dead agent's pane: its id and the pid its program had.
+    pub(super) pane: Option<(String, u32)>,
+}
+
+impl Seen {
+    /// What the screen shows outranks a busy or idle guess: a dialog blocks the agent
+    /// whatever the last hook said; a retry shows only while it looks busy.
+    pub(super) fn apply(&mut self, s: screen::Screen) {
+        match s {
+            screen::Screen::Blocked(b, line) => {
+                self.state = Some(State::Blocked);
+                self.signal = Some(Signal::Screen);
+                self.blocker = Some((b, line));
+            }
+            screen::Screen::Retrying(detail)
+                if matches!(self.state, Some(State::Working | State::Unknown) | None) =>
+            {
+                self.state = Some(State::Retrying);
+                self.signal = Some(Signal::Screen);
+                self.retry = Some(detail);
+            }
+            screen::Screen::Retrying(_) => {}
+            // A declared error line says more than the screen's activity; a hook or the
+            // transcript (newer, and the agent's own word) says more than it.
+            screen::Screen::Error(_)
+                if !matches!(self.signal, None | Some(Signal::Screen | Signal::None)) => {}
+            screen::Screen::Error(line) => {
+                self.state = Some(State::Error);
+                self.signal = Some(Signal::Screen);
+                self.error = Some((agent::classify_error(&line), line));
+            }
+            // A declared prompt or spinner says more than the screen's activity, never
+            // more than a hook or the transcript.
+            screen::Screen::Waiting(_) | screen::Screen::Working(_)
+                if !matches!(self.signal, None | Some(Signal::Screen | Signal::None)) => {}
+            screen::Screen::Waiting(_) => {
+                if self.state != Some(State::Waiting) {
+                    self.since = None;
+                }
+                self.state = Some(State::Waiting);
+                self.signal = Some(Signal::Screen);
+            }
+            screen::Screen::Working(_) => {
+                self.state = Some(State::Working);
+                self.signal = Some(Signal::Screen);
+                self.since = None;
+            }
+        }
+    }
+
+    /// The log grew since the last pass (what the agent's record knew of it).
+    pub(super) fn log_grew(&self, info: &AgentInfo) -> bool {
+        self.log_len.is_some() && self.log_len != info.log_len
+    }
+}
+
+/// What Claude's log (transcript) says, when its name is known.
+#[derive(Default)]
+struct FromLog {
+    /// Where the log's last line that says something ends (bookkeeping lines after it,
+    /// such as one per retry attempt, are not progress).
+    len: Option<u64>,
+    /// The time of that line.
+    at: Option<String>,
+    state: Option<LogState>,
+}
+
+impl<'a> Monitor<'a> {
+    /// Judge one agent on what the pass saw: its pane (`panes`), its record (`info`: the
+    /// hooks it sent, the last pass's verdict), Claude's log. Screens are read later, for
+    /// all agents at once ([`Seen::look`] names the panes to read).
+    pub(super) fn judge(
+        &self,
+        task: &Task,
+        info: &AgentInfo,
+        panes: &[PaneInfo],
+        now: chrono::DateTime<chrono::Utc>,
+        grace: Duration,
+    ) -> Seen {
+        let sid = task.tmux_session_id.as_deref().unwrap_or("");
+        let Some(pane) = crate::orchestration::lifecycle::agent_pane(task, panes) else {
+            return Seen {
+                state: Some(State::Dead),
+                signal: Some(Signal::Pane),
+                death: Some(format!("gone:{sid}")),
+                ..Seen::default()
+            };
+        };
+        if pane.pane_dead {
+            return self.judge_dead(task, info, pane, now);
+        }
+        self.judge_live(task, info, pane, now, grace)
+    }
+
+    /// A dead pane: how it ended, its last words and what they say (a dialog that blocked
+    /// it, a program the sandbox hides).
+    fn judge_dead(
+        &self,
+        task: &Task,
+        info: &AgentInfo,
+        pane: &PaneInfo,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Seen {
+        let sid = task.tmux_session_id.as_deref().unwrap_or("");
+        let death = format!("{sid}:{}", pane.pane_pid);
+        let mut seen = Seen {
+            state: Some(State::Dead),
+            signal: Some(Signal::Pane),
+            exit: pane.exit(),
+            pane: Some((pane.pane_id.clone(), pane.pane_pid)),
+            ..Seen::default()
+        };
+        // Its last words, once per death: the reason is usually a line that scrolled
+        // off the visible screen. tmux may mark a pane dead before it has drained what
+        // the program wrote last: an empty read is tried again (briefly, and on the
+        // next pass too while none was kept).
+        let new_death = info.handled_death.as_deref() != Some(death.as_str());
+        let words_late = info.last_lines.is_empty() && age(&info.since, now) < LATE_WORDS;
+        if new_death || words_late {
+            let attempts = if new_death { 4 } else { 1 };
+            for attempt in 0..attempts {
+                if attempt > 0 {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                if let Ok(text) = self.tmux.capture_pane(&pane.pane_id, DEATH_SCROLLBACK) {
+                    seen.last_lines = screen::last_lines(&text, LAST_LINES);
+                }
+                if !seen.last_lines.is_empty() {
+                    break;
+                }
+            }
+            if let Some(screen::Screen::Blocked(b, line)) = self
+                .rules_of(&task.harness)
+                .classify(&seen.last_lines.join("\n"))
+            {
+                seen.blocker = Some((b, line));
+            }
+        }
+        // Under a sandbox, "not found" (sh's 127, bwrap's execvp) is almost always what
+        // the sandbox hides (/tmp, /run): no crash, what to do instead.
+        if seen.blocker.is_none() && task.sandbox != sandbox::Kind::None {
+            let execvp = seen
+                .last_lines
+                .iter()
+                .find(|l| l.contains("bwrap: execvp"))
+                .cloned();
+            if execvp.is_some() || seen.exit == Some(PaneExit::Status(127)) {
+                let line = execvp
+                    .or_else(|| seen.last_lines.last().cloned())
+                    .unwrap_or_default();
+                seen.blocker = Some((agent::Blocker::NotInSandbox, line));
+            }
+        }
+        seen.death = Some(death);
+        seen
+    }
+
+    /// Claude's log, when we know its name.
+    fn read_log(&self, task: &Task) -> FromLog {
+        let mut log = FromLog::default();
+        if let (Some(conv), Some(ws)) = (&task.agent_session_id, self.workspace_path(task)) {
+            if let Some((tail, start)) = agent::read_log_tail(&agent::claude_log_path(&ws, conv)) {
+                log.len = Some(start + tail.len() as u64);
+                if let Some((state, end)) = agent::state_of_log_at(&tail) {
+                    log.len = Some(start + end as u64);
+                    log.at = tail[..end].lines().last().and_then(agent::line_time);
+                    log.state = Some(state);
+                }
+            }
+        }
+        log
+    }
+
+    /// A live pane: the hook, else the log, else the screen's activity; then whether its
+    /// screen must be read.
+    fn judge_live(
+        &self,
+        task: &Task,
+        info: &AgentInfo,
+        pane: &PaneInfo,
+        now: chrono::DateTime<chrono::Utc>,
+        grace: Duration,
+    ) -> Seen {
+        let log = self.read_log(task);
+        let log_grew = log.len.is_some() && log.len != info.log_len;
+        let mut seen = Seen {
+            log_len: log.len,
+            progress: log_grew && matches!(log.state, Some(LogState::Working { tool: true })),
+            ..Seen::default()
+        };
+        weigh(&mut seen, info, log, pane, now, grace);
+        let stalled = seen.state == Some(State::Working) && !log_grew;
+        // Working by the transcript but idle by claude's own account: a turn cut short
+        // (Esc while the request waited) that no hook and no transcript line tells.
+        if stalled
+            && seen.signal != Some(Signal::Screen)
+            && task.harness == "claude"
+            && claude_says(task, pane.pane_pid, &self.tasks.store).as_deref() == Some("idle")
+        {
+            seen.state = Some(State::Waiting);
+        }
+        // A claude that works: a retry shows only on its screen (and at once); before its
+        // first hook: the first-run screens; blocked or retrying: to see that end.
+        let was_stuck = matches!(info.state, Some(State::Blocked | State::Retrying));
+        let busy = seen.state == Some(State::Working);
+        if task.harness == "claude" && (info.hook_state.is_none() || busy || was_stuck) {
+            seen.look = Some(pane.pane_id.clone());
+        }
+        // Another harness whose screen config.toml (or orange) tells how to read: every
+        // pass (all screens in one tmux call).
+        if task.harness != "claude" && !self.rules_of(&task.harness).is_empty() {
+            seen.look = Some(pane.pane_id.clone());
+        }
+        seen
+    }
+}
+
+/// The state of a live agent from its signals: the hook, unless the log has news after it;
+/// else the log; else the screen's activity (quiet for longer than `grace`: waiting).
+fn weigh(
+    seen: &mut Seen,
+    info: &AgentInfo,
+    log: FromLog,
+    pane: &PaneInfo,
+    now: chrono::DateTime<chrono::Utc>,
+    grace: Duration,
+) {
+    // Hooks are the best signal, unless the log has news after them: an error (no
+    // hook may tell it), or a line written after the last hook (a hook can be lost or
+    // late: the turn ended in the transcript while the last hook said working).
+    // An error line without a time (no such line from Claude Code 2.1) counts as news.
+    let log_is_newer = match (&log.at, &info.hook_at) {
+        (Some(l), Some(h)) => agent::after(l, h),
+        (None, _) => matches!(log.state, Some(LogState::Error(..))),
+        _ => false,
+    };
+    match (info.hook_state, log.state) {
+        (Some(h), from_log) if !log_is_newer => {
+            seen.state = Some(h);
+            seen.signal = Some(Signal::Hook);
+            seen.blocker = info
+                .hook_blocker
+                .map(|b| (b, info.hook_detail.clone().unwrap_or_default()));
+            if h == State::Error {
+                seen.error = Some((
+                    info.hook_error.unwrap_or(agent::ErrorKind::Other),
+                    info.hook_detail.clone().unwrap_or_default(),
+                ));
+            }
+            if h == State::Waiting {
+                seen.asked = match from_log {
+                    Some(LogState::Waiting { question }) => question,
+                    _ => None,
+                }
+                .or_else(|| info.hook_detail.clone());
+            }
+        }
+        (_, Some(LogState::Working { .. })) => {
+            seen.state = Some(State::Working);
+            seen.signal = Some(Signal::Log);
+        }
+        (_, Some(LogState::Waiting { question })) => {
+            seen.state = Some(State::Waiting);
+            seen.signal = Some(Signal::Log);
+            seen.asked = question;
+        }
+        (_, Some(LogState::Error(k, m))) => {
+            seen.state = Some(State::Error);
+            seen.signal = Some(Signal::Log);
+            seen.error = Some((k, m));
+        }
+        (_, None) => {
+            // Screen activity: quiet for longer than the grace → waiting (debounced).
+            let quiet = now
+                .timestamp()
+                .saturating_sub(pane.window_activity as i64)
+                .max(0) as u64;
+            let state = if Duration::from_secs(quiet) >= grace {
+                State::Waiting
+            } else {
+                State::Working
+            };
+            seen.since = (state == State::Waiting)
+                .then(|| chrono::DateTime::from_timestamp(pane.window_activity as i64, 0))
+                .flatten()
+                .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+            seen.state = Some(state);
+            seen.signal = Some(Signal::Screen);
+        }
+    }
+}
+
+/// What a running claude says of itself (`idle`, `busy`, `waiting`): by its pid, or in a
+/// sandbox from its task's own `claude-sessions/`.
+fn claude_says(task: &Task, pane_pid: u32, store: &TaskStore) -> Option<String> {
+    if task.sandbox == sandbox::Kind::None {
+        agent::claude_session_status(pane_pid)
+    } else {
+        agent::claude_session_status_in(&sandbox::claude_sessions(
+            &store.dir(&task.project, &task.id),
+        ))
+    }
+}
+
+/// Write what was seen of one agent into its record (`info`, read at the pass's start):
+/// its state and since when, its signal, the log's length, its exit, error, blocker,
+/// question and last words, and the detail shown for it. `stamp`: when the pass looked.
+/// The state recorded.
+pub(super) fn record(info: &mut AgentInfo, seen: &Seen, stamp: &str, task: &str) -> State {
+    let state = seen.state.unwrap_or(State::Unknown);
+    let blocker = seen.blocker.as_ref().map(|(b, _)| *b);
+    let log_grew = seen.log_grew(info);
+    if info.state != Some(state) || (state == State::Blocked && info.blocker != blocker) {
+        info.since = seen.since.clone().unwrap_or_else(|| stamp.to_string());
+        // An escalation belongs to the state it was raised in (a dialog, an error, an
+        // idle period): the agent moved on. A death's stays until a respawn.
+        if state != State::Dead {
+            info.escalated = None;
+        }
+    } else if state == State::Waiting {
+        // Still waiting, but it did something in between that no pass saw (answered a
+        // nudge, printed): a new idle period begins.
+        let newer = |t: &str| agent::after(t, &info.since);
+        let began = match seen.signal {
+            Some(Signal::Hook) => info.hook_at.clone().filter(|t| newer(t)),
+            Some(Signal::Screen) => seen.since.clone().filter(|t| newer(t)),
+            _ if log_grew => Some(stamp.to_string()),
+            _ => None,
+        };
+        if let Some(t) = began {
+            info.since = t;
+        }
+    }
+    if seen.progress {
+        info.progress_at = Some(stamp.to_string());
+        info.idle_nudges = 0;
+    }
+    info.state = Some(state);
+    info.signal = seen.signal;
+    info.at = stamp.to_string();
+    info.log_len = seen.log_len;
+    info.exit_status = match seen.exit {
+        Some(PaneExit::Status(c)) => Some(c),
+        _ => None,
+    };
+    info.error_kind = seen.error.as_ref().map(|(k, _)| *k);
+    info.asked = seen.asked.clone().filter(|_| state == State::Waiting);
+    if state != State::Dead {
+        info.blocker = blocker;
+        info.last_lines.clear();
+    } else if seen.death.as_deref() != info.handled_death.as_deref()
+        || (info.last_lines.is_empty() && !seen.last_lines.is_empty())
+    {
+        // A new death (or its words read late): its own last words and reason, kept
+        // while it stays dead.
+        info.blocker = blocker;
+        info.last_lines = seen.last_lines.clone();
+    }
+    info.detail = detail(state, seen, info, task);
+    state
+}
+
+/// The detail shown for an agent in `state`: its error, what blocks it and what to do,
+/// its retry, its question, how it died.
+fn detail(state: State, seen: &Seen, info: &AgentInfo, task: &str) -> Option<String> {
+    match state {
+        State::Error => seen.error.as_ref().map(|(_, m)| m.clone()),
+        State::Blocked => seen.blocker.as_ref().map(|(b, line)| {
+            let advice = b.advice(task);
+            if line.is_empty() {
+                advice
+            } else {
+                format!("{line} — {advice}")
+            }
+        }),
+        State::Retrying => seen
+            .retry
+            .as_ref()
+            .map(|r| format!("retrying an API error by itself ({r})")),
+        State::Waiting => info.asked.as_ref().map(|q| format!("asked: {q}")),
+        State::Dead => Some(death_detail(seen.exit, info, task)),
+        _ => None,
+    }
+}
+
+/// A dead agent's detail: how it ended, and its last line (the reason is usually there).
+fn death_detail(exit: Option<PaneExit>, info: &AgentInfo, task: &str) -> String {
+    let how = match exit {
+        Some(PaneExit::Signal(s)) => format!("killed by signal {s}"),
+        Some(PaneExit::Status(c)) => format!("exited with status {c}"),
+        None => "session gone".into(),
+    };
+    match (info.blocker, info.last_lines.last()) {
+        // What was not found, in the program's words (a pane line: printers make it safe).
+        (Some(b @ agent::Blocker::NotInSandbox), Some(line)) => {
+            format!("{how} ({}): {}", line.trim(), b.advice(task))
+        }
+        (Some(b), _) => format!("{how}: {}", b.advice(task)),
+        (None, Some(line)) => format!("{how}: {}", line.trim()),
+        (None, None) => how,
+    }
+}

@@ -1,0 +1,326 @@
+//! One pass of the monitor over every active task: ONE tmux call to look
+//! ([`snapshot::look`]), the crash repair on what it saw, the requests sandboxed agents
+//! queued, then each agent judged ([`super::judge`]; the screens that must be read, in one
+//! more tmux call for them all) and its policies applied ([`super::act`]); last, every open
+//! task and lane classified for the snapshot the caller writes, publishes and notifies.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::adapters::store::{self, LockGuard};
+use crate::adapters::tmux::PaneInfo;
+use crate::error::Result;
+use crate::execution::sandbox;
+use crate::orchestration::agent;
+use crate::orchestration::attention::summary::Agents;
+use crate::orchestration::observe::snapshot::{self, Snapshot};
+use crate::orchestration::prompt;
+use crate::orchestration::repair::Repair;
+use crate::orchestration::task::{Status, Task};
+
+use super::act::{Judged, Resolved};
+use super::{now_s, Monitor, PassReport};
+
+impl<'a> Monitor<'a> {
+    /// One pass over every active task. Passes are serialized (a short lock), so a pass
+    /// started by hand never races the background monitor into a double nudge.
+    pub fn pass(&mut self) -> Result<PassReport> {
+        self.pass_within(Duration::from_secs(30))
+    }
+
+    /// [`Self::pass`], waiting at most `wait` for another pass to end (`lock_timeout`
+    /// after that). It asks tmux ONCE ([`snapshot::look`]): the sessions and their marks
+    /// for the crash repair, the panes for every agent; screens are read (one more call)
+    /// only for agents whose state the screen can tell. The report carries the snapshot,
+    /// classified after the policies acted, for the caller to write, publish and notify
+    /// while the report (which holds the pass lock) lives.
+    pub fn pass_within(&mut self, wait: Duration) -> Result<PassReport> {
+        let pass = LockGuard::acquire_within(&self.home.root.join("run/monitor-pass.lock"), wait)?;
+        let mut report = PassReport {
+            lock: Some(pass),
+            ..PassReport::default()
+        };
+        let mut snap = snapshot::look(self.home, &self.tmux)?;
+        // Crash leftovers first: an orphaned agent stopped, an interrupted spawn adopted.
+        // The open tasks, read once for the whole pass (again only if a repair changed
+        // some). A damaged task file must not blind the monitor to every other task: it
+        // is counted (the widgets show it) and skipped here.
+        let (mut open, mut unreadable) = self.read_open();
+        let repairs = self.repair(&snap, &open);
+        if !repairs.is_empty() {
+            // Sessions were stopped or adopted: look again.
+            snap = snapshot::look(self.home, &self.tmux)?;
+            (open, unreadable) = self.read_open();
+        }
+        self.after_repairs(&repairs, &mut report);
+        if self.server.is_none() {
+            self.server = snap.server_id.clone();
+        }
+        // What sandboxed agents asked of their tasks (they cannot write orange's state).
+        if self.apply_requests(&open, &mut report) {
+            (open, unreadable) = self.read_open();
+        }
+        // Workspace name → path, straight from the pool's file (no look at each one).
+        self.workspaces = crate::execution::pool::load(self.home)?
+            .workspaces
+            .iter()
+            .map(|(name, slot)| (name.clone(), slot.path_in(self.home, name)))
+            .collect();
+        let watched: Vec<&Task> = open.iter().filter(|t| self.watches(t)).collect();
+        self.prepare_rules(watched.into_iter());
+        let mut agents = self.judge_all(&open, &snap.panes, &mut report);
+        let open = self.as_acted_on(open, &report, &mut agents);
+        snapshot::summarize_tasks(self.home, &mut snap, &open, unreadable, &agents);
+        report.snapshot = Some(snap);
+        Ok(report)
+    }
+
+    /// The open tasks (leniently: a damaged file is counted, not fatal), noting the count
+    /// of pokes before they were read ([`Monitor::still_as_observed`] trusts them while no
+    /// task was saved since).
+    fn read_open(&mut self) -> (Vec<Task>, u32) {
+        self.tasks_read_at = store::pokes(self.home);
+        self.tasks.store.list_open_lenient()
+    }
+
+    /// The crash repair on the sessions this pass saw (errors logged: the next pass tries
+    /// again). `open`: the open tasks as the pass read them.
+    fn repair(&mut self, snap: &Snapshot, open: &[Task]) -> Vec<Repair> {
+        let active: HashSet<(String, String)> = open
+            .iter()
+            .filter(|t| t.status.is_active())
+            .map(|t| (t.project.clone(), t.id.clone()))
+            .collect();
+        match crate::orchestration::reconcile::reconcile_seen(
+            self.home,
+            &self.tmux,
+            snap.marked(),
+            true,
+            &active,
+        ) {
+            Ok(repairs) => repairs,
+            Err(e) => {
+                store::log(
+                    self.home,
+                    "warn",
+                    "reconcile failed",
+                    json!({"error": e.to_string(), "code": e.code()}),
+                );
+                Vec::new()
+            }
+        }
+    }
+
+    /// The repairs in the report, and what waited in a queue for a workspace they freed.
+    fn after_repairs(&mut self, repairs: &[Repair], report: &mut PassReport) {
+        report.actions.extend(
+            repairs
+                .iter()
+                .map(|r| json!({"action": "reconciled", "repair": r})),
+        );
+        for next in self.tasks.after_repairs(repairs) {
+            if let Some(id) = next.spawned {
+                report.actions.push(
+                    json!({"task": id, "action": "spawned", "reason": "a repair freed a workspace"}),
+                );
+            }
+        }
+    }
+
+    /// Judge every agent this monitor watches and apply its task's policies; the screens
+    /// that must be read are read together, in one tmux process for the whole pass.
+    fn judge_all(&mut self, open: &[Task], panes: &[PaneInfo], report: &mut PassReport) -> Agents {
+        let now = chrono::Utc::now();
+        let mut judged = Vec::new();
+        for task in open.iter().cloned() {
+            if !self.watches(&task) {
+                continue;
+            }
+            report.checked += 1;
+            judged.push(self.judge_task(task, panes, now, report));
+        }
+        self.read_screens(&mut judged);
+        let mut agents = Agents::new();
+        for j in judged {
+            let key = (j.task.project.clone(), j.task.id.clone());
+            let id = j.task.id.clone();
+            match self.check(j, now, report) {
+                Ok(Some(info)) => {
+                    agents.insert(key, info);
+                }
+                Ok(None) => {}
+                Err(e) => report.actions.push(
+                    json!({"task": id, "action": "error", "error": e.to_string(), "code": e.code()}),
+                ),
+            }
+        }
+        agents
+    }
+
+    /// An active task with a session on the tmux server this monitor watches. A session on
+    /// another server (or on one that is gone) is not ours to judge (`orange restore`
+    /// restarts tasks of a server that is gone).
+    fn watches(&self, task: &Task) -> bool {
+        task.status.is_active()
+            && task.tmux_session_id.is_some()
+            && (task.tmux_server.is_none() || task.tmux_server == self.server)
+    }
+
+    /// Judge one task's agent on what the pass saw (its screen not read yet), and bring
+    /// its token use up to date.
+    fn judge_task(
+        &mut self,
+        task: Task,
+        panes: &[PaneInfo],
+        now: chrono::DateTime<chrono::Utc>,
+        report: &mut PassReport,
+    ) -> Judged {
+        let task = self.learn_first_prompt(task, report);
+        let dir = self.tasks.store.dir(&task.project, &task.id);
+        // Taken before looking: a hook that comes while this pass looks is newer.
+        let stamp = now_s();
+        let info = agent::load(&dir);
+        let policy = Resolved::of(&self.config, &task);
+        let seen = self.judge(&task, &info, panes, now, policy.idle_grace);
+        // Token use: only what its transcripts gained since the last pass is read.
+        if let (Some(conv), Some(ws)) = (&task.agent_session_id, self.workspace_path(&task)) {
+            if let Err(e) = crate::orchestration::usage::update(&dir, &ws, conv) {
+                store::log(
+                    self.home,
+                    "warn",
+                    "token use not updated",
+                    json!({"task": task.id, "error": e.to_string(), "code": e.code()}),
+                );
+            }
+        }
+        Judged {
+            task,
+            info,
+            stamp,
+            policy,
+            seen,
+        }
+    }
+
+    /// The screens the verdicts asked for, read in one tmux process, each weighed in.
+    fn read_screens(&self, judged: &mut [Judged]) {
+        let looks: Vec<&str> = judged
+            .iter()
+            .filter_map(|j| j.seen.look.as_deref())
+            .collect();
+        let screens = self.tmux.capture_panes(&looks).unwrap_or_default();
+        let mut screens = screens.into_iter();
+        for j in judged.iter_mut().filter(|j| j.seen.look.is_some()) {
+            if let Some(s) = screens
+                .next()
+                .flatten()
+                .and_then(|text| self.rules_of(&j.task.harness).classify(&text))
+            {
+                j.seen.apply(s);
+            }
+        }
+    }
+
+    /// The open tasks as this pass read them, but those its policies acted on read again
+    /// (their agent's record dropped from `agents`; a task that ended meanwhile dropped).
+    fn as_acted_on(&self, open: Vec<Task>, report: &PassReport, agents: &mut Agents) -> Vec<Task> {
+        let acted: HashSet<&str> = report
+            .actions
+            .iter()
+            .filter_map(|a| a.get("task").and_then(|t| t.as_str()))
+            .collect();
+        open.into_iter()
+            .filter_map(|t| {
+                if !acted.contains(t.id.as_str()) {
+                    return Some(t);
+                }
+                agents.remove(&(t.project.clone(), t.id.clone()));
+                self.tasks
+                    .store
+                    .load(&t.project, &t.id)
+                    .ok()
+                    .filter(|t| !t.status.is_final())
+            })
+            .collect()
+    }
+
+    /// A task started without a prompt: the first prompt typed into its agent, when the
+    /// agent wrote it down itself (the hook that should have told it may have failed or not
+    /// run), becomes its summary. The task as it is now.
+    fn learn_first_prompt(&mut self, task: Task, report: &mut PassReport) -> Task {
+        if !task.awaiting_prompt {
+            return task;
+        }
+        let Some(text) = self
+            .workspace_path(&task)
+            .and_then(|ws| prompt::in_transcript(&task, &ws))
+        else {
+            return task;
+        };
+        match prompt::adopt(&self.tasks.store, &task, &text, "transcript") {
+            Ok(Some(t)) => {
+                report
+                    .actions
+                    .push(json!({"task": t.id, "action": "first_prompt", "via": "transcript"}));
+                t
+            }
+            Ok(None) => task,
+            Err(e) => {
+                report.actions.push(json!({"task": task.id, "action": "error", "error": e.to_string(), "code": e.code()}));
+                task
+            }
+        }
+    }
+
+    /// Carry out the requests sandboxed agents queued (`task complete`, `stuck`,
+    /// `update`); true when a task changed.
+    fn apply_requests(&mut self, open: &[Task], report: &mut PassReport) -> bool {
+        let mut changed = false;
+        for task in open.iter().filter(|t| t.sandbox != sandbox::Kind::None) {
+            let dir = self.tasks.store.dir(&task.project, &task.id);
+            for req in sandbox::take_requests(&dir) {
+                let done = self.apply_request(task, &req);
+                changed |= done.is_ok();
+                report.actions.push(match done {
+                    Ok(t) => json!({"task": task.id, "action": "request", "op": req.op, "status": t.status}),
+                    Err(e) => json!({"task": task.id, "action": "request", "op": req.op, "error": e.to_string(), "code": e.code()}),
+                });
+            }
+            sandbox::requests_done(&dir);
+        }
+        changed
+    }
+
+    fn apply_request(&mut self, task: &Task, req: &sandbox::Request) -> Result<Task> {
+        let via = "sandbox";
+        let mut t = self.tasks.store.load(&task.project, &task.id)?;
+        match req.op.as_str() {
+            "complete" => t = self.tasks.set_status(&t, Status::Reviewing, via)?,
+            "stuck" => t = self.tasks.set_status(&t, Status::Stuck, via)?,
+            // Its hook heard the first prompt typed into an agent started without one.
+            "prompt" => {
+                if let Some(p) = &req.summary {
+                    if let Some(adopted) = prompt::adopt(&self.tasks.store, &t, p, "hook")? {
+                        t = adopted;
+                    }
+                }
+            }
+            "update" => {
+                if let Some(s) = &req.summary {
+                    t = self.tasks.set_summary(&t, s)?;
+                }
+                if let Some(s) = &req.status {
+                    t = self.tasks.set_status(&t, Status::parse(s)?, via)?;
+                }
+            }
+            other => {
+                return Err(crate::error::OrangeError::invalid(format!(
+                    "unknown request {other:?}"
+                )))
+            }
+        }
+        Ok(t)
+    }
+}
