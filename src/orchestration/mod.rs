@@ -6,7 +6,6 @@ pub mod doctor;
 pub mod host;
 pub mod lane;
 /// The old path of the task service (`task::service`), kept for callers outside it.
-pub mod lifecycle;
 pub mod monitor;
 pub mod observe;
 /// Old path of `observe::snapshot`, kept until the branches that use it are merged.

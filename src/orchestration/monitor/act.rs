@@ -13,8 +13,8 @@ use crate::adapters::tmux::PaneExit;
 use crate::error::Result;
 use crate::execution::config::{Action, Config, Policy};
 use crate::orchestration::agent::{self, AgentInfo, Escalation, State};
-use crate::orchestration::lifecycle::Recovery;
 use crate::orchestration::screen;
+use crate::orchestration::task::service::Recovery;
 use crate::orchestration::task::{Status, Task};
 
 use super::judge::{self, Seen};

@@ -9,8 +9,8 @@ use serde_json::json;
 use crate::adapters::store::{self, Home};
 use crate::error::Result;
 use crate::orchestration::agent::{self, State};
-use crate::orchestration::lifecycle::Tasks;
 use crate::orchestration::prompt;
+use crate::orchestration::task::service::TaskService;
 
 use super::now_s;
 
@@ -24,7 +24,7 @@ pub fn agent_hook(
     payload: &str,
     cwd: &Path,
 ) -> Result<serde_json::Value> {
-    let tasks = Tasks::new(home);
+    let tasks = TaskService::new(home);
     let task = tasks.infer(cwd)?;
     let payload: serde_json::Value =
         serde_json::from_str(payload).unwrap_or(serde_json::Value::Null);

@@ -121,7 +121,7 @@ impl<'a> Monitor<'a> {
         grace: Duration,
     ) -> Seen {
         let sid = task.tmux_session_id.as_deref().unwrap_or("");
-        let Some(pane) = crate::orchestration::lifecycle::agent_pane(task, panes) else {
+        let Some(pane) = crate::orchestration::attention::session::agent_pane(task, panes) else {
             return Seen {
                 state: Some(State::Dead),
                 signal: Some(Signal::Pane),

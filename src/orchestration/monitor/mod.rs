@@ -19,9 +19,9 @@ use crate::adapters::store::{self, Home, LockGuard};
 use crate::adapters::tmux::Tmux;
 use crate::error::Result;
 use crate::execution::config::Config;
-use crate::orchestration::lifecycle::Tasks;
 use crate::orchestration::observe::snapshot::Snapshot;
 use crate::orchestration::screen;
+use crate::orchestration::task::service::TaskService;
 use crate::orchestration::task::Task;
 
 mod act;
@@ -72,7 +72,7 @@ fn age(since: &str, now: chrono::DateTime<chrono::Utc>) -> Duration {
 
 pub struct Monitor<'a> {
     home: &'a Home,
-    tasks: Tasks<'a>,
+    tasks: TaskService<'a>,
     config: Config,
     tmux: Tmux,
     /// The count of pokes before the pass read the open tasks (see `store::poke`).
@@ -107,7 +107,7 @@ impl<'a> Monitor<'a> {
     pub fn new(home: &'a Home, tmux: Tmux) -> Result<Monitor<'a>> {
         Ok(Monitor {
             home,
-            tasks: Tasks::new(home).with_tmux(tmux.clone()),
+            tasks: TaskService::new(home).with_tmux(tmux.clone()),
             config: Config::load(home)?,
             rules: Default::default(),
             tmux,

@@ -11,7 +11,7 @@ use crate::adapters::store::Home;
 use crate::adapters::tmux::Tmux;
 use crate::error::Result;
 use crate::orchestration::agent::{AgentInfo, State};
-use crate::orchestration::lifecycle::SessionView;
+use crate::orchestration::attention::session::SessionView;
 use crate::orchestration::task::{Status, Task, TaskStore};
 use crate::ui::diff::{branch_diff, branch_diff_committed, BranchDiff, LineCache};
 use crate::ui::sidebar::model::{history_entry, pr_text, task_lines, Model};

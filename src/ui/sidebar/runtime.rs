@@ -18,9 +18,10 @@ use crate::adapters::store::Home;
 use crate::adapters::terminal::{self, Term};
 use crate::adapters::tmux::Tmux;
 use crate::error::{OrangeError, Result};
+use crate::orchestration::attention::session::SessionView;
 use crate::orchestration::host;
-use crate::orchestration::lifecycle::{SessionView, Tasks};
 use crate::orchestration::observer;
+use crate::orchestration::task::service::TaskService;
 use crate::orchestration::task::{self, Task, TaskStore};
 use crate::ui::output::{color_enabled, Out};
 use crate::ui::sidebar::gather::{self, GitPart};
@@ -50,7 +51,7 @@ pub fn find_task(
     cwd: &Path,
     explicit: Option<&str>,
 ) -> Result<Task> {
-    let tasks = Tasks::new(home);
+    let tasks = TaskService::new(home);
     if let Some(id) = explicit {
         return tasks.get(id, project);
     }
