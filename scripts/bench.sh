@@ -567,9 +567,9 @@ mb() { awk -v k="$1" 'BEGIN { printf "%.1f MB", k / 1024 }'; }
 
 figure_sidebars() {
     local i ids=() p name dead who mon_pid t0 t1 s0 s1 g0 g1 m0 m1 n_side
-    local agents=${BENCH_SIDEBAR_AGENTS:-20} busy=${BENCH_SIDEBAR_BUSY:-0} base=${BENCH_BASE_BIN:-}
+    local agents=${BENCH_SIDEBAR_AGENTS:-20} busy=${BENCH_SIDEBAR_BUSY:-0} base_bin=${BENCH_BASE_BIN:-}
     local kinds=(orange)
-    [[ -n $base ]] && kinds+=(base)
+    [[ -n $base_bin ]] && kinds+=(base)
     n_side=$((agents < 20 ? agents : 20))
     bench_log "sidebars: fixture ($agents tasks$( ((busy)) && echo ", busy agents"))"
     note "sidebars (load at start: $(load))"
@@ -600,7 +600,7 @@ figure_sidebars() {
     tmux -L "$sock" new-session -d -s sidebars -x 200 -y 50
     for who in "${kinds[@]}"; do
         local bin=$ORANGE
-        [[ $who == base ]] && bin=$base
+        [[ $who == base ]] && bin=$base_bin
         for ((i = 0; i < n_side; i++)); do
             tmux -L "$sock" new-window -d -n "$who" -t "=sidebars:" \
                 "exec env -u ORANGE_TMUX_SOCKET BENCH_WHO=sidebar-$who PATH=$(q "$wrap:$PATH") \
@@ -650,7 +650,7 @@ $(q "$bin") sidebar --task ${ids[i]}"
     row "$n_side sidebars + monitor: tmux processes/s" "$tps /s" "-" "-" "≤ 1 /s" "$(verdict "$tps" le 1)"
     row "  the $n_side sidebars alone" "$sps /s" "-" "-" "≤ 1 /s" "$(verdict "$sps" le 1)"
     local base_rss="-" ratio="-" base_anon="-" anon_ratio="-"
-    if [[ -n $base ]]; then
+    if [[ -n $base_bin ]]; then
         base_rss=$(mb "$(mem_stat "$tmp/mem.base" 1)")
         ratio=$(ratio_of "$rss_med" "$(mem_stat "$tmp/mem.base" 1)")x
         base_anon=$(mb "$(mem_stat "$tmp/mem.base" 2)")
