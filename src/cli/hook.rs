@@ -34,7 +34,7 @@ use crate::adapters::store;
 use crate::adapters::tmux::Tmux;
 use crate::error::{OrangeError, Result};
 use crate::orchestration::monitor::Monitor;
-use crate::orchestration::observer;
+use crate::orchestration::observe::snapshot;
 use crate::ui::output::Out;
 use crate::ui::status;
 
@@ -182,7 +182,7 @@ fn handle(ctx: &Ctx, event: &str, rest: &[String], flags: &HookFlags) -> Result<
 /// [`PASS_WAIT`] for a pass already under way (which then catches it, or the next does).
 fn observe_now(ctx: &Ctx, tmux: &Tmux, via: &str) -> Result<Value> {
     store::poke(&ctx.home);
-    if observer::monitor_running(&ctx.home, tmux) {
+    if snapshot::monitor_running(&ctx.home, tmux) {
         return Ok(json!({"monitor": "poked", "published": true}));
     }
     let mut m = Monitor::new(&ctx.home, tmux.clone())?.via(via);

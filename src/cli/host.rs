@@ -13,7 +13,8 @@ use crate::adapters::tmux::Tmux;
 use crate::error::{OrangeError, Result};
 use crate::orchestration::host::{self, Host, RemoteSnapshot};
 use crate::orchestration::monitor::Monitor;
-use crate::orchestration::{observer, project};
+use crate::orchestration::observe::snapshot;
+use crate::orchestration::project;
 use crate::ui::output::{table, Out};
 
 pub fn run(ctx: &Ctx, cmd: HostCmd) -> Result<Out> {
@@ -216,8 +217,8 @@ fn remove(ctx: &Ctx, name: &str, force: bool) -> Result<Out> {
 /// runs there, so deaths are recorded there, by its own monitor code).
 fn snapshot(ctx: &Ctx) -> Result<Out> {
     let tmux = Tmux::from_env();
-    let snap = if observer::monitor_running(&ctx.home, &tmux) {
-        observer::current(&ctx.home, &tmux)?
+    let snap = if snapshot::monitor_running(&ctx.home, &tmux) {
+        snapshot::current(&ctx.home, &tmux)?
     } else {
         let mut m = Monitor::new(&ctx.home, tmux.clone())?.via("host");
         match m.pass_within(std::time::Duration::from_millis(300)) {
@@ -226,7 +227,7 @@ fn snapshot(ctx: &Ctx) -> Result<Out> {
                 super::monitor::publish(&ctx.home, &tmux, &snap);
                 snap
             }
-            Err(OrangeError::LockTimeout { .. }) => observer::current(&ctx.home, &tmux)?,
+            Err(OrangeError::LockTimeout { .. }) => snapshot::current(&ctx.home, &tmux)?,
             Err(e) => return Err(e),
         }
     };

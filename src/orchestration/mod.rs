@@ -9,7 +9,6 @@ pub mod lane;
 pub mod monitor;
 pub mod observe;
 /// Old path of `observe::snapshot`, kept until the branches that use it are merged.
-pub mod observer;
 pub mod project;
 pub mod prompt;
 pub mod reconcile;

@@ -41,7 +41,7 @@ pub const OPT_STATUS_FORMAT: &str = "@orange-status-format";
 pub const OPT_HOOKS: &str = "@orange-hooks";
 pub const OPT_MONITOR: &str = "@orange-monitor";
 /// Read by the monitor's observation (a lower layer): defined there, listed here.
-pub const OPT_NOTIFY: &str = crate::orchestration::observer::NOTIFY_OPTION;
+pub const OPT_NOTIFY: &str = crate::orchestration::observe::snapshot::NOTIFY_OPTION;
 
 /// THE table of user options with their defaults. `orange.tmux`'s header documents the
 /// same names, and the observer reads some of them: the tests below hold all three to it.
@@ -352,7 +352,7 @@ pub fn pick_next(
     client: Option<&str>,
     session: Option<&str>,
 ) -> Result<Option<Item>> {
-    let snap = crate::orchestration::observer::current(home, tmux)?;
+    let snap = crate::orchestration::observe::snapshot::current(home, tmux)?;
     let sessions: Vec<&str> = snap.sessions.iter().map(|s| s.id.as_str()).collect();
     let remote_task = match session {
         Some(s) => tmux.get_option(OptionScope::Session(s), SESSION_REMOTE_TASK)?,
@@ -411,9 +411,9 @@ mod tests {
         let mut sorted: Vec<String> = table.iter().map(|s| s.to_string()).collect();
         sorted.sort();
         assert_eq!(sorted, doc, "OPTIONS and orange.tmux's header differ");
-        for name in crate::orchestration::observer::KEY_OPTIONS
+        for name in crate::orchestration::observe::snapshot::KEY_OPTIONS
             .iter()
-            .chain([&crate::orchestration::observer::NOTIFY_OPTION])
+            .chain([&crate::orchestration::observe::snapshot::NOTIFY_OPTION])
             .filter(|n| n.starts_with("@orange-"))
         {
             assert!(table.contains(name), "{name} is read but not in OPTIONS");

@@ -17,7 +17,7 @@
 //! # `orange status`
 //!
 //! `orange status` runs in status lines every few seconds. It reads the observer's
-//! snapshot (`observer::current`): no process while the snapshot is fresh, one tmux call
+//! snapshot (`snapshot::current`): no process while the snapshot is fresh, one tmux call
 //! otherwise.
 
 use std::collections::HashMap;
@@ -25,10 +25,10 @@ use std::collections::HashMap;
 use crate::adapters::store::{self, Home};
 use crate::adapters::tmux::{OptionScope, Tmux};
 use crate::error::Result;
-use crate::orchestration::observer::{self, Snapshot};
+use crate::orchestration::observe::snapshot::{self, Snapshot};
 
 pub use crate::orchestration::attention::{self, classify, Bucket, Counts, Item, Summary, BUCKETS};
-pub use crate::orchestration::observer::{SESSION_OPTION, SUMMARY_OPTION};
+pub use crate::orchestration::observe::snapshot::{SESSION_OPTION, SUMMARY_OPTION};
 
 /// Every value we set starts with this: it keeps the user's colours around our text.
 const STYLE_OPEN: &str = "#[push-default]";
@@ -186,7 +186,7 @@ pub fn tokens_json(home: &Home, summary: &Summary) -> serde_json::Value {
 /// The summary as `orange status` shows it: from the fresh snapshot (no process), else
 /// from one observation (one tmux call).
 pub fn current(home: &Home, tmux: &Tmux) -> Result<Summary> {
-    Ok(observer::current(home, tmux)?.summary)
+    Ok(snapshot::current(home, tmux)?.summary)
 }
 
 /// After a state change: poke (sidebars redraw, the monitor observes and publishes at
@@ -198,11 +198,11 @@ pub fn changed(home: &Home, tmux: &Tmux) {
     if crate::execution::sandbox::inside() {
         return;
     }
-    if observer::monitor_running(home, tmux) {
+    if snapshot::monitor_running(home, tmux) {
         return;
     }
-    if let Ok(snap) = observer::observe(home, tmux) {
-        observer::write(home, tmux, &snap);
+    if let Ok(snap) = snapshot::take(home, tmux) {
+        snapshot::write(home, tmux, &snap);
         let _ = publish(tmux, &snap);
     }
 }
@@ -282,8 +282,8 @@ const UNREACHABLE_SEP: &str = " · ";
 fn remote_labels(summary: &Summary, snap: &Snapshot, changes: &mut Vec<Change>) {
     for s in &snap.sessions {
         let (Some(host), Some(have)) = (
-            s.mark(observer::REMOTE_MARK),
-            s.mark(observer::SESSION_OPTION),
+            s.mark(snapshot::REMOTE_MARK),
+            s.mark(snapshot::SESSION_OPTION),
         ) else {
             continue;
         };

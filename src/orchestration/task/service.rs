@@ -136,7 +136,7 @@ impl<'a> TaskService<'a> {
     /// Every task (of a project, in a status) with its session state, which comes from the
     /// observer's snapshot (no process while it is fresh).
     pub fn list(&self, project: Option<&str>, status: Option<Status>) -> Result<Vec<TaskView>> {
-        let panes = crate::orchestration::observer::current(self.home, &self.tmux)?.panes;
+        let panes = crate::orchestration::observe::snapshot::current(self.home, &self.tmux)?.panes;
         Ok(self
             .store
             .list(project)?

@@ -205,7 +205,7 @@ pub fn model_for_task(home: &Home, task: &Task, now: DateTime<Utc>) -> Result<Mo
     // run them side by side.
     let (panes, git) = std::thread::scope(|s| {
         let panes = s.spawn(|| {
-            crate::orchestration::observer::current(home, &tmux)
+            crate::orchestration::observe::snapshot::current(home, &tmux)
                 .map(|snap| snap.panes)
                 .unwrap_or_default()
         });

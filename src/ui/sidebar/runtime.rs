@@ -20,7 +20,7 @@ use crate::adapters::tmux::Tmux;
 use crate::error::{OrangeError, Result};
 use crate::orchestration::attention::session::SessionView;
 use crate::orchestration::host;
-use crate::orchestration::observer;
+use crate::orchestration::observe::snapshot;
 use crate::orchestration::task::service::TaskService;
 use crate::orchestration::task::{self, Task, TaskStore};
 use crate::ui::output::{color_enabled, Out};
@@ -88,9 +88,9 @@ fn task_of_pane(home: &Home, tmux: &Tmux, pane: &str) -> Option<Task> {
 
 /// The sidebar's footer for the keys this tmux server has bound, from the observer's
 /// snapshot (it reads them in its one call: the sidebar asks tmux nothing).
-fn bound_footer(snap: Option<&observer::Snapshot>) -> String {
+fn bound_footer(snap: Option<&snapshot::Snapshot>) -> String {
     let opt = |name: &str| snap.and_then(|s| s.option(name));
-    let [side, zoom, key, bound] = observer::KEY_OPTIONS;
+    let [side, zoom, key, bound] = snapshot::KEY_OPTIONS;
     model::footer_for_keys(opt(side), opt(zoom), opt(key), opt(bound))
 }
 
@@ -219,7 +219,7 @@ struct Follow<'a> {
     poke_stamp: Stamp,
     snap_path: PathBuf,
     snap_stamp: Stamp,
-    snapshot: Option<observer::Snapshot>,
+    snapshot: Option<snapshot::Snapshot>,
     /// `--width`, `--height`; else the terminal's.
     fixed: (Option<usize>, Option<usize>),
     size: (usize, usize),
@@ -240,13 +240,13 @@ impl<'a> Follow<'a> {
         let tasks_tmux = Tmux::from_env();
         let poke = home.root.join("run").join("poke");
         let paths = task_paths(&store, &task);
-        let snap_path = observer::path(home, &tasks_tmux);
+        let snap_path = snapshot::path(home, &tasks_tmux);
         Follow {
             home,
             stamps: paths.iter().map(|p| stamp(p)).collect(),
             poke_stamp: stamp(&poke),
             snap_stamp: stamp(&snap_path),
-            snapshot: observer::read(home, &tasks_tmux),
+            snapshot: snapshot::read(home, &tasks_tmux),
             store,
             pane_tmux: pane_tmux(),
             tasks_tmux,
@@ -358,7 +358,7 @@ impl<'a> Follow<'a> {
         if snap_now != self.snap_stamp {
             self.snap_stamp = snap_now;
             self.churned = true;
-            if let Some(s) = observer::read(self.home, &self.tasks_tmux) {
+            if let Some(s) = snapshot::read(self.home, &self.tasks_tmux) {
                 self.snapshot = Some(s);
                 self.renew = true;
             }
@@ -373,13 +373,13 @@ impl<'a> Follow<'a> {
         let stale = self
             .snapshot
             .as_ref()
-            .is_none_or(|s| !observer::is_fresh(home, tmux, s));
+            .is_none_or(|s| !snapshot::is_fresh(home, tmux, s));
         let late = self.snapshot.as_ref().is_none_or(|s| {
-            observer::now_ms().saturating_sub(s.taken_at_ms) > MONITOR_LATE.as_millis() as u64
+            snapshot::now_ms().saturating_sub(s.taken_at_ms) > MONITOR_LATE.as_millis() as u64
         });
-        if stale && (late || !observer::monitor_running(home, tmux)) {
-            if let Ok(s) = observer::observe(home, tmux) {
-                observer::write(home, tmux, &s);
+        if stale && (late || !snapshot::monitor_running(home, tmux)) {
+            if let Ok(s) = snapshot::take(home, tmux) {
+                snapshot::write(home, tmux, &s);
                 self.snap_stamp = stamp(&self.snap_path);
                 self.snapshot = Some(s);
                 self.renew = true;
@@ -526,7 +526,7 @@ pub fn remote(
         return Ok(Out::new(&m, text));
     }
     // The keys this server really has bound, from the last local snapshot (a file).
-    let footer = bound_footer(observer::read(home, &pane_tmux()).as_ref());
+    let footer = bound_footer(snapshot::read(home, &pane_tmux()).as_ref());
     let term = Term::enter();
     let keys = Keys::start();
     let color = color_enabled();
