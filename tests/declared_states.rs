@@ -5,8 +5,6 @@
 //! state; the test types to it as a person would and checks what the monitor reports.
 //! The built-in harnesses go through the same rules (claude's: tests/claude_screens.rs).
 
-use std::time::Duration;
-
 use crate::common::{self, fixtures, TaskEnv};
 use serde_json::Value;
 
@@ -61,6 +59,18 @@ fn pass(env: &TaskEnv, id: &str) -> Value {
     env.task(id)["agent"].clone()
 }
 
+/// [`pass`], on a clock `later` ahead (`ORANGE_CLOCK_SKEW`): the screen has been quiet that
+/// much longer, without a sleep through the grace.
+fn pass_later(env: &TaskEnv, id: &str, later: &str) -> Value {
+    let out = env
+        .cmd_in(&env.repo, &["monitor", "--once", "--json"])
+        .env("ORANGE_CLOCK_SKEW", later)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    env.task(id)["agent"].clone()
+}
+
 #[test]
 fn a_declared_harness_is_working_waiting_blocked_and_in_error_by_its_screen() {
     let (env, t) = start("");
@@ -77,9 +87,9 @@ fn a_declared_harness_is_working_waiting_blocked_and_in_error_by_its_screen() {
     assert_eq!(a["signal"], "screen", "{a}");
 
     say(&env, &pane, "work", "~~ crunching (ctrl-c to stop) ~~");
-    // Quiet for longer than the idle grace: by activity alone this would be waiting.
-    std::thread::sleep(Duration::from_millis(1500));
-    let a = pass(&env, &id);
+    // Quiet for longer than the idle grace (1 s; the clock 2 s ahead): by activity alone
+    // this would be waiting.
+    let a = pass_later(&env, &id, "2s");
     assert_eq!(a["state"], "working", "{a}");
 
     say(&env, &pane, "ask", "[y/N]");
@@ -116,9 +126,8 @@ fn a_declared_harness_is_nudged_its_own_way_and_never_while_blocked() {
     let pane = t["tmux_pane_id"].as_str().unwrap().to_string();
     say(&env, &pane, "ask", "[y/N]");
     // Blocked for longer than the grace, over several passes: never a keystroke.
-    for _ in 0..3 {
-        std::thread::sleep(Duration::from_millis(600));
-        let a = pass(&env, &id);
+    for later in ["2s", "3s", "4s"] {
+        let a = pass_later(&env, &id, later);
         assert_eq!(a["state"], "blocked", "{a}");
     }
     let input = env.home.join("agent-log").join(&id).join("input");
@@ -126,9 +135,10 @@ fn a_declared_harness_is_nudged_its_own_way_and_never_while_blocked() {
     assert!(!typed.contains("keep going"), "{typed}");
     // Its prompt back: waiting; after the grace, the harness's own nudge, submitted.
     say(&env, &pane, "n", "mybot ready ::");
-    // Monitor passes, until one past the grace has nudged and the nudge reached the agent.
+    // One pass on a clock past the grace nudges at once; then the nudge reaches the agent.
+    let a = pass_later(&env, &id, "5s");
+    assert_eq!(a["state"], "waiting", "{a}");
     common::wait_for("the nudge to reach the agent", 20, || {
-        pass(&env, &id);
         std::fs::read_to_string(&input)
             .unwrap_or_default()
             .contains("keep going, mybot")

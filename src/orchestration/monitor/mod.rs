@@ -64,6 +64,18 @@ fn now_s() -> String {
     store::now_precise()
 }
 
+/// The clock the monitor's graces are measured on: the real time, plus `ORANGE_CLOCK_SKEW`
+/// (a duration such as `2s`) when set. A test stands that much later than an agent's last
+/// activity without sleeping through a grace.
+fn grace_clock() -> chrono::DateTime<chrono::Utc> {
+    let now = chrono::Utc::now();
+    std::env::var("ORANGE_CLOCK_SKEW")
+        .ok()
+        .and_then(|v| humantime::parse_duration(&v).ok())
+        .and_then(|d| chrono::Duration::from_std(d).ok())
+        .map_or(now, |d| now + d)
+}
+
 fn age(since: &str, now: chrono::DateTime<chrono::Utc>) -> Duration {
     chrono::DateTime::parse_from_rfc3339(since)
         .map(|t| now.signed_duration_since(t).to_std().unwrap_or_default())

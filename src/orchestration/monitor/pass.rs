@@ -132,7 +132,7 @@ impl<'a> Monitor<'a> {
     /// Judge every agent this monitor watches and apply its task's policies; the screens
     /// that must be read are read together, in one tmux process for the whole pass.
     fn judge_all(&mut self, open: &[Task], panes: &[PaneInfo], report: &mut PassReport) -> Agents {
-        let now = chrono::Utc::now();
+        let now = super::grace_clock();
         let mut judged = Vec::new();
         for task in open.iter().cloned() {
             if !self.watches(&task) {
