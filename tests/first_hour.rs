@@ -386,11 +386,17 @@ fn the_sidebar_never_contradicts_the_status_and_says_when_the_pr_is_unknown() {
     assert_eq!(m["status"], "reviewing", "{m}");
     assert_eq!(m["agent"], "waiting", "{m}");
     // Seen again after the report, busy only by its screen's activity (its last words
-    // scrolling in): still not `working` beside `reviewing`.
-    std::thread::sleep(std::time::Duration::from_millis(1200));
+    // scrolling in): still not `working` beside `reviewing`. The pass runs on a clock 2 s
+    // ahead (`ORANGE_CLOCK_SKEW`): its observation falls in a later second than the
+    // report, well inside the idle grace, with no sleep.
     let pane = t["tmux_pane_id"].as_str().unwrap().to_string();
     env.tmux.ok(&["send-keys", "-t", &pane, "-l", "last words"]);
-    env.ok(&["monitor", "--once"]);
+    let out = env
+        .cmd_in(&env.repo, &["monitor", "--once", "--json"])
+        .env("ORANGE_CLOCK_SKEW", "2s")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
     let (_, m) = env.json(&["sidebar", "--once", "--task", &id]);
     assert_eq!(m["agent"], "waiting", "{m}\n{}", env.task(&id)["agent"]);
     // No gh on PATH: the PR is unknown.

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::adapters::store::{self, Home, LockGuard};
+use crate::adapters::store::{Home, LockGuard};
 use crate::adapters::tmux::Tmux;
 use crate::error::Result;
 use crate::execution::config::Config;
@@ -60,8 +60,10 @@ pub struct PassReport {
 }
 
 /// Agent timestamps are precise: a hook and a monitor pass often fall in the same second.
+/// On [`grace_clock`], as the monitor's graces are (the same format as
+/// `store::now_precise`).
 fn now_s() -> String {
-    store::now_precise()
+    grace_clock().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
 /// The clock the monitor's graces are measured on: the real time, plus `ORANGE_CLOCK_SKEW`
