@@ -48,6 +48,7 @@ mod test_env;
 mod tmux_adapter;
 mod tpm;
 mod usage;
+mod watched;
 mod zellij;
 
 /// A file of tests/ that is no `mod` here is never compiled, and its tests never run:

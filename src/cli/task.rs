@@ -10,8 +10,10 @@ use serde_json::json;
 use super::args::{TaskCmd, TaskCreateArgs};
 use super::context::{audited, confirm, Ctx, Done};
 use super::task_text;
+use crate::adapters::tmux::Tmux;
 use crate::error::{OrangeError, Result};
 use crate::execution::sandbox;
+use crate::orchestration::monitor::presence;
 use crate::orchestration::task::queue::NextSpawn;
 use crate::orchestration::task::service::TaskService;
 use crate::orchestration::task::start::CreateRequest;
@@ -158,6 +160,14 @@ fn list(ctx: &Ctx, tasks: &mut TaskService, status: Option<String>, all: bool) -
     let mut rows: Vec<Vec<String>> = list.iter().map(|v| task_text::row(v, all)).collect();
     rows.extend(remote.iter().map(|v| task_text::remote_row(v, true)));
     let text = task_text::list(&rows, all);
+    // Agents no monitor watches: their states are not updated (said on stderr: stdout is
+    // the list).
+    if list.iter().any(|v| v.task.status.is_active()) {
+        let watch = presence::watch(&ctx.home, &Tmux::from_env());
+        if let Some(warning) = watch.ok().and_then(|w| w.warning()) {
+            eprintln!("orange: {warning}");
+        }
+    }
     let mut json = serde_json::to_value(&list).unwrap_or_default();
     if let Some(a) = json.as_array_mut() {
         a.extend(remote);

@@ -155,4 +155,15 @@ impl Tmux {
         self.run(vec![cmd])?;
         Ok(())
     }
+
+    /// `run-shell -b` `command` (a shell command line, run by tmux's `default-shell`):
+    /// started on the server, not waited for; it lives as long as the server lets it. A
+    /// `#` in it is kept as it is (tmux would expand it as a format).
+    pub fn run_shell_background(&self, command: &str) -> Result<()> {
+        let mut cmd = raw("run-shell");
+        cmd.push_flag("-b");
+        cmd.push_param(command.replace('#', "##"));
+        self.run(vec![cmd])?;
+        Ok(())
+    }
 }
