@@ -223,16 +223,6 @@ pub fn pids_with_env(key: &str, value: &str) -> Vec<u32> {
         .collect()
 }
 
-/// Is process `pid` alive (it exists, ours or not)?
-pub fn process_alive(pid: u32) -> bool {
-    let Ok(pid) = i32::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: kill(2) with signal 0 only checks that the process exists; nothing is sent.
-    let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
 /// Ask a process to end (SIGTERM).
 pub fn terminate(pid: u32) {
     if let Ok(pid) = i32::try_from(pid) {

@@ -92,10 +92,7 @@ pub fn add_monitor_check(report: &mut Report, watch: &Watch) {
             true,
             "no tmux server runs; the first task started here starts a monitor".to_string(),
         ),
-        Watch::Watched { pid } => (
-            true,
-            format!("a monitor watches this tmux server (pid {pid})"),
-        ),
+        Watch::Watched => (true, "a monitor watches this tmux server".to_string()),
         Watch::Unwatched { off: true } => (
             true,
             "none watches this tmux server: its @orange-monitor is off".to_string(),

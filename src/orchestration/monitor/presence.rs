@@ -4,9 +4,8 @@
 //! server's `@orange-monitor` is `off`. `task list`, `status` and `doctor` say when a
 //! server's tasks have no monitor.
 //!
-//! A monitor's presence is its identity file beside its lock (`run/monitor-<key>.json`,
-//! see [`super::run::singleton`]) naming a live process: read, never locked, so asking never
-//! stops a monitor that is starting at that moment.
+//! A monitor's presence is its lock (`run/monitor-<key>.lock`, see
+//! [`super::run::singleton`]) held: looked at without running a process.
 
 use std::path::PathBuf;
 
@@ -27,8 +26,8 @@ pub const OPT_MONITOR: &str = "@orange-monitor";
 pub enum Watch {
     /// No tmux server runs: nothing to watch.
     NoServer,
-    /// A monitor watches it (process `pid`).
-    Watched { pid: u32 },
+    /// A monitor watches it.
+    Watched,
     /// No monitor watches it; `off`: its `@orange-monitor` is `off`, so none starts by
     /// itself.
     Unwatched { off: bool },
@@ -37,50 +36,44 @@ pub enum Watch {
 impl Watch {
     /// What a person is told when no monitor watches (`None`: nothing to say).
     pub fn warning(&self) -> Option<String> {
-        match self {
-            Watch::Unwatched { off: false } => Some(
-                "no monitor watches this tmux server: agent states are not updated and no \
-                 policy acts; `orange monitor` starts one (so does starting a task)"
-                    .into(),
-            ),
-            Watch::Unwatched { off: true } => Some(
-                "no monitor watches this tmux server (its @orange-monitor is off): agent \
-                 states are not updated and no policy acts; `orange monitor` starts one"
-                    .into(),
-            ),
-            _ => None,
-        }
+        let why = match self {
+            Watch::Unwatched { off: false } => "",
+            Watch::Unwatched { off: true } => " (its @orange-monitor is off)",
+            _ => return None,
+        };
+        Some(format!(
+            "no monitor watches this tmux server{why}: agent states are not updated and no \
+             policy acts; `orange monitor` starts one{}",
+            if why.is_empty() {
+                " (so does starting a task)"
+            } else {
+                ""
+            }
+        ))
     }
 }
 
-/// The identity file of the monitor of `server` (see [`super::run::singleton`]).
+/// The identity file of the monitor of `server`, beside its lock (see
+/// [`super::run::singleton`]).
 pub fn identity_file(home: &Home, server: &ServerId) -> PathBuf {
     let socket = snapshot::file_key(&server.socket);
     let key = format!("{socket}-{}-{}", server.pid, server.start_time);
     home.root.join("run").join(format!("monitor-{key}.json"))
 }
 
-/// Does a monitor watch the server `tmux` talks to?
+/// Does a monitor watch the server `tmux` talks to? While one does, no process is run
+/// (its lock is looked at: [`snapshot::monitor_running`]); else two tmux calls (is there
+/// a server, is its monitor off).
 pub fn watch(home: &Home, tmux: &Tmux) -> Result<Watch> {
-    let Some(server) = tmux.server_identity()? else {
-        return Ok(Watch::NoServer);
-    };
-    Ok(watch_of(home, tmux, &server))
-}
-
-fn watch_of(home: &Home, tmux: &Tmux, server: &ServerId) -> Watch {
-    let pid = std::fs::read(identity_file(home, server))
-        .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|v| v["pid"].as_u64())
-        .and_then(|p| u32::try_from(p).ok())
-        .filter(|p| shell::process_alive(*p));
-    match pid {
-        Some(pid) => Watch::Watched { pid },
-        None => Watch::Unwatched {
-            off: turned_off(tmux),
-        },
+    if snapshot::monitor_running(home, tmux) {
+        return Ok(Watch::Watched);
     }
+    if tmux.server_identity()?.is_none() {
+        return Ok(Watch::NoServer);
+    }
+    Ok(Watch::Unwatched {
+        off: turned_off(tmux),
+    })
 }
 
 /// Is the server's `@orange-monitor` `off`?
@@ -97,28 +90,29 @@ fn turned_off(tmux: &Tmux) -> bool {
 /// another command or the plugin exits at once ([`super::run::singleton`]). Returns the watch
 /// as it was found.
 pub fn ensure(home: &Home, tmux: &Tmux) -> Result<Watch> {
+    let found = watch(home, tmux)?;
+    if found != (Watch::Unwatched { off: false }) {
+        return Ok(found);
+    }
     let Some(server) = tmux.server_identity()? else {
         return Ok(Watch::NoServer);
     };
-    let found = watch_of(home, tmux, &server);
-    if found == (Watch::Unwatched { off: false }) {
-        let exe = std::env::current_exe().map_err(|e| crate::error::OrangeError::Io {
-            context: "finding this orange binary".into(),
-            source: e,
-        })?;
-        let line = format!(
-            "ORANGE_HOME={} ORANGE_TMUX_SOCKET={} exec {} monitor >/dev/null 2>&1",
-            shell::quote(&home.root.display().to_string()),
-            shell::quote(&server.socket),
-            shell::quote(&exe.display().to_string()),
-        );
-        tmux.run_shell_background(&line)?;
-        crate::adapters::store::log(
-            home,
-            "info",
-            "monitor started for a tmux server none watched",
-            serde_json::json!({"socket": server.socket}),
-        );
-    }
+    let exe = std::env::current_exe().map_err(|e| crate::error::OrangeError::Io {
+        context: "finding this orange binary".into(),
+        source: e,
+    })?;
+    let line = format!(
+        "ORANGE_HOME={} ORANGE_TMUX_SOCKET={} exec {} monitor >/dev/null 2>&1",
+        shell::quote(&home.root.display().to_string()),
+        shell::quote(&server.socket),
+        shell::quote(&exe.display().to_string()),
+    );
+    tmux.run_shell_background(&line)?;
+    crate::adapters::store::log(
+        home,
+        "info",
+        "monitor started for a tmux server none watched",
+        serde_json::json!({"socket": server.socket}),
+    );
     Ok(found)
 }
