@@ -153,9 +153,9 @@ pub struct Item {
     /// The task's harness (what a remote task's sidebar shows); empty for a lane.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub harness: String,
-    /// What moves it on when it needs you ([`super::next::action`]); `None` otherwise.
+    /// What moves it on when it needs you ([`super::next::action`](super::next::action)); `None` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next: Option<super::next::Action>,
+    pub next: Option<super::step::Action>,
 }
 
 impl Item {
