@@ -299,16 +299,6 @@ for h in "${events[@]}"; do
     cmds+=(set-hook -ga "$h" "run-shell -b $x" \;)
   fi
 done
-# A sidebar is told when it gets or loses the focus, however it moved (a key, the mouse):
-# the focus reports a terminal sends (ESC [ I, ESC [ O), which tmux 3.3a sends a pane only
-# with focus-events on. No process: tmux itself checks that the pane (or the one that had
-# the focus) is a sidebar at work, not in a mode.
-read -r -a idxs <<<"${orange_hooks[window-pane-changed]-}"
-for i in "${idxs[@]}"; do cmds+=(set-hook -gu "window-pane-changed[$i]" \;); done
-if [[ $hooks == on ]]; then
-  at_work='#{?@orange_sidebar,#{?pane_in_mode,,#{?pane_dead,,1}},}'
-  cmds+=(set-hook -ga window-pane-changed "if-shell -F \"$at_work\" { send-keys -H 1b 5b 49 } { if-shell -F \"#{P:#{?pane_last,$at_work,}}\" { send-keys -H -t \"{last}\" 1b 5b 4f } }" \;)
-fi
 
 # --- status line: #{orange_status} in status-left/right becomes the widget ------------------
 # #{@orange_build} before it: empty, except while scripts/build.sh builds the binary
@@ -323,6 +313,19 @@ widget="#{@orange_build}#($B status --format $sfmt)"
 # server), so re-running this file never starts a second one.
 if [[ ${o_mon:-on} != off ]]; then
   cmds+=(run-shell -b "$B monitor >/dev/null 2>&1 || true" \;)
+fi
+
+# --- the sidebar's focus ---------------------------------------------------------------------
+# A sidebar is told when it gets or loses the focus, however it moved (a key, the mouse):
+# the focus reports a terminal sends (ESC [ I, ESC [ O), which tmux 3.3a sends a pane only
+# with focus-events on. No process: tmux itself checks that the pane (or the one that had
+# the focus) is a sidebar at work, not in a mode. Last: a tmux too old for its syntax
+# stops here, after everything else is set up.
+read -r -a idxs <<<"${orange_hooks[window-pane-changed]-}"
+for i in "${idxs[@]}"; do cmds+=(set-hook -gu "window-pane-changed[$i]" \;); done
+if [[ $hooks == on ]]; then
+  at_work='#{?@orange_sidebar,#{?pane_in_mode,,#{?pane_dead,,1}},}'
+  cmds+=(set-hook -ga window-pane-changed "if-shell -F \"$at_work\" { send-keys -H 1b 5b 49 } { if-shell -F \"#{P:#{?pane_last,$at_work,}}\" { send-keys -H -t \"{last}\" 1b 5b 4f } }" \;)
 fi
 
 unset 'cmds[${#cmds[@]}-1]'
