@@ -97,6 +97,22 @@ impl Tmux {
             .build()])
     }
 
+    /// Make `pane` the active pane of its window (`select-pane -t`). `Ok(false)` when it
+    /// does not exist.
+    pub fn select_pane(&self, pane: &str) -> Result<bool> {
+        let mut cmd = raw("select-pane");
+        cmd.push_option("-t", pane_target(pane));
+        self.exec_found(vec![cmd])
+    }
+
+    /// Back to the pane that was active before in the window of `pane` (`last-pane -t`).
+    /// `Ok(false)` when that window has no last pane (or is gone).
+    pub fn last_pane(&self, pane: &str) -> Result<bool> {
+        let mut cmd = raw("last-pane");
+        cmd.push_option("-t", pane_target(pane));
+        Ok(self.exec(vec![cmd])?.success)
+    }
+
     /// A new window named `name` running `command` (argv; run by `sh -c exec …` so that a
     /// variable such as `TMUX=` can come first), made the current window; `beside`: a pane
     /// whose session gets it, right after that pane's window when that index is free, else
