@@ -27,6 +27,8 @@ pub enum Wake {
     Interrupt,
     /// Any other key: refresh at once.
     Refresh,
+    /// `t`: type a message to the agent (tmux's command-prompt asks for it).
+    Send,
 }
 
 /// The keys typed on standard input (the terminal is in `-icanon`), read on a thread.
@@ -64,6 +66,7 @@ impl Keys {
         match self.rx.recv_timeout(TICK) {
             Ok(Input::Key(b'q' | b'Q' | CTRL_D)) => Wake::Quit,
             Ok(Input::Key(CTRL_C)) => Wake::Interrupt,
+            Ok(Input::Key(b't')) => Wake::Send,
             Ok(Input::Key(_)) => Wake::Refresh,
             Err(_) => Wake::Tick,
         }
