@@ -445,8 +445,10 @@ pub enum TaskCmd {
         id: String,
     },
     /// Restart the agent of an active task whose agent exited or whose session is gone,
-    /// or retry a failed task from the start; with --force, also an agent that still runs
-    /// (hung, wedged in a tool call)
+    /// or retry a failed task from the start
+    ///
+    /// With --force, also an agent that still runs (hung, wedged in a tool call): its
+    /// whole process tree is stopped first. History: `respawned (forced): REASON`.
     Respawn {
         /// The task: its id, a unique prefix of it, or its branch
         id: String,
@@ -468,10 +470,13 @@ pub enum TaskCmd {
         #[arg(long)]
         yes: bool,
     },
-    /// Type a message into the task's agent and submit it, once, as one message (several
-    /// lines too): at once when the agent waits for input; held while it works and typed
-    /// when its turn ends (`task show` lists what is held); refused while a dialog or an
-    /// approval prompt is on its screen, or when it is dead (`task respawn` first)
+    /// Type a message into the task's agent: one message, submitted once
+    ///
+    /// Several lines arrive as one message (a bracketed paste), never one submission per
+    /// line. Typed at once when the agent waits for input; held while it works and typed
+    /// in when its turn ends (`task show` lists what is held); refused while a dialog or
+    /// an approval prompt is on its screen (--force types it anyway), or when it is dead
+    /// (`task respawn` first). History: `sent: FIRST LINE`.
     Send {
         /// The task: its id, a unique prefix of it, or its branch
         id: String,
@@ -493,9 +498,11 @@ pub enum TaskCmd {
         #[arg(long, hide = true, value_name = "NAME", conflicts_with_all = ["text", "file"])]
         from_buffer: Option<String>,
     },
-    /// Send the task's agent the nudge its idle policy would send (the policy's on_idle
-    /// message, else the harness's nudge_message, else "Please continue with the task."),
-    /// now, the way `task send` sends (held while it works, refused while it is blocked)
+    /// Send the task's agent the nudge its idle policy would send, now
+    ///
+    /// The policy's on_idle message, else the harness's nudge_message, else "Please
+    /// continue with the task.", sent the way `task send` sends (held while the agent
+    /// works, refused while it is blocked).
     Nudge {
         /// The task: its id, a unique prefix of it, or its branch
         id: String,
