@@ -459,3 +459,52 @@ fn respawn_force_stops_a_live_agent_s_whole_tree_and_starts_it_again() {
         libc::kill(new_child as i32, libc::SIGKILL);
     }
 }
+
+/// A remote task is sent text like a local one: the text read here (a file, standard
+/// input) goes to the host over ssh, and its agent gets it.
+#[test]
+fn a_remote_task_s_agent_is_sent_text_read_here() {
+    use crate::common::sshd::Sshd;
+    let remote = TaskEnv::new();
+    let local = TaskEnv::from_env(common::Env::with_repo("here"));
+    let Some(sshd) = Sshd::start(&local.root()) else {
+        return;
+    };
+    let mut args = sshd.host_add_args("box");
+    args.extend([
+        "--orange-bin".to_string(),
+        common::bin().display().to_string(),
+        "--remote-home".to_string(),
+        remote.home.display().to_string(),
+        "--remote-socket".to_string(),
+        remote.tmux.socket.clone(),
+    ]);
+    local.ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let repo = remote.repo.display().to_string();
+    local.ok(&["project", "add", "--host", "box", &repo]);
+    let t = local.ok(&[
+        "task",
+        "create",
+        "--project",
+        "app",
+        "far/away",
+        "x",
+        "--harness",
+        "fake-wait",
+    ]);
+    let tid = id(&t);
+    remote.agent_log(&tid, "cwd");
+    let file = local.root().join("note.txt");
+    std::fs::write(&file, "from a file here").unwrap();
+    let v = local.ok(&["task", "send", &tid, "--file", file.to_str().unwrap()]);
+    assert_eq!(v["outcome"], "sent", "{v}");
+    let out = common::output_with_stdin(
+        local.cmd_in(&local.repo, &["task", "send", &tid, "-", "--json"]),
+        b"from stdin here",
+    );
+    assert!(out.status.success(), "{out:?}");
+    wait_for("both lines at the remote agent", 20, || {
+        remote.input_lines(&tid) == ["from a file here", "from stdin here"]
+    });
+    assert_eq!(remote.history_events(&tid, "message.sent").len(), 2);
+}
