@@ -508,3 +508,28 @@ fn a_remote_task_s_agent_is_sent_text_read_here() {
     });
     assert_eq!(remote.history_events(&tid, "message.sent").len(), 2);
 }
+
+/// A turn that ended on an API error ended too: what was held goes in once the error's
+/// policy has acted (the pass after).
+#[test]
+fn a_turn_ended_by_an_api_error_gets_what_was_held_after_its_policy_acted() {
+    let env = env();
+    let id = raw_agent(&env, "send/error");
+    hook(&env, &id, "UserPromptSubmit", json!({"prompt": "work"}));
+    assert_eq!(
+        env.ok(&["task", "send", &id, "when you can"])["outcome"],
+        "held"
+    );
+    hook(
+        &env,
+        &id,
+        "StopFailure",
+        json!({"error": "server_error", "last_assistant_message": "API Error: 500 Internal server error"}),
+    );
+    let r = env.ok(&["monitor", "--once"]);
+    assert!(r.to_string().contains("escalate"), "{r}");
+    assert!(raw(&env, &id).is_empty(), "typed before the policy acted");
+    env.ok(&["monitor", "--once"]);
+    assert_eq!(wait_submissions(&env, &id, 1), ["when you can"]);
+    assert!(env.task(&id).get("held").is_none());
+}

@@ -452,10 +452,8 @@ pub enum TaskCmd {
     Respawn {
         /// The task: its id, a unique prefix of it, or its branch
         id: String,
-        /// Stop the running agent first: its whole process tree gets SIGTERM, then SIGKILL
-        /// what is left after 5 s; then start it again through the same launcher, in the
-        /// same workspace, continuing its conversation where the agent can (claude
-        /// --resume). Asks first on a terminal
+        /// Stop a running agent first (its whole process tree: SIGTERM, SIGKILL after 5 s),
+        /// then start it again, continuing its conversation where it can. Asks first
         #[arg(long)]
         force: bool,
         /// Why (with --force): kept in the history and told to the restarted agent
@@ -472,11 +470,10 @@ pub enum TaskCmd {
     },
     /// Type a message into the task's agent: one message, submitted once
     ///
-    /// Several lines arrive as one message (a bracketed paste), never one submission per
-    /// line. Typed at once when the agent waits for input; held while it works and typed
-    /// in when its turn ends (`task show` lists what is held); refused while a dialog or
-    /// an approval prompt is on its screen (--force types it anyway), or when it is dead
-    /// (`task respawn` first). History: `sent: FIRST LINE`.
+    /// Several lines arrive as one message. Typed at once when the agent waits for input;
+    /// held while it works and typed in when its turn ends (`task show` lists what is
+    /// held); refused while a dialog or an approval prompt is on its screen (--force types
+    /// it anyway), or when it is dead (`task respawn` first).
     Send {
         /// The task: its id, a unique prefix of it, or its branch
         id: String,
@@ -490,19 +487,17 @@ pub enum TaskCmd {
         /// Read the message from a file
         #[arg(long, value_name = "PATH")]
         file: Option<PathBuf>,
-        /// Type it now whatever the agent's state: while it works, and into a dialog or an
-        /// approval prompt (never into a dead agent)
+        /// Type it now whatever the agent's state (never into a dead agent)
         #[arg(long)]
         force: bool,
-        /// The plugin's prompt: the message is in these tmux paste buffers (then deleted)
+        /// The plugin's prompt: the message is in these tmux paste buffers
         #[arg(long, hide = true, value_name = "NAME", conflicts_with_all = ["text", "file"])]
         from_buffer: Option<String>,
     },
     /// Send the task's agent the nudge its idle policy would send, now
     ///
     /// The policy's on_idle message, else the harness's nudge_message, else "Please
-    /// continue with the task.", sent the way `task send` sends (held while the agent
-    /// works, refused while it is blocked).
+    /// continue with the task.", sent the way `task send` sends.
     Nudge {
         /// The task: its id, a unique prefix of it, or its branch
         id: String,

@@ -136,8 +136,15 @@ impl<'a> Monitor<'a> {
         );
         match state {
             // Its turn ended: what `task send` held for it goes in first (and no idle
-            // policy in this pass: it has work).
+            // policy in this pass: it has work). A turn that ended on an API error too,
+            // once its policy has acted on the error (a pass before).
             State::Waiting if !task.held.is_empty() => {
+                self.deliver_held(&task, &mut info, report);
+            }
+            State::Error
+                if !task.held.is_empty()
+                    && info.handled_error.as_deref() == Some(info.since.as_str()) =>
+            {
                 self.deliver_held(&task, &mut info, report);
             }
             State::Waiting => {
