@@ -1553,7 +1553,7 @@ fn the_send_key_asks_for_a_text_that_reaches_the_agent_literally() {
     });
     client.type_text(&hostile);
     client.press(&["Enter"]);
-    assert_eq!(received(1), [hostile.clone()]);
+    assert_eq!(received(1), [hostile.as_str()]);
     wait_for("the outcome on the status line", 10, || {
         client
             .messages(&env.tmux)
