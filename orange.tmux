@@ -19,7 +19,9 @@
 #   @orange-refresh-interval  seconds between sidebar refreshes (10)
 #   @orange-status-format     what #{orange_status} in status-left/right shows: tmux | plain (tmux)
 #   @orange-hooks             on | off: tmux hooks tell orange at once about dead panes,
-#                             closed sessions and client switches (on)
+#                             closed sessions and client switches, and a sidebar when it
+#                             gets or loses the focus (its footer names the keys of the
+#                             pane in focus) (on)
 #   @orange-monitor           on | off: run `orange monitor` (agent states, nudges,
 #                             escalations) in the background, one per server (on)
 #   @orange-notify            when a task starts to need you, the monitor tells attached
@@ -210,7 +212,9 @@ menu K_HELP "orange: prefix ${key//#/##}, then…" \
   "" \
   "-In task sessions:" "" "" \
   "-  ${skey//#/##}  focus the sidebar, and back" "" "" \
-  "-  ${zkey//#/##}  zoom the agent pane" "" ""
+  "-  ${zkey//#/##}  zoom the agent pane" "" "" \
+  "-In the sidebar:" "" "" \
+  "-  Tab, Enter  the agent pane; Esc  back; q  close" "" ""
 
 # tmux stops a command sequence at its first failing command: `unbind-key -a` of a table
 # that does not exist yet would, so a binding creates the table first.
@@ -229,7 +233,8 @@ cmds=(set-option -gq @orange_bin "$bin" \; set-option -gq @orange_dir "$DIR" \;
 # --- what is there already: hooks and bindings, one call -----------------------------------
 events=(pane-died pane-exited session-closed client-session-changed)
 existing=$(tmux show-hooks -g pane-died \; show-hooks -g pane-exited \; show-hooks -g session-closed \
-  \; show-hooks -g client-session-changed \; list-keys -T prefix \; list-keys -T root 2>/dev/null)
+  \; show-hooks -g client-session-changed \; show-hooks -g window-pane-changed \
+  \; list-keys -T prefix \; list-keys -T root 2>/dev/null)
 declare -A binding=()
 declare -A orange_hooks=()
 re_key='^bind-key +(-r +)?-T +([^ ]+) +([^ ]+) +(.*)$'
@@ -237,7 +242,8 @@ re_hook='^([a-z-]+)\[([0-9]+)\] (.*)$'
 while IFS= read -r line; do
   if [[ $line =~ $re_key ]]; then
     binding["${BASH_REMATCH[2]}:${BASH_REMATCH[3]}"]=${BASH_REMATCH[4]}
-  elif [[ $line =~ $re_hook && ${BASH_REMATCH[3]} == *" hook ${BASH_REMATCH[1]} --"* ]]; then
+  elif [[ $line =~ $re_hook && (${BASH_REMATCH[3]} == *" hook ${BASH_REMATCH[1]} --"* ||
+    ${BASH_REMATCH[3]} == *"@orange_sidebar"*"1b 5b 49"*) ]]; then
     orange_hooks[${BASH_REMATCH[1]}]="${BASH_REMATCH[2]} ${orange_hooks[${BASH_REMATCH[1]}]}"
   fi
 done <<<"$existing"
@@ -325,6 +331,19 @@ widget="#{@orange_build}#($B status --format $sfmt)"
 # server), so re-running this file never starts a second one.
 if [[ ${o_mon:-on} != off ]]; then
   cmds+=(run-shell -b "$B monitor >/dev/null 2>&1 || true" \;)
+fi
+
+# --- the sidebar's focus ---------------------------------------------------------------------
+# A sidebar is told when it gets or loses the focus, however it moved (a key, the mouse):
+# the focus reports a terminal sends (ESC [ I, ESC [ O), which tmux 3.3a sends a pane only
+# with focus-events on. No process: tmux itself checks that the pane (or the one that had
+# the focus) is a sidebar at work, not in a mode. Last: a tmux too old for its syntax
+# stops here, after everything else is set up.
+read -r -a idxs <<<"${orange_hooks[window-pane-changed]-}"
+for i in "${idxs[@]}"; do cmds+=(set-hook -gu "window-pane-changed[$i]" \;); done
+if [[ $hooks == on ]]; then
+  at_work='#{?@orange_sidebar,#{?pane_in_mode,,#{?pane_dead,,1}},}'
+  cmds+=(set-hook -ga window-pane-changed "if-shell -F \"$at_work\" { send-keys -H 1b 5b 49 } { if-shell -F \"#{P:#{?pane_last,$at_work,}}\" { send-keys -H -t \"{last}\" 1b 5b 4f } }" \;)
 fi
 
 unset 'cmds[${#cmds[@]}-1]'

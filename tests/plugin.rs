@@ -35,7 +35,7 @@ const EVENTS: [&str; 4] = [
 /// killing the server fires them, and an `orange hook` started then would write into the
 /// test's state after its temp dir is gone.
 #[must_use]
-struct Loaded<'a> {
+pub(crate) struct Loaded<'a> {
     server: &'a TmuxServer,
     took: Duration,
 }
@@ -70,13 +70,13 @@ fn load_plugin_with<'a>(server: &'a TmuxServer, orange_bin: &Path) -> Loaded<'a>
     }
 }
 
-fn load_plugin(server: &TmuxServer) -> Loaded<'_> {
+pub(crate) fn load_plugin(server: &TmuxServer) -> Loaded<'_> {
     load_plugin_with(server, &bin())
 }
 
 /// The server's global environment gets the test's ORANGE_HOME, as a user's tmux has it
 /// from the shell that started it: the keys' `orange` must see the same state.
-fn tell_server_home(env: &TaskEnv) {
+pub(crate) fn tell_server_home(env: &TaskEnv) {
     env.tmux.ok(&[
         "set-environment",
         "-g",
@@ -222,7 +222,10 @@ impl Client {
 }
 
 /// `(pane_id, active, @orange_sidebar, pane_left, pane_width)` of the window's panes.
-fn window_panes(server: &TmuxServer, target: &str) -> Vec<(String, bool, bool, u32, u32)> {
+pub(crate) fn window_panes(
+    server: &TmuxServer,
+    target: &str,
+) -> Vec<(String, bool, bool, u32, u32)> {
     server
         .ok(&[
             "list-panes",
@@ -402,6 +405,30 @@ fn plugin_binds_keys_installs_hooks_and_the_status_token_idempotently() {
     assert_eq!(
         t.ok(&["show", "-gv", "status-right"]),
         status_right.replace("#{orange_status}", &widget)
+    );
+    // The sidebar's focus hook: once, beside the user's own, gone with @orange-hooks off.
+    t.ok(&[
+        "set-hook",
+        "-g",
+        "window-pane-changed",
+        "display-message user-focus",
+    ]);
+    let focus = |t: &TmuxServer| {
+        hooks(t, "window-pane-changed")
+            .into_iter()
+            .filter(|h| h.contains("@orange_sidebar") && h.contains("1b 5b 49"))
+            .count()
+    };
+    let _third = load_plugin(t);
+    assert_eq!(focus(t), 1, "{:?}", hooks(t, "window-pane-changed"));
+    let _fourth = load_plugin(t);
+    assert_eq!(focus(t), 1, "{:?}", hooks(t, "window-pane-changed"));
+    t.ok(&["set", "-g", "@orange-hooks", "off"]);
+    let _off = load_plugin(t);
+    assert_eq!(focus(t), 0);
+    assert_eq!(
+        hooks(t, "window-pane-changed"),
+        ["window-pane-changed[0] display-message user-focus"]
     );
 }
 

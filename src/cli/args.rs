@@ -45,7 +45,7 @@ pub enum Command {
     /// Tasks: an agent on a branch in a pooled workspace and a tmux session
     #[command(subcommand)]
     Task(TaskCmd),
-    /// Lanes: minimal autonomous runs in dedicated worktrees (tmux or zellij)
+    /// Task lanes (each a worktree slot of its own): minimal autonomous runs, tmux or zellij
     #[command(subcommand)]
     Lane(LaneCmd),
     /// The sidebar beside an agent pane
@@ -617,7 +617,8 @@ pub enum LaneCmd {
         #[arg(long)]
         force: bool,
     },
-    /// Close finished/error lanes idle longer than the TTL (never running ones)
+    /// Close finished/error lanes idle longer than the TTL; it never closes a running lane
+    /// (`lane close --force` does)
     Gc {
         /// e.g. 30m, 2h, 1d
         #[arg(long, value_name = "DURATION")]
@@ -626,7 +627,8 @@ pub enum LaneCmd {
         /// commits or a process working in it, unless --force)
         #[arg(long)]
         remove_worktree: bool,
-        /// Close running lanes too, and remove worktrees with uncommitted changes
+        /// With --remove-worktree, remove worktrees with uncommitted changes, unpushed
+        /// commits or a process in them too (gc never closes a running lane, forced or not)
         #[arg(long)]
         force: bool,
         /// Show what would be closed, change nothing

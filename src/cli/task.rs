@@ -11,9 +11,11 @@ use serde_json::json;
 use super::args::{TaskCmd, TaskCreateArgs};
 use super::context::{audited, confirm, Ctx, Done};
 use super::task_text;
+use crate::adapters::tmux::Tmux;
 use crate::error::{OrangeError, Result};
 use crate::execution::sandbox;
 use crate::orchestration::attention::session::SessionState;
+use crate::orchestration::monitor::presence;
 use crate::orchestration::task::queue::NextSpawn;
 use crate::orchestration::task::send::Outcome;
 use crate::orchestration::task::service::TaskService;
@@ -182,6 +184,14 @@ fn list(ctx: &Ctx, tasks: &mut TaskService, status: Option<String>, all: bool) -
     let mut rows: Vec<Vec<String>> = list.iter().map(|v| task_text::row(v, all)).collect();
     rows.extend(remote.iter().map(|v| task_text::remote_row(v, true)));
     let text = task_text::list(&rows, all);
+    // Agents no monitor watches: their states are not updated (said on stderr: stdout is
+    // the list).
+    if list.iter().any(|v| v.task.status.is_active()) {
+        let watch = presence::watch(&ctx.home, &Tmux::from_env());
+        if let Some(warning) = watch.ok().and_then(|w| w.warning()) {
+            eprintln!("orange: {warning}");
+        }
+    }
     let mut json = serde_json::to_value(&list).unwrap_or_default();
     if let Some(a) = json.as_array_mut() {
         a.extend(remote);
@@ -199,7 +209,8 @@ fn show(ctx: &Ctx, tasks: &mut TaskService, id: &str) -> Result<Out> {
     // Token use as of now (only what the transcripts gained since the last read). Best
     // effort: `task show` must not fail on it.
     let _ = tasks.update_usage(&t);
-    let view = tasks.view(t, &tasks.panes());
+    let panes = tasks.panes();
+    let view = with_keys_here(tasks, tasks.view(t, &panes), &panes);
     let text = task_text::show(&view, &md, &md_path, &history);
     let mut v = serde_json::to_value(&view).unwrap();
     v["history"] = serde_json::to_value(&history).unwrap();
@@ -211,10 +222,11 @@ fn show(ctx: &Ctx, tasks: &mut TaskService, id: &str) -> Result<Out> {
 /// `task explain ID`
 fn explain(ctx: &Ctx, tasks: &mut TaskService, id: &str) -> Result<Out> {
     let t = tasks.get(id, ctx.project.as_deref())?;
-    let view = tasks.view(t, &tasks.panes());
+    let panes = tasks.panes();
+    let view = with_keys_here(tasks, tasks.view(t, &panes), &panes);
     let text = task_text::explain(&view);
     Ok(Out::new(
-        json!({"id": view.task.id, "agent": view.agent, "session": view.session, "crash_count": view.task.crash_count}),
+        json!({"id": view.task.id, "agent": view.agent, "session": view.session, "crash_count": view.task.crash_count, "next_step": view.next_step}),
         text,
     ))
 }
@@ -607,4 +619,33 @@ fn requested(
         json!({"id": t.id, "requested": req, "sandbox": true}),
         text,
     ))
+}
+
+/// The view with its next step's key, when this command runs in a pane of the task's own
+/// session on the server its tasks run on (the plugin's menu key acts on the session it is
+/// pressed in); elsewhere the step names its command only.
+fn with_keys_here(
+    tasks: &TaskService,
+    mut view: crate::orchestration::task::service::TaskView,
+    panes: &[crate::adapters::tmux::PaneInfo],
+) -> crate::orchestration::task::service::TaskView {
+    use crate::adapters::tmux::Tmux;
+    let Some(step) = &view.next_step else {
+        return view;
+    };
+    let same_server = std::env::var("TMUX").ok().is_some_and(|t| {
+        Tmux::new(Tmux::server_from(None, Some(&t))).socket_path() == tasks.tmux.socket_path()
+    });
+    let pane = std::env::var("TMUX_PANE").ok();
+    let in_its_session = same_server
+        && panes.iter().any(|p| {
+            Some(&p.pane_id) == pane.as_ref()
+                && view.task.tmux_session_id.as_deref() == Some(p.session_id.as_str())
+        });
+    if in_its_session {
+        let keys = crate::orchestration::observe::snapshot::read(tasks.home, &tasks.tmux)
+            .map(|s| s.step_keys());
+        view.next_step = Some(step.keyed(&view.task.id, keys.as_ref()));
+    }
+    view
 }

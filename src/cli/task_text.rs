@@ -145,6 +145,7 @@ pub fn show(view: &TaskView, md: &str, md_path: &Path, history: &[Event]) -> Str
             view.task.sandbox.as_str()
         ));
     }
+    text.push_str(&next_text(view));
     if let Some(f) = &view.task.failure {
         text.push_str(&format!(
             "failed: {f}\nto do: `orange task respawn {id}` retries, `orange task delete {id}` removes it\n",
@@ -296,7 +297,17 @@ pub fn explain(view: &TaskView) -> String {
     if let Some(e) = &a.escalated {
         text.push_str(&format!("ESCALATED at {}: {}\n", e.at, e.reason));
     }
+    text.push_str(&next_text(view));
     text
+}
+
+/// `next: respawn: prefix O m r · orange task respawn 3fa2`: the task's next step when it
+/// needs you, in the words every surface uses; empty otherwise.
+pub fn next_text(view: &TaskView) -> String {
+    match &view.next_step {
+        Some(s) => format!("next: {}\n", s.text),
+        None => String::new(),
+    }
 }
 
 /// What a merge, a cancel or a release did about the queue, a line each.

@@ -527,6 +527,7 @@ mod tests {
             created_at: created.into(),
             host: None,
             harness: String::new(),
+            next: None,
         }
     }
 

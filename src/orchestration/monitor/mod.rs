@@ -9,6 +9,7 @@
 //! - `act.rs`: what the task's policies do with it (nudge, recover, escalate, done);
 //! - [`hook`]: what an agent's own hooks say, recorded for the next pass;
 //! - [`run`]: `orange monitor`, its loop and what follows each pass (publish, notify);
+//! - [`presence`]: whether a monitor watches a tmux server, and starting one when none does;
 //! - [`notify`]: telling the people attached what newly needs them.
 
 use std::time::Duration;
@@ -29,6 +30,7 @@ pub mod hook;
 mod judge;
 pub mod notify;
 mod pass;
+pub mod presence;
 pub mod run;
 
 pub use hook::agent_hook;
