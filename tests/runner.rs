@@ -40,6 +40,7 @@ mod real_claude;
 mod remote;
 mod sandbox;
 mod sandbox_git;
+mod send;
 mod sidebar;
 mod sidebar_keys;
 mod standin;

@@ -11,7 +11,7 @@ use crate::execution::sandbox;
 use crate::orchestration::agent::{self, AgentInfo, Signal};
 use crate::orchestration::task::queue::NextSpawn;
 use crate::orchestration::task::service::TaskView;
-use crate::orchestration::task::Event;
+use crate::orchestration::task::{Event, Held};
 use crate::ui::output::table;
 
 /// The first line of `s`, cut to `max` columns (with `…`).
@@ -153,6 +153,7 @@ pub fn show(view: &TaskView, md: &str, md_path: &Path, history: &[Event]) -> Str
         ));
     }
     text.push_str(&agent_text(&view.agent, &view.task.id));
+    text.push_str(&held_text(&view.task.held));
     text.push_str(&tokens_text(view.tokens.as_ref(), &view.task.harness));
     let body = md.trim_end();
     if !body.is_empty() {
@@ -218,7 +219,29 @@ fn event_text(e: &Event) -> String {
             let why = s("detail").map(|w| format!(": {w}")).unwrap_or_default();
             format!("agent exited ({how}){why}")
         }
-        "agent.nudged" => format!("nudged: {}", s("message").unwrap_or_default()),
+        "agent.nudged" => format!(
+            "nudged: {}{via}",
+            first_line(&s("message").unwrap_or_default(), 60)
+        ),
+        "message.sent" => format!(
+            "sent: {}{}{via}",
+            first_line(&s("text").unwrap_or_default(), 60),
+            if d.contains_key("held_since") {
+                " (held until its turn ended)"
+            } else {
+                ""
+            }
+        ),
+        "message.held" => format!(
+            "held: {} (until the agent's turn ends)",
+            first_line(&s("text").unwrap_or_default(), 60)
+        ),
+        "agent.respawned" if d.get("forced").is_some_and(|f| f == true) => {
+            match s("reason").filter(|r| !r.is_empty()) {
+                Some(r) => format!("respawned (forced): {}", first_line(&r, 60)),
+                None => "respawned (forced)".to_string(),
+            }
+        }
         "task.failed" => format!("could not start: {}", s("error").unwrap_or_default()),
         _ => {
             let mut extra: Vec<String> = d
@@ -331,6 +354,26 @@ fn agent_text(a: &AgentInfo, task: &str) -> String {
         for l in &a.last_lines {
             text.push_str(&format!("  | {l}\n"));
         }
+    }
+    text
+}
+
+/// What `task send` holds for the agent until its turn ends, a line each.
+fn held_text(held: &[Held]) -> String {
+    if held.is_empty() {
+        return String::new();
+    }
+    let now = chrono::Utc::now();
+    let mut text = format!(
+        "held for the agent (typed in when its turn ends): {}\n",
+        held.len()
+    );
+    for h in held {
+        text.push_str(&format!(
+            "  {:>8}  {}\n",
+            crate::ui::output::ago(&h.at, now),
+            first_line(&h.text, 60)
+        ));
     }
     text
 }
