@@ -68,12 +68,7 @@ impl TaskService<'_> {
         if !git::is_worktree_of(&project.path, &ws.path) {
             return Ok(());
         }
-        let keep = pool::load(self.home)?
-            .workspaces
-            .get(&ws.name)
-            .map(|s| s.keep.clone())
-            .unwrap_or_default();
-        match git::unsaved_work(&ws.path, "HEAD", &keep)? {
+        match pool::unsaved_work(self.home, &ws.name, &ws.path, "HEAD")? {
             Some(detail) => Err(OrangeError::WorktreeDirty {
                 path: ws.path.clone(),
                 detail,
