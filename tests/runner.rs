@@ -39,6 +39,7 @@ mod real_claude;
 mod remote;
 mod sandbox;
 mod sandbox_git;
+mod setup_output;
 mod sidebar;
 mod standin;
 mod status;
