@@ -152,6 +152,10 @@ fn what_the_setup_command_left_is_not_a_tasks_change() {
         "{preview}"
     );
 
+    // The same size, other bytes: still the agent's.
+    write(&ws, "setup.txt", "y\n");
+    changes(&env, &id, &["A new.txt", "A setup.txt"], 2, 0);
+
     // Back as the setup left it: out of the list again.
     write(&ws, "setup.txt", "x\n");
     changes(&env, &id, &["A new.txt"], 1, 0);

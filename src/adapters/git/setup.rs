@@ -6,9 +6,9 @@
 //! A task's change list leaves out exactly what is still as the setup left it
 //! ([`SetupOutput::untracked_as_left`], [`SetupOutput::tracked_as_left`]); a setup file
 //! with other content is the agent's work and shows, and one the agent deleted shows as
-//! deleted ([`SetupOutput::gone`]). A file is hashed only when its size or modification
-//! time changed since the record, or when it was written too close to the record for its
-//! time to be trusted (as git's own index does it).
+//! deleted ([`SetupOutput::gone`]). A file is hashed only when its size, mode or
+//! modification time changed since the record, or when it was written too close to the
+//! record for its time to be trusted (git's "racily clean" entries).
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -19,9 +19,22 @@ use serde::{Deserialize, Serialize};
 use super::diff::{hash_blob, line_count, status_start, Oid, StatusRecord, LINE_COUNT_MAX_BYTES};
 use crate::error::Result;
 
-/// A modification time this close to the record (or after it) is not trusted: a file
-/// changed again within the file system's time granularity keeps its time.
-const RACY_NS: i64 = 2_000_000_000;
+/// How coarse a file system's modification times can be, judged from one of them: Linux
+/// file systems stamp with the kernel's coarse clock (a few milliseconds); times without
+/// a sub-second part come from one that keeps whole seconds (or two, as FAT does).
+fn granule(mtime_ns: i64) -> i64 {
+    if mtime_ns % 1_000_000_000 == 0 {
+        2_000_000_000
+    } else {
+        100_000_000
+    }
+}
+
+/// Can a file whose modification time is `mtime_ns` have been changed again after
+/// `recorded_ns` and kept that time? Then only its content says whether it changed.
+fn racy(mtime_ns: i64, recorded_ns: i64) -> bool {
+    mtime_ns + granule(mtime_ns) > recorded_ns
+}
 
 /// Mode of a directory (an untracked nested repository shows as one).
 const DIR_MODE: u32 = 0o040000;
@@ -113,9 +126,31 @@ fn read(worktree: &Path, path: &str) -> Option<(std::fs::Metadata, Option<Oid>, 
 }
 
 /// Read what the setup command left in `worktree`: one `git status` (every untracked
-/// file, not only its directory) and each listed file hashed.
+/// file, not only its directory) and each listed file hashed. The record's time is taken
+/// once no listed file can be racy any more (at most a granule after the setup's last
+/// write: a tenth of a second on Linux file systems), so that later checks trust an
+/// unchanged stat instead of reading the file.
 pub fn record(worktree: &Path) -> Result<SetupOutput> {
     let records = status_start(worktree).wait()?;
+    let stamp = |path: &str| {
+        std::fs::symlink_metadata(worktree.join(path.trim_end_matches('/')))
+            .map(|m| mtime_ns(&m))
+            .ok()
+    };
+    let settled = records
+        .iter()
+        .filter_map(|r| match r {
+            StatusRecord::Untracked { path } | StatusRecord::Changed { path, .. } => stamp(path),
+            StatusRecord::Unmerged { .. } => None,
+        })
+        .map(|t| t + granule(t) + 1)
+        .max()
+        .unwrap_or(0);
+    // Never long: a file stamped in the future (unpacked from an archive) stays racy.
+    let wait = (settled - now_ns()).min(2_100_000_000);
+    if wait > 0 {
+        std::thread::sleep(std::time::Duration::from_nanos(wait as u64));
+    }
     let mut out = SetupOutput {
         recorded_ns: now_ns(),
         files: BTreeMap::new(),
@@ -170,7 +205,7 @@ impl SetupOutput {
         }
         let t = mtime_ns(&m);
         let same_stat = m.len() == f.size && t == f.mtime_ns && git_mode(&m) == f.mode;
-        if same_stat && t < self.recorded_ns - RACY_NS {
+        if same_stat && !racy(t, self.recorded_ns) {
             return true;
         }
         match read(worktree, path) {
@@ -272,10 +307,10 @@ mod tests {
         let m = std::fs::symlink_metadata(d.path().join("s.txt")).unwrap();
         out.files
             .insert("s.txt".into(), file(b"y\n", m.len(), mtime_ns(&m)));
-        out.recorded_ns = mtime_ns(&m) + 10 * RACY_NS;
+        out.recorded_ns = mtime_ns(&m) + 2 * granule(mtime_ns(&m));
         assert!(out.untracked_as_left(d.path(), "s.txt"));
         // Too close to the record to be trusted: hashed.
-        out.recorded_ns = mtime_ns(&m) + RACY_NS / 2;
+        out.recorded_ns = mtime_ns(&m) + granule(mtime_ns(&m)) / 2;
         assert!(!out.untracked_as_left(d.path(), "s.txt"));
         // Deleted: gone, unless something listed it.
         std::fs::remove_file(d.path().join("s.txt")).unwrap();
