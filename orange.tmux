@@ -19,7 +19,9 @@
 #   @orange-refresh-interval  seconds between sidebar refreshes (10)
 #   @orange-status-format     what #{orange_status} in status-left/right shows: tmux | plain (tmux)
 #   @orange-hooks             on | off: tmux hooks tell orange at once about dead panes,
-#                             closed sessions and client switches (on)
+#                             closed sessions and client switches, and a sidebar when it
+#                             gets or loses the focus (its footer names the keys of the
+#                             pane in focus) (on)
 #   @orange-monitor           on | off: run `orange monitor` (agent states, nudges,
 #                             escalations) in the background, one per server (on)
 #   @orange-notify            when a task starts to need you, the monitor tells attached
@@ -152,8 +154,22 @@ tq x "choose-tree -Zs -f '$IN_TASK' -F '#{?window_format,#{window_name},#{?@oran
 tq y "display-message 'orange: no task sessions on this server'"
 K_PICK="if-shell -F '#{S:#{?@orange_task,1,}}' $x $y"
 run K_NEXT plugin next --client '#{q:client_name}' --session '#{q:session_id}'
+# t: a message for an agent, asked for in tmux's command-prompt (`orange plugin prompt`
+# builds the prompt: what is typed never goes through tmux's parser, a format or a shell
+# line) and sent with `orange task send`. In a task session, for its agent; elsewhere a
+# picker of the task sessions first (Enter on one asks for its agent).
+run K_SEND plugin prompt --client '#{q:client_name}'
+tq x "$RUNSH #{q:pane_id} $B plugin prompt --client #{q:client_name}"
+tq x "run-shell -b -t '%%' $x"
+tq x "choose-tree -Zs -f '$IN_TASK' -F '#{?window_format,#{window_name},#{?@orange_status,#{@orange_status},task #{@orange_task}}}' $x"
+tq y "display-message 'orange: no task sessions on this server'"
+tq x "if-shell -F '#{S:#{?@orange_task,1,}}' $x $y"
+tq y "$K_SEND"
+K_SENDKEY="if-shell -F '$IN_TASK' $y $x"
 popup A_SHOW show
 act A_RESPAWN task respawn "$T"
+act x task respawn --force --yes "$T"
+confirm A_RESTART "Stop and restart the running agent of task $T? (y/n)" "$x"
 act x task merge "$T"
 confirm A_MERGE "Merge task $T? (y/n)" "$x"
 popup A_PR pr
@@ -166,8 +182,10 @@ menu x "orange task $T" \
   "Full screen (zoom the agent)" z "resize-pane -Z" \
   "Show the task" i "$A_SHOW" \
   "Toggle the sidebar" s "$K_SIDEBAR" \
+  "Send text to the agent…" t "$K_SEND" \
   "" \
   "Respawn the agent" r "$A_RESPAWN" \
+  "Stop and restart the running agent" R "$A_RESTART" \
   "Merge into the default branch" M "$A_MERGE" \
   "Pull request (push + gh pr create)" p "$A_PR" \
   "Cancel the task" x "$A_CANCEL" \
@@ -189,11 +207,14 @@ menu K_HELP "orange: prefix ${key//#/##}, then…" \
   "New task…" n "$K_NEW" \
   "Task picker" l "$K_PICK" \
   "Next task waiting for you" w "$K_NEXT" \
+  "Send text to a task's agent…" t "$K_SENDKEY" \
   "Actions for this task…" m "$K_ACTIONS" \
   "" \
   "-In task sessions:" "" "" \
   "-  ${skey//#/##}  focus the sidebar, and back" "" "" \
-  "-  ${zkey//#/##}  zoom the agent pane" "" ""
+  "-  ${zkey//#/##}  zoom the agent pane" "" "" \
+  "-In the sidebar:" "" "" \
+  "-  Tab, Enter  the agent pane; Esc  back; q  close" "" ""
 
 # tmux stops a command sequence at its first failing command: `unbind-key -a` of a table
 # that does not exist yet would, so a binding creates the table first.
@@ -203,6 +224,7 @@ cmds=(set-option -gq @orange_bin "$bin" \; set-option -gq @orange_dir "$DIR" \;
   bind-key -T orange -N "orange: new task" n "$K_NEW" \;
   bind-key -T orange -N "orange: task picker" l "$K_PICK" \;
   bind-key -T orange -N "orange: next task waiting for you" w "$K_NEXT" \;
+  bind-key -T orange -N "orange: send text to a task's agent" t "$K_SENDKEY" \;
   bind-key -T orange -N "orange: actions for this task" m "$K_ACTIONS" \;
   bind-key -T orange -N "orange: keys" '?' "$K_HELP" \;)
 # A binary at hand: whatever a build said on the status line is over.
@@ -211,7 +233,8 @@ cmds=(set-option -gq @orange_bin "$bin" \; set-option -gq @orange_dir "$DIR" \;
 # --- what is there already: hooks and bindings, one call -----------------------------------
 events=(pane-died pane-exited session-closed client-session-changed)
 existing=$(tmux show-hooks -g pane-died \; show-hooks -g pane-exited \; show-hooks -g session-closed \
-  \; show-hooks -g client-session-changed \; list-keys -T prefix \; list-keys -T root 2>/dev/null)
+  \; show-hooks -g client-session-changed \; show-hooks -g window-pane-changed \
+  \; list-keys -T prefix \; list-keys -T root 2>/dev/null)
 declare -A binding=()
 declare -A orange_hooks=()
 re_key='^bind-key +(-r +)?-T +([^ ]+) +([^ ]+) +(.*)$'
@@ -219,7 +242,8 @@ re_hook='^([a-z-]+)\[([0-9]+)\] (.*)$'
 while IFS= read -r line; do
   if [[ $line =~ $re_key ]]; then
     binding["${BASH_REMATCH[2]}:${BASH_REMATCH[3]}"]=${BASH_REMATCH[4]}
-  elif [[ $line =~ $re_hook && ${BASH_REMATCH[3]} == *" hook ${BASH_REMATCH[1]} --"* ]]; then
+  elif [[ $line =~ $re_hook && (${BASH_REMATCH[3]} == *" hook ${BASH_REMATCH[1]} --"* ||
+    ${BASH_REMATCH[3]} == *"@orange_sidebar"*"1b 5b 49"*) ]]; then
     orange_hooks[${BASH_REMATCH[1]}]="${BASH_REMATCH[2]} ${orange_hooks[${BASH_REMATCH[1]}]}"
   fi
 done <<<"$existing"
@@ -307,6 +331,19 @@ widget="#{@orange_build}#($B status --format $sfmt)"
 # server), so re-running this file never starts a second one.
 if [[ ${o_mon:-on} != off ]]; then
   cmds+=(run-shell -b "$B monitor >/dev/null 2>&1 || true" \;)
+fi
+
+# --- the sidebar's focus ---------------------------------------------------------------------
+# A sidebar is told when it gets or loses the focus, however it moved (a key, the mouse):
+# the focus reports a terminal sends (ESC [ I, ESC [ O), which tmux 3.3a sends a pane only
+# with focus-events on. No process: tmux itself checks that the pane (or the one that had
+# the focus) is a sidebar at work, not in a mode. Last: a tmux too old for its syntax
+# stops here, after everything else is set up.
+read -r -a idxs <<<"${orange_hooks[window-pane-changed]-}"
+for i in "${idxs[@]}"; do cmds+=(set-hook -gu "window-pane-changed[$i]" \;); done
+if [[ $hooks == on ]]; then
+  at_work='#{?@orange_sidebar,#{?pane_in_mode,,#{?pane_dead,,1}},}'
+  cmds+=(set-hook -ga window-pane-changed "if-shell -F \"$at_work\" { send-keys -H 1b 5b 49 } { if-shell -F \"#{P:#{?pane_last,$at_work,}}\" { send-keys -H -t \"{last}\" 1b 5b 4f } }" \;)
 fi
 
 unset 'cmds[${#cmds[@]}-1]'

@@ -273,3 +273,58 @@ fn an_orange_home_that_cannot_be_read_is_an_io_error_naming_the_path() {
     let msg = v["error"]["message"].as_str().unwrap();
     assert!(msg.contains(home.to_str().unwrap()), "{msg}");
 }
+
+#[test]
+fn harness_templates_give_each_placeholder_as_one_argument() {
+    let env = common::TaskEnv::new();
+    env.add_project(&["--pool-size", "1"]);
+    let out = env.root().join("args.txt");
+    // Each argument ended by a NUL (the prompt has lines), then the agent waits.
+    env.append_config(&format!(
+        "[harness.args]\ncommand = \"printf '%s\\\\0' {{branch}} {{workspace}} {{task_id}} {{port}} {{project}} {{prompt}} > '{}'; sleep 600\"\n",
+        out.display()
+    ));
+    let branch = "feat/$(touch${IFS}pwned);it's`id`";
+    let t = env.create(&[branch, "do it; rm -rf $HOME", "--harness", "args"]);
+    common::wait_for("the agent's arguments", 20, || {
+        std::fs::read_to_string(&out).is_ok_and(|s| s.matches('\0').count() == 6)
+    });
+    let args = std::fs::read_to_string(&out).unwrap();
+    let mut args: Vec<&str> = args.split_terminator('\0').collect();
+    // The prompt: the summary, then what orange tells every agent.
+    let prompt = args.pop().unwrap();
+    assert!(
+        prompt.starts_with("do it; rm -rf $HOME\n\n(orange task"),
+        "{prompt}"
+    );
+    let name = t["workspace"].as_str().unwrap();
+    let ws = env.ws_path(name);
+    let slot: u16 = name.rsplit_once("--").unwrap().1.parse().unwrap();
+    assert_eq!(
+        args,
+        [
+            branch,
+            ws.to_str().unwrap(),
+            t["id"].as_str().unwrap(),
+            &(3100 + slot).to_string(),
+            "app",
+        ]
+    );
+    assert!(!ws.join("pwned").exists() && !env.repo.join("pwned").exists());
+}
+
+#[test]
+fn an_unknown_template_placeholder_is_a_config_error_naming_it() {
+    let env = common::TaskEnv::new();
+    env.add_project(&[]);
+    env.append_config("[harness.typo]\ncommand = \"agent --branch {brnch} {prompt}\"\n");
+    let msg = env.err(
+        &["task", "create", "feat/t", "x", "--harness", "typo"],
+        "invalid_argument",
+    );
+    assert!(
+        msg.contains("[harness.typo]") && msg.contains("{brnch}") && msg.contains("{branch}"),
+        "{msg}"
+    );
+    assert_eq!(env.ok(&["task", "list"]).as_array().unwrap().len(), 0);
+}

@@ -453,9 +453,9 @@ fn the_sidebar_footer_shows_the_keys_really_bound() {
     let mut seen = String::new();
     common::wait_for("the sidebar's footer", 20, || {
         seen = env.tmux.ok(&["capture-pane", "-p", "-t", &pane]);
-        seen.contains("fullscreen")
+        seen.contains("full screen")
     });
-    assert!(seen.contains("M-z:fullscreen"), "{seen}");
+    assert!(seen.contains("M-z full screen"), "{seen}");
     assert!(
         !seen.contains("sidebar  ") && !seen.contains("Ctrl+\\"),
         "{seen}"

@@ -354,6 +354,14 @@ fn gc_closes_exactly_the_stale_finished_and_error_lanes() {
     assert!(std::path::Path::new(s["worktree_path"].as_str().unwrap()).exists());
     assert_eq!(s["worktree_removed"], false);
     env.err(&["lane", "gc", "--idle-ttl", "soon"], "invalid_argument");
+    // --force never closes a running lane, and its help says so.
+    let forced = env.ok(&["lane", "gc", "--idle-ttl", "1h", "--force"]);
+    assert_eq!(forced["closed"].as_array().unwrap().len(), 0, "{forced}");
+    assert_eq!(env.ok(&["lane", "status", &running])["state"], "running");
+    let help = env.cmd(&["lane", "gc", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(!help.contains("running lanes too"), "{help}");
+    assert!(help.contains("never closes a running lane"), "{help}");
 }
 
 #[test]

@@ -196,7 +196,11 @@ fn a_task_that_stops_rings_once_and_again_after_it_works_and_stops_again() {
     assert_eq!(client.bells(), 0, "no bell while it works");
     tell(env, &id, "notify-a", "stop");
     wait_for("notify-send to be called", 30, || !calls(&s).is_empty());
-    let want = "orange: app/notify-a needs you (waiting for input)";
+    // With its next step (issue 24), in the words of every other surface.
+    let want = format!(
+        "orange: app/notify-a needs you (waiting for input) — next: answer: orange task attach {id}"
+    );
+    let want = want.as_str();
     wait_for(
         "the bell, the OSCs and the message on the client",
         10,
@@ -208,7 +212,8 @@ fn a_task_that_stops_rings_once_and_again_after_it_works_and_stops_again() {
                     .filter(|o| o.contains("notify-a"))
                     .count()
                     == 2
-                && client.text().contains(want)
+                // The status line shows what its width holds.
+                && client.text().contains("orange: app/notify-a needs you (waiting for input)")
         },
     );
     let oscs: Vec<String> = client
@@ -222,7 +227,10 @@ fn a_task_that_stops_rings_once_and_again_after_it_works_and_stops_again() {
     );
     assert_eq!(
         calls(&s),
-        ["--app-name=orange orange app/notify-a needs you (waiting for input)"]
+        [format!(
+            "--app-name=orange orange {}",
+            want.trim_start_matches("orange: ")
+        )]
     );
     // Once per change: the next passes (1 s apart) say nothing more.
     holds_for(
@@ -240,7 +248,9 @@ fn a_task_that_stops_rings_once_and_again_after_it_works_and_stops_again() {
     tell(env, &id, "notify-a", "exit");
     wait_for("the death to be told", 30, || calls(&s).len() == 3);
     assert!(
-        calls(&s)[2].contains("app/notify-a needs you (exited 3)"),
+        calls(&s)[2].ends_with(&format!(
+            "app/notify-a needs you (exited 3) — next: respawn: orange task respawn {id}"
+        )),
         "{:?}",
         calls(&s)
     );

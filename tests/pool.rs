@@ -839,3 +839,25 @@ fn gitignored_files_are_copied_or_linked_into_workspaces_without_overwriting() {
     );
     assert!(m.contains("without '..'"), "{m}");
 }
+
+#[test]
+fn init_prunes_the_records_of_worktrees_deleted_behind_git_s_back() {
+    let env = Env::new();
+    env.add_project(&["--pool-size", "1"]);
+    // A worktree of the user's own (not the pool's), then its directory deleted by hand:
+    // git keeps its record (`prunable`) until something prunes it.
+    let stray = env.root().join("stray-worktree");
+    git(
+        &env.repo,
+        &["worktree", "add", "-q", "--detach", stray.to_str().unwrap()],
+    );
+    std::fs::remove_dir_all(&stray).unwrap();
+    let listed = git(&env.repo, &["worktree", "list", "--porcelain"]);
+    assert!(listed.contains("prunable"), "{listed}");
+    env.ok(&["workspace", "init"]);
+    let listed = git(&env.repo, &["worktree", "list", "--porcelain"]);
+    assert!(!listed.contains("prunable"), "{listed}");
+    assert!(!listed.contains("stray-worktree"), "{listed}");
+    // The pool's own worktree is there, and only it beside the main one.
+    assert_eq!(listed.matches("worktree ").count(), 2, "{listed}");
+}

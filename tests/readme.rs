@@ -365,7 +365,7 @@ fn the_readme_picture_uses_the_real_labels_and_icons() {
         "── Files (",
         "── History ",
         "── Task ",
-        "Ctrl+\\:sidebar  Ctrl+]:fullscreen",
+        "Ctrl+\\ sidebar  Ctrl+] full screen",
     ] {
         assert!(
             sidebar.iter().any(|l| l.starts_with(label)),

@@ -25,6 +25,7 @@ mod kill_loop;
 mod lane;
 mod layers;
 mod monitor;
+mod next_step;
 mod no_prompt;
 mod notify;
 mod observer;
@@ -39,8 +40,10 @@ mod real_claude;
 mod remote;
 mod sandbox;
 mod sandbox_git;
+mod send;
 mod setup_output;
 mod sidebar;
+mod sidebar_keys;
 mod standin;
 mod status;
 mod task;
@@ -49,6 +52,7 @@ mod test_env;
 mod tmux_adapter;
 mod tpm;
 mod usage;
+mod watched;
 mod zellij;
 
 /// A file of tests/ that is no `mod` here is never compiled, and its tests never run:

@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{git, wait_for, TaskEnv};
+use orange::orchestration::attention::next::{Action, Keys, NextStep};
 use orange::ui::diff::ChangedFile;
-use orange::ui::sidebar::model::{remote_model, HistoryEntry, Model, FOOTER};
+use orange::ui::sidebar::model::{remote_model, HistoryEntry, Model, FOOTER, SIDEBAR_FOOTER};
 use orange::ui::sidebar::render::{render, render_ansi, render_gone};
 use serde_json::Value;
 use unicode_width::UnicodeWidthStr;
@@ -243,16 +244,46 @@ fn dead_session_agent_port_and_notice() {
     m.agent = Some("dead".into());
     m.port = Some(3101);
     m.notice = Some("Needs you: the agent exited twice".into());
+    // Issue 24: what moves it on, with the key the plugin bound (in the task's session).
+    let keys = Keys {
+        table: Some("prefix O".into()),
+    };
+    m.next_step = Some(NextStep::of(Action::Respawn, "a1b2c3", Some(&keys)));
     m.files.truncate(2);
     m.history.truncate(2);
     m.task.truncate(1);
     snap("dead_w40", &m, 40, None);
     let f = render(&m, 40, None);
     assert!(f.contains("Status: working   ✗ dead (exit 3)\n"), "{f}");
+    assert!(
+        f.contains("Next: respawn: prefix O m r ·\norange task respawn a1b2c3\n"),
+        "{f}"
+    );
+    // Narrow: wrapped at spaces, the command whole.
+    snap("dead_w20", &m, 20, None);
     // Colours only in the ANSI variant, and the same text underneath.
     let a = render_ansi(&m, 40, None);
     assert!(a.contains("\x1b[31m✗ dead (exit 3)\x1b[0m"), "{a:?}");
     assert!(!f.contains('\x1b'));
+}
+
+/// Issue 24: the footer names the keys of the pane in focus, shortened to fit, never cut
+/// in the middle of a key while a shorter form fits.
+#[test]
+fn the_footer_names_the_keys_of_the_pane_in_focus() {
+    let mut m = full_model();
+    let last = |m: &Model, w: usize| render(m, w, Some(30)).lines().last().unwrap().to_string();
+    assert_eq!(last(&m, 48), "Ctrl+\\ sidebar  Ctrl+] full screen");
+    assert_eq!(last(&m, 30), "^\\ sidebar  ^] full screen");
+    assert_eq!(last(&m, 20), "^\\ sidebar ^] full");
+    m.footer = SIDEBAR_FOOTER.into();
+    assert_eq!(last(&m, 48), "Tab terminal  Esc back  q close");
+    assert_eq!(last(&m, 30), "Tab term Esc back q close");
+    let narrow = last(&m, 20);
+    assert!(
+        narrow.width() <= 20 && narrow.starts_with("Tab term"),
+        "{narrow}"
+    );
 }
 
 #[test]
@@ -284,7 +315,7 @@ fn a_remote_task_renders_from_its_hosts_last_snapshot() {
     let item = serde_json::json!({
         "kind": "task", "id": "r7t2m1", "project": "api", "branch": "fix-auth",
         "status": "working", "bucket": "dead", "reason": "exited 3",
-        "session": "api-r7t2m1", "exit_status": 3, "harness": "codex",
+        "session": "api-r7t2m1", "exit_status": 3, "harness": "codex", "next": "respawn",
     });
     insta::assert_snapshot!(
         "remote_seen_w40",
@@ -652,8 +683,10 @@ fn the_loop_in_a_tmux_pane_follows_task_md_git_and_the_agent() {
         "30",
         &cmd,
     ]);
-    let s = wait_screen(&env, "=sb:", "the first frame", 10, |s| {
-        s.contains("app/live-view")
+    // The whole first frame (a capture can come while tmux is still reading it): the
+    // header, and the footer on the pane's last line.
+    let s = wait_screen(&env, "=sb:", "the first frame, whole", 10, |s| {
+        s.contains("app/live-view") && s.lines().nth(29) == Some(FOOTER)
     });
     let lines: Vec<&str> = s.lines().collect();
     assert_eq!(lines.len(), 30, "the frame fills the pane:\n{s}");
@@ -712,11 +745,12 @@ fn the_loop_in_a_tmux_pane_follows_task_md_git_and_the_agent() {
     // A resize redraws at the new width.
     env.tmux
         .ok(&["resize-window", "-t", "=sb:", "-x", "24", "-y", "20"]);
+    // Whole: down to the pane's last line (its footer).
     let s = wait_screen(&env, "=sb:", "the narrower frame", 5, |s| {
         s.lines()
             .any(|l| l.starts_with("── Files (1) ─") && l.width() == 24)
+            && s.lines().count() == 20
     });
-    assert_eq!(s.lines().count(), 20, "{s}");
     assert!(s.lines().all(|l| l.width() <= 24), "{s}");
 
     // Deleting the task: the sidebar says so and keeps running.

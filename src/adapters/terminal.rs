@@ -5,8 +5,9 @@
 use std::io::{IsTerminal, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-/// What puts a terminal back after drawing: colours reset, cursor shown, main screen.
-const RESTORE: &[u8] = b"\x1b[0m\x1b[?25h\x1b[?1049l";
+/// What puts a terminal back after drawing: colours reset, cursor shown, no focus reports,
+/// main screen.
+const RESTORE: &[u8] = b"\x1b[0m\x1b[?25h\x1b[?1004l\x1b[?1049l";
 
 /// The terminal in drawing mode: alternate screen, no cursor, no echo, keys one by one and
 /// no signals from keys (`-isig`), so Ctrl+C arrives as a byte and quits cleanly (std alone

@@ -80,9 +80,10 @@ pub fn before(ctx: &Ctx, does: &Does) {
     }
 }
 
-/// After a command ran here: the status widgets follow, and an agent session it started
-/// opens with the sidebar (`@orange-sidebar-auto on`). Best effort: neither fails the
-/// command.
+/// After a command ran here: the status widgets follow, an agent session it started
+/// opens with the sidebar (`@orange-sidebar-auto on`), and a command that may have started
+/// an agent starts a monitor on its tmux server when none watches it. Best effort: none
+/// fails the command.
 pub fn after(ctx: &Ctx, does: &Does, done: Result<Done>) -> Result<Out> {
     let widgets = match does.widgets {
         Widgets::Never => false,
@@ -97,6 +98,10 @@ pub fn after(ctx: &Ctx, does: &Does, done: Result<Done>) -> Result<Out> {
         let own = done.session.as_ref().filter(|_| does.starts);
         for s in own.into_iter().chain(&done.next_session) {
             let _ = crate::ui::plugin::auto_sidebar(&ctx.home, &tmux, s);
+        }
+        // Every agent is watched, with or without the plugin.
+        if does.starts || done.next_session.is_some() {
+            let _ = crate::orchestration::monitor::presence::ensure(&ctx.home, &tmux);
         }
     }
     done.map(|d| d.out)

@@ -1,11 +1,14 @@
-//! `orange doctor [--harness H] [--trust]`: is this machine ready to run an agent here?
+//! `orange doctor [--harness H] [--trust]`: is this machine ready to run an agent here,
+//! and does a monitor watch this tmux server?
 
 use super::args::DoctorArgs;
 use super::context::Ctx;
+use crate::adapters::tmux::Tmux;
 use crate::error::Result;
 use crate::execution::config::Config;
 use crate::execution::harness::Harness;
 use crate::orchestration::doctor;
+use crate::orchestration::monitor::presence;
 use crate::ui::output::Out;
 
 pub fn run(ctx: &Ctx, a: DoctorArgs) -> Result<Out> {
@@ -18,7 +21,10 @@ pub fn run(ctx: &Ctx, a: DoctorArgs) -> Result<Out> {
             "--trust needs a project: run it in a registered repository or pass --project NAME",
         ));
     }
-    let report = doctor::run(&harness, repo.as_deref(), a.trust)?;
+    let mut report = doctor::run(&harness, repo.as_deref(), a.trust)?;
+    if let Ok(watch) = presence::watch(&ctx.home, &Tmux::from_env()) {
+        doctor::add_monitor_check(&mut report, &watch);
+    }
     let text = doctor::render(&report);
     Ok(Out::new(report, text))
 }

@@ -11,7 +11,7 @@ use crate::execution::sandbox;
 use crate::orchestration::agent::{self, AgentInfo, Signal};
 use crate::orchestration::task::queue::NextSpawn;
 use crate::orchestration::task::service::TaskView;
-use crate::orchestration::task::Event;
+use crate::orchestration::task::{Event, Held};
 use crate::ui::changes::GitPart;
 use crate::ui::output::table;
 
@@ -152,6 +152,7 @@ pub fn show(
             view.task.sandbox.as_str()
         ));
     }
+    text.push_str(&next_text(view));
     if let Some(f) = &view.task.failure {
         text.push_str(&format!(
             "failed: {f}\nto do: `orange task respawn {id}` retries, `orange task delete {id}` removes it\n",
@@ -159,6 +160,7 @@ pub fn show(
         ));
     }
     text.push_str(&agent_text(&view.agent, &view.task.id));
+    text.push_str(&held_text(&view.task.held));
     text.push_str(&tokens_text(view.tokens.as_ref(), &view.task.harness));
     text.push_str(&changes_text(changes, SHOW_FILES));
     let body = md.trim_end();
@@ -225,7 +227,29 @@ fn event_text(e: &Event) -> String {
             let why = s("detail").map(|w| format!(": {w}")).unwrap_or_default();
             format!("agent exited ({how}){why}")
         }
-        "agent.nudged" => format!("nudged: {}", s("message").unwrap_or_default()),
+        "agent.nudged" => format!(
+            "nudged: {}{via}",
+            first_line(&s("message").unwrap_or_default(), 60)
+        ),
+        "message.sent" => format!(
+            "sent: {}{}{via}",
+            first_line(&s("text").unwrap_or_default(), 60),
+            if d.contains_key("held_since") {
+                " (held until its turn ended)"
+            } else {
+                ""
+            }
+        ),
+        "message.held" => format!(
+            "held: {} (until the agent's turn ends)",
+            first_line(&s("text").unwrap_or_default(), 60)
+        ),
+        "agent.respawned" if d.get("forced").is_some_and(|f| f == true) => {
+            match s("reason").filter(|r| !r.is_empty()) {
+                Some(r) => format!("respawned (forced): {}", first_line(&r, 60)),
+                None => "respawned (forced)".to_string(),
+            }
+        }
         "task.failed" => format!("could not start: {}", s("error").unwrap_or_default()),
         _ => {
             let mut extra: Vec<String> = d
@@ -281,7 +305,17 @@ pub fn explain(view: &TaskView) -> String {
     if let Some(e) = &a.escalated {
         text.push_str(&format!("ESCALATED at {}: {}\n", e.at, e.reason));
     }
+    text.push_str(&next_text(view));
     text
+}
+
+/// `next: respawn: prefix O m r · orange task respawn 3fa2`: the task's next step when it
+/// needs you, in the words every surface uses; empty otherwise.
+pub fn next_text(view: &TaskView) -> String {
+    match &view.next_step {
+        Some(s) => format!("next: {}\n", s.text),
+        None => String::new(),
+    }
 }
 
 /// What a merge, a cancel or a release did about the queue, a line each.
@@ -328,6 +362,26 @@ fn agent_text(a: &AgentInfo, task: &str) -> String {
         for l in &a.last_lines {
             text.push_str(&format!("  | {l}\n"));
         }
+    }
+    text
+}
+
+/// What `task send` holds for the agent until its turn ends, a line each.
+fn held_text(held: &[Held]) -> String {
+    if held.is_empty() {
+        return String::new();
+    }
+    let now = chrono::Utc::now();
+    let mut text = format!(
+        "held for the agent (typed in when its turn ends): {}\n",
+        held.len()
+    );
+    for h in held {
+        text.push_str(&format!(
+            "  {:>8}  {}\n",
+            crate::ui::output::ago(&h.at, now),
+            first_line(&h.text, 60)
+        ));
     }
     text
 }

@@ -17,7 +17,7 @@ use crate::adapters::store::Home;
 use crate::adapters::tmux::session_char_ok;
 use crate::error::Result;
 use crate::execution::config::Config;
-use crate::execution::harness::{Conversation, Harness, Start};
+use crate::execution::harness::{declared, Conversation, Harness, Start};
 use crate::execution::pool;
 use crate::execution::repo::Project;
 use crate::execution::sandbox;
@@ -120,7 +120,12 @@ impl<'a> Launch<'a> {
             harness.permission_mode = permission_mode.clone();
         }
         harness.setup_workspace(&self.project.path, self.workspace.path)?;
-        let argv = harness.argv(self.prompt.as_deref(), self.start, conversation.as_ref());
+        let argv = harness.argv(
+            self.prompt.as_deref(),
+            self.start,
+            conversation.as_ref(),
+            &self.places(),
+        );
         let argv = self.sandboxed(&harness, argv)?;
         Ok(Ready {
             launch: self,
@@ -128,6 +133,19 @@ impl<'a> Launch<'a> {
             conversation,
             permission_mode,
         })
+    }
+
+    /// What a declared harness's template may name (`{branch}`, `{port}`, …): the same
+    /// values as the agent's environment ([`env`]).
+    fn places(&self) -> declared::Places {
+        let slot = self.workspace.name.and_then(pool::parse_name);
+        declared::Places {
+            branch: self.branch.to_string(),
+            workspace: self.workspace.path.display().to_string(),
+            task_id: self.owner.id().to_string(),
+            port: slot.and_then(|(_, index)| port_for(self.project, index)),
+            project: self.project.name.clone(),
+        }
     }
 
     /// `argv` run in the agent's sandbox (none: as it is).

@@ -12,6 +12,7 @@ use crate::adapters::shell;
 use crate::error::Result;
 use crate::execution::harness::kind::{check, DoctorAsk};
 use crate::execution::harness::Harness;
+use crate::orchestration::monitor::presence::Watch;
 
 pub use crate::execution::harness::kind::Check;
 
@@ -81,6 +82,34 @@ pub fn run(harness: &Harness, repo: Option<&Path>, trust: bool) -> Result<Report
     report.trust_recorded = own.trust_recorded;
     report.ok = report.checks.iter().all(|c| c.ok);
     Ok(report)
+}
+
+/// Whether a monitor watches this tmux server (agent states, policies, notifications):
+/// a check failed only when none does and none is turned off on purpose.
+pub fn add_monitor_check(report: &mut Report, watch: &Watch) {
+    let (ok, detail) = match watch {
+        Watch::NoServer => (
+            true,
+            "no tmux server runs; the first task started here starts a monitor".to_string(),
+        ),
+        Watch::Watched => (true, "a monitor watches this tmux server".to_string()),
+        Watch::Unwatched { off: true } => (
+            true,
+            "none watches this tmux server: its @orange-monitor is off".to_string(),
+        ),
+        Watch::Unwatched { off: false } => (
+            false,
+            "no monitor watches this tmux server: agent states are not updated, no policy acts"
+                .to_string(),
+        ),
+    };
+    report.checks.push(check(
+        "monitor",
+        ok,
+        detail,
+        Some("run `orange monitor &` (starting a task here starts one too)".into()),
+    ));
+    report.ok &= ok;
 }
 
 /// The report as text: one line per check, with what to do under a failed one.

@@ -382,6 +382,7 @@ mod tests {
             created_at: String::new(),
             host: None,
             harness: String::new(),
+            next: None,
         }
     }
 

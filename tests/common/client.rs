@@ -12,8 +12,8 @@ use super::TaskEnv;
 pub struct Client {
     child: Child,
     /// Its input, held open: `script` passes an end of input on to the terminal (a
-    /// Ctrl+D typed into the session).
-    _input: std::process::ChildStdin,
+    /// Ctrl+D typed into the session). What is written there is typed on the terminal.
+    input: std::process::ChildStdin,
     log: PathBuf,
     pub tty: String,
 }
@@ -44,10 +44,19 @@ impl Client {
         });
         Client {
             child,
-            _input: input,
+            input,
             log: log.to_path_buf(),
             tty,
         }
+    }
+
+    /// Type `bytes` on the client's terminal, as a person's keyboard would (`\x1c`:
+    /// Ctrl+\\, `\t`: Tab, `\r`: Enter, `\x1b`: Escape, which tmux takes for the key after
+    /// its `escape-time`).
+    pub fn type_bytes(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        self.input.write_all(bytes).unwrap();
+        self.input.flush().unwrap();
     }
 
     pub fn output(&self) -> Vec<u8> {

@@ -248,6 +248,10 @@ pub fn parse_json_output(args: &[&str], out: &Output) -> (bool, Value) {
 /// The hostile user config every tmux test server starts with.
 pub const HOSTILE_TMUX_CONF: &str = "set -g base-index 1\nsetw -g pane-base-index 1\nset -g status-right '#[fg=red]%H:%M #{session_name} custom'\nset -g default-shell /bin/sh\nset -g history-limit 5000\n";
 
+/// What every test server's config says, so that no monitor starts by itself (a command
+/// that starts an agent starts one on a server none watches, unless this is off).
+pub const MONITOR_OFF: &str = "@orange-monitor off";
+
 /// A private tmux server (`tmux -L <unique>`) with the hostile config and a private
 /// `HOME` (`<dir>/user-home`, see [`user_home`]), killed on drop.
 pub struct TmuxServer {
@@ -270,7 +274,9 @@ impl TmuxServer {
             N.fetch_add(1, Ordering::SeqCst)
         );
         let conf = dir.join(format!("{socket}.conf"));
-        std::fs::write(&conf, HOSTILE_TMUX_CONF).unwrap();
+        // A test asks for a monitor when it wants one (`monitor --once`, or turning this
+        // on): none starts by itself beside its own passes.
+        std::fs::write(&conf, format!("{HOSTILE_TMUX_CONF}set -g {MONITOR_OFF}\n")).unwrap();
         let home = env
             .iter()
             .find(|(k, _)| *k == "HOME")

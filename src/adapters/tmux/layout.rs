@@ -97,6 +97,22 @@ impl Tmux {
             .build()])
     }
 
+    /// Make `pane` the active pane of its window (`select-pane -t`). `Ok(false)` when it
+    /// does not exist.
+    pub fn select_pane(&self, pane: &str) -> Result<bool> {
+        let mut cmd = raw("select-pane");
+        cmd.push_option("-t", pane_target(pane));
+        self.exec_found(vec![cmd])
+    }
+
+    /// Back to the pane that was active before in the window of `pane` (`last-pane -t`).
+    /// `Ok(false)` when that window has no last pane (or is gone).
+    pub fn last_pane(&self, pane: &str) -> Result<bool> {
+        let mut cmd = raw("last-pane");
+        cmd.push_option("-t", pane_target(pane));
+        Ok(self.exec(vec![cmd])?.success)
+    }
+
     /// A new window named `name` running `command` (argv; run by `sh -c exec …` so that a
     /// variable such as `TMUX=` can come first), made the current window; `beside`: a pane
     /// whose session gets it, right after that pane's window when that index is free, else
@@ -152,6 +168,17 @@ impl Tmux {
     pub fn run_shell(&self, command: &str) -> Result<()> {
         let mut cmd = raw("run-shell");
         cmd.push_param(command.to_string());
+        self.run(vec![cmd])?;
+        Ok(())
+    }
+
+    /// `run-shell -b` `command` (a shell command line, run by tmux's `default-shell`):
+    /// started on the server, not waited for; it lives as long as the server lets it. A
+    /// `#` in it is kept as it is (tmux would expand it as a format).
+    pub fn run_shell_background(&self, command: &str) -> Result<()> {
+        let mut cmd = raw("run-shell");
+        cmd.push_flag("-b");
+        cmd.push_param(command.replace('#', "##"));
         self.run(vec![cmd])?;
         Ok(())
     }

@@ -85,6 +85,16 @@ impl Harness {
 
     pub fn named(name: &str, config: &Config) -> Result<Harness> {
         if let Some(h) = config.harness.get(name).filter(|h| h.command.is_some()) {
+            for (key, template) in [
+                ("command", &h.command),
+                ("respawn_command", &h.respawn_command),
+            ] {
+                if let Err(e) = template.as_deref().map_or(Ok(()), declared::check) {
+                    return Err(OrangeError::invalid(format!(
+                        "config.toml: [harness.{name}] {key}: {e}"
+                    )));
+                }
+            }
             return Ok(Harness {
                 name: name.to_string(),
                 command: h.command.clone(),
@@ -170,10 +180,17 @@ impl Harness {
         prompt: Option<&str>,
         start: Start,
         conversation: Option<&Conversation>,
+        places: &declared::Places,
     ) -> Vec<String> {
         let prompt = prompt.filter(|p| !p.trim().is_empty());
         if let Some(template) = &self.command {
-            return declared::argv(template, self.respawn_command.as_deref(), prompt, start);
+            return declared::argv(
+                template,
+                self.respawn_command.as_deref(),
+                prompt,
+                start,
+                places,
+            );
         }
         // Respawn keeps the first launch's permission mode (claude's `acceptEdits` would
         // stop the agent that ran freely at every Bash call) and continues the
@@ -265,7 +282,8 @@ mod tests {
             claude.argv(
                 Some("do it"),
                 Start::First,
-                Some(&Conversation::New("u-1".into()))
+                Some(&Conversation::New("u-1".into())),
+                &Default::default(),
             ),
             [
                 "claude",
@@ -280,7 +298,8 @@ mod tests {
             claude.argv(
                 Some("again"),
                 Start::Respawn,
-                Some(&Conversation::Resume("u-1".into()))
+                Some(&Conversation::Resume("u-1".into())),
+                &Default::default(),
             ),
             [
                 "claude",
@@ -299,7 +318,8 @@ mod tests {
             claude.argv(
                 Some("x"),
                 Start::Respawn,
-                Some(&Conversation::Resume("u-1".into()))
+                Some(&Conversation::Resume("u-1".into())),
+                &Default::default(),
             ),
             [
                 "claude",
@@ -318,8 +338,11 @@ mod tests {
     #[test]
     fn pi_codex_and_opencode_commands_match_the_original() {
         let c = Config::default();
-        let argv =
-            |h: &str, p: Option<&str>, l: Start| Harness::named(h, &c).unwrap().argv(p, l, None);
+        let argv = |h: &str, p: Option<&str>, l: Start| {
+            Harness::named(h, &c)
+                .unwrap()
+                .argv(p, l, None, &Default::default())
+        };
         assert_eq!(argv("pi", Some("p"), Start::First), ["pi", "-p", "p"]);
         assert_eq!(
             argv("pi", Some("p"), Start::Respawn),
@@ -373,9 +396,12 @@ mod tests {
     fn user_harness_prompts_are_quoted_once_and_survive_a_shell() {
         let c = cfg();
         let hostile = "it's \"quoted\" $(touch pwned) `id`; echo no\nsecond line;";
-        let argv = Harness::named("mine", &c)
-            .unwrap()
-            .argv(Some(hostile), Start::First, None);
+        let argv = Harness::named("mine", &c).unwrap().argv(
+            Some(hostile),
+            Start::First,
+            None,
+            &Default::default(),
+        );
         assert_eq!(argv[0], "sh");
         let script = argv[2]
             .replace("mine --yes", "printf %s")
@@ -388,20 +414,26 @@ mod tests {
         assert_eq!(String::from_utf8_lossy(&out.stdout), hostile);
         let t = Harness::named("tail", &c).unwrap();
         assert_eq!(
-            t.argv(Some("x y"), Start::First, None)[2],
+            t.argv(Some("x y"), Start::First, None, &Default::default())[2],
             "tail-agent 'x y'"
         );
         assert_eq!(
-            t.argv(Some("x"), Start::Respawn, None)[2],
+            t.argv(Some("x"), Start::Respawn, None, &Default::default())[2],
             "tail-agent --again x"
         );
-        assert_eq!(t.argv(None, Start::First, None)[2], "tail-agent");
+        assert_eq!(
+            t.argv(None, Start::First, None, &Default::default())[2],
+            "tail-agent"
+        );
         // No prompt: the command without it (`{prompt}` gone), on respawn too.
-        assert_eq!(t.argv(None, Start::Respawn, None)[2], "tail-agent --again");
+        assert_eq!(
+            t.argv(None, Start::Respawn, None, &Default::default())[2],
+            "tail-agent --again"
+        );
         assert_eq!(
             Harness::named("mine", &c)
                 .unwrap()
-                .argv(None, Start::First, None)[2],
+                .argv(None, Start::First, None, &Default::default())[2],
             "mine --yes  --end"
         );
     }

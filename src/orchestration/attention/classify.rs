@@ -153,6 +153,9 @@ pub struct Item {
     /// The task's harness (what a remote task's sidebar shows); empty for a lane.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub harness: String,
+    /// What moves it on when it needs you ([`super::next::action`](super::next::action)); `None` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<super::step::Action>,
 }
 
 impl Item {
@@ -482,6 +485,7 @@ mod tests {
                 created_at: String::new(),
                 host: None,
                 harness: String::new(),
+                next: None,
             }
         };
         let info = |state: agent::State| AgentInfo {

@@ -22,10 +22,14 @@
 //! - [`classify`]: the buckets, the classification, what needs you;
 //! - [`session`]: where a task's session stands (live, dead, none), and its agent's state
 //!   corrected by it;
-//! - [`summary`]: every open task and lane as an item in its bucket, counted.
+//! - [`summary`]: every open task and lane as an item in its bucket, counted;
+//! - [`next`]: the one next step of a task that needs you, and its words ([`step`]: the
+//!   steps).
 
 pub mod classify;
+pub mod next;
 pub mod session;
+pub mod step;
 pub mod summary;
 
 // Old paths (`attention::Item`, `attention::SessionView`…), kept until the branches that

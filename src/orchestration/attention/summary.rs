@@ -13,6 +13,7 @@ use crate::orchestration::agent::{self, AgentInfo};
 use crate::orchestration::task::{Status, Task, TaskStore};
 
 use super::classify::{classify, Bucket, Counts, Item, ItemKind, FIRST_PROMPT, WAITING_FOR_INPUT};
+use super::next;
 use super::session::{SessionState, SessionView};
 
 /// Counts over every project's open tasks (and lanes), per project, and the items.
@@ -136,6 +137,8 @@ pub fn lane_items(home: &Home, panes: &[PaneInfo]) -> Vec<Item> {
                 created_at: l.created_at.clone(),
                 host: None,
                 harness: String::new(),
+                // A lane's agent is its caller's: orange names no step for it.
+                next: None,
             })
         })
         .collect()
@@ -146,20 +149,33 @@ pub type Agents = std::collections::HashMap<(String, String), AgentInfo>;
 
 fn task_item(home: &Home, task: &Task, panes: &[PaneInfo], agents: &Agents) -> Option<Item> {
     let session = SessionView::of(task, panes);
+    item_of(&TaskStore::new(home), task, &session, agents)
+}
+
+/// A task as an [`Item`] (what the widgets, the notifications and its sidebar judge it
+/// by), its session as given: `None` when it is done or cancelled. `agents`: its agent
+/// state when already read, else read from `agent.json`.
+pub fn item_of(
+    store: &TaskStore,
+    task: &Task,
+    session: &SessionView,
+    agents: &Agents,
+) -> Option<Item> {
     let agent = if session.state == SessionState::Live && task.status.is_active() {
         let info = match agents.get(&(task.project.clone(), task.id.clone())) {
             Some(info) => info.clone(),
-            None => agent::load(&TaskStore::new(home).dir(&task.project, &task.id)),
+            None => agent::load(&store.dir(&task.project, &task.id)),
         };
         fresh_agent_info(task, info)
     } else {
         None
     };
-    let (bucket, mut reason) = classify(task.status, &session, agent.as_ref())?;
+    let (bucket, mut reason) = classify(task.status, session, agent.as_ref())?;
     // Started without a prompt, it waits for the first one: its person knows.
     if task.awaiting_prompt && reason == WAITING_FOR_INPUT {
         reason = FIRST_PROMPT.into();
     }
+    let next = next::action(task.status, session, agent.as_ref(), bucket, &reason);
     Some(Item {
         kind: ItemKind::Task,
         id: task.id.clone(),
@@ -175,6 +191,7 @@ fn task_item(home: &Home, task: &Task, panes: &[PaneInfo], agents: &Agents) -> O
         created_at: task.created_at.clone(),
         host: None,
         harness: task.harness.clone(),
+        next,
     })
 }
 

@@ -9,6 +9,7 @@
 //! - `act.rs`: what the task's policies do with it (nudge, recover, escalate, done);
 //! - [`hook`]: what an agent's own hooks say, recorded for the next pass;
 //! - [`run`]: `orange monitor`, its loop and what follows each pass (publish, notify);
+//! - [`presence`]: whether a monitor watches a tmux server, and starting one when none does;
 //! - [`notify`]: telling the people attached what newly needs them.
 
 use std::time::Duration;
@@ -29,12 +30,14 @@ pub mod hook;
 mod judge;
 pub mod notify;
 mod pass;
+pub mod presence;
 pub mod run;
 
 pub use hook::agent_hook;
 
 pub const DEFAULT_IDLE_GRACE: Duration = Duration::from_secs(60);
-pub const DEFAULT_NUDGE: &str = "Please continue with the task.";
+/// What an idle nudge types by default (kept with the one path that types into agents).
+pub use crate::orchestration::task::send::DEFAULT_NUDGE;
 /// Crashes (exits without the required outcome) after which a task is stuck.
 pub const CRASH_LIMIT: u32 = 2;
 /// Idle periods nudged without progress before the monitor escalates instead.

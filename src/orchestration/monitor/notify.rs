@@ -35,6 +35,7 @@ use crate::adapters::store::{self, Home};
 use crate::adapters::tmux::{ClientInfo, Tmux};
 use crate::adapters::{shell, terminal};
 use crate::orchestration::attention::classify::{self, Bucket, Item, Need};
+use crate::orchestration::attention::next::NextStep;
 use crate::orchestration::observe::snapshot::{self, Snapshot};
 
 /// What an unset (or empty) `@orange-notify` means.
@@ -189,13 +190,18 @@ fn clean(s: &str) -> String {
     crate::text::safe_line(s).into_owned()
 }
 
-/// The one message for what is new: `orange: app/fix needs you (waiting for input)`, or
-/// `orange: 3 tasks need you: app/fix (waiting), web/x (dead), … and 1 more`; at most
-/// [`MAX_CHARS`] characters.
+/// The one message for what is new: `orange: app/fix needs you (killed (signal 9)) —
+/// next: respawn: orange task respawn 3fa2` (its next step, in the words of every other
+/// surface; no key: the person looks at another session, where the key would act on
+/// another task), or `orange: 3 tasks need you: app/fix (waiting), web/x (dead), … and 1
+/// more`; at most [`MAX_CHARS`] characters.
 pub fn render(fresh: &[(&Item, Need)]) -> String {
-    let text = match fresh {
+    let (text, step) = match fresh {
         [] => return String::new(),
-        [(item, _)] => format!("orange: {} needs you ({})", name(item), item.reason),
+        [(item, _)] => (
+            format!("orange: {} needs you ({})", name(item), item.reason),
+            NextStep::of_item(item, None).map(|s| clean(&format!(" — next: {}", s.text))),
+        ),
         many => {
             let listed: Vec<String> = many
                 .iter()
@@ -210,16 +216,19 @@ pub fn render(fresh: &[(&Item, Need)]) -> String {
             if many.len() > LISTED {
                 s.push_str(&format!(" and {} more", many.len() - LISTED));
             }
-            s
+            (s, None)
         }
     };
+    // A long reason is cut, never the step after it.
+    let step = step.unwrap_or_default();
+    let room = MAX_CHARS.saturating_sub(step.chars().count());
     let text = clean(&text);
-    if text.chars().count() <= MAX_CHARS {
-        return text;
+    if text.chars().count() <= room {
+        return text + &step;
     }
-    let mut cut: String = text.chars().take(MAX_CHARS - 1).collect();
+    let mut cut: String = text.chars().take(room.saturating_sub(1)).collect();
     cut.push('…');
-    cut
+    cut + &step
 }
 
 /// What is written to each client's terminal: the bell (BEL), and with `osc` the message
@@ -411,6 +420,7 @@ mod tests {
             created_at: String::new(),
             host: None,
             harness: String::new(),
+            next: None,
         }
     }
 
@@ -549,6 +559,22 @@ mod tests {
     fn messages_and_escapes() {
         let one = render(&[(&dead("1"), Need::Dead)]);
         assert_eq!(one, "orange: app/b-1 needs you (exited 3)");
+        // With its next step (what the snapshot's item carries), in every surface's words.
+        let mut killed = dead("1");
+        killed.reason = "killed (signal 9)".into();
+        killed.next = Some(crate::orchestration::attention::next::Action::Respawn);
+        assert_eq!(
+            render(&[(&killed, Need::Dead)]),
+            "orange: app/b-1 needs you (killed (signal 9)) — next: respawn: orange task respawn 1"
+        );
+        // A long reason is cut; the step stays whole.
+        killed.reason = "y".repeat(500);
+        let long = render(&[(&killed, Need::Dead)]);
+        assert_eq!(long.chars().count(), MAX_CHARS);
+        assert!(
+            long.ends_with("y… — next: respawn: orange task respawn 1"),
+            "{long}"
+        );
         let mut remote = waiting("2");
         remote.host = Some("box".into());
         remote.reason = "escalated: the agent asks:\x1b[31m what?\n".into();

@@ -182,9 +182,7 @@ fn wait_for_poke(home: &Home, started: Instant, pokes: u64, interval: Duration) 
 /// server on the same socket gets its own monitor while the old one notices its server is
 /// gone and exits.
 pub fn singleton(home: &Home, server: &ServerId) -> Result<Option<LockGuard>> {
-    let socket = snapshot::file_key(&server.socket);
-    let key = format!("{socket}-{}-{}", server.pid, server.start_time);
-    let path = home.root.join("run").join(format!("monitor-{key}.lock"));
+    let path = super::presence::identity_file(home, server).with_extension("lock");
     match LockGuard::acquire_within(&path, Duration::from_millis(0)) {
         Ok(g) => {
             let _ = store::write_json_atomic(

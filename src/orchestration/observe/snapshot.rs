@@ -26,6 +26,7 @@ use crate::error::{OrangeError, Result};
 use crate::execution::session::MARKS;
 use crate::orchestration::task::Task;
 
+use crate::orchestration::attention::next;
 use crate::orchestration::attention::summary::{self, Agents, Summary};
 
 /// The global user option the status widget publishes (`#{@orange_summary}`).
@@ -99,6 +100,12 @@ impl Snapshot {
     /// option); `None` when unset or empty.
     pub fn option(&self, name: &str) -> Option<&str> {
         self.sessions.first().and_then(|s| s.mark(name))
+    }
+
+    /// The keys of the plugin's key table as bound on this server, for a next step to
+    /// name ([`next::Keys`]).
+    pub fn step_keys(&self) -> next::Keys {
+        next::Keys::from_options(self.option(KEY_OPTIONS[2]), self.option(KEY_OPTIONS[3]))
     }
 
     /// The sessions and their marks (what a reconciliation works on).

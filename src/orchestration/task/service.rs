@@ -16,7 +16,9 @@ use crate::error::{OrangeError, Result};
 use crate::execution::config::Config;
 use crate::execution::harness::Harness;
 use crate::execution::pool;
+use crate::orchestration::attention::next::NextStep;
 use crate::orchestration::attention::session::SessionState;
+use crate::orchestration::attention::summary::{item_of, Agents};
 use crate::orchestration::attention::{agent_state, SessionView};
 use crate::orchestration::task::model::{self, validate_branch, validate_summary, Status, Task};
 use crate::orchestration::task::store::TaskStore;
@@ -32,6 +34,8 @@ pub struct TaskView {
     /// Token use from the agent's log (`usage.json`); `null` when its harness does not
     /// report it.
     pub tokens: Option<crate::orchestration::usage::Tokens>,
+    /// When it needs you, what moves it on (`attention::next`); `null` otherwise.
+    pub next_step: Option<NextStep>,
 }
 
 /// What happens to tasks: the one service every command and the monitor go through.
@@ -101,11 +105,15 @@ impl<'a> TaskService<'a> {
             &self.store.dir(&task.project, &task.id),
             &task.harness,
         );
+        // Judged as the widgets and the notifications judge it: the same step everywhere.
+        let next_step = item_of(&self.store, &task, &session, &Agents::new())
+            .and_then(|i| NextStep::of_item(&i, None));
         TaskView {
             task,
             session,
             agent,
             tokens,
+            next_step,
         }
     }
 

@@ -8,7 +8,9 @@ use crate::adapters::store::Home;
 use crate::adapters::tmux::Tmux;
 use crate::error::Result;
 use crate::orchestration::agent::{AgentInfo, State};
+use crate::orchestration::attention::next::NextStep;
 use crate::orchestration::attention::session::SessionView;
+use crate::orchestration::attention::summary::{item_of, Agents};
 use crate::orchestration::task::{Status, Task, TaskStore};
 pub use crate::ui::changes::{git_part, line_cache_path, GitPart};
 use crate::ui::sidebar::model::{history_entry, pr_text, task_lines, Model};
@@ -63,6 +65,9 @@ pub fn assemble(
         crate::orchestration::usage::tokens(&store.dir(&task.project, &task.id), &task.harness);
     m.port = port_of(home, task);
     m.notice = notice(task, &agent, git);
+    // Judged as the widgets and the notifications judge it: the same step everywhere.
+    m.next_step =
+        item_of(&store, task, session, &Agents::new()).and_then(|i| NextStep::of_item(&i, None));
     m
 }
 
@@ -72,10 +77,10 @@ fn notice(task: &Task, agent: &AgentInfo, git: &GitPart) -> Option<String> {
     match task.status {
         Status::Done => Some("Task done: merged, workspace released.".into()),
         Status::Cancelled => Some("Task cancelled.".into()),
+        // What to do is its next step's line.
         Status::Failed => Some(format!(
-            "Failed to start: {}. `orange task respawn {}` retries.",
+            "Failed to start: {}.",
             task.failure.as_deref().unwrap_or("unknown reason"),
-            task.id
         )),
         Status::Pending if task.workspace.is_none() => {
             Some("Pending: starts when a workspace is free.".into())

@@ -6,11 +6,15 @@
 use chrono::DateTime;
 use serde::{Deserialize, Serialize};
 
+use crate::orchestration::attention::next::NextStep;
 use crate::orchestration::task::Event;
 use crate::ui::diff::ChangedFile;
 
-/// The hint line at the bottom of the sidebar (seed 002's footer, terminal focused).
-pub const FOOTER: &str = "Ctrl+\\:sidebar  Ctrl+]:fullscreen";
+/// The hint line at the bottom of the sidebar while the agent's pane has the focus (seed
+/// 002's footer, terminal focused): the plugin's keys there, as bound by default.
+pub const FOOTER: &str = "Ctrl+\\ sidebar  Ctrl+] full screen";
+/// The hint line while the sidebar has the focus: its own keys.
+pub const SIDEBAR_FOOTER: &str = "Tab terminal  Esc back  q close";
 
 /// Everything one sidebar frame shows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -60,6 +64,11 @@ pub struct Model {
     /// A line worth the user's attention: the task is done, the workspace is gone, git failed.
     #[serde(default)]
     pub notice: Option<String>,
+    /// When the task needs you, what moves it on (the words of every surface).
+    #[serde(default)]
+    pub next_step: Option<NextStep>,
+    /// The keys of the pane in focus: the agent's ([`FOOTER`]) or the sidebar's
+    /// ([`SIDEBAR_FOOTER`]).
     pub footer: String,
     /// Unix time the ages are computed against.
     pub now: i64,
@@ -99,6 +108,7 @@ impl Model {
             history: vec![],
             task: vec![],
             notice: None,
+            next_step: None,
             footer: FOOTER.into(),
             now,
         }
@@ -128,6 +138,8 @@ pub fn remote_model(
             m.exit_signal = i.exit_signal;
             m.agent = Some(i.reason.clone());
             m.harness = i.harness.clone();
+            // Its command routes to its host; the menu's key acts on local tasks only.
+            m.next_step = NextStep::of_item(i, None);
             m
         }
         None => Model::empty(id, "?", "?", now),
@@ -275,10 +287,11 @@ fn is_heading(line: &str) -> bool {
     (1..=6).contains(&hashes) && line[hashes..].starts_with(' ')
 }
 
-/// The footer for the keys really bound: `@orange-sidebar-key` and `@orange-zoom-key`
-/// (unset: the defaults `C-\\` and `C-]`; `off` or empty: not bound, not shown), each
-/// only when the plugin did bind it (`bound`: its `@orange_bound_keys`, `table:key` words;
-/// `None`: not known), else the plugin's help key (`prefix O ?`), else nothing.
+/// The footer of the agent's pane for the keys really bound: `@orange-sidebar-key` and
+/// `@orange-zoom-key` (unset: the defaults `C-\\` and `C-]`; `off` or empty: not bound, not
+/// shown), each only when the plugin did bind it (`bound`: its `@orange_bound_keys`,
+/// `table:key` words; `None`: not known), else the plugin's help key (`prefix O ?`), else
+/// nothing.
 pub fn footer_for_keys(
     sidebar: Option<&str>,
     zoom: Option<&str>,
@@ -306,14 +319,14 @@ pub fn footer_for_keys(
     };
     let mut parts = vec![];
     if let Some(k) = s {
-        parts.push(format!("{}:sidebar", pretty(&k)));
+        parts.push(format!("{} sidebar", pretty(&k)));
     }
     if let Some(k) = z {
-        parts.push(format!("{}:fullscreen", pretty(&k)));
+        parts.push(format!("{} full screen", pretty(&k)));
     }
     if parts.is_empty() {
         return match shown(table, "O").filter(|k| is_bound("prefix", k)) {
-            Some(key) => format!("prefix {key} ?: keys"),
+            Some(key) => format!("prefix {key} ? keys"),
             None => String::new(),
         };
     }
@@ -331,23 +344,28 @@ mod tests {
             footer_for_keys(Some("C-\\"), Some("C-]"), None, None),
             FOOTER
         );
+        assert_eq!(FOOTER, "Ctrl+\\ sidebar  Ctrl+] full screen");
         assert_eq!(
             footer_for_keys(Some("off"), Some("M-z"), None, None),
-            "M-z:fullscreen"
+            "M-z full screen"
         );
         assert_eq!(
             footer_for_keys(Some("C-s"), Some(""), None, None),
-            "Ctrl+s:sidebar"
+            "Ctrl+s sidebar"
+        );
+        assert_eq!(
+            footer_for_keys(Some("C-s"), Some("M-f"), None, None),
+            "Ctrl+s sidebar  M-f full screen"
         );
         assert_eq!(
             footer_for_keys(Some("off"), Some("off"), Some("T"), None),
-            "prefix T ?: keys"
+            "prefix T ? keys"
         );
         // What the plugin left alone (the person had bound it) is not named.
         let bound = Some("prefix:O root:C-]");
         assert_eq!(
             footer_for_keys(None, None, None, bound),
-            "Ctrl+]:fullscreen"
+            "Ctrl+] full screen"
         );
         assert_eq!(
             footer_for_keys(Some("off"), Some("off"), Some("off"), Some("")),

@@ -6,7 +6,7 @@
 
 use unicode_width::UnicodeWidthStr;
 
-use crate::ui::sidebar::model::{HistoryEntry, Model, FOOTER};
+use crate::ui::sidebar::model::{HistoryEntry, Model};
 
 /// Files listed before `+N more`.
 pub const MAX_FILES: usize = 10;
@@ -223,13 +223,18 @@ fn first_fitting(candidates: Vec<Line>, width: usize) -> Line {
         .unwrap_or_default()
 }
 
-/// The footer, shortened to fit: `^\` is how terminals write Ctrl+\.
+/// The footer, shortened to fit: `^\` is how terminals write Ctrl+\; then single
+/// spaces and shorter words.
 fn footer_line(m: &Model, width: usize) -> Line {
-    let mut candidates = vec![Line::text(&m.footer, Style::Dim)];
-    if m.footer == FOOTER {
-        candidates.push(Line::text("^\\:sidebar  ^]:fullscreen", Style::Dim));
-        candidates.push(Line::text("^\\:sidebar ^]:full", Style::Dim));
-    }
+    let short = m.footer.replace("Ctrl+", "^");
+    let shorter = short
+        .replace("  ", " ")
+        .replace(" full screen", " full")
+        .replace(" terminal", " term");
+    let candidates = [m.footer.clone(), short, shorter]
+        .into_iter()
+        .map(|t| Line::text(t, Style::Dim))
+        .collect();
     first_fitting(candidates, width)
 }
 
@@ -311,6 +316,20 @@ fn header_lines(m: &Model, width: usize) -> Vec<Line> {
             out.push(Line::text(l, Style::Yellow));
         }
     }
+    if let Some(step) = &m.next_step {
+        // What moves it on; its command on one line where it fits (it is to be typed).
+        let text = format!("Next: {}", step.text);
+        let words: Vec<&str> = match text.strip_suffix(step.command.as_str()) {
+            Some(head) if step.command.width() <= width => head
+                .split_whitespace()
+                .chain([step.command.as_str()])
+                .collect(),
+            _ => text.split_whitespace().collect(),
+        };
+        for l in wrap_words(&words, width, NOTICE_LINES) {
+            out.push(Line::text(l, Style::Cyan));
+        }
+    }
     out
 }
 
@@ -320,10 +339,15 @@ const NOTICE_LINES: usize = 4;
 /// `text` in lines of at most `width` columns (display width), broken at spaces where it
 /// can, at most `max` lines (the last one then ends in `…` through the usual fitting).
 fn wrap(text: &str, width: usize, max: usize) -> Vec<String> {
+    wrap_words(&text.split_whitespace().collect::<Vec<_>>(), width, max)
+}
+
+/// [`wrap`] of these words (one may hold spaces: it is kept on one line).
+fn wrap_words(words: &[&str], width: usize, max: usize) -> Vec<String> {
     let width = width.max(8);
     let mut lines: Vec<String> = Vec::new();
     let mut cur = String::new();
-    for word in text.split_whitespace() {
+    for word in words.iter().copied() {
         let sep = usize::from(!cur.is_empty());
         if cur.width() + sep + word.width() > width && !cur.is_empty() {
             lines.push(std::mem::take(&mut cur));

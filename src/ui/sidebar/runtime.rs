@@ -1,5 +1,6 @@
 //! The sidebar at work: one frame (`--once`), or a loop that follows one task and redraws
-//! its terminal until killed or quit (`q`, Ctrl+D; Ctrl+C exits 130).
+//! its terminal until killed or closed (`q`, Ctrl+D; Ctrl+C exits 130); `Tab`, `Enter` and
+//! `Esc` move the focus ([`super::pane`]).
 //!
 //! The loop checks the task's directory, `$ORANGE_HOME/run/poke` and the observer's
 //! snapshot every 250 ms (a few `stat`s), the terminal's size too (an `ioctl`); git runs
@@ -26,8 +27,9 @@ use crate::orchestration::task::{self, Task, TaskStore};
 use crate::ui::output::{color_enabled, Out};
 use crate::ui::sidebar::gather::{self, GitPart};
 use crate::ui::sidebar::model::{self, Model};
+use crate::ui::sidebar::pane::Pane;
 use crate::ui::sidebar::render;
-use crate::ui::sidebar::screen::{Keys, Screen, Wake};
+use crate::ui::sidebar::screen::{self, Keys, Screen, Wake};
 
 /// How often the loop (one tick: [`crate::ui::sidebar::screen::TICK`]) asks tmux for the
 /// pane's size and the agent's session.
@@ -86,9 +88,13 @@ fn task_of_pane(home: &Home, tmux: &Tmux, pane: &str) -> Option<Task> {
     crate::ui::plugin::task_of_session(home, tmux, &v[0], &v[1]).ok()?
 }
 
-/// The sidebar's footer for the keys this tmux server has bound, from the observer's
-/// snapshot (it reads them in its one call: the sidebar asks tmux nothing).
-fn bound_footer(snap: Option<&snapshot::Snapshot>) -> String {
+/// The sidebar's footer: its own keys while it has the focus, else the keys this tmux
+/// server has bound for the agent's pane, from the observer's snapshot (it reads them in
+/// its one call: the sidebar asks tmux nothing).
+fn bound_footer(snap: Option<&snapshot::Snapshot>, focused: bool) -> String {
+    if focused {
+        return model::SIDEBAR_FOOTER.into();
+    }
     let opt = |name: &str| snap.and_then(|s| s.option(name));
     let [side, zoom, key, bound] = snapshot::KEY_OPTIONS;
     model::footer_for_keys(opt(side), opt(zoom), opt(key), opt(bound))
@@ -232,6 +238,8 @@ struct Follow<'a> {
     reload: bool,
     /// Something was read or built since the last frame: memory was allocated and freed.
     churned: bool,
+    /// Its own tmux pane: the focus, where its keys go.
+    pane: Pane,
 }
 
 impl<'a> Follow<'a> {
@@ -271,6 +279,7 @@ impl<'a> Follow<'a> {
             force_git: true,
             reload: true,
             churned: true,
+            pane: Pane::find(pane_tmux(), own_pane()),
         }
     }
 
@@ -396,6 +405,32 @@ impl<'a> Follow<'a> {
         }
     }
 
+    /// `t`: tmux's command-prompt asks the person looking at this sidebar for a message
+    /// for the task's agent (`ui::plugin::send_prompt`). A lane's agent takes none; a
+    /// failure is said on the status line.
+    fn prompt_send(&self) {
+        if self.lane {
+            return;
+        }
+        let Some(pane) = own_pane() else {
+            return;
+        };
+        let client = self
+            .pane_tmux
+            .pane_values(&pane, &["session_id"])
+            .ok()
+            .flatten()
+            .and_then(|v| self.pane_tmux.clients_of(&v[0]).ok())
+            .and_then(|c| c.into_iter().next());
+        if let Err(e) = crate::ui::plugin::send_prompt(&self.pane_tmux, &self.id, client.as_deref())
+        {
+            let msg = format!("orange: {e}");
+            let _ = self
+                .pane_tmux
+                .display_message_to(client.as_deref(), Some(&pane), &msg);
+        }
+    }
+
     fn resize(&mut self, (w, h): (usize, usize)) {
         self.size = (self.fixed.0.unwrap_or(w), self.fixed.1.unwrap_or(h));
     }
@@ -415,12 +450,15 @@ impl<'a> Follow<'a> {
     fn frame(&mut self, color: bool) -> (String, String) {
         let now = chrono::Utc::now();
         if self.reload {
-            // The keys this server really has bound (a person may remap or turn off
-            // `@orange-sidebar-key` and `@orange-zoom-key`).
-            let footer = bound_footer(self.snapshot.as_ref());
+            let (snap, pane) = (self.snapshot.as_ref(), &self.pane);
             self.model = self.task.as_ref().map(|t| {
                 let mut m = gather::assemble(self.home, t, &self.session, &self.git, now);
-                m.footer = footer;
+                // The menu's key acts on the session it is pressed in: named when this
+                // pane is in the task's.
+                let keys = snap
+                    .map(|s| s.step_keys())
+                    .filter(|_| pane.session_id.is_some() && pane.session_id == t.tmux_session_id);
+                m.next_step = m.next_step.map(|s| s.keyed(&t.id, keys.as_ref()));
                 m
             });
             self.reload = false;
@@ -430,6 +468,9 @@ impl<'a> Follow<'a> {
         match &mut self.model {
             Some(m) => {
                 m.now = now.timestamp();
+                // The keys of the pane in focus, as this server really has them bound (a
+                // person may remap or turn off `@orange-sidebar-key` and `@orange-zoom-key`).
+                m.footer = bound_footer(self.snapshot.as_ref(), self.pane.focused);
                 frames(m, self.size, color)
             }
             None => {
@@ -466,6 +507,7 @@ pub fn follow(
     let term = Term::enter();
     let keys = Keys::start();
     let color = color_enabled();
+    screen::report_focus();
     let mut f = Follow::new(home, task, lane, (width, height));
     let mut screen = Screen::default();
     loop {
@@ -479,13 +521,24 @@ pub fn follow(
             release_free_memory();
         }
         match keys.wait() {
-            Wake::Quit => return Ok(ended(&f.id, "quit")),
+            Wake::Quit => {
+                drop(term);
+                f.pane.close();
+                return Ok(ended(&f.id, "quit"));
+            }
             Wake::Interrupt => Screen::interrupted(term),
             Wake::Refresh => {
                 f.poked();
+                f.pane.key(Wake::Refresh);
                 keys.drain();
             }
+            Wake::Send => {
+                f.pane.key(Wake::Send);
+                f.prompt_send();
+            }
             Wake::Tick => {}
+            // The focus keys (Tab, Enter, Esc) and the focus's reports.
+            w @ (Wake::Agent | Wake::Back | Wake::Focus(_)) => f.pane.key(w),
         }
     }
 }
@@ -526,17 +579,18 @@ pub fn remote(
         return Ok(Out::new(&m, text));
     }
     // The keys this server really has bound, from the last local snapshot (a file).
-    let footer = bound_footer(snapshot::read(home, &pane_tmux()).as_ref());
+    let snap = snapshot::read(home, &pane_tmux());
+    let mut pane = Pane::find(pane_tmux(), own_pane());
     let term = Term::enter();
     let keys = Keys::start();
     let color = color_enabled();
+    screen::report_focus();
     let mut size = (
         width.unwrap_or(DEFAULT_WIDTH),
         height.unwrap_or(DEFAULT_HEIGHT),
     );
     let mut stamp_was = None;
     let mut m = model(chrono::Utc::now());
-    m.footer = footer.clone();
     let mut screen = Screen::default();
     let mut ticks = 0u32;
     loop {
@@ -545,8 +599,8 @@ pub fn remote(
         if st != stamp_was || ticks.is_multiple_of(4) {
             stamp_was = st;
             m = model(chrono::Utc::now());
-            m.footer = footer.clone();
         }
+        m.footer = bound_footer(snap.as_ref(), pane.focused);
         ticks = ticks.wrapping_add(1);
         if let Some((w, h)) = terminal::window_size() {
             size = (width.unwrap_or(w), height.unwrap_or(h));
@@ -556,9 +610,17 @@ pub fn remote(
             return Ok(ended(id, "terminal closed"));
         }
         match keys.wait() {
-            Wake::Quit => return Ok(ended(id, "quit")),
+            Wake::Quit => {
+                drop(term);
+                pane.close();
+                return Ok(ended(id, "quit"));
+            }
             Wake::Interrupt => Screen::interrupted(term),
-            Wake::Refresh | Wake::Tick => {}
+            Wake::Tick => {}
+            // (A remote task's agent is sent text with `orange task send`.)
+            Wake::Send => {}
+            // Any other key, the focus keys (Tab, Enter, Esc) and the focus's reports.
+            w @ (Wake::Refresh | Wake::Agent | Wake::Back | Wake::Focus(_)) => pane.key(w),
         }
     }
 }

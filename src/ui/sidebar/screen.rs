@@ -1,6 +1,8 @@
 //! The sidebar's terminal: keys in (read on a thread, one by one), frames out (drawn from
 //! the top left, redrawn only when they change, without flicker).
 
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::io::{IsTerminal, Read, Write};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -13,20 +15,96 @@ use crate::adapters::terminal::Term;
 pub const TICK: Duration = Duration::from_millis(250);
 const CTRL_C: u8 = 0x03;
 const CTRL_D: u8 = 0x04;
+const ESC: u8 = 0x1b;
 
+/// What one read from the terminal holds, key by key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Input {
     Key(u8),
+    /// Escape alone (tmux sends it alone, after its `escape-time`).
+    Esc,
+    /// The pane got (`true`) or lost the focus: the terminal's report, or the plugin's
+    /// tmux hook's (see `orange.tmux`).
+    Focus(bool),
+    /// Any other escape sequence (an arrow, a function key, Alt+key).
+    Seq,
+}
+
+/// The keys of one read: bytes, an Escape alone, escape sequences (CSI, SS3, Alt+key)
+/// whole. A read ends where tmux's write of one key ended, so an Escape last in it is
+/// the key.
+fn parse(buf: &[u8]) -> Vec<Input> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < buf.len() {
+        if buf[i] != ESC {
+            out.push(Input::Key(buf[i]));
+            i += 1;
+            continue;
+        }
+        match buf.get(i + 1) {
+            None | Some(&ESC) => {
+                out.push(Input::Esc);
+                i += 1;
+            }
+            Some(b'[') => {
+                // Parameters, then one final byte in 0x40..=0x7e.
+                let mut j = i + 2;
+                while j < buf.len() && !(0x40..=0x7e).contains(&buf[j]) {
+                    j += 1;
+                }
+                out.push(match &buf[i + 2..(j + 1).min(buf.len())] {
+                    b"I" => Input::Focus(true),
+                    b"O" => Input::Focus(false),
+                    _ => Input::Seq,
+                });
+                i = j + 1;
+            }
+            Some(b'O') => {
+                out.push(Input::Seq);
+                i += 3;
+            }
+            Some(_) => {
+                out.push(Input::Seq);
+                i += 2;
+            }
+        }
+    }
+    out
 }
 
 /// What a key (or the tick passing without one) asks of the loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wake {
     Tick,
-    /// `q`, `Q` or Ctrl+D.
+    /// `q`, `Q` or Ctrl+D: close the sidebar.
     Quit,
     /// Ctrl+C: restore the terminal and exit as a program stopped by it.
     Interrupt,
     /// Any other key: refresh at once.
     Refresh,
+    /// `t`: type a message to the agent (tmux's command-prompt asks for it).
+    Send,
+    /// Tab or Enter: to the agent's pane.
+    Agent,
+    /// Escape: back to the pane the person came from.
+    Back,
+    /// The sidebar got (`true`) or lost the focus.
+    Focus(bool),
+}
+
+impl Wake {
+    fn of(input: Input) -> Wake {
+        match input {
+            Input::Key(b'q' | b'Q' | CTRL_D) => Wake::Quit,
+            Input::Key(CTRL_C) => Wake::Interrupt,
+            Input::Key(b'\t' | b'\r' | b'\n') => Wake::Agent,
+            Input::Key(b't') => Wake::Send,
+            Input::Esc => Wake::Back,
+            Input::Focus(on) => Wake::Focus(on),
+            Input::Key(_) | Input::Seq => Wake::Refresh,
+        }
+    }
 }
 
 /// The keys typed on standard input (the terminal is in `-icanon`), read on a thread.
@@ -34,6 +112,8 @@ pub struct Keys {
     /// Held so that a wait lasts a tick even when no thread reads (stdin is no terminal).
     _tx: mpsc::Sender<Input>,
     rx: mpsc::Receiver<Input>,
+    /// What a drain kept: the keys that do more than refresh, in order.
+    kept: RefCell<VecDeque<Input>>,
 }
 
 impl Keys {
@@ -48,31 +128,49 @@ impl Keys {
                     if n == 0 {
                         break;
                     }
-                    for b in &buf[..n] {
-                        if tx.send(Input::Key(*b)).is_err() {
+                    for input in parse(&buf[..n]) {
+                        if tx.send(input).is_err() {
                             return;
                         }
                     }
                 }
             });
         }
-        Keys { _tx: tx, rx }
+        Keys {
+            _tx: tx,
+            rx,
+            kept: RefCell::new(VecDeque::new()),
+        }
     }
 
     /// Wait one tick for a key.
     pub fn wait(&self) -> Wake {
+        if let Some(input) = self.kept.borrow_mut().pop_front() {
+            return Wake::of(input);
+        }
         match self.rx.recv_timeout(TICK) {
-            Ok(Input::Key(b'q' | b'Q' | CTRL_D)) => Wake::Quit,
-            Ok(Input::Key(CTRL_C)) => Wake::Interrupt,
-            Ok(Input::Key(_)) => Wake::Refresh,
+            Ok(input) => Wake::of(input),
             Err(_) => Wake::Tick,
         }
     }
 
-    /// Forget the keys typed ahead (one refresh answers them all).
+    /// Forget the keys typed ahead that only refresh (one refresh answers them all); the
+    /// others wait their turn.
     pub fn drain(&self) {
-        while self.rx.try_recv().is_ok() {}
+        while let Ok(input) = self.rx.try_recv() {
+            if Wake::of(input) != Wake::Refresh {
+                self.kept.borrow_mut().push_back(input);
+            }
+        }
     }
+}
+
+/// Ask the terminal (tmux) to report the focus: `ESC [ I` in, `ESC [ O` out (turned off
+/// again with the rest when the terminal is restored).
+pub fn report_focus() {
+    let mut so = std::io::stdout().lock();
+    let _ = so.write_all(b"\x1b[?1004h");
+    let _ = so.flush();
 }
 
 /// The frame on the terminal, redrawn only when it changed.
@@ -151,6 +249,21 @@ mod tests {
         assert_eq!(f, "\x1b[H\x1b[1mab\x1b[0m\x1b[K\r\nc\x1b[K\r\n\x1b[J");
         let f = frame_bytes("ab\n", "ab\n", 4, 5, true);
         assert!(f.starts_with("\x1b[H\x1b[2Jab"), "{f:?}");
+    }
+
+    #[test]
+    fn keys_escape_alone_and_focus_reports_are_told_apart() {
+        use Input::*;
+        assert_eq!(parse(b"q"), [Key(b'q')]);
+        assert_eq!(parse(b"\x1b"), [Esc]);
+        assert_eq!(parse(b"\x1b[I\x1b[O"), [Focus(true), Focus(false)]);
+        assert_eq!(parse(b"\x1b[A\x1bOB\x1bx\t"), [Seq, Seq, Seq, Key(b'\t')]);
+        assert_eq!(parse(b"\x1b\x1b[I"), [Esc, Focus(true)]);
+        assert_eq!(parse(b"\x1b[1;5"), [Seq]);
+        assert_eq!(Wake::of(Key(b'\r')), Wake::Agent);
+        assert_eq!(Wake::of(Key(b'\n')), Wake::Agent);
+        assert_eq!(Wake::of(Esc), Wake::Back);
+        assert_eq!(Wake::of(Key(b'x')), Wake::Refresh);
     }
 
     #[test]
