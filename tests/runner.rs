@@ -41,6 +41,7 @@ mod remote;
 mod sandbox;
 mod sandbox_git;
 mod send;
+mod setup_output;
 mod sidebar;
 mod sidebar_keys;
 mod standin;

@@ -407,7 +407,7 @@ fn branch_diff_agrees_with_git() {
     std::os::unix::fs::symlink("src/lib.txt", r.join("link-me.txt")).unwrap();
     std::fs::rename(r.join("moved-later.txt"), r.join("moved-now.txt")).unwrap();
 
-    let d = orange::ui::diff::branch_diff(r, "origin/main", None).unwrap();
+    let d = orange::ui::diff::branch_diff(r, "origin/main", None, None).unwrap();
     let got: Vec<String> = d
         .files
         .iter()
@@ -460,10 +460,10 @@ fn branch_diff_agrees_with_git() {
 
     // A line cache makes the second pass read nothing new, with the same answer.
     let mut cache = orange::ui::diff::LineCache::default();
-    let first = orange::ui::diff::branch_diff(r, "origin/main", Some(&mut cache)).unwrap();
+    let first = orange::ui::diff::branch_diff(r, "origin/main", None, Some(&mut cache)).unwrap();
     assert!(cache.dirty && !cache.counts.is_empty());
     cache.dirty = false;
-    let second = orange::ui::diff::branch_diff(r, "origin/main", Some(&mut cache)).unwrap();
+    let second = orange::ui::diff::branch_diff(r, "origin/main", None, Some(&mut cache)).unwrap();
     assert!(!cache.dirty);
     assert_eq!(first, second);
     assert_eq!(first, d);

@@ -171,6 +171,7 @@ impl Command {
                                                        => row(Y,  N,  Y,  Y,  Never,     Task,         Some(id)),
             C::Task(T::Update { id, .. } | T::Complete { id } | T::Stuck { id })
                                                        => row(Y,  N,  Y,  Y,  Always,    Task,         id.as_ref()),
+            C::Task(T::Merge { id, dry_run: true, .. })=> row(N,  N,  Y,  Y,  Never,     Task,         Some(id)),
             C::Task(T::Merge { id, .. })               => row(Y,  N,  Y,  Y,  Always,    Task,         Some(id)),
             C::Task(T::Cancel { id, yes })             => asks(
                                                           row(Y,  N,  Y,  Y,  Always,    Task,         Some(id)),
@@ -543,6 +544,10 @@ pub enum TaskCmd {
         /// Do not look for a pull request with gh
         #[arg(long)]
         local: bool,
+        /// Merge nothing: show what merging would bring (the task's changes) or why it
+        /// would refuse
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Cancel a task: kill its session and return its workspace (kept if it has uncommitted work)
     Cancel {

@@ -66,10 +66,12 @@ pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Done> {
             report(ctx, t, id, Status::Reviewing, "task.complete").map(Done::from)
         }
         TaskCmd::Stuck { id } => report(ctx, t, id, Status::Stuck, "task.stuck").map(Done::from),
+        TaskCmd::Merge { id, dry_run, .. } if dry_run => merge_preview(ctx, t, &id).map(Done::from),
         TaskCmd::Merge {
             id,
             strategy,
             local,
+            ..
         } => merge(ctx, t, id, strategy, local),
         TaskCmd::Cancel { id, yes } => cancel(ctx, t, id, yes),
         TaskCmd::Delete { id, yes } => delete(ctx, t, id, yes).map(Done::from),
@@ -209,10 +211,15 @@ fn show(ctx: &Ctx, tasks: &mut TaskService, id: &str) -> Result<Out> {
     // Token use as of now (only what the transcripts gained since the last read). Best
     // effort: `task show` must not fail on it.
     let _ = tasks.update_usage(&t);
+    let changes = crate::ui::changes::git_part(&ctx.home, &t);
     let panes = tasks.panes();
     let view = with_keys_here(tasks, tasks.view(t, &panes), &panes);
-    let text = task_text::show(&view, &md, &md_path, &history);
+    let text = task_text::show(&view, &md, &md_path, &history, &changes);
     let mut v = serde_json::to_value(&view).unwrap();
+    v["changes"] = json!(changes.diff);
+    if let Some(e) = &changes.error {
+        v["changes_error"] = json!(e);
+    }
     v["history"] = serde_json::to_value(&history).unwrap();
     v["task_md"] = json!(md);
     v["task_md_path"] = json!(md_path);
@@ -517,6 +524,31 @@ fn merge(
     v["merge"] = info;
     v["next"] = serde_json::to_value(&next).unwrap();
     Ok(done(Out::new(v, text), tasks, &t, Some(&next)))
+}
+
+/// `task merge ID --dry-run`: what merging would bring into the default branch (the
+/// task's change list) or why it would refuse; nothing changes.
+fn merge_preview(ctx: &Ctx, tasks: &mut TaskService, id: &str) -> Result<Out> {
+    let (t, refusal) = tasks.merge_check(id, ctx.project.as_deref())?;
+    let changes = crate::ui::changes::git_part(&ctx.home, &t);
+    let mut text = match &refusal {
+        None => format!("task {} ({}) would merge:\n", t.id, t.branch),
+        Some(why) => format!("task {} ({}) would not merge: {why}\n", t.id, t.branch),
+    };
+    text.push_str(&task_text::changes_text(&changes, usize::MAX));
+    let mut v = json!({
+        "id": t.id,
+        "project": t.project,
+        "branch": t.branch,
+        "dry_run": true,
+        "would_merge": refusal.is_none(),
+        "refusal": refusal,
+        "changes": changes.diff,
+    });
+    if let Some(e) = &changes.error {
+        v["changes_error"] = json!(e);
+    }
+    Ok(Out::new(v, text))
 }
 
 /// `task cancel ID [--yes]`

@@ -12,6 +12,7 @@ use crate::orchestration::agent::{self, AgentInfo, Signal};
 use crate::orchestration::task::queue::NextSpawn;
 use crate::orchestration::task::service::TaskView;
 use crate::orchestration::task::{Event, Held};
+use crate::ui::changes::GitPart;
 use crate::ui::output::table;
 
 /// The first line of `s`, cut to `max` columns (with `…`).
@@ -119,8 +120,14 @@ pub fn list(rows: &[Vec<String>], all: bool) -> String {
 }
 
 /// `task show`: the task, its session, its sandbox, why it failed or waits, its tokens,
-/// TASK.md (`md`, at `md_path`) and its last ten events of `history`.
-pub fn show(view: &TaskView, md: &str, md_path: &Path, history: &[Event]) -> String {
+/// its changes, TASK.md (`md`, at `md_path`) and its last ten events of `history`.
+pub fn show(
+    view: &TaskView,
+    md: &str,
+    md_path: &Path,
+    history: &[Event],
+    changes: &GitPart,
+) -> String {
     let mut text = format!(
         "{}\nsummary: {}{}\nworkspace: {}\nsession: {}{}\nTASK.md: {}\n",
         describe(view),
@@ -155,6 +162,7 @@ pub fn show(view: &TaskView, md: &str, md_path: &Path, history: &[Event]) -> Str
     text.push_str(&agent_text(&view.agent, &view.task.id));
     text.push_str(&held_text(&view.task.held));
     text.push_str(&tokens_text(view.tokens.as_ref(), &view.task.harness));
+    text.push_str(&changes_text(changes, SHOW_FILES));
     let body = md.trim_end();
     if !body.is_empty() {
         text.push_str("\nTASK.md:\n");
@@ -390,4 +398,45 @@ fn tokens_text(tokens: Option<&crate::orchestration::usage::Tokens>, harness: &s
         ),
         None => format!("tokens: unknown ({harness} does not report them)\n"),
     }
+}
+
+/// How many changed files `task show` lists (all of them with `--json`).
+pub const SHOW_FILES: usize = 20;
+
+/// `changes: 1 commit, 2 files, +3 -1 against origin/main` and the first `max` files
+/// (`  M path`, `  R old → new`): the task's change list, as the sidebar has it.
+pub fn changes_text(changes: &GitPart, max: usize) -> String {
+    let Some(d) = &changes.diff else {
+        return match &changes.error {
+            Some(e) => format!("changes: unknown ({e})\n"),
+            None => "changes: none (no workspace, no branch yet)\n".to_string(),
+        };
+    };
+    let plural = |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+    let mut text = format!(
+        "changes: {}, {}, +{} -{} against {}\n",
+        plural(d.commits, "commit"),
+        plural(d.files.len(), "file"),
+        d.added,
+        d.removed,
+        d.base
+    );
+    for f in d.files.iter().take(max) {
+        let path = crate::text::safe_line(&f.path);
+        match &f.from {
+            Some(from) => text.push_str(&format!(
+                "  {} {} → {path}\n",
+                f.status,
+                crate::text::safe_line(from)
+            )),
+            None => text.push_str(&format!("  {} {path}\n", f.status)),
+        }
+    }
+    if d.files.len() > max {
+        text.push_str(&format!(
+            "  … {} more (all of them with --json)\n",
+            d.files.len() - max
+        ));
+    }
+    text
 }
