@@ -659,7 +659,7 @@ fn a_task_started_between_a_passs_look_and_its_read_is_not_judged_gone() {
     env.add_project(&[]);
     let pause = tempfile::tempdir().unwrap();
     // The pass has asked tmux what runs, and stops before it reads the tasks.
-    let mut monitor = env
+    let monitor = env
         .cmd_in(&env.repo, &["monitor", "--once", "--json"])
         .env("ORANGE_PAUSE_AT", "monitor.looked")
         .env("ORANGE_PAUSE_DIR", pause.path())
