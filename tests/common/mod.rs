@@ -510,7 +510,7 @@ impl TaskEnv {
         std::fs::create_dir_all(&env.home).unwrap();
         let agent = fixtures().join("fake-agent.sh");
         let mut cfg = String::new();
-        for mode in ["complete", "stuck", "fail", "exit0", "wait"] {
+        for mode in ["complete", "stuck", "fail", "exit0", "wait", "quiet"] {
             cfg.push_str(&format!(
                 "[harness.fake-{mode}]\ncommand = \"sh {} {mode} {{prompt}}\"\n",
                 agent.display()
