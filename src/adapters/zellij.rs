@@ -99,8 +99,19 @@ impl Zellij {
             .collect())
     }
 
+    /// Is a session of that name running? `list-sessions` probes each session's socket
+    /// (zellij's `assert_socket`: a `ConnStatus` that must be answered `Connected`) and
+    /// leaves out, or shows as EXITED, a live session whose probe got another answer:
+    /// seen once in a soak on a loaded machine, for a session listed a moment before. One
+    /// not listed is asked directly: an action on a session succeeds only when its server
+    /// runs ("There is no active session!" otherwise).
     pub fn exists(&self, name: &str) -> Result<bool> {
-        Ok(self.sessions()?.iter().any(|s| s == name))
+        if self.sessions()?.iter().any(|s| s == name) {
+            return Ok(true);
+        }
+        Ok(self
+            .run(&["--session", name, "action", "query-tab-names"], &[], None)
+            .is_ok())
     }
 
     /// Create a background session whose one pane runs `spec.command` in `spec.cwd`.
