@@ -641,6 +641,10 @@ pub struct MonitorArgs {
     /// Time between passes
     #[arg(long, default_value = "5s", value_name = "DURATION")]
     pub interval: String,
+    /// Run N passes back to back, as the running monitor makes them, and print how long
+    /// each took (for benchmarks: scripts/bench.sh)
+    #[arg(long, value_name = "N", conflicts_with = "once")]
+    pub passes: Option<u32>,
 }
 
 #[derive(Debug, Args)]

@@ -25,6 +25,14 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
         );
         return Ok(Out::new(r, text));
     }
+    if let Some(n) = a.passes {
+        let ms: Vec<f64> = monitor::run::passes(&ctx.home, &tmux, n, crate::ui::status::publish)?
+            .iter()
+            .map(|r| r.pass_ms)
+            .collect();
+        let text = ms.iter().map(|m| format!("{m} ms\n")).collect::<String>();
+        return Ok(Out::new(json!({ "pass_ms": ms }), text));
+    }
     let interval = humantime::parse_duration(&a.interval)
         .map_err(|e| OrangeError::invalid(format!("invalid --interval {:?}: {e}", a.interval)))?;
     let ended = monitor::run::watch(&ctx.home, &tmux, interval, crate::ui::status::publish)?;

@@ -65,6 +65,31 @@ pub fn once(home: &Home, tmux: &Tmux, widgets: Widgets) -> Result<PassReport> {
     Ok(r)
 }
 
+/// `orange monitor --passes N`: N passes back to back, each made and published as the
+/// running monitor ([`watch`]) makes its passes, with no process start, no remote hosts
+/// and no wait between them; their reports, oldest first (each `pass_ms` from the look to
+/// the end of publishing). What `scripts/bench.sh` times as the pass in the monitor. None
+/// when no tmux server runs.
+pub fn passes(home: &Home, tmux: &Tmux, n: u32, widgets: Widgets) -> Result<Vec<PassReport>> {
+    let Some(server) = tmux.server_identity()? else {
+        return Ok(Vec::new());
+    };
+    let mut reports = Vec::new();
+    for _ in 0..n {
+        let started = Instant::now();
+        let mut m = Monitor::new(home, tmux.clone())?.on_server(server.clone());
+        let mut r = m.pass()?;
+        if let Some(snap) = r.snapshot.take() {
+            publish_and_notify(home, tmux, &snap, widgets);
+        }
+        r.pass_ms = (started.elapsed().as_secs_f64() * 1e5).round() / 100.0;
+        // The next pass takes the pass lock again.
+        r.lock = None;
+        reports.push(r);
+    }
+    Ok(reports)
+}
+
 /// The monitor (`orange monitor`): passes every `interval` (sooner when poked) until its
 /// tmux server stops or loses its last session, or its data root goes.
 pub fn watch(home: &Home, tmux: &Tmux, interval: Duration, widgets: Widgets) -> Result<Ended> {
