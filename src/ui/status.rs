@@ -469,15 +469,12 @@ mod tests {
         }
     }
 
-    fn session(sid: &str, status: &str, summary: &str) -> MarkedSession {
+    fn session(sid: &str, status: &str) -> MarkedSession {
         MarkedSession {
             id: sid.into(),
             name: sid.into(),
             pane_id: "%1".into(),
-            marks: vec![
-                (SESSION_OPTION.into(), status.into()),
-                (SUMMARY_OPTION.into(), summary.into()),
-            ],
+            marks: vec![(SESSION_OPTION.into(), status.into())],
         }
     }
 
@@ -495,9 +492,9 @@ mod tests {
                 start_time: 1,
             }),
             sessions: vec![
-                session("$1", "", ""),
-                session("$2", "user's own value", ""),
-                session("$3", &render_session_tmux(&item(Bucket::Dead, "x")), ""),
+                session("$1", ""),
+                session("$2", "user's own value"),
+                session("$3", &render_session_tmux(&item(Bucket::Dead, "x"))),
             ],
             ..Snapshot::default()
         };
@@ -515,9 +512,10 @@ mod tests {
             ]
         );
         snap.sessions = vec![
-            session("$1", &render_session_tmux(&it), &render_tmux(&s)),
-            session("$2", "user's own value", &render_tmux(&s)),
+            session("$1", &render_session_tmux(&it)),
+            session("$2", "user's own value"),
         ];
+        snap.options = vec![(SUMMARY_OPTION.into(), render_tmux(&s))];
         assert_eq!(option_changes(&s, &snap), vec![]);
     }
 }

@@ -38,7 +38,7 @@ pub const SESSION_OPTION: &str = "@orange_status";
 pub const REMOTE_MARK: &str = "@orange_remote";
 
 /// The user option that says how orange notifies (`bell,message` when unset): read in the
-/// observation's one call, so a pass pays nothing more to know it.
+/// observation's one call (once, as a global option), so a pass pays nothing more to know it.
 pub const NOTIFY_OPTION: &str = "@orange-notify";
 
 /// The plugin's key options the sidebar's footer names (read in the same call).
@@ -52,7 +52,7 @@ pub const KEY_OPTIONS: [&str; 4] = [
 /// A snapshot is not trusted past this age.
 pub const MAX_AGE: Duration = Duration::from_secs(60);
 
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 
 /// What one observation saw: tmux (panes, sessions and their marks and options, the
 /// server) and, from it and the files, the classification of every open task and lane.
@@ -68,8 +68,12 @@ pub struct Snapshot {
     /// The count of pokes ([`store::pokes`]) before the tmux call.
     pub pokes: u64,
     pub panes: Vec<PaneInfo>,
-    /// Each session once, with orange's marks and `@orange_status`, `@orange_summary`.
+    /// Each session once, with orange's marks, `@orange_status` and `@orange_remote`.
     pub sessions: Vec<MarkedSession>,
+    /// The global options read with it: `@orange_summary`, `@orange-notify` and
+    /// [`KEY_OPTIONS`], `(name, value)` (empty when unset).
+    #[serde(default)]
+    pub options: Vec<(String, String)>,
     pub summary: Summary,
 }
 
@@ -85,21 +89,22 @@ impl Snapshot {
 
     /// `@orange_summary` as the server holds it (empty when unset).
     pub fn summary_value(&self) -> &str {
-        self.sessions
-            .first()
-            .and_then(|s| s.mark(SUMMARY_OPTION))
-            .unwrap_or("")
+        self.option(SUMMARY_OPTION).unwrap_or("")
     }
 
     /// `@orange-notify` as the server holds it (`None` when unset).
     pub fn notify_value(&self) -> Option<&str> {
-        self.sessions.first().and_then(|s| s.mark(NOTIFY_OPTION))
+        self.option(NOTIFY_OPTION)
     }
 
     /// A global user option read with the observation (one of [`KEY_OPTIONS`], the notify
-    /// option); `None` when unset or empty.
+    /// option, the summary); `None` when unset or empty.
     pub fn option(&self, name: &str) -> Option<&str> {
-        self.sessions.first().and_then(|s| s.mark(name))
+        self.options
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
     }
 
     /// The keys of the plugin's key table as bound on this server, for a next step to
@@ -150,15 +155,17 @@ pub fn look(home: &Home, tmux: &Tmux) -> Result<Snapshot> {
     if !tmux.is_available() || tmux.socket_path().is_some_and(|p| !p.exists()) {
         return Ok(snap);
     }
-    let mut options: Vec<&str> = MARKS.to_vec();
-    options.extend([SESSION_OPTION, SUMMARY_OPTION, NOTIFY_OPTION, REMOTE_MARK]);
+    let mut marks: Vec<&str> = MARKS.to_vec();
+    marks.extend([SESSION_OPTION, REMOTE_MARK]);
+    let mut globals = vec![SUMMARY_OPTION, NOTIFY_OPTION];
     // The keys the sidebar's footer names, as bound now (no call of the sidebar's own).
-    options.extend(KEY_OPTIONS);
+    globals.extend(KEY_OPTIONS);
     let Observed {
         server,
         panes,
         sessions,
-    } = match tmux.observe(&options) {
+        options,
+    } = match tmux.observe(&marks, &globals) {
         Ok(o) => o,
         Err(OrangeError::BackendNotFound(_)) => Observed::default(),
         Err(e) => return Err(e),
@@ -166,6 +173,7 @@ pub fn look(home: &Home, tmux: &Tmux) -> Result<Snapshot> {
     snap.server_id = server;
     snap.panes = panes;
     snap.sessions = sessions;
+    snap.options = options;
     Ok(snap)
 }
 
