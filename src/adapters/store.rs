@@ -234,6 +234,27 @@ pub fn read_small(
     Ok(meta.modified().ok())
 }
 
+/// One version of a file, told from another without reading it: its device and inode,
+/// size and modification time. State files are replaced by rename, so each version is a
+/// new inode as well as a new time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+}
+
+/// The [`Stamp`] of the file at `path` (one `stat`); `None` when there is none.
+pub fn stamp(path: &Path) -> Option<Stamp> {
+    fs::metadata(path).ok().map(|m| Stamp {
+        dev: m.dev(),
+        ino: m.ino(),
+        len: m.len(),
+        mtime: (m.mtime(), m.mtime_nsec()),
+    })
+}
+
 /// How long a command waits for a state lock (`ORANGE_LOCK_TIMEOUT`, default 30s).
 pub fn lock_timeout() -> Duration {
     std::env::var("ORANGE_LOCK_TIMEOUT")
@@ -271,9 +292,6 @@ impl LockGuard {
     }
 
     pub fn acquire_within(path: &Path, timeout: Duration) -> Result<LockGuard> {
-        if let Some(dir) = path.parent() {
-            ensure_dir(dir)?;
-        }
         let start = Instant::now();
         let mut pause = Duration::from_millis(1);
         // Shown when the wait is long enough to be noticed (another command holds it).
@@ -287,14 +305,7 @@ impl LockGuard {
             }
             // Never through a symbolic link (a lock in a sandboxed agent's task directory
             // must not create or open a file elsewhere).
-            use std::os::unix::fs::OpenOptionsExt;
-            let file = OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(path)
-                .ctx(|| format!("opening lock {}", path.display()))?;
+            let file = open_lock(path)?;
             match file.try_lock() {
                 Ok(()) => {
                     // The lock file may have been unlinked and recreated by a shutdown
@@ -336,6 +347,31 @@ impl LockGuard {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Open (creating it, and its directory, when missing) a lock file. The directory is made
+/// only when the file cannot be opened: a lock taken often (the monitor takes a project's
+/// lock for every agent it checks) costs no `mkdir`.
+fn open_lock(path: &Path) -> Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let open = || {
+        OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+    };
+    match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                ensure_dir(dir)?;
+            }
+            open()
+        }
+        other => other,
+    }
+    .ctx(|| format!("opening lock {}", path.display()))
 }
 
 impl Drop for LockGuard {

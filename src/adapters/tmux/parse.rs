@@ -2,7 +2,8 @@
 //! they print, and the values they become. Every pane field orange reads is listed ONCE,
 //! in [`PANE`], with its parser: every pane listing (`snapshot`, `observe`, a new session's
 //! ids, `session_info`) asks that list or its first part ([`PaneFields`]), and only
-//! [`Format::pane`] turns a row into a [`PaneInfo`]. The server instance's fields are listed once too ([`SERVER`]).
+//! [`Format::pane`] turns a row into a [`PaneInfo`]. The server instance's fields are
+//! listed once too ([`SERVER`]).
 
 use serde::Serialize;
 

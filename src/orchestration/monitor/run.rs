@@ -66,8 +66,9 @@ pub fn once(home: &Home, tmux: &Tmux, widgets: Widgets) -> Result<PassReport> {
 }
 
 /// `orange monitor --passes N`: N passes back to back, each made and published as the
-/// running monitor ([`watch`]) makes its passes, with no process start, no remote hosts
-/// and no wait between them; their reports, oldest first (each `pass_ms` from the look to
+/// running monitor ([`watch`]) makes its passes (one [`Monitor`], which keeps what it
+/// read while nothing changes), with no process start, no remote hosts and no wait between
+/// them; their reports, oldest first (each `pass_ms` from the look to
 /// the end of publishing). What `scripts/bench.sh` times as the pass in the monitor. None
 /// when no tmux server runs.
 pub fn passes(home: &Home, tmux: &Tmux, n: u32, widgets: Widgets) -> Result<Vec<PassReport>> {
@@ -75,12 +76,14 @@ pub fn passes(home: &Home, tmux: &Tmux, n: u32, widgets: Widgets) -> Result<Vec<
         return Ok(Vec::new());
     };
     let mut reports = Vec::new();
+    let mut m = Monitor::new(home, tmux.clone())?.on_server(server);
+    let mut published = Published::default();
     for _ in 0..n {
         let started = Instant::now();
-        let mut m = Monitor::new(home, tmux.clone())?.on_server(server.clone());
+        m.refresh_config()?;
         let mut r = m.pass()?;
         if let Some(snap) = r.snapshot.take() {
-            publish_and_notify(home, tmux, &snap, widgets);
+            published.again(home, tmux, snap, widgets);
         }
         r.pass_ms = (started.elapsed().as_secs_f64() * 1e5).round() / 100.0;
         // The next pass takes the pass lock again.
@@ -106,6 +109,9 @@ pub fn watch(home: &Home, tmux: &Tmux, interval: Duration, widgets: Widgets) -> 
     };
     watch_hosts(home, interval);
     let mut idle_servers = 0;
+    // One monitor for every pass: what it read, it keeps while nothing changes.
+    let mut m = Monitor::new(home, tmux.clone())?.on_server(server.clone());
+    let mut published = Published::default();
     loop {
         // Its data root is gone (a removed sandbox): nothing to watch, nothing to write.
         if !home.root.exists() {
@@ -113,7 +119,7 @@ pub fn watch(home: &Home, tmux: &Tmux, interval: Duration, widgets: Widgets) -> 
         }
         let started = Instant::now();
         let pokes = store::pokes(home);
-        let mut m = Monitor::new(home, tmux.clone())?.on_server(server.clone());
+        m.refresh_config()?;
         match m.pass() {
             Ok(mut r) => {
                 let snap = r.snapshot.take().unwrap_or_default();
@@ -122,9 +128,10 @@ pub fn watch(home: &Home, tmux: &Tmux, interval: Duration, widgets: Widgets) -> 
                 if snap.server_id.as_ref() != Some(&server) {
                     return stop(Ended::ServerGone);
                 }
-                publish_and_notify(home, tmux, &snap, widgets);
                 // Stop with the tmux server: a monitor must not outlive what it watches.
-                if snap.sessions.is_empty() {
+                let no_sessions = snap.sessions.is_empty();
+                published.again(home, tmux, snap, widgets);
+                if no_sessions {
                     idle_servers += 1;
                     if idle_servers >= 2 {
                         return stop(Ended::NoSessions);
@@ -226,6 +233,46 @@ pub fn singleton(home: &Home, server: &ServerId) -> Result<Option<LockGuard>> {
 pub fn publish(home: &Home, tmux: &Tmux, snap: &Snapshot, widgets: Widgets) {
     snapshot::write(home, tmux, snap);
     let _ = widgets(tmux, snap);
+}
+
+/// How long the running monitor goes without writing its snapshot again when each pass
+/// sees the same (well within `snapshot::MAX_AGE`, past which readers stop trusting it).
+pub const REWRITE: Duration = Duration::from_secs(20);
+
+/// What the running monitor last published ([`Published::again`]).
+#[derive(Default)]
+struct Published {
+    /// The last snapshot, and when it was written with its widgets published.
+    last: Option<(Snapshot, Instant)>,
+}
+
+impl Published {
+    /// [`publish_and_notify`], but a snapshot that says what the last one said (all of it
+    /// but the time it was taken: the same panes, sessions, options, count of pokes and
+    /// summary) is neither written again nor its widgets worked out again, for up to
+    /// [`REWRITE`]: readers trust the file as written, and the widgets were set from the
+    /// same values (not when that failed: then the next pass publishes again). The people
+    /// attached are told every pass: what is due depends on the time too.
+    fn again(&mut self, home: &Home, tmux: &Tmux, snap: Snapshot, widgets: Widgets) {
+        let same = self
+            .last
+            .as_ref()
+            .is_some_and(|(last, at)| at.elapsed() < REWRITE && last.same_as(&snap));
+        let at = match &self.last {
+            Some((_, at)) if same => *at,
+            _ => {
+                snapshot::write(home, tmux, &snap);
+                if widgets(tmux, &snap).is_err() {
+                    notify::after_pass(home, tmux, &snap);
+                    self.last = None;
+                    return;
+                }
+                Instant::now()
+            }
+        };
+        notify::after_pass(home, tmux, &snap);
+        self.last = Some((snap, at));
+    }
 }
 
 /// [`publish`], then tell the people attached what newly needs them (only a monitor pass

@@ -113,6 +113,29 @@ impl Snapshot {
         next::Keys::from_options(self.option(KEY_OPTIONS[2]), self.option(KEY_OPTIONS[3]))
     }
 
+    /// Says all that `other` says: everything but the time it was taken.
+    pub fn same_as(&self, other: &Snapshot) -> bool {
+        let Snapshot {
+            version,
+            server,
+            server_id,
+            taken_at_ms: _,
+            pokes,
+            panes,
+            sessions,
+            options,
+            summary,
+        } = self;
+        *version == other.version
+            && *pokes == other.pokes
+            && *server == other.server
+            && *server_id == other.server_id
+            && *panes == other.panes
+            && *sessions == other.sessions
+            && *options == other.options
+            && *summary == other.summary
+    }
+
     /// The sessions and their marks (what a reconciliation works on).
     pub fn marked(&self) -> Marked {
         Marked {
