@@ -3,10 +3,11 @@
 # table at the end (medians; ratio = orange / baseline, lower is better):
 #   monitor     one pass, `orange monitor --once --json`, over 10 / 50 / 200 live task
 #               sessions vs one `tmux list-panes -a`; the pass as the running monitor
-#               makes it (`orange monitor --passes 5`: the first pass, which reads every
-#               record, and the median of the four after it), a bare list-panes timed
-#               between runs; and the processes one pass spawns (strace -f: every
-#               successful execve; a `tmux` wrapper first on PATH too)
+#               makes it (`orange monitor --passes 5`, the median of the last four:
+#               nothing changed between them; and with `--poke`, a poke before each, as
+#               a hook makes), a bare list-panes timed between runs; and the processes
+#               one pass spawns (strace -f: every successful execve; a `tmux` wrapper
+#               first on PATH too)
 #               targets: ≤ 1.5× and exactly 1 process per pass
 #   status      `orange status --format tmux` with 1,000 tasks (990 cancelled, 10 live) vs
 #               `tmux display -p x`; and the processes of an `orange status` run right
@@ -415,22 +416,23 @@ pass_ms() {
     "$1" monitor --once --json | sed -n 's/.*"pass_ms": *\([0-9.]*\).*/\1/p'
 }
 
-# in_monitor BIN: the passes of one `BIN monitor --passes 5 --json`, made as the running
-# monitor makes them (one process, its records kept between passes): first_ms := the
-# first pass's time (it reads every record, as a pass after a change does), steady_ms :=
-# the median of the other four (nothing changed between them). A binary without --passes
-# (an older build): its `--once` pass_ms for both.
+# in_monitor BIN [--poke]: one `BIN monitor --passes 5 --json`, made as the running monitor
+# makes its passes (one process, what it read kept between passes); in_ms := the median of
+# the last four (the first also compiles what a monitor compiles once). With --poke, a poke
+# before each pass, as an agent's hook or a command makes: what a pass after a change
+# costs. A binary without --passes (an older build): its `--once` pass_ms; without
+# --poke (it keeps nothing between passes): its passes without.
 in_monitor() {
     local out
-    out=$("$1" monitor --passes 5 --json 2>/dev/null | tr -d ' \n') || out=""
+    out=$("$1" monitor --passes 5 "${@:2}" --json 2>/dev/null | tr -d ' \n') ||
+        out=$("$1" monitor --passes 5 --json 2>/dev/null | tr -d ' \n') || out=""
     out=$(sed -n 's/.*"pass_ms":\[\([0-9.,]*\)\].*/\1/p' <<<"$out")
     if [[ -z $out ]]; then
-        first_ms=$(pass_ms "$1")
-        steady_ms=$first_ms
+        in_ms=$(pass_ms "$1")
         return 0
     fi
-    first_ms=${out%%,*}
-    steady_ms=$(tr ',' '\n' <<<"${out#*,}" | sort -n | awk '{a[NR]=$1} END {print (a[int((NR+1)/2)] + a[int(NR/2)+1]) / 2}')
+    # shellcheck disable=SC2046 # one number a word
+    in_ms=$(median $(tr ',' ' ' <<<"${out#*,}"))
 }
 
 # median MS...: the median of the numbers.
@@ -476,25 +478,30 @@ figure_monitor() {
         row "monitor pass, $label" "$(ms "$om")" "list-panes -a $(ms "$bm")" "${r}x" "≤ 1.5x" \
             "$(verdict "$r" le 1.5)"
         # The pass as the running monitor makes it (`--passes`: its own `pass_ms`, no
-        # process start), a bare list-panes timed between runs; with BENCH_BASE_BIN, that
-        # binary's too, runs alternating on the same sessions.
-        local inner=() first=() base=() base_first=() lp=() v
+        # process start), with nothing changed between passes and with a poke before each,
+        # a bare list-panes timed between runs; with BENCH_BASE_BIN, that binary's too,
+        # runs alternating on the same sessions.
+        local steady=() poked=() base=() base_poked=() lp=() v
         for ((t = 0; t < runs; t++)); do
             in_monitor "$ORANGE"
-            inner+=("$steady_ms") first+=("$first_ms")
+            steady+=("$in_ms")
+            in_monitor "$ORANGE" --poke
+            poked+=("$in_ms")
             bench_time v tmux -L "$sock" list-panes -a || bench_die "list-panes failed"
             lp+=("$(awk -v ns="$v" 'BEGIN { printf "%.3f", ns / 1e6 }')")
             if [[ -n $base_bin ]]; then
                 in_monitor "$base_bin"
-                base+=("$steady_ms") base_first+=("$first_ms")
+                base+=("$in_ms")
+                in_monitor "$base_bin" --poke
+                base_poked+=("$in_ms")
             fi
         done
         v=$(median "${lp[@]}")
-        inner_row "the pass in the monitor, $label" "$n" "$v" "${inner[@]}"
-        inner_row "  its first pass (every record read), $label" "$n.first" "$v" "${first[@]}"
+        inner_row "the pass in the monitor, $label" "$n" "$v" "${steady[@]}"
+        inner_row "  after a change (poked), $label" "$n.poked" "$v" "${poked[@]}"
         if [[ -n $base_bin ]]; then
             inner_row "the pass in the monitor (BENCH_BASE_BIN), $label" "$n.base" "$v" "${base[@]}"
-            inner_row "  its first pass (BENCH_BASE_BIN), $label" "$n.base.first" "$v" "${base_first[@]}"
+            inner_row "  after a change (BENCH_BASE_BIN), $label" "$n.base.poked" "$v" "${base_poked[@]}"
         fi
         processes "monitor pass, $n sessions ($live orange tasks, $plain plain sessions)" \
             "$ORANGE" monitor --once --json

@@ -339,3 +339,29 @@ fn the_running_monitor_writes_its_snapshot_again_only_when_it_changed() {
     });
     assert_ne!(snapshot_inode(&env), written);
 }
+
+/// The running monitor asks a session's marks once: a session that comes after its first
+/// look has them asked then (its task known to the snapshot and to the crash repair).
+#[test]
+fn a_running_monitor_learns_the_marks_of_a_new_session() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let _monitor = start_monitor(&env, "60s");
+    let id = env.create_id("marks/new", "fake-wait");
+    let sid = env.wait_session(&id, "live")["tmux_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_for("the monitor to see the new session's task mark", 20, || {
+        snapshot(&env).is_some_and(|s| {
+            s["sessions"].as_array().into_iter().flatten().any(|m| {
+                m["id"] == sid.as_str()
+                    && m["marks"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|kv| kv[0] == "@orange_task" && kv[1] == id.as_str())
+            })
+        })
+    });
+}

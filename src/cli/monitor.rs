@@ -26,7 +26,8 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
         return Ok(Out::new(r, text));
     }
     if let Some(n) = a.passes {
-        let ms: Vec<f64> = monitor::run::passes(&ctx.home, &tmux, n, crate::ui::status::publish)?
+        let widgets = crate::ui::status::publish;
+        let ms: Vec<f64> = monitor::run::passes(&ctx.home, &tmux, n, a.poke, widgets)?
             .iter()
             .map(|r| r.pass_ms)
             .collect();

@@ -46,7 +46,7 @@ pub struct MarkedSession {
     pub name: String,
     /// The active pane of its current window.
     pub pane_id: String,
-    /// `(mark name, value)` for each mark asked for, in order.
+    /// `(mark name, value)` for each mark asked for that is set, in order.
     pub marks: Vec<(String, String)>,
 }
 
@@ -67,9 +67,11 @@ impl MarkedSession {
             id: row[fmt.at("session_id")].to_string(),
             name: row[fmt.at("session_name")].to_string(),
             pane_id: row[fmt.at("pane_id")].to_string(),
+            // An unset mark reads empty: not kept ([`MarkedSession::mark`] is `None` either way).
             marks: marks
                 .iter()
                 .zip(&row[first_mark..])
+                .filter(|(_, v)| !v.is_empty())
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
         }

@@ -23,12 +23,16 @@ pub struct PaneInfo {
     pub session_id: String,
     pub session_name: String,
     /// At least one client is attached to the session.
+    #[serde(default, skip_serializing_if = "is_default")]
     pub session_attached: bool,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub window_id: String,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub window_index: u32,
     /// Unix time of the window's last activity.
     pub window_activity: u64,
     pub pane_id: String,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub pane_index: u32,
     pub pane_active: bool,
     pub pane_pid: u32,
@@ -39,10 +43,19 @@ pub struct PaneInfo {
     pub pane_dead_status: Option<i32>,
     /// Signal that killed a dead pane's program.
     pub pane_dead_signal: Option<i32>,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub pane_current_command: String,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub pane_current_path: String,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub pane_width: u32,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub pane_height: u32,
+}
+
+/// Not written when empty: the fields an observation does not ask (see [`PaneFields`]).
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 impl PaneInfo {

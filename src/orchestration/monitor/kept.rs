@@ -2,14 +2,18 @@
 //! monitor (`run::watch`) makes all its passes with one [`Monitor`]; a pass reads a record
 //! only when it may have changed since the last one:
 //!
-//! - the open tasks and their agents' records (`task.json`, `agent.json`): when the count
-//!   of pokes moved (`store::pokes`). Every save of a task pokes, and so does every agent
-//!   hook after it wrote `agent.json` (respawn and restore write it before saving the
-//!   task); what the monitor writes itself, it keeps as it wrote it. A poke anywhere reads
-//!   them all again, as every pass did before;
+//! - the open tasks and their agents' records (`task.json`, `agent.json`): not at all while
+//!   the count of pokes has not moved (`store::pokes`): every save of a task pokes, and so
+//!   does every agent hook after it wrote `agent.json` (respawn and restore write it before
+//!   saving the task); what the monitor writes itself, it keeps as it wrote it. After a
+//!   poke, each file whose [`Stamp`] (inode, size, time: files are replaced by rename)
+//!   changed since it was read, one `stat` each;
 //! - the pool file and `config.toml`: when their [`Stamp`] changed (one `stat` each);
-//! - everything, at least every [`KEEP_FOR`], whatever the pokes say: a file changed by
-//!   hand, or a hook killed between its write and its poke, is seen within that time.
+//! - the sessions' marks, which never change: asked of tmux once per session
+//!   ([`SeenMarks`]);
+//! - everything, at least every [`KEEP_FOR`], whatever the pokes and stamps say: a file
+//!   changed by hand, or a hook killed between its write and its poke, is seen within
+//!   that time.
 //!
 //! A monitor made for one pass (`monitor --once`, a hook's pass) keeps nothing yet: it
 //! reads everything, as before.
@@ -25,6 +29,7 @@ use crate::execution::config::Config;
 use crate::execution::pool::{self, PoolFile};
 use crate::orchestration::agent::{self, AgentInfo};
 use crate::orchestration::attention::summary::Agents;
+use crate::orchestration::observe::snapshot::SeenMarks;
 use crate::orchestration::task::Task;
 
 use super::Monitor;
@@ -35,19 +40,27 @@ pub const KEEP_FOR: Duration = Duration::from_secs(30);
 /// What a [`Monitor`] read in its last passes (see the module documentation).
 #[derive(Default)]
 pub(super) struct Kept {
-    /// The count of pokes before `open` was read, and when.
-    tasks_at: Option<(u64, Instant)>,
+    /// When every record was last read from its file, whatever pokes and stamps said.
+    read_all_at: Option<Instant>,
+    /// The count of pokes before `open` was read.
+    tasks_at: Option<u64>,
     open: Rc<[Task]>,
     unreadable: u32,
-    /// The agents' records as the last pass left them, and the count of pokes they go with.
+    /// Each open task as read, by its file's path, with the version of the file.
+    task_files: HashMap<PathBuf, (Stamp, Task)>,
+    /// The agents' records as the last pass left them, the count of pokes they go with, and
+    /// the version of each `agent.json` the record was read from.
     agents: Agents,
     agents_at: Option<u64>,
+    agent_files: HashMap<(String, String), Stamp>,
     /// The pool file, its version and when it was read, and each workspace's path.
     pool: PoolFile,
     pool_at: Option<(Stamp, Instant)>,
     pub(super) workspaces: HashMap<String, PathBuf>,
     /// The version of `config.toml` the monitor's config was read from.
     config: Option<Stamp>,
+    /// The sessions' marks, asked of tmux once per session (see [`SeenMarks`]).
+    pub(super) marks: SeenMarks,
 }
 
 impl Kept {
@@ -75,47 +88,78 @@ impl Monitor<'_> {
 
     /// The open tasks (leniently: a damaged file is counted, not fatal), noting the count
     /// of pokes before they were read ([`Monitor::still_as_observed`] trusts them while no
-    /// task was saved since): the kept ones while that count has not moved.
+    /// task was saved since): the kept ones while that count has not moved, else those
+    /// whose file did not change and the others read again.
     pub(super) fn read_open(&mut self) -> (Rc<[Task]>, u32) {
         let pokes = store::pokes(self.home);
         self.tasks_read_at = pokes;
         let kept = &mut self.kept;
-        if let Some((at, when)) = kept.tasks_at {
-            if at == pokes && when.elapsed() < KEEP_FOR {
-                return (kept.open.clone(), kept.unreadable);
-            }
+        let recent = kept.read_all_at.is_some_and(|t| t.elapsed() < KEEP_FOR);
+        if recent && kept.tasks_at == Some(pokes) {
+            return (kept.open.clone(), kept.unreadable);
         }
-        let (open, unreadable) = self.tasks.store.list_open_lenient();
+        if !recent {
+            kept.task_files.clear();
+            kept.agent_files.clear();
+            kept.read_all_at = Some(Instant::now());
+        }
+        let before = std::mem::take(&mut kept.task_files);
+        let files = &mut kept.task_files;
+        let (open, unreadable) = self.tasks.store.list_open_lenient_with(|store, p, id| {
+            let path = store.json_path(p, id);
+            let now = store::stamp(&path);
+            let task = match (now, before.get(&path)) {
+                (Some(now), Some((was, t))) if *was == now => t.clone(),
+                _ => store.load(p, id)?,
+            };
+            if let Some(now) = now {
+                files.insert(path, (now, task.clone()));
+            }
+            Ok(task)
+        });
         let open: Rc<[Task]> = open.into();
-        kept.tasks_at = Some((pokes, Instant::now()));
+        kept.tasks_at = Some(pokes);
         kept.open = open.clone();
         kept.unreadable = unreadable;
-        // Read with the tasks, or not at all.
-        kept.agents.clear();
+        // Not trusted without a look at their files.
         kept.agents_at = None;
         (open, unreadable)
     }
 
     /// The agent's record of `task` as the pass starts: the kept one while the count of
-    /// pokes has not moved since the tasks were read ([`Self::read_open`]), else its file.
-    pub(super) fn agent_record(&self, task: &Task, dir: &std::path::Path) -> AgentInfo {
-        if self.kept.agents_at == Some(self.tasks_read_at) {
-            if let Some(info) = self
-                .kept
-                .agents
-                .get(&(task.project.clone(), task.id.clone()))
-            {
+    /// pokes has not moved since the tasks were read ([`Self::read_open`]), or while its
+    /// file is the one it was read from; else its file.
+    pub(super) fn agent_record(&mut self, task: &Task, dir: &std::path::Path) -> AgentInfo {
+        let key = (task.project.clone(), task.id.clone());
+        let kept = &mut self.kept;
+        if kept.agents_at == Some(self.tasks_read_at) {
+            if let Some(info) = kept.agents.get(&key) {
                 return info.clone();
             }
         }
+        let now = store::stamp(&agent::info_path(dir));
+        if let (Some(now), Some(was), Some(info)) =
+            (now, kept.agent_files.get(&key), kept.agents.get(&key))
+        {
+            if *was == now {
+                return info.clone();
+            }
+        }
+        match now {
+            Some(now) => kept.agent_files.insert(key, now),
+            None => kept.agent_files.remove(&key),
+        };
         agent::load(dir)
     }
 
     /// Keep the agents' records as this pass left them (what it judged, recorded and
-    /// wrote), for the next pass while nothing pokes.
+    /// wrote), for the next pass while nothing pokes, and while their files are the ones
+    /// they were read from (a record the pass wrote is read again after a poke).
     pub(super) fn keep_agents(&mut self, agents: Agents) {
-        self.kept.agents = agents;
-        self.kept.agents_at = Some(self.tasks_read_at);
+        let kept = &mut self.kept;
+        kept.agent_files.retain(|key, _| agents.contains_key(key));
+        kept.agents = agents;
+        kept.agents_at = Some(self.tasks_read_at);
     }
 
     /// The pool file read again when its stamp changed (or was kept [`KEEP_FOR`]), the

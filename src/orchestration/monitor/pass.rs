@@ -43,7 +43,7 @@ impl<'a> Monitor<'a> {
             lock: Some(pass),
             ..PassReport::default()
         };
-        let mut snap = snapshot::look(self.home, &self.tmux)?;
+        let mut snap = snapshot::look_keeping(self.home, &self.tmux, &mut self.kept.marks)?;
         // Crash leftovers first: an orphaned agent stopped, an interrupted spawn adopted.
         // The open tasks, read once for the whole pass (again only if a repair changed
         // some). A damaged task file must not blind the monitor to every other task: it
@@ -53,7 +53,7 @@ impl<'a> Monitor<'a> {
         let repairs = self.repair(&snap, &open);
         if !repairs.is_empty() {
             // Sessions were stopped or adopted: look again.
-            snap = snapshot::look(self.home, &self.tmux)?;
+            snap = snapshot::look_keeping(self.home, &self.tmux, &mut self.kept.marks)?;
             (open, unreadable) = self.read_open();
             self.read_pool()?;
         }

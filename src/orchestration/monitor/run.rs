@@ -70,15 +70,25 @@ pub fn once(home: &Home, tmux: &Tmux, widgets: Widgets) -> Result<PassReport> {
 /// read while nothing changes), with no process start, no remote hosts and no wait between
 /// them; their reports, oldest first (each `pass_ms` from the look to
 /// the end of publishing). What `scripts/bench.sh` times as the pass in the monitor. None
-/// when no tmux server runs.
-pub fn passes(home: &Home, tmux: &Tmux, n: u32, widgets: Widgets) -> Result<Vec<PassReport>> {
+/// when no tmux server runs. `poke`: a poke before each pass but the first, as a hook or a
+/// command makes (the pass reads again what may have changed), not timed.
+pub fn passes(
+    home: &Home,
+    tmux: &Tmux,
+    n: u32,
+    poke: bool,
+    widgets: Widgets,
+) -> Result<Vec<PassReport>> {
     let Some(server) = tmux.server_identity()? else {
         return Ok(Vec::new());
     };
     let mut reports = Vec::new();
     let mut m = Monitor::new(home, tmux.clone())?.on_server(server);
     let mut published = Published::default();
-    for _ in 0..n {
+    for i in 0..n {
+        if poke && i > 0 {
+            store::poke(home);
+        }
         let started = Instant::now();
         m.refresh_config()?;
         let mut r = m.pass()?;
@@ -247,31 +257,28 @@ struct Published {
 }
 
 impl Published {
-    /// [`publish_and_notify`], but a snapshot that says what the last one said (all of it
-    /// but the time it was taken: the same panes, sessions, options, count of pokes and
-    /// summary) is neither written again nor its widgets worked out again, for up to
-    /// [`REWRITE`]: readers trust the file as written, and the widgets were set from the
-    /// same values (not when that failed: then the next pass publishes again). The people
-    /// attached are told every pass: what is due depends on the time too.
+    /// [`publish_and_notify`], but what the last pass published is not published again,
+    /// for up to [`REWRITE`]: a snapshot that says what the last one said (all but the time
+    /// it was taken) is not written again (readers trust the file as it is), and the
+    /// widgets are not worked out again while what they are made from is the same (they
+    /// were set from it; not when that failed: then the next pass publishes again). The
+    /// people attached are told every pass: what is due depends on the time too.
     fn again(&mut self, home: &Home, tmux: &Tmux, snap: Snapshot, widgets: Widgets) {
-        let same = self
-            .last
-            .as_ref()
-            .is_some_and(|(last, at)| at.elapsed() < REWRITE && last.same_as(&snap));
-        let at = match &self.last {
-            Some((_, at)) if same => *at,
-            _ => {
-                snapshot::write(home, tmux, &snap);
-                if widgets(tmux, &snap).is_err() {
-                    notify::after_pass(home, tmux, &snap);
-                    self.last = None;
-                    return;
-                }
-                Instant::now()
-            }
+        let last = self.last.take().filter(|(_, at)| at.elapsed() < REWRITE);
+        let (write, publish) = match &last {
+            Some((was, _)) => (!was.same_as(&snap), !was.same_for_widgets(&snap)),
+            None => (true, true),
         };
+        if write {
+            snapshot::write(home, tmux, &snap);
+        }
+        let published = !publish || widgets(tmux, &snap).is_ok();
         notify::after_pass(home, tmux, &snap);
-        self.last = Some((snap, at));
+        let at = match last {
+            Some((_, at)) if !write => at,
+            _ => Instant::now(),
+        };
+        self.last = published.then_some((snap, at));
     }
 }
 
