@@ -154,8 +154,22 @@ tq x "choose-tree -Zs -f '$IN_TASK' -F '#{?window_format,#{window_name},#{?@oran
 tq y "display-message 'orange: no task sessions on this server'"
 K_PICK="if-shell -F '#{S:#{?@orange_task,1,}}' $x $y"
 run K_NEXT plugin next --client '#{q:client_name}' --session '#{q:session_id}'
+# t: a message for an agent, asked for in tmux's command-prompt (`orange plugin prompt`
+# builds the prompt: what is typed never goes through tmux's parser, a format or a shell
+# line) and sent with `orange task send`. In a task session, for its agent; elsewhere a
+# picker of the task sessions first (Enter on one asks for its agent).
+run K_SEND plugin prompt --client '#{q:client_name}'
+tq x "$RUNSH #{q:pane_id} $B plugin prompt --client #{q:client_name}"
+tq x "run-shell -b -t '%%' $x"
+tq x "choose-tree -Zs -f '$IN_TASK' -F '#{?window_format,#{window_name},#{?@orange_status,#{@orange_status},task #{@orange_task}}}' $x"
+tq y "display-message 'orange: no task sessions on this server'"
+tq x "if-shell -F '#{S:#{?@orange_task,1,}}' $x $y"
+tq y "$K_SEND"
+K_SENDKEY="if-shell -F '$IN_TASK' $y $x"
 popup A_SHOW show
 act A_RESPAWN task respawn "$T"
+act x task respawn --force --yes "$T"
+confirm A_RESTART "Stop and restart the running agent of task $T? (y/n)" "$x"
 act x task merge "$T"
 confirm A_MERGE "Merge task $T? (y/n)" "$x"
 popup A_PR pr
@@ -168,8 +182,10 @@ menu x "orange task $T" \
   "Full screen (zoom the agent)" z "resize-pane -Z" \
   "Show the task" i "$A_SHOW" \
   "Toggle the sidebar" s "$K_SIDEBAR" \
+  "Send text to the agent…" t "$K_SEND" \
   "" \
   "Respawn the agent" r "$A_RESPAWN" \
+  "Stop and restart the running agent" R "$A_RESTART" \
   "Merge into the default branch" M "$A_MERGE" \
   "Pull request (push + gh pr create)" p "$A_PR" \
   "Cancel the task" x "$A_CANCEL" \
@@ -191,6 +207,7 @@ menu K_HELP "orange: prefix ${key//#/##}, then…" \
   "New task…" n "$K_NEW" \
   "Task picker" l "$K_PICK" \
   "Next task waiting for you" w "$K_NEXT" \
+  "Send text to a task's agent…" t "$K_SENDKEY" \
   "Actions for this task…" m "$K_ACTIONS" \
   "" \
   "-In task sessions:" "" "" \
@@ -207,6 +224,7 @@ cmds=(set-option -gq @orange_bin "$bin" \; set-option -gq @orange_dir "$DIR" \;
   bind-key -T orange -N "orange: new task" n "$K_NEW" \;
   bind-key -T orange -N "orange: task picker" l "$K_PICK" \;
   bind-key -T orange -N "orange: next task waiting for you" w "$K_NEXT" \;
+  bind-key -T orange -N "orange: send text to a task's agent" t "$K_SENDKEY" \;
   bind-key -T orange -N "orange: actions for this task" m "$K_ACTIONS" \;
   bind-key -T orange -N "orange: keys" '?' "$K_HELP" \;)
 # A binary at hand: whatever a build said on the status line is over.

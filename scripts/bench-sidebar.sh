@@ -18,6 +18,11 @@
 #             together in the workspace (what the frame's Files section needs, from git)
 # Prints the medians, p90s and the ratio baseline/orange (the goal: a frame no
 # slower than the two git commands, a ratio of at least 1.0x).
+# With BENCH_BASE_BIN, that orange binary's frame (an older build) is timed too, in the
+# same iterations on the same task, and compared with this one's (ratio base/orange).
+# With BENCH_SETUP_FILES=N, the project's setup command leaves N untracked files in
+# setup-out/ (not ignored): this build leaves them out of the frame by the slot's setup
+# record, an older one lists them (and reads them for their line counts).
 #
 # Usage: scripts/bench-sidebar.sh [--json] [--breakdown]
 #   --json       one JSON object {measure: {orange_ms, baseline_ms, ratio, …}} on stdout
@@ -32,6 +37,8 @@
 #   BENCH_DIRS    directories they are spread over (default 50)
 #   BENCH_CHANGES changed files of the task (default 1000, at most BENCH_FILES/2)
 #   BENCH_KEEP=1  keep the temporary directory (its path is printed)
+#   BENCH_BASE_BIN     another orange binary whose frame is timed beside this one's
+#   BENCH_SETUP_FILES  untracked files the project's setup command leaves (default 0)
 # Everything (repositories, workspace, ORANGE_HOME, the tmux socket) lives in one mktemp -d
 # directory, removed at exit; the private tmux server is killed at exit.
 set -euo pipefail
@@ -48,8 +55,11 @@ warmup=${BENCH_WARMUP:-3}
 nfiles=${BENCH_FILES:-5000}
 ndirs=${BENCH_DIRS:-50}
 nchanges=${BENCH_CHANGES:-1000}
+nsetup=${BENCH_SETUP_FILES:-0}
+base_bin=${BENCH_BASE_BIN:-}
+[[ -z $base_bin || -x $base_bin ]] || bench_die "BENCH_BASE_BIN is not an executable: $base_bin"
 for v in BENCH_ITERS=$iters BENCH_WARMUP=$warmup BENCH_FILES=$nfiles BENCH_DIRS=$ndirs \
-    BENCH_CHANGES=$nchanges; do
+    BENCH_CHANGES=$nchanges BENCH_SETUP_FILES=$nsetup; do
     [[ ${v#*=} =~ ^[0-9]+$ ]] || bench_die "${v%%=*} must be a non-negative integer (got '${v#*=}')"
 done
 ((iters > 0)) || bench_die "BENCH_ITERS must be at least 1"
@@ -74,7 +84,12 @@ mkdir -p "$ORANGE_HOME"
 # The agent only has to stay alive: the prompt orange appends becomes a comment.
 printf '[harness.idle]\ncommand = "sleep 86400 #"\n' >"$ORANGE_HOME/config.toml"
 cd "$repo"
-"$ORANGE" project add "$repo" --name bench --pool-size 1 >&2
+setup=()
+if ((nsetup > 0)); then
+    # Untracked output of the setup (not ignored), one line each.
+    setup=(--setup-cmd "mkdir -p setup-out && for i in \$(seq $nsetup); do echo \"generated \$i\" > setup-out/f\$i.txt; done")
+fi
+"$ORANGE" project add "$repo" --name bench --pool-size 1 "${setup[@]}" >&2
 created=$("$ORANGE" task create bench/sidebar "Change many files" --harness idle)
 # "created task ID (bench/…) [working] [idle] in bench--1 → tmux session …"
 task_id=$(awk '{ print $3; exit }' <<<"$created")
@@ -104,7 +119,7 @@ for ((n = 0; n < tenth; n++)); do
 done
 for ((n = 0; n < tenth; n++, i++)); do git rm --quiet "${files[i]}"; done
 for ((n = 0; n < tenth; n++, i++)); do git mv "${files[i]}" "${files[i]%.rs}_moved.rs"; done
-git add -A
+git add -A -- . ':(exclude)setup-out' # never the setup's output
 git commit --quiet -m "add, delete, rename"
 # A tenth: modified and staged.
 for ((n = 0; n < tenth; n++, i++)); do
@@ -118,13 +133,17 @@ for ((n = 0; n < untracked; n++)); do printf 'untracked %d\n' "$n" >"scratch/not
 
 merge_base=$(git merge-base HEAD origin/main)
 tracked_changes=$(git diff --name-status "$merge_base" | wc -l)
-untracked_now=$(git status --porcelain --untracked-files=all | grep -c '^??' || true)
+untracked_now=$(git status --porcelain --untracked-files=all | grep -v '^?? setup-out/' | grep -c '^??' || true)
 ((tracked_changes + untracked_now == nchanges)) ||
     bench_die "fixture has $tracked_changes tracked + $untracked_now untracked changes, not $nchanges"
 cd "$repo"
 
 sidebar_frame() {
     "$ORANGE" sidebar --once --task "$task_id" --width 40
+}
+
+base_frame() {
+    "$base_bin" sidebar --once --task "$task_id" --width 40
 }
 
 # What the frame's Files section needs, from git: both commands, one after the other.
@@ -146,6 +165,12 @@ orange_iteration() {
             bench_die "the frame does not show a live agent: $(head -n 3 "$BENCH_STDOUT")"
     fi
     [[ $mode == record ]] && bench_record warm.orange "$t"
+    [[ -n $base_bin ]] || return 0
+    rm -rf -- "$ORANGE_HOME/run/sidebar"
+    bench_time t base_frame || bench_die "BENCH_BASE_BIN sidebar --once failed"
+    [[ $mode == record ]] && bench_record cold.base "$t"
+    bench_time t base_frame || bench_die "BENCH_BASE_BIN sidebar --once failed"
+    [[ $mode == record ]] && bench_record warm.base "$t"
     return 0
 }
 
@@ -201,12 +226,20 @@ measures=(warm cold)
 if ((json)); then
     bench_machine_line "$tmp" >&2
     bench_compare_json orange baseline "${measures[@]}"
+    [[ -z $base_bin ]] || bench_compare_json orange base "${measures[@]}"
 else
-    printf 'orange sidebar frame vs git — %s files, %s changed (%s untracked), %s iterations (+%s warm-up)\n' \
-        "$nfiles" "$nchanges" "$untracked" "$iters" "$warmup"
+    printf 'orange sidebar frame vs git — %s files, %s changed (%s untracked), %s setup files, %s iterations (+%s warm-up)\n' \
+        "$nfiles" "$nchanges" "$untracked" "$nsetup" "$iters" "$warmup"
     bench_machine_line "$tmp"
     echo
     bench_compare_table orange baseline "${measures[@]}"
+    if [[ -n $base_bin ]]; then
+        echo
+        echo "this build (orange) vs BENCH_BASE_BIN (base: $base_bin)"
+        BENCH_LABEL[warm]="sidebar frame (warm)"
+        BENCH_LABEL[cold]="sidebar frame (cold)"
+        bench_compare_table orange base "${measures[@]}"
+    fi
     if ((breakdown)); then
         echo
         {

@@ -29,6 +29,8 @@ if [[ ${1:-} == --repeat ]]; then
       fi
       passed=$((passed + 1))
       rm -f "$log"
+      # One line a run: a long soak shows how far it got.
+      echo "run $i of $n passed ($(date +%T))" >&2
     else
       failed=$((failed + 1))
       echo "run $i of $n failed (output: $log):" >&2

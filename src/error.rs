@@ -52,6 +52,16 @@ pub enum OrangeError {
         code: &'static str,
         message: String,
     },
+    /// An agent that cannot take text now (`task send`): dead, or a dialog or an approval
+    /// prompt on its screen. `state` is its agent state; `advice` the next step.
+    #[error("task {id}'s agent is {state}{detail}; {advice}")]
+    AgentNotReady {
+        id: String,
+        state: String,
+        /// What holds it, as ` (…)`, or empty.
+        detail: String,
+        advice: String,
+    },
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -81,6 +91,7 @@ impl OrangeError {
             OrangeError::HostUnreachable { .. } => "host_unreachable",
             OrangeError::Remote { code, .. } => code,
             OrangeError::Io { .. } => "io_error",
+            OrangeError::AgentNotReady { .. } => "agent_not_ready",
         }
     }
 
@@ -116,6 +127,7 @@ impl OrangeError {
             "lock_timeout",
             "host_unreachable",
             "io_error",
+            "agent_not_ready",
         ];
         CODES
             .iter()

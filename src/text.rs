@@ -15,6 +15,10 @@
 //! cannot swallow the text after it (which a parser that drops sequences would let it do).
 //! Bidirectional overrides and the Unicode line and paragraph separators, which reorder or
 //! break what a terminal shows, become `�`.
+//!
+//! Text typed INTO an agent (`task send`, nudges, every later message) goes through
+//! [`for_agent`] instead: there the controls are removed, not shown (the agent reads the
+//! words; a picture of ESC in its prompt would only confuse it).
 
 use std::borrow::Cow;
 
@@ -42,6 +46,26 @@ pub fn lossy(bytes: Vec<u8>) -> String {
         Ok(s) => s,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     }
+}
+
+/// Text to be typed into an agent (`task send`, a nudge): what a terminal would interpret
+/// is removed, not shown — the agent gets the words, never a keystroke hidden in them.
+/// `\r\n` and a lone `\r` become `\n`, as do the Unicode line and paragraph separators;
+/// every other control character (ESC of an escape sequence, BEL, DEL, C1) and the
+/// bidirectional overrides are dropped; newlines and tabs are kept; blank lines and spaces
+/// around the whole text are trimmed.
+pub fn for_agent(s: &str) -> String {
+    let s = s.replace("\r\n", "\n");
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' | '\t' => out.push(c),
+            '\r' | '\u{2028}' | '\u{2029}' => out.push('\n'),
+            c if shown(c).is_some() => {}
+            c => out.push(c),
+        }
+    }
+    out.trim().to_string()
 }
 
 /// Whether `s` holds a control character other than newline and tab (the test for text
@@ -144,13 +168,29 @@ mod tests {
         assert!(!has_controls("line\nnext\ttab"));
     }
 
+    #[test]
+    fn text_for_an_agent_keeps_the_words_and_drops_the_controls() {
+        assert_eq!(for_agent(HOSTILE), "a]0;PWNEDb[2Jc]52;c;cHduZWQ=d31mef\ng");
+        assert_eq!(
+            for_agent("  one\r\ntwo\rthree\u{2028}four\n\n"),
+            "one\ntwo\nthree\nfour"
+        );
+        assert_eq!(
+            for_agent("tab\there $(x) `y` \"q\" ; \\"),
+            "tab\there $(x) `y` \"q\" ; \\"
+        );
+        assert_eq!(for_agent("\x1b\x07\x00"), "");
+    }
+
     proptest::proptest! {
         #[test]
         fn nothing_interpretable_survives(s in proptest::prelude::any::<String>()) {
             let a = safe(&s);
             let b = safe_line(&s);
+            let c = for_agent(&s);
             proptest::prop_assert!(no_terminal_controls(&a));
             proptest::prop_assert!(no_terminal_controls(&b));
+            proptest::prop_assert!(no_terminal_controls(&c));
             proptest::prop_assert!(!b.contains('\n'));
         }
     }

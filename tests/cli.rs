@@ -184,6 +184,12 @@ fn rows_of_the_table() {
     assert_eq!(does("task cancel x").asks, Some("Cancel"));
     assert_eq!(does("task delete x").asks, Some("Delete"));
     assert_eq!(does("task cancel x --yes").asks, None);
+    // A forced respawn stops a running agent: asked first (issue 24).
+    assert_eq!(does("task respawn x").asks, None);
+    assert!(does("task respawn x --force").asks.is_some());
+    assert_eq!(does("task respawn x --force --yes").asks, None);
+    let d = does("task send x hello");
+    assert_eq!((d.mutates, d.starts, d.runs), (true, false, Runs::Task));
     let d = does("workspace release p--1");
     assert_eq!((d.runs, d.widgets), (Runs::Workspace, Widgets::OnSuccess));
     let d = does("workspace gc --dry-run");

@@ -277,7 +277,7 @@ fn plugin_binds_keys_installs_hooks_and_the_status_token_idempotently() {
     eprintln!("orange.tmux took {:?} (run-shell included)", loaded.took);
 
     let table = t.ok(&["list-keys", "-T", "orange"]);
-    for key in ["s", "n", "l", "w", "m", "?"] {
+    for key in ["s", "n", "l", "w", "t", "m", "?"] {
         let re = format!("-T orange {key} ");
         assert!(
             table.lines().any(|l| l
@@ -1514,4 +1514,133 @@ fn a_client_whose_only_session_ends_is_moved_to_an_orange_session() {
         client.session(&env.tmux) == "orange"
     });
     assert!(!client.screen().contains("[exited]"), "{}", client.screen());
+}
+
+/// Issue 24: `prefix O t` (in a task session, and through the picker elsewhere) and the
+/// sidebar's `t` ask for a text in tmux's command-prompt and `orange task send` it: what
+/// was typed reaches the agent exactly — tmux's syntax, a shell's, a format's and tmux
+/// 3.3a's command-prompt traps (`%%` filled again, a final `;`) included — as one message.
+#[test]
+fn the_send_key_asks_for_a_text_that_reaches_the_agent_literally() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    env.append_config(&format!(
+        "[harness.fake-raw]\ncommand = \"sh {} raw {{prompt}}\"\n",
+        common::fixtures().join("fake-agent.sh").display()
+    ));
+    tell_server_home(&env);
+    let _plugin = load_plugin(&env.tmux);
+    let t = env.create(&["send/key", "x", "--harness", "fake-raw"]);
+    let task = id(&t);
+    let sid = task_session(&env, &t);
+    let window = format!("{sid}:");
+    let agent = t["tmux_pane_id"].as_str().unwrap().to_string();
+    wait_for("the agent to be ready", 20, || {
+        env.tmux
+            .ok(&["capture-pane", "-p", "-t", &agent])
+            .contains("raw agent ready")
+    });
+    // It waits for input, as its own hook says (its screen alone, quiet for less than the
+    // idle grace, would read as working: the message would be held).
+    let ws = env.ws_path(t["workspace"].as_str().unwrap());
+    let out = env
+        .cmd_in(&ws, &["hook", "agent", "Stop"])
+        .env("ORANGE_TASK_ID", &task)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // What the agent received: each submission (an Enter after a paste or typed text).
+    let raw = env.home.join("agent-log").join(&task).join("raw");
+    let received = |n: usize| {
+        let mut got = vec![];
+        wait_for(&format!("{n} message(s) at the agent"), 20, || {
+            let bytes = std::fs::read(&raw).unwrap_or_default();
+            got = String::from_utf8_lossy(&bytes)
+                .replace("\x1b[200~", "")
+                .replace("\x1b[201~", "")
+                .split_terminator('\r')
+                .map(str::to_string)
+                .collect();
+            bytes.last() == Some(&b'\r') && got.len() >= n
+        });
+        got
+    };
+    let client = Client::attach(&env.root(), &env.tmux, &sid);
+    let pwned = env.root().join("PWNED");
+    let p = pwned.display();
+    let hostile = format!(
+        "it's \"quoted\"; $(touch {p}) `touch {p}` #{{session_name}} #(touch {p}) ~ \\ %1 %% %%% %2 $HOME \" ; run-shell 'touch {p}' ; \" }} {{ end;"
+    );
+
+    // In the task's session.
+    client.press(&["C-b", "O", "t"]);
+    client.wait_screen("the prompt", |s| {
+        s.contains(&format!("send to task {task}:"))
+    });
+    client.type_text(&hostile);
+    client.press(&["Enter"]);
+    assert_eq!(received(1), [hostile.as_str()]);
+    wait_for("the outcome on the status line", 10, || {
+        client
+            .messages(&env.tmux)
+            .contains(&format!("sent the message to task {task}"))
+    });
+    common::holds_for(
+        "no file made by what was typed",
+        Duration::from_millis(300),
+        || !pwned.exists(),
+    );
+    // The buffers that carried it are gone.
+    let buffers = env.tmux.ok(&["list-buffers", "-F", "#{buffer_name}"]);
+    assert!(!buffers.contains("orange-send"), "{buffers}");
+
+    // The sidebar's `t`.
+    client.press(&["C-b", "O", "s"]);
+    wait_for("the sidebar", 10, || {
+        window_panes(&env.tmux, &window).iter().any(|p| p.2)
+    });
+    let side = window_panes(&env.tmux, &window)
+        .into_iter()
+        .find(|p| p.2)
+        .unwrap();
+    wait_for("the sidebar to draw", 10, || {
+        env.tmux
+            .ok(&["capture-pane", "-p", "-t", &side.0])
+            .contains("app/send/key")
+    });
+    env.tmux.ok(&["select-pane", "-t", &side.0]);
+    client.press(&["t"]);
+    client.wait_screen("the prompt from the sidebar", |s| {
+        s.contains(&format!("send to task {task}:"))
+    });
+    client.type_text("from the sidebar");
+    client.press(&["Enter"]);
+    assert_eq!(received(2)[1], "from the sidebar");
+
+    // Outside a task session: the picker first, then the prompt for the task chosen.
+    env.tmux.ok(&["new-session", "-d", "-s", "work"]);
+    client.switch_to(&env.tmux, "=work");
+    client.press(&["C-b", "O", "t"]);
+    client.wait_screen("the picker", |s| s.contains("app/send/key"));
+    client.press(&["Enter"]);
+    client.wait_screen("the prompt from the picker", |s| {
+        s.contains(&format!("send to task {task}:"))
+    });
+    client.type_text("picked; 100%% sure");
+    client.press(&["Enter"]);
+    assert_eq!(received(3)[2], "picked; 100%% sure");
+    assert_eq!(env.history_events(&task, "message.sent").len(), 3);
+
+    // The task menu has it too.
+    client.switch_to(&env.tmux, &sid);
+    client.press(&["C-b", "O", "m"]);
+    client.wait_screen("the task's actions", |s| {
+        s.contains("Send text to the agent")
+    });
+    client.press(&["t"]);
+    client.wait_screen("the prompt from the menu", |s| {
+        s.contains(&format!("send to task {task}:"))
+    });
+    client.press(&["Escape"]);
 }

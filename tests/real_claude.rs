@@ -1653,3 +1653,91 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// Is `pid` running (not gone, not a zombie)?
+fn process_runs(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        let state = s[s.rfind(')').unwrap_or(0) + 1..]
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .to_string();
+        state != "Z" && state != "X"
+    })
+}
+
+/// Issue 24: `task send` reaches the real Claude Code as ONE turn whose text is exactly
+/// the message (several lines, quotes, substitutions, a control character removed); one
+/// sent while claude works is held and typed in by the monitor when its turn ends, as a
+/// turn of its own; `task respawn --force` stops the running claude and resumes its
+/// conversation.
+#[test]
+fn task_send_reaches_claude_as_one_turn_and_respawn_force_resumes_it() {
+    if !claude_installed() {
+        return;
+    }
+    let rig = Rig::new(
+        "send",
+        Home::SET_UP,
+        vec![
+            Reply::text("Ready. The word is KIWI."),
+            Reply::slow(Duration::from_secs(8), Reply::text("Noted both lines.")),
+            Reply::text("Noted PEAR."),
+            Reply::text("Back after the restart."),
+        ],
+    );
+    let id = rig.create("real/send", "Remember a word");
+    let conv = rig.conversation(&id);
+    let sent = rig.api.wait_sent(0, PATIENCE).unwrap();
+    rig.status_shows("end of turn", &id, "waiting for input", sent);
+    let message = "Two lines for you:\nfirst \"quoted\" $(not run) `nor this` #{session_name} 100%%\x1b[31m\nsecond; the end";
+    let v = rig.env.ok(&["task", "send", &id, message]);
+    assert_eq!(v["outcome"], "sent", "{v}");
+    assert_eq!(v["agent_state"], "waiting", "{v}");
+    rig.wait_turns(&id, 2);
+    let want = "Two lines for you:\nfirst \"quoted\" $(not run) `nor this` #{session_name} 100%%[31m\nsecond; the end";
+    let got = rig.api.turns()[1].last_user_text();
+    assert!(got.contains(want), "the turn's text: {got:?}");
+    // While that turn works (its reply is slow), a second message is held…
+    rig.wait_task("the turn to be working", &id, |t| {
+        t["agent"]["state"] == "working"
+    });
+    let v = rig.env.ok(&["task", "send", &id, "One more note: PEAR."]);
+    assert_eq!(v["outcome"], "held", "{v}");
+    assert_eq!(rig.api.turns().len(), 2);
+    // … and the monitor types it in when the turn ends: a turn of its own.
+    rig.wait_turns(&id, 3);
+    let got = rig.api.turns()[2].last_user_text();
+    assert!(got.contains("One more note: PEAR."), "{got:?}");
+    assert!(!got.contains("Two lines"), "{got:?}");
+    let sent = rig.api.wait_sent(2, PATIENCE).unwrap();
+    rig.status_shows("held message → end of turn", &id, "waiting for input", sent);
+    common::holds_for("no turn per line, none twice", GRACES, || {
+        rig.api.turns().len() == 3
+    });
+    assert!(rig.task(&id).get("held").is_none());
+    // respawn --force: the running claude is stopped, its conversation resumed.
+    let old = agent_pid(&rig, &id);
+    let v = rig.env.ok(&[
+        "task", "respawn", &id, "--force", "--yes", "--reason", "testing",
+    ]);
+    assert_eq!(v["forced"], true, "{v}");
+    assert!(!process_runs(&old), "claude {old} still runs: {v}");
+    assert_resumed(&rig, &id, &conv);
+    rig.wait_turns(&id, 4);
+    let turn = &rig.api.turns()[3];
+    let body = turn.body.to_string();
+    assert!(body.contains("KIWI") && body.contains("PEAR"), "{body}");
+    assert!(
+        turn.last_user_text().contains("restarted by hand: testing"),
+        "{}",
+        turn.last_user_text()
+    );
+    let sent = rig.api.wait_sent(3, PATIENCE).unwrap();
+    rig.status_shows(
+        "respawn --force → end of turn",
+        &id,
+        "waiting for input",
+        sent,
+    );
+}

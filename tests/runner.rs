@@ -40,6 +40,8 @@ mod real_claude;
 mod remote;
 mod sandbox;
 mod sandbox_git;
+mod send;
+mod setup_output;
 mod sidebar;
 mod sidebar_keys;
 mod standin;

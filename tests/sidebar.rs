@@ -407,7 +407,7 @@ fn branch_diff_agrees_with_git() {
     std::os::unix::fs::symlink("src/lib.txt", r.join("link-me.txt")).unwrap();
     std::fs::rename(r.join("moved-later.txt"), r.join("moved-now.txt")).unwrap();
 
-    let d = orange::ui::diff::branch_diff(r, "origin/main", None).unwrap();
+    let d = orange::ui::diff::branch_diff(r, "origin/main", None, None).unwrap();
     let got: Vec<String> = d
         .files
         .iter()
@@ -460,10 +460,10 @@ fn branch_diff_agrees_with_git() {
 
     // A line cache makes the second pass read nothing new, with the same answer.
     let mut cache = orange::ui::diff::LineCache::default();
-    let first = orange::ui::diff::branch_diff(r, "origin/main", Some(&mut cache)).unwrap();
+    let first = orange::ui::diff::branch_diff(r, "origin/main", None, Some(&mut cache)).unwrap();
     assert!(cache.dirty && !cache.counts.is_empty());
     cache.dirty = false;
-    let second = orange::ui::diff::branch_diff(r, "origin/main", Some(&mut cache)).unwrap();
+    let second = orange::ui::diff::branch_diff(r, "origin/main", None, Some(&mut cache)).unwrap();
     assert!(!cache.dirty);
     assert_eq!(first, second);
     assert_eq!(first, d);
@@ -683,8 +683,10 @@ fn the_loop_in_a_tmux_pane_follows_task_md_git_and_the_agent() {
         "30",
         &cmd,
     ]);
-    let s = wait_screen(&env, "=sb:", "the first frame", 10, |s| {
-        s.contains("app/live-view")
+    // The whole first frame (a capture can come while tmux is still reading it): the
+    // header, and the footer on the pane's last line.
+    let s = wait_screen(&env, "=sb:", "the first frame, whole", 10, |s| {
+        s.contains("app/live-view") && s.lines().nth(29) == Some(FOOTER)
     });
     let lines: Vec<&str> = s.lines().collect();
     assert_eq!(lines.len(), 30, "the frame fills the pane:\n{s}");
@@ -743,11 +745,12 @@ fn the_loop_in_a_tmux_pane_follows_task_md_git_and_the_agent() {
     // A resize redraws at the new width.
     env.tmux
         .ok(&["resize-window", "-t", "=sb:", "-x", "24", "-y", "20"]);
+    // Whole: down to the pane's last line (its footer).
     let s = wait_screen(&env, "=sb:", "the narrower frame", 5, |s| {
         s.lines()
             .any(|l| l.starts_with("── Files (1) ─") && l.width() == 24)
+            && s.lines().count() == 20
     });
-    assert_eq!(s.lines().count(), 20, "{s}");
     assert!(s.lines().all(|l| l.width() <= 24), "{s}");
 
     // Deleting the task: the sidebar says so and keeps running.

@@ -56,11 +56,13 @@ fn start_sidebar(env: &TaskEnv) -> Sidebar {
         .ok(&["display", "-p", "-t", "=sb:", "#{pane_pid}"])
         .parse()
         .unwrap();
+    // The sidebar is the shell's own child: its children (the watchdog, or one forked to
+    // run tmux, named "orange" until it execs) are not it.
     let mut orange = None;
     wait_until("orange to run in the pane", WAIT, || {
         orange = descendants(shell)
             .into_iter()
-            .find(|p| comm(*p) == "orange");
+            .find(|p| comm(*p) == "orange" && parent(*p) == Some(shell));
         orange.is_some()
     });
     wait_until("the first frame", WAIT, || screen(env).contains("app/term"));
@@ -76,6 +78,13 @@ fn comm(pid: u32) -> String {
         .unwrap_or_default()
         .trim_end()
         .to_string()
+}
+
+/// The parent of a process (`None`: gone).
+fn parent(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Gone, or a zombie nobody reaped yet: no longer running.

@@ -31,6 +31,25 @@ fn run(env: &TaskEnv, args: &[&str]) -> (String, String) {
     )
 }
 
+/// What `orange ARGS` prints on a terminal (util-linux `script` gives it one).
+fn at_a_terminal(env: &TaskEnv, args: &str) -> String {
+    let line = format!("{} {args}", crate::common::bin().display());
+    let orange = env.cmd_in(&env.repo, &[]);
+    let mut c = std::process::Command::new("script");
+    for (k, v) in orange.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    let out = c
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(&env.repo)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Has a monitor pass recorded the task's agent state?
 fn looked_at(env: &TaskEnv, id: &str) -> bool {
     env.task(id)["agent"]["state"].is_string()
@@ -53,10 +72,13 @@ fn a_task_started_where_no_monitor_watches_starts_one_and_only_one() {
     env.add_project(&["--pool-size", "2"]);
     // A server as a person's tmux without the plugin: no @orange-monitor at all.
     env.tmux.ok(&["set", "-gu", "@orange-monitor"]);
-    let (plain, _) = run(&env, &["status", "--format", "plain"]);
+    // A person at a terminal is told (a status line, whose stderr is no terminal, is not).
+    let (_, quiet) = run(&env, &["status"]);
+    assert!(!quiet.contains("no monitor"), "{quiet}");
+    let seen = at_a_terminal(&env, "status");
     assert!(
-        plain.contains("no monitor watches this tmux server"),
-        "{plain}"
+        seen.contains("no monitor watches this tmux server"),
+        "{seen}"
     );
     assert_eq!(
         env.ok(&["status", "--format", "json"])["monitor"]["monitor"],
@@ -103,8 +125,9 @@ fn a_server_with_the_monitor_turned_off_gets_none_and_says_so() {
         stderr.contains("no monitor watches this tmux server (its @orange-monitor is off)"),
         "{stderr}"
     );
-    let (plain, _) = run(&env, &["status", "--format", "plain"]);
-    assert!(plain.contains("@orange-monitor is off"), "{plain}");
+    let status = env.ok(&["status", "--format", "json"])["monitor"].clone();
+    assert_eq!(status["monitor"], "unwatched", "{status}");
+    assert_eq!(status["off"], true, "{status}");
     let check = monitor_check(&env);
     assert_eq!(check["ok"], true, "{check}");
     assert!(check["detail"].as_str().unwrap().contains("off"), "{check}");

@@ -10,6 +10,7 @@ pub mod fault;
 pub mod gh;
 pub mod git;
 pub mod mux;
+pub mod process;
 pub mod progress;
 pub mod served;
 pub mod shell;

@@ -163,10 +163,15 @@ impl Command {
             C::Task(T::Attach { id })                  => no_serve(
                                                           row(N,  N,  Y,  Y,  Never,     Task,         Some(id)),
                                                           "`task attach` (it needs a terminal: ssh -t)"),
-            C::Task(T::Spawn { id } | T::Respawn { id })
-                                                       => row(Y,  Y,  Y,  Y,  Always,    Task,         Some(id)),
+            C::Task(T::Spawn { id })                   => row(Y,  Y,  Y,  Y,  Always,    Task,         Some(id)),
+            C::Task(T::Respawn { id, force, yes, .. }) => asks(
+                                                          row(Y,  Y,  Y,  Y,  Always,    Task,         Some(id)),
+                                                          !*force || *yes, "Stop and restart the agent of"),
+            C::Task(T::Send { id, .. } | T::Nudge { id, .. })
+                                                       => row(Y,  N,  Y,  Y,  Never,     Task,         Some(id)),
             C::Task(T::Update { id, .. } | T::Complete { id } | T::Stuck { id })
                                                        => row(Y,  N,  Y,  Y,  Always,    Task,         id.as_ref()),
+            C::Task(T::Merge { id, dry_run: true, .. })=> row(N,  N,  Y,  Y,  Never,     Task,         Some(id)),
             C::Task(T::Merge { id, .. })               => row(Y,  N,  Y,  Y,  Always,    Task,         Some(id)),
             C::Task(T::Cancel { id, yes })             => asks(
                                                           row(Y,  N,  Y,  Y,  Always,    Task,         Some(id)),
@@ -442,9 +447,64 @@ pub enum TaskCmd {
     },
     /// Restart the agent of an active task whose agent exited or whose session is gone,
     /// or retry a failed task from the start
+    ///
+    /// With --force, also an agent that still runs (hung, wedged in a tool call): its
+    /// whole process tree is stopped first. History: `respawned (forced): REASON`.
     Respawn {
         /// The task: its id, a unique prefix of it, or its branch
         id: String,
+        /// Stop a running agent first (its whole process tree: SIGTERM, SIGKILL after 5 s),
+        /// then start it again, continuing its conversation where it can. Asks first
+        #[arg(long)]
+        force: bool,
+        /// Why (with --force): kept in the history and told to the restarted agent
+        #[arg(
+            long,
+            requires = "force",
+            allow_hyphen_values = true,
+            value_name = "TEXT"
+        )]
+        reason: Option<String>,
+        /// Do not ask for confirmation (with --force)
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Type a message into the task's agent: one message, submitted once
+    ///
+    /// Several lines arrive as one message. Typed at once when the agent waits for input;
+    /// held while it works and typed in when its turn ends (`task show` lists what is
+    /// held); refused while a dialog or an approval prompt is on its screen (--force types
+    /// it anyway), or when it is dead (`task respawn` first).
+    Send {
+        /// The task: its id, a unique prefix of it, or its branch
+        id: String,
+        /// The message; "-" reads it from standard input. Control characters are removed
+        #[arg(
+            allow_hyphen_values = true,
+            conflicts_with = "file",
+            value_name = "TEXT|-"
+        )]
+        text: Option<String>,
+        /// Read the message from a file
+        #[arg(long, value_name = "PATH")]
+        file: Option<PathBuf>,
+        /// Type it now whatever the agent's state (never into a dead agent)
+        #[arg(long)]
+        force: bool,
+        /// The plugin's prompt: the message is in these tmux paste buffers
+        #[arg(long, hide = true, value_name = "NAME", conflicts_with_all = ["text", "file"])]
+        from_buffer: Option<String>,
+    },
+    /// Send the task's agent the nudge its idle policy would send, now
+    ///
+    /// The policy's on_idle message, else the harness's nudge_message, else "Please
+    /// continue with the task.", sent the way `task send` sends.
+    Nudge {
+        /// The task: its id, a unique prefix of it, or its branch
+        id: String,
+        /// Type it now whatever the agent's state (never into a dead agent)
+        #[arg(long)]
+        force: bool,
     },
     /// Change a task's status, summary or branch (ID defaults to $ORANGE_TASK_ID or the
     /// workspace you are in)
@@ -484,6 +544,10 @@ pub enum TaskCmd {
         /// Do not look for a pull request with gh
         #[arg(long)]
         local: bool,
+        /// Merge nothing: show what merging would bring (the task's changes) or why it
+        /// would refuse
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Cancel a task: kill its session and return its workspace (kept if it has uncommitted work)
     Cancel {
@@ -724,6 +788,16 @@ pub enum PluginCmd {
     },
     /// The project of the current directory (its name; the new-task popup's header)
     Project,
+    /// Ask for a text in tmux's command-prompt and send it to a task's agent with `task
+    /// send` (prefix O t, the task menu's t, the sidebar's t)
+    Prompt {
+        /// The client to ask (default: the one tmux finds current)
+        #[arg(long)]
+        client: Option<String>,
+        /// The task (default: the task of $TMUX_PANE's session)
+        #[arg(long)]
+        task: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -8,8 +8,11 @@ use super::context::Ctx;
 use crate::adapters::tmux::Tmux;
 use crate::error::Result;
 use crate::orchestration::host;
+use crate::orchestration::task::TaskStore;
 use crate::ui::output::Out;
-use crate::ui::plugin::{pick_next, said_next, toggle_sidebar, toggle_sidebar_at};
+use crate::ui::plugin::{
+    pick_next, said_next, send_prompt, task_of_pane, toggle_sidebar, toggle_sidebar_at,
+};
 
 pub fn run(ctx: &Ctx, cmd: PluginCmd) -> Result<Out> {
     let tmux = Tmux::from_env();
@@ -44,6 +47,14 @@ pub fn run(ctx: &Ctx, cmd: PluginCmd) -> Result<Out> {
                 json!({"switched": next.id, "session": target, "host": next.host, "status": next.status, "reason": next.reason}),
                 format!("{msg}\n"),
             ))
+        }
+        PluginCmd::Prompt { client, task } => {
+            let task = match task {
+                Some(id) => TaskStore::new(&ctx.home).find(&id, None)?,
+                None => task_of_pane(&ctx.home, &tmux)?,
+            };
+            send_prompt(&tmux, &task.id, client.as_deref())?;
+            Ok(Out::new(json!({"prompt": task.id}), ""))
         }
         PluginCmd::Sidebar { pane } => {
             let v = match pane {

@@ -104,9 +104,26 @@ fn run_there(ctx: &Ctx, h: &Host, cmd: &Command, does: &Does) -> Result<Out> {
         confirm(&format!("{verb} task {id} on host {}?", h.name), false)?;
         args.push("--yes".into());
     }
-    // `--context -` reads this standard input: it is sent along.
-    let stdin = if args.windows(2).any(|w| w[0] == "--context" && w[1] == "-")
+    // `--context -` and `task send … -` read this standard input: it is sent along; `task
+    // send --file PATH`'s file is read here and sent the same way.
+    let sends_file = match cmd {
+        Command::Task(TaskCmd::Send {
+            file: Some(path), ..
+        }) => Some(path.clone()),
+        _ => None,
+    };
+    let stdin = if let Some(path) = sends_file {
+        let text = std::fs::read(&path)
+            .map_err(|e| OrangeError::io(format!("reading {}", path.display()), e))?;
+        args.retain(|a| !a.starts_with("--file="));
+        if let Some(i) = args.iter().position(|a| a == "--file") {
+            args.drain(i..(i + 2).min(args.len()));
+        }
+        args.push("-".into());
+        Some(text)
+    } else if args.windows(2).any(|w| w[0] == "--context" && w[1] == "-")
         || args.iter().any(|a| a == "--context=-")
+        || matches!(cmd, Command::Task(TaskCmd::Send { text: Some(t), .. }) if t == "-")
     {
         let mut buf = Vec::new();
         std::io::stdin()

@@ -1,9 +1,10 @@
-//! `orange task create|list|show|explain|peek|spawn|attach|respawn|update|complete|stuck|merge|cancel|delete`:
+//! `orange task create|list|show|explain|peek|spawn|attach|respawn|send|nudge|update|complete|stuck|merge|cancel|delete`:
 //! one function per verb. What they print is in `task_text`; the repairs before them and
 //! the effects after them are the table's (`args::Command::does`), fed by what each
 //! returns ([`Done`]).
 
 use std::io::Read;
+use std::path::PathBuf;
 
 use serde_json::json;
 
@@ -13,11 +14,13 @@ use super::task_text;
 use crate::adapters::tmux::Tmux;
 use crate::error::{OrangeError, Result};
 use crate::execution::sandbox;
+use crate::orchestration::attention::session::SessionState;
 use crate::orchestration::monitor::presence;
 use crate::orchestration::task::queue::NextSpawn;
+use crate::orchestration::task::send::Outcome;
 use crate::orchestration::task::service::TaskService;
 use crate::orchestration::task::start::CreateRequest;
-use crate::orchestration::task::{Status, Task};
+use crate::orchestration::task::{SendKind, Status, Task};
 use crate::ui::output::Out;
 
 pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Done> {
@@ -30,7 +33,28 @@ pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Done> {
         TaskCmd::Explain { id } => explain(ctx, t, &id).map(Done::from),
         TaskCmd::Peek { id, lines } => peek(ctx, t, &id, lines).map(Done::from),
         TaskCmd::Spawn { id } => spawn(ctx, t, id),
-        TaskCmd::Respawn { id } => respawn(ctx, t, id),
+        TaskCmd::Respawn {
+            id,
+            force,
+            reason,
+            yes,
+        } => match force {
+            true => respawn_forced(ctx, t, id, reason, yes),
+            false => respawn(ctx, t, id),
+        },
+        TaskCmd::Send {
+            id,
+            text,
+            file,
+            force,
+            from_buffer,
+        } => {
+            let text = message(text, file, from_buffer)?;
+            send(ctx, t, &id, &text, SendKind::Message, force).map(Done::from)
+        }
+        TaskCmd::Nudge { id, force } => {
+            send(ctx, t, &id, "", SendKind::Nudge, force).map(Done::from)
+        }
         TaskCmd::Attach { id } => attach(ctx, t, &id).map(Done::from),
         TaskCmd::Update {
             id,
@@ -42,10 +66,12 @@ pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Done> {
             report(ctx, t, id, Status::Reviewing, "task.complete").map(Done::from)
         }
         TaskCmd::Stuck { id } => report(ctx, t, id, Status::Stuck, "task.stuck").map(Done::from),
+        TaskCmd::Merge { id, dry_run, .. } if dry_run => merge_preview(ctx, t, &id).map(Done::from),
         TaskCmd::Merge {
             id,
             strategy,
             local,
+            ..
         } => merge(ctx, t, id, strategy, local),
         TaskCmd::Cancel { id, yes } => cancel(ctx, t, id, yes),
         TaskCmd::Delete { id, yes } => delete(ctx, t, id, yes).map(Done::from),
@@ -185,10 +211,15 @@ fn show(ctx: &Ctx, tasks: &mut TaskService, id: &str) -> Result<Out> {
     // Token use as of now (only what the transcripts gained since the last read). Best
     // effort: `task show` must not fail on it.
     let _ = tasks.update_usage(&t);
+    let changes = crate::ui::changes::git_part(&ctx.home, &t);
     let panes = tasks.panes();
     let view = with_keys_here(tasks, tasks.view(t, &panes), &panes);
-    let text = task_text::show(&view, &md, &md_path, &history);
+    let text = task_text::show(&view, &md, &md_path, &history, &changes);
     let mut v = serde_json::to_value(&view).unwrap();
+    v["changes"] = json!(changes.diff);
+    if let Some(e) = &changes.error {
+        v["changes_error"] = json!(e);
+    }
     v["history"] = serde_json::to_value(&history).unwrap();
     v["task_md"] = json!(md);
     v["task_md_path"] = json!(md_path);
@@ -276,6 +307,132 @@ fn respawn(ctx: &Ctx, tasks: &mut TaskService, id: String) -> Result<Done> {
         )
     };
     Ok(done(Out::new(&t, text), tasks, &t, None))
+}
+
+/// `task respawn ID --force [--reason TEXT] [--yes]`: asked first when its agent runs.
+fn respawn_forced(
+    ctx: &Ctx,
+    tasks: &mut TaskService,
+    id: String,
+    reason: Option<String>,
+    yes: bool,
+) -> Result<Done> {
+    let t = tasks.get(&id, ctx.project.as_deref())?;
+    let live = tasks.view(t.clone(), &tasks.panes()).session.state == SessionState::Live;
+    if live {
+        confirm(
+            &format!(
+                "Stop and restart the running agent of task {} ({}/{})?",
+                t.id, t.project, t.branch
+            ),
+            yes,
+        )?;
+    }
+    let inputs = json!({"id": id, "force": true, "reason": reason});
+    let (t, stopped) = audited(ctx, "task.respawn", inputs, || {
+        tasks.respawn_forced(&t.id, Some(&t.project), reason.as_deref())
+    })?;
+    let how = match &stopped {
+        Some(s) if s.killed.is_empty() => format!(
+            "stopped its agent ({} process(es), SIGTERM) and respawned it",
+            s.terminated.len()
+        ),
+        Some(s) => format!(
+            "stopped its agent ({} process(es); {} needed SIGKILL) and respawned it",
+            s.terminated.len(),
+            s.killed.len()
+        ),
+        None => "its agent was not running; respawned it".to_string(),
+    };
+    let text = match t.status {
+        Status::Pending => format!(
+            "task {} is queued: the pool is full; it starts when a workspace is released\n",
+            t.id
+        ),
+        _ => format!(
+            "task {}: {how} → tmux session {}\n",
+            t.id,
+            t.tmux_session.as_deref().unwrap_or("?")
+        ),
+    };
+    let mut v = serde_json::to_value(&t).unwrap();
+    v["forced"] = json!(true);
+    v["stopped"] = serde_json::to_value(&stopped).unwrap();
+    Ok(done(Out::new(v, text), tasks, &t, None))
+}
+
+/// The message of `task send`: TEXT, standard input (`-`), `--file`, or the plugin's
+/// prompt buffers (`--from-buffer`).
+fn message(text: Option<String>, file: Option<PathBuf>, buffer: Option<String>) -> Result<String> {
+    if let Some(b) = buffer {
+        return crate::ui::plugin::prompt_text(&crate::adapters::tmux::Tmux::from_env(), &b);
+    }
+    if let Some(f) = file {
+        let bytes = std::fs::read(&f)
+            .map_err(|e| OrangeError::io(format!("reading {}", f.display()), e))?;
+        return Ok(crate::text::lossy(bytes));
+    }
+    match text.as_deref() {
+        Some("-") => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut bytes)
+                .map_err(|e| OrangeError::io("reading the message from standard input", e))?;
+            Ok(crate::text::lossy(bytes))
+        }
+        Some(t) => Ok(t.to_string()),
+        None => Err(OrangeError::invalid(
+            "nothing to send: give TEXT, - or --file PATH",
+        )),
+    }
+}
+
+/// `task send ID TEXT|-|--file PATH [--force]` and `task nudge ID [--force]` (the nudge's
+/// text is the policy's: `text` is unused).
+fn send(
+    ctx: &Ctx,
+    tasks: &mut TaskService,
+    id: &str,
+    text: &str,
+    kind: SendKind,
+    force: bool,
+) -> Result<Out> {
+    let (op, inputs) = match kind {
+        SendKind::Message => (
+            "task.send",
+            json!({"id": id, "force": force, "chars": text.chars().count()}),
+        ),
+        SendKind::Nudge => ("task.nudge", json!({"id": id, "force": force})),
+    };
+    let project = ctx.project.as_deref();
+    let sent = audited(ctx, op, inputs, || match kind {
+        SendKind::Message => tasks.send(id, project, text, kind, force),
+        SendKind::Nudge => tasks.nudge(id, project, force),
+    })?;
+    let what = match kind {
+        SendKind::Message => "message",
+        SendKind::Nudge => "nudge",
+    };
+    let line = task_text::first_line(&sent.text, 60);
+    let state = sent.agent_state.map_or("not known yet", |s| s.as_str());
+    let text = match sent.outcome {
+        Outcome::Held => format!(
+            "held the {what} for task {}: its agent is {state}; it is typed in when its turn ends ({} held): {line}\n",
+            sent.id, sent.held
+        ),
+        Outcome::Sent => {
+            let mut t = format!("sent the {what} to task {} (agent {state}", sent.id);
+            if sent.forced {
+                t.push_str(", forced");
+            }
+            if sent.with_held > 0 {
+                t.push_str(&format!(", after {} held message(s)", sent.with_held));
+            }
+            t.push_str(&format!("): {line}\n"));
+            t
+        }
+    };
+    Ok(Out::new(&sent, text))
 }
 
 /// `task attach ID`
@@ -367,6 +524,31 @@ fn merge(
     v["merge"] = info;
     v["next"] = serde_json::to_value(&next).unwrap();
     Ok(done(Out::new(v, text), tasks, &t, Some(&next)))
+}
+
+/// `task merge ID --dry-run`: what merging would bring into the default branch (the
+/// task's change list) or why it would refuse; nothing changes.
+fn merge_preview(ctx: &Ctx, tasks: &mut TaskService, id: &str) -> Result<Out> {
+    let (t, refusal) = tasks.merge_check(id, ctx.project.as_deref())?;
+    let changes = crate::ui::changes::git_part(&ctx.home, &t);
+    let mut text = match &refusal {
+        None => format!("task {} ({}) would merge:\n", t.id, t.branch),
+        Some(why) => format!("task {} ({}) would not merge: {why}\n", t.id, t.branch),
+    };
+    text.push_str(&task_text::changes_text(&changes, usize::MAX));
+    let mut v = json!({
+        "id": t.id,
+        "project": t.project,
+        "branch": t.branch,
+        "dry_run": true,
+        "would_merge": refusal.is_none(),
+        "refusal": refusal,
+        "changes": changes.diff,
+    });
+    if let Some(e) = &changes.error {
+        v["changes_error"] = json!(e);
+    }
+    Ok(Out::new(v, text))
 }
 
 /// `task cancel ID [--yes]`

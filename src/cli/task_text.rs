@@ -11,7 +11,8 @@ use crate::execution::sandbox;
 use crate::orchestration::agent::{self, AgentInfo, Signal};
 use crate::orchestration::task::queue::NextSpawn;
 use crate::orchestration::task::service::TaskView;
-use crate::orchestration::task::Event;
+use crate::orchestration::task::{Event, Held};
+use crate::ui::changes::GitPart;
 use crate::ui::output::table;
 
 /// The first line of `s`, cut to `max` columns (with `…`).
@@ -119,8 +120,14 @@ pub fn list(rows: &[Vec<String>], all: bool) -> String {
 }
 
 /// `task show`: the task, its session, its sandbox, why it failed or waits, its tokens,
-/// TASK.md (`md`, at `md_path`) and its last ten events of `history`.
-pub fn show(view: &TaskView, md: &str, md_path: &Path, history: &[Event]) -> String {
+/// its changes, TASK.md (`md`, at `md_path`) and its last ten events of `history`.
+pub fn show(
+    view: &TaskView,
+    md: &str,
+    md_path: &Path,
+    history: &[Event],
+    changes: &GitPart,
+) -> String {
     let mut text = format!(
         "{}\nsummary: {}{}\nworkspace: {}\nsession: {}{}\nTASK.md: {}\n",
         describe(view),
@@ -153,7 +160,9 @@ pub fn show(view: &TaskView, md: &str, md_path: &Path, history: &[Event]) -> Str
         ));
     }
     text.push_str(&agent_text(&view.agent, &view.task.id));
+    text.push_str(&held_text(&view.task.held));
     text.push_str(&tokens_text(view.tokens.as_ref(), &view.task.harness));
+    text.push_str(&changes_text(changes, SHOW_FILES));
     let body = md.trim_end();
     if !body.is_empty() {
         text.push_str("\nTASK.md:\n");
@@ -218,7 +227,29 @@ fn event_text(e: &Event) -> String {
             let why = s("detail").map(|w| format!(": {w}")).unwrap_or_default();
             format!("agent exited ({how}){why}")
         }
-        "agent.nudged" => format!("nudged: {}", s("message").unwrap_or_default()),
+        "agent.nudged" => format!(
+            "nudged: {}{via}",
+            first_line(&s("message").unwrap_or_default(), 60)
+        ),
+        "message.sent" => format!(
+            "sent: {}{}{via}",
+            first_line(&s("text").unwrap_or_default(), 60),
+            if d.contains_key("held_since") {
+                " (held until its turn ended)"
+            } else {
+                ""
+            }
+        ),
+        "message.held" => format!(
+            "held: {} (until the agent's turn ends)",
+            first_line(&s("text").unwrap_or_default(), 60)
+        ),
+        "agent.respawned" if d.get("forced").is_some_and(|f| f == true) => {
+            match s("reason").filter(|r| !r.is_empty()) {
+                Some(r) => format!("respawned (forced): {}", first_line(&r, 60)),
+                None => "respawned (forced)".to_string(),
+            }
+        }
         "task.failed" => format!("could not start: {}", s("error").unwrap_or_default()),
         _ => {
             let mut extra: Vec<String> = d
@@ -335,6 +366,26 @@ fn agent_text(a: &AgentInfo, task: &str) -> String {
     text
 }
 
+/// What `task send` holds for the agent until its turn ends, a line each.
+fn held_text(held: &[Held]) -> String {
+    if held.is_empty() {
+        return String::new();
+    }
+    let now = chrono::Utc::now();
+    let mut text = format!(
+        "held for the agent (typed in when its turn ends): {}\n",
+        held.len()
+    );
+    for h in held {
+        text.push_str(&format!(
+            "  {:>8}  {}\n",
+            crate::ui::output::ago(&h.at, now),
+            first_line(&h.text, 60)
+        ));
+    }
+    text
+}
+
 /// `tokens: 1.2M in (1.1M cached) · 35k out`, or why they are unknown.
 fn tokens_text(tokens: Option<&crate::orchestration::usage::Tokens>, harness: &str) -> String {
     use crate::orchestration::usage::short_count;
@@ -347,4 +398,45 @@ fn tokens_text(tokens: Option<&crate::orchestration::usage::Tokens>, harness: &s
         ),
         None => format!("tokens: unknown ({harness} does not report them)\n"),
     }
+}
+
+/// How many changed files `task show` lists (all of them with `--json`).
+pub const SHOW_FILES: usize = 20;
+
+/// `changes: 1 commit, 2 files, +3 -1 against origin/main` and the first `max` files
+/// (`  M path`, `  R old → new`): the task's change list, as the sidebar has it.
+pub fn changes_text(changes: &GitPart, max: usize) -> String {
+    let Some(d) = &changes.diff else {
+        return match &changes.error {
+            Some(e) => format!("changes: unknown ({e})\n"),
+            None => "changes: none (no workspace, no branch yet)\n".to_string(),
+        };
+    };
+    let plural = |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+    let mut text = format!(
+        "changes: {}, {}, +{} -{} against {}\n",
+        plural(d.commits, "commit"),
+        plural(d.files.len(), "file"),
+        d.added,
+        d.removed,
+        d.base
+    );
+    for f in d.files.iter().take(max) {
+        let path = crate::text::safe_line(&f.path);
+        match &f.from {
+            Some(from) => text.push_str(&format!(
+                "  {} {} → {path}\n",
+                f.status,
+                crate::text::safe_line(from)
+            )),
+            None => text.push_str(&format!("  {} {path}\n", f.status)),
+        }
+    }
+    if d.files.len() > max {
+        text.push_str(&format!(
+            "  … {} more (all of them with --json)\n",
+            d.files.len() - max
+        ));
+    }
+    text
 }

@@ -155,6 +155,9 @@ fn release(ctx: &Ctx, tasks: &TaskStore, name: String, force: bool) -> Result<Ou
         "already_available" => format!("{name} was already available\n"),
         "recreated" => format!("released {name} (its directory was gone: recreated)\n"),
         "recycled" => format!("released {name} (reset failed: worktree recreated)\n"),
+        "set_up_again" => format!(
+            "released {name} (its task changed what the setup command made: set up again)\n"
+        ),
         _ => format!("released {name}\n"),
     };
     if let Some(id) = &next.spawned {

@@ -576,7 +576,7 @@ impl<'a> Lanes<'a> {
         let project = crate::orchestration::project::get(self.home, &rec.project).ok();
         let wt_exists = rec.worktree_path.exists();
         if remove_worktree && wt_exists && !force {
-            if let Some(detail) = git::unsaved_work(&rec.worktree_path, "HEAD", &[])? {
+            if let Some(detail) = git::unsaved_work(&rec.worktree_path, "HEAD", &[], None)? {
                 return Err(OrangeError::WorktreeDirty {
                     path: rec.worktree_path.clone(),
                     detail,

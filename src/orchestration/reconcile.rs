@@ -441,16 +441,7 @@ fn bindings(
 /// (a cancelled task keeps such a workspace on purpose) or cannot be released now.
 fn release_quietly(home: &Home, project: &project::Project, ws: &str, label: &str) -> bool {
     if let Ok(w) = pool::find(home, ws) {
-        let keep = pool::load(home)
-            .ok()
-            .and_then(|p| p.workspaces.get(ws).map(|s| s.keep.clone()))
-            .unwrap_or_default();
-        if w.path.exists()
-            && !matches!(
-                crate::adapters::git::unsaved_work(&w.path, "HEAD", &keep),
-                Ok(None)
-            )
-        {
+        if w.path.exists() && !matches!(pool::unsaved_work(home, ws, &w.path, "HEAD"), Ok(None)) {
             return false;
         }
     }

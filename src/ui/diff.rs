@@ -7,12 +7,14 @@
 //! classify, which deletions and additions are renames, which line counts are reused from
 //! the [`LineCache`], and what is too big to read.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::adapters::git::diff::{
-    hash_blob, is_blob_mode, line_stats, mode_kind, status_start, Obj, Oid, Repo, StatusRecord,
+    hash_blob, is_blob_mode, line_count, line_stats, mode_kind, status_start, Obj, Oid, Repo,
+    StatusRecord, LINE_COUNT_MAX_BYTES,
 };
+use crate::adapters::git::setup::SetupOutput;
 use crate::error::Result;
 
 /// One path that differs between a task's base (the merge base with the default branch)
@@ -68,20 +70,23 @@ const INEXACT_RENAME_PAIRS: usize = 32 * 32;
 /// Renamed-and-edited files count as renames from this similarity (percent), as in git.
 const RENAME_SIMILARITY: usize = 50;
 
-/// Files larger than this count no lines (as binary files do) and are not compared for
-/// renames: reading them on every refresh would cost more than the number is worth.
-const LINE_COUNT_MAX_BYTES: usize = 8 << 20;
-
 /// Everything the worktree at `worktree` changed against `base_ref`'s merge base with
 /// HEAD: commits, staged and unstaged changes and untracked files (what `git diff
 /// --name-status <merge-base>` and `git status --porcelain` show together), with renames
 /// and line counts.
+///
+/// `setup`: what the workspace's setup command left there. What is still as it left it
+/// is not the task's change and is left out; a setup file with other content shows as
+/// the task's (against the base, as it would be committed), one the agent deleted as
+/// deleted. Only the work tree's state is left out: a setup file committed or staged
+/// is part of the branch and shows.
 ///
 /// One walk of the work tree: `git status`, started first and read while libgit2 diffs
 /// the merge base's tree with HEAD's (trees only: no work-tree access).
 pub fn branch_diff(
     worktree: &Path,
     base_ref: &str,
+    setup: Option<&SetupOutput>,
     cache: Option<&mut LineCache>,
 ) -> Result<BranchDiff> {
     let status = status_start(worktree);
@@ -89,7 +94,12 @@ pub fn branch_diff(
     let head = repo.head()?;
     let base = repo.commit(base_ref)?;
     let (merge_base, commits, mut entries) = committed(&repo, head, base)?;
-    apply_status(&mut entries, status.wait()?);
+    let records = status.wait()?;
+    let records = match setup.filter(|s| !s.files.is_empty()) {
+        Some(setup) => leave_out_setup(&mut entries, worktree, setup, records),
+        None => records,
+    };
+    apply_status(&mut entries, records);
     finish(
         &repo,
         Some(worktree),
@@ -134,6 +144,9 @@ struct Entry {
     base: Option<Obj>,
     now: Now,
     untracked: bool,
+    /// A file the setup command made, deleted since: its lines (its blob, the base here,
+    /// is in no object database).
+    setup_gone: Option<usize>,
 }
 
 /// Merge base, commits ahead and the paths HEAD changed against the merge base (trees
@@ -155,11 +168,65 @@ fn committed(repo: &Repo, head: Oid, base: Oid) -> Result<(Oid, usize, BTreeMap<
                     base: c.old,
                     now,
                     untracked: false,
+                    setup_gone: None,
                 },
             );
         }
     }
     Ok((merge_base, commits, entries))
+}
+
+/// The work tree's status without what the setup command left as it left it (a path the
+/// commits changed is never left out); the files it made that are gone are added to
+/// `entries` as deletions of what it made.
+fn leave_out_setup(
+    entries: &mut BTreeMap<String, Entry>,
+    worktree: &Path,
+    setup: &SetupOutput,
+    records: Vec<StatusRecord>,
+) -> Vec<StatusRecord> {
+    let mut listed: HashSet<String> = HashSet::new();
+    let mut kept = Vec::with_capacity(records.len());
+    for rec in records {
+        let (path, as_left) = match &rec {
+            StatusRecord::Untracked { path } => (
+                path,
+                !entries.contains_key(path) && setup.untracked_as_left(worktree, path),
+            ),
+            StatusRecord::Changed {
+                x: b'.',
+                head,
+                path,
+                ..
+            } => (
+                path,
+                !entries.contains_key(path)
+                    && setup.tracked_as_left(worktree, path, head.map(|h| h.0)),
+            ),
+            StatusRecord::Changed { path, .. } | StatusRecord::Unmerged { path, .. } => {
+                (path, false)
+            }
+        };
+        listed.insert(path.clone());
+        if !as_left {
+            kept.push(rec);
+        }
+    }
+    let gone = setup.gone(worktree, |p| listed.contains(p) || entries.contains_key(p));
+    for (path, f) in gone {
+        if let Some(base) = f.obj() {
+            entries.insert(
+                path.to_string(),
+                Entry {
+                    base: Some(base),
+                    now: Now::Absent,
+                    untracked: true,
+                    setup_gone: Some(f.lines),
+                },
+            );
+        }
+    }
+    kept
 }
 
 /// Lay the work tree's status (`git status --porcelain=v2 --no-renames`) over the
@@ -194,6 +261,7 @@ fn apply_status(entries: &mut BTreeMap<String, Entry>, records: Vec<StatusRecord
                     base: head,
                     now: Now::Absent,
                     untracked: false,
+                    setup_gone: None,
                 });
                 e.now = now;
             }
@@ -202,6 +270,7 @@ fn apply_status(entries: &mut BTreeMap<String, Entry>, records: Vec<StatusRecord
                     base,
                     now: Now::Absent,
                     untracked: false,
+                    setup_gone: None,
                 });
                 e.now = Now::Conflict;
             }
@@ -210,6 +279,7 @@ fn apply_status(entries: &mut BTreeMap<String, Entry>, records: Vec<StatusRecord
                     base: None,
                     now: Now::Absent,
                     untracked: false,
+                    setup_gone: None,
                 });
                 e.now = Now::File(0o100644);
                 e.untracked = true;
@@ -223,6 +293,7 @@ struct Change {
     file: ChangedFile,
     base: Option<Obj>,
     now: Now,
+    setup_gone: Option<usize>,
 }
 
 /// Classify, find renames, count lines, drop what turned out unchanged.
@@ -259,6 +330,7 @@ fn finish(
             },
             base: e.base,
             now: e.now,
+            setup_gone: e.setup_gone,
         });
     }
     let reader = Contents { repo, workdir };
@@ -482,6 +554,8 @@ struct LineWork {
     new_id: Option<Oid>,
     /// `"old:new"` when both sides have a known blob id.
     key: Option<String>,
+    /// A deleted setup file's lines (its blob cannot be read).
+    setup_gone: Option<usize>,
 }
 
 enum NewSide {
@@ -523,6 +597,7 @@ impl LineWork {
             new,
             new_id,
             key,
+            setup_gone: c.setup_gone,
         })
     }
 }
@@ -534,6 +609,15 @@ fn count_lines(repo: &Repo, work: &[LineWork], cache: Option<&mut LineCache>) ->
     let mut todo: Vec<&LineWork> = vec![];
     let mut used = std::collections::HashMap::new();
     for w in work {
+        if let (Some(lines), NewSide::None) = (w.setup_gone, &w.new) {
+            out.push(Counted {
+                file: w.file,
+                added: 0,
+                removed: lines,
+                identical: false,
+            });
+            continue;
+        }
         if let (Some(k), Some(c)) = (&w.key, cache.as_deref()) {
             if let Some(&(added, removed)) = c.counts.get(k) {
                 used.insert(k.clone(), (added, removed));
@@ -655,27 +739,4 @@ fn count_lines_in(repo: &Repo, work: &[&LineWork]) -> Vec<Counted> {
         });
     }
     out
-}
-
-/// Lines of a whole file as a diff counts them (a last line without a newline counts);
-/// none for binary content (a NUL in the first 8000 bytes, git's test).
-fn line_count(data: &[u8]) -> usize {
-    if data[..data.len().min(8000)].contains(&0) {
-        return 0;
-    }
-    let newlines = data.iter().filter(|&&b| b == b'\n').count();
-    newlines + usize::from(!data.is_empty() && !data.ends_with(b"\n"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn whole_files_count_their_lines_and_binary_files_none() {
-        assert_eq!(line_count(b""), 0);
-        assert_eq!(line_count(b"a\nb\n"), 2);
-        assert_eq!(line_count(b"a\nb"), 2);
-        assert_eq!(line_count(b"a\0b\n"), 0);
-    }
 }

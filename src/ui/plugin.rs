@@ -1,5 +1,5 @@
-//! The tmux plugin side: sidebar panes, the task-session marker and "next task waiting for
-//! you", driven through the tmux adapter (`orange.tmux` and `tmux/*.sh` bind the keys and
+//! The tmux plugin side: sidebar panes, the task-session marker, "next task waiting for
+//! you" and the prompt that sends text to an agent ([`send_prompt`]), driven through the tmux adapter (`orange.tmux` and `tmux/*.sh` bind the keys and
 //! install the hooks; everything they bind calls the binary).
 //!
 //! Names shared with `orange.tmux`, `tmux/*.sh` and the other modules:
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::adapters::store::Home;
-use crate::adapters::tmux::{OptionScope, Tmux};
+use crate::adapters::tmux::{shell_quote, tmux_quote, OptionScope, Tmux};
 use crate::error::{OrangeError, Result};
 use crate::orchestration::attention::{self, Item};
 use crate::orchestration::task::{Task, TaskStore};
@@ -135,6 +135,19 @@ pub fn task_of_session(
                 || (t.tmux_session_id.is_none() && t.tmux_session.as_deref() == Some(session_name)))
     });
     Ok(found)
+}
+
+/// The task of the session `$TMUX_PANE` is in (what a key pressed there means).
+pub fn task_of_pane(home: &Home, tmux: &Tmux) -> Result<Task> {
+    let pane = std::env::var("TMUX_PANE")
+        .ok()
+        .filter(|p| p.starts_with('%'))
+        .ok_or_else(|| OrangeError::invalid("no task: TMUX_PANE is not set (pass --task ID)"))?;
+    let here = tmux
+        .pane_values(&pane, &["session_id", "session_name"])?
+        .ok_or_else(|| OrangeError::invalid(format!("no tmux pane {pane:?}")))?;
+    task_of_session(home, tmux, &here[0], &here[1])?
+        .ok_or_else(|| OrangeError::invalid(format!("{} is not an orange task session", here[1])))
 }
 
 /// `orange sidebar toggle`: open the sidebar beside the current pane (`$TMUX_PANE`), or
@@ -300,6 +313,60 @@ pub fn auto_sidebar(home: &Home, tmux: &Tmux, session: &str) -> Result<Option<Va
 }
 
 /// The orange binary that is running (what the panes and keys it sets up call again).
+/// The paste buffer the send prompt leaves a task's text in ([`send_prompt`]): the exact
+/// copy; `<name>-1` holds the other.
+pub fn send_buffer(task_id: &str) -> String {
+    format!("orange-send-{task_id}")
+}
+
+/// `prefix O t`, the task menu's "Send text…" and the sidebar's `t`: ask `client` for a
+/// text in tmux's `command-prompt`, then `orange task send --from-buffer` it to the agent
+/// of task `task_id` (through `tmux/run.sh`, which shows the outcome on the status line).
+///
+/// What the person types must arrive literally: it never goes through tmux's parser, a
+/// format or a shell line. The prompt's command is a `{ … }` block, whose arguments tmux
+/// fills with the answer without parsing them again; the answer goes into a paste buffer.
+/// tmux 3.3a fills a block's arguments twice — the answer as `%1`, then again as `%2`,
+/// and that second pass also replaces a `%%` the person typed — so `%1` may be mangled
+/// there while `%2` is exact; a tmux that fills once leaves `%2` as it is. Both copies go
+/// to buffers and [`prompt_text`] picks.
+pub fn send_prompt(tmux: &Tmux, task_id: &str, client: Option<&str>) -> Result<()> {
+    let buffer = send_buffer(task_id);
+    let bin = shell_quote(&exe_path()?.display().to_string());
+    let send = format!("task send --from-buffer {buffer} {task_id}");
+    let line = match tmux.get_option(OptionScope::Global, "@orange_dir")? {
+        Some(dir) if Path::new(&dir).join("tmux/run.sh").is_file() => {
+            let run = shell_quote(&format!("{dir}/tmux/run.sh"));
+            format!("{run} -m - {bin} {send}")
+        }
+        // No plugin (a sidebar started by hand): an error opens in the pane's view mode.
+        _ => format!("{bin} {send} >/dev/null"),
+    };
+    // run-shell expands formats: a `#` is doubled, and a `%` (which the prompt's filling
+    // would take for `%1`) is written as a format that gives one.
+    let line = line.replace('#', "##").replace('%', "#{l:%}");
+    let then = format!(
+        "set-buffer -b {buffer}-1 -- \"%1\" ; set-buffer -b {buffer} -- \"%2\" ; run-shell -b {}",
+        tmux_quote(&line)
+    );
+    tmux.prompt_then(client, &format!("send to task {task_id}: "), &then)
+}
+
+/// The text [`send_prompt`] left in `buffer` (and `<buffer>-1`), both buffers deleted: the
+/// exact copy, unless tmux filled only `%1` (then `buffer` holds `%2` as written).
+pub fn prompt_text(tmux: &Tmux, buffer: &str) -> Result<String> {
+    let exact = tmux.take_buffer(buffer)?;
+    let first = tmux.take_buffer(&format!("{buffer}-1"))?;
+    match (exact, first) {
+        (Some(e), Some(f)) if e == "%2" => Ok(f),
+        (Some(e), _) => Ok(e),
+        (None, Some(f)) => Ok(f),
+        (None, None) => Err(OrangeError::invalid(format!(
+            "no text to send: tmux has no buffer {buffer} (the prompt was empty or cancelled)"
+        ))),
+    }
+}
+
 fn exe_path() -> Result<PathBuf> {
     std::env::current_exe().map_err(|e| OrangeError::io("finding the orange binary", e))
 }

@@ -278,6 +278,20 @@ pub fn hash_blob(bytes: &[u8]) -> Option<Oid> {
     Oid::hash_object(git2::ObjectType::Blob, bytes).ok()
 }
 
+/// Files larger than this count no lines (as binary files do) and are not compared for
+/// renames: reading them on every refresh would cost more than the number is worth.
+pub const LINE_COUNT_MAX_BYTES: usize = 8 << 20;
+
+/// Lines of a whole file as a diff counts them (a last line without a newline counts);
+/// none for binary content (a NUL in the first 8000 bytes, git's test).
+pub fn line_count(data: &[u8]) -> usize {
+    if data[..data.len().min(8000)].contains(&0) {
+        return 0;
+    }
+    let newlines = data.iter().filter(|&&b| b == b'\n').count();
+    newlines + usize::from(!data.is_empty() && !data.ends_with(b"\n"))
+}
+
 /// Lines added and removed from `old` to `new`, as `git diff --numstat` counts them.
 pub fn line_stats(old: &[u8], new: &[u8]) -> Option<(usize, usize)> {
     git2::Patch::from_buffers(old, None, new, None, None)
@@ -329,6 +343,14 @@ mod tests {
         );
         assert!(parse_status(b"1 .M N... 100644\0").is_err());
         assert!(parse_status(b"garbage\0").is_err());
+    }
+
+    #[test]
+    fn whole_files_count_their_lines_and_binary_files_none() {
+        assert_eq!(line_count(b""), 0);
+        assert_eq!(line_count(b"a\nb\n"), 2);
+        assert_eq!(line_count(b"a\nb"), 2);
+        assert_eq!(line_count(b"a\0b\n"), 0);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! Here: running git, the repository, its refs and branches. `worktree.rs` (re-exported
 //! here): adding, inspecting, resetting and removing worktrees. [`diff`]: the reads a diff
 //! of a work tree against a base is built from (the sidebar's diff, `ui::diff`, decides
-//! what they show).
+//! what they show). [`setup`]: what a workspace's setup command left in it.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -14,6 +14,7 @@ use std::process::{Command, Output, Stdio};
 use crate::error::{OrangeError, Result};
 
 pub mod diff;
+pub mod setup;
 mod worktree;
 
 pub use worktree::{

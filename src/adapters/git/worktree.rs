@@ -4,6 +4,7 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
+use super::setup::SetupOutput;
 use super::{open, run_ok};
 use crate::error::{OrangeError, Result};
 
@@ -118,22 +119,43 @@ pub struct Inspection {
     pub in_progress: Option<&'static str>,
 }
 
-/// Inspect a worktree before reset. `keep` lists untracked paths the setup command
-/// made: they are not the task's work.
-pub fn inspect(path: &Path, base: &str, keep: &[String]) -> Result<Inspection> {
-    let status = run_ok(
-        path,
-        ["status", "--porcelain=v1", "-z", "--untracked-files=normal"],
-    )?;
+/// Inspect a worktree before reset. What the setup command made is not the task's work:
+/// with its record (`setup`), what is still as it left it (a file it made with other
+/// content is work); without one, the untracked paths in `keep`, by name.
+pub fn inspect(
+    path: &Path,
+    base: &str,
+    keep: &[String],
+    setup: Option<&SetupOutput>,
+) -> Result<Inspection> {
+    let untracked = match setup {
+        Some(_) => "--untracked-files=all",
+        None => "--untracked-files=normal",
+    };
+    let status = run_ok(path, ["status", "--porcelain=v1", "-z", untracked])?;
+    let repo = open(path)?;
+    let head_tree = setup.and_then(|_| repo.head().ok()?.peel_to_tree().ok());
+    let setups = |e: &str| -> bool {
+        let (xy, p) = e.split_at(3.min(e.len()));
+        match (setup, xy) {
+            (Some(s), "?? ") => s.untracked_as_left(path, p),
+            (Some(s), _) if xy.starts_with(' ') && s.files.contains_key(p) => {
+                let head = head_tree
+                    .as_ref()
+                    .and_then(|t| t.get_path(Path::new(p)).ok())
+                    .map(|e| e.id());
+                s.tracked_as_left(path, p, head)
+            }
+            (Some(_), _) => false,
+            (None, "?? ") => keep.iter().any(|k| k == p),
+            (None, _) => false,
+        }
+    };
     let entries: Vec<&str> = status
         .split('\0')
         .filter(|s| s.len() > 3)
-        .filter(|e| {
-            !e.strip_prefix("?? ")
-                .is_some_and(|p| keep.iter().any(|k| k == p))
-        })
+        .filter(|e| !setups(e))
         .collect();
-    let repo = open(path)?;
     let in_progress = operation_in_progress(repo.path());
     let mut unsaved = None;
     if !entries.is_empty() {
@@ -201,8 +223,13 @@ fn operation_in_progress(gitdir: &Path) -> Option<&'static str> {
 }
 
 /// What makes a worktree unsafe to reset (see [`Inspection::unsaved`]); `None` when clean.
-pub fn unsaved_work(path: &Path, base: &str, keep: &[String]) -> Result<Option<String>> {
-    Ok(inspect(path, base, keep)?.unsaved)
+pub fn unsaved_work(
+    path: &Path,
+    base: &str,
+    keep: &[String],
+    setup: Option<&SetupOutput>,
+) -> Result<Option<String>> {
+    Ok(inspect(path, base, keep, setup)?.unsaved)
 }
 
 /// Return a worktree to `base`: quit a half-done operation, detach with `--force` (so no

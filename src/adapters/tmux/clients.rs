@@ -194,6 +194,28 @@ impl Tmux {
         Ok(())
     }
 
+    /// Ask `client` (default: the one tmux finds current) for one line in tmux's
+    /// `command-prompt`, showing `prompt`; `then` runs with the answer. `then` is tmux
+    /// syntax, run as a `{ … }` block: tmux puts the answer into a block's arguments as
+    /// they are (`%1`, see `ui::plugin::send_prompt`) and never parses them again, so what
+    /// the person typed stays one argument, whatever its quotes, `;`, `$`, `#` or `%`. Does
+    /// not wait for the answer (`-b`).
+    pub fn prompt_then(&self, client: Option<&str>, prompt: &str, then: &str) -> Result<()> {
+        // Only a command string that tmux parses makes a block (an argv element `{` is a
+        // plain word): `if-shell -F 1` parses its command.
+        let mut line = "command-prompt -b".to_string();
+        if let Some(c) = client.filter(|c| !c.is_empty()) {
+            line.push_str(&format!(" -t {}", quote(c)));
+        }
+        line.push_str(&format!(" -p {} {{ {then} }}", quote(prompt)));
+        let mut cmd = raw("if-shell");
+        cmd.push_flag("-F");
+        cmd.push_param("1");
+        cmd.push_param(line);
+        self.run(vec![cmd])?;
+        Ok(())
+    }
+
     /// Ring the bell in a pane's window: a BEL written to the pane's terminal, as if its
     /// program had printed it (tmux flags the window and alerts per the user's settings).
     pub fn ring_bell(&self, target: &str) -> Result<()> {
@@ -214,4 +236,24 @@ impl Tmux {
             .and_then(|mut f| std::io::Write::write_all(&mut f, b"\x07"))
             .map_err(|e| OrangeError::io(format!("ringing the bell on {tty}"), e))
     }
+}
+
+/// `s` as one argument of a tmux command string: double-quoted, with the characters tmux
+/// reads there (`\`, `"`, `$`) escaped and a newline as `\n`. Formats (`#{…}`) are left
+/// to the command that expands them.
+pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '\\' | '"' | '$' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }

@@ -46,7 +46,7 @@ mod parse;
 mod sessions;
 mod target;
 
-pub use self::clients::ClientInfo;
+pub use self::clients::{quote as tmux_quote, ClientInfo};
 pub use self::handle::{Server, Tmux};
 pub use self::observe::{Marked, MarkedSession, Observed};
 pub use self::options::OptionScope;

@@ -1,5 +1,6 @@
 //! What a pane shows ([`Tmux::capture_pane`], [`Tmux::capture_panes`]) and what is typed
-//! into it ([`Tmux::send_text_then`]): always the resolved pane, never a fallback to another.
+//! into it ([`Tmux::send_text_then`]): always the resolved pane, never a fallback to another;
+//! and the paste buffers that carry text ([`Tmux::take_buffer`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -83,8 +84,9 @@ impl Tmux {
     /// fallback to another one): leave copy mode if the pane is in it, `keys_before` first
     /// (a harness's own way to clear a half-typed prompt, e.g. `C-u`; never `Escape` for
     /// Claude Code, where it means "No, exit" on a dialog and rejects a pending tool call),
-    /// the text literally (`send-keys -l`; text with a newline is pasted as one bracketed
-    /// paste so it arrives whole), a pause growing with the text's length
+    /// the text literally (`send-keys -l`; text with a newline or a tab is pasted as one
+    /// bracketed paste so it arrives whole: typed, a newline would submit it in pieces and
+    /// a tab would be the program's completion key), a pause growing with the text's length
     /// ([`submit_pause`]), then `submit` as a separate key.
     pub fn send_text_then(
         &self,
@@ -117,7 +119,7 @@ impl Tmux {
             std::thread::sleep(ESCAPE_SETTLE);
         }
         let text = text.replace("\r\n", "\n");
-        if text.contains(['\n', '\r']) {
+        if text.contains(['\n', '\r', '\t']) {
             self.paste(&pane, &text)?;
         } else if !text.is_empty() {
             let mut keys = ti::SendKeys::new()
@@ -136,6 +138,18 @@ impl Tmux {
             .key(submit)
             .build()])?;
         Ok(())
+    }
+
+    /// The text of paste buffer `name`, which is deleted (`None`: there is no such buffer).
+    pub fn take_buffer(&self, name: &str) -> Result<Option<String>> {
+        let show = ti::ShowBuffer::new().buffer_name(name).build();
+        let ran = self.exec(vec![show])?;
+        if !ran.success {
+            return Ok(None);
+        }
+        let text = ran.ok()?;
+        self.run(vec![ti::DeleteBuffer::new().buffer_name(name).build()])?;
+        Ok(Some(text))
     }
 
     /// Paste `text` into `pane` through a private buffer: bracketed (`-p`) when the program

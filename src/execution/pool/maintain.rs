@@ -11,7 +11,7 @@ use crate::error::{OrangeError, Result};
 use crate::execution::repo::Project;
 use crate::{adapters::git, execution::provision};
 
-use super::record::{parse_name, view, Slot, SlotStatus, TaskLookup, Workspace};
+use super::record::{parse_name, setup_output, view, Slot, SlotStatus, TaskLookup, Workspace};
 use super::slots::Locked;
 
 #[derive(Debug, Default, Serialize)]
@@ -58,7 +58,7 @@ pub fn init(home: &Home, project: &Project) -> Result<InitReport> {
     entries.sort();
     for (index, name, path) in entries {
         if git::is_worktree_of(&project.path, &path) {
-            let dirty = git::unsaved_work(&path, &l.base()?, &[])?.is_some();
+            let dirty = git::unsaved_work(&path, &l.base()?, &[], None)?.is_some();
             l.pool.workspaces.insert(
                 name.clone(),
                 Slot {
@@ -196,6 +196,7 @@ pub fn shutdown(home: &Home, project: &Project, force: bool) -> Result<ShutdownR
                     &path,
                     base.as_deref().unwrap_or("HEAD"),
                     &l.pool.workspaces[name].keep,
+                    setup_output(home, name)?.as_ref(),
                 )? {
                     dirty.push(format!("{name}: {d}"));
                 }
@@ -227,6 +228,8 @@ pub fn shutdown(home: &Home, project: &Project, force: bool) -> Result<ShutdownR
     l.save()?;
     if l.pool.workspaces.is_empty() {
         let dir = home.workspaces_dir();
+        // The setup records' folder, empty once every slot is gone.
+        let _ = std::fs::remove_dir(dir.join(".setup"));
         let only_ours = std::fs::read_dir(&dir)
             .map(|rd| {
                 rd.flatten().all(|e| {

@@ -18,8 +18,8 @@ pub use self::maintain::{
 };
 use self::record::view;
 pub use self::record::{
-    load, parse_name, PoolFile, ReleaseOutcome, Slot, SlotStatus, TaskLookup, Workspace,
-    EXCLUDED_FILES,
+    load, parse_name, setup_output, PoolFile, ReleaseOutcome, Slot, SlotStatus, TaskLookup,
+    Workspace, EXCLUDED_FILES,
 };
 use self::slots::Locked;
 
@@ -150,6 +150,17 @@ pub fn release_held_by(
         return Ok(None);
     }
     l.release(name, force).map(Some)
+}
+
+/// What makes workspace `name` (at `path`) unsafe to reset against `base`, read without
+/// the lock: its unsaved work, without what its setup command left there as it left it.
+pub fn unsaved_work(home: &Home, name: &str, path: &Path, base: &str) -> Result<Option<String>> {
+    let keep = load(home)?
+        .workspaces
+        .get(name)
+        .map(|s| s.keep.clone())
+        .unwrap_or_default();
+    git::unsaved_work(path, base, &keep, setup_output(home, name)?.as_ref())
 }
 
 /// The bound workspaces of `project`: (name, label).

@@ -1,11 +1,14 @@
 //! The pool file's records (`workspaces/.pool.json`: [`PoolFile`], [`Slot`]), read and
-//! written whole, and the [`Workspace`] commands show for a slot.
+//! written whole, the [`Workspace`] commands show for a slot, and beside them what each
+//! slot's setup command left (`workspaces/.setup/<name>.json`, [`SetupOutput`]: a file of
+//! its own, so that a large setup output never weighs on every read of the pool).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::adapters::git::setup::SetupOutput;
 use crate::adapters::store::{self, Home};
 use crate::error::Result;
 
@@ -83,6 +86,40 @@ pub(super) fn save(home: &Home, pool: &PoolFile) -> Result<()> {
     store::write_json_atomic(&home.pool_file(), pool)
 }
 
+fn setup_file(home: &Home, name: &str) -> PathBuf {
+    home.workspaces_dir()
+        .join(".setup")
+        .join(format!("{name}.json"))
+}
+
+/// What the setup command left in slot `name`, read without the lock: none when nothing
+/// was recorded (the project has no setup command, or the slot was made by an orange
+/// that did not record it, or adopted: then nothing is left out of its change lists).
+pub fn setup_output(home: &Home, name: &str) -> Result<Option<SetupOutput>> {
+    let path = setup_file(home, name);
+    if !path.exists() {
+        return Ok(None);
+    }
+    store::read_json(&path).map(Some)
+}
+
+/// Record (or with `None`, forget) what the setup command left in slot `name`.
+pub(super) fn save_setup(home: &Home, name: &str, setup: Option<&SetupOutput>) -> Result<()> {
+    let path = setup_file(home, name);
+    match setup {
+        Some(s) => {
+            store::ensure_dir(path.parent().unwrap())?;
+            store::write_json_atomic(&path, s)
+        }
+        None => match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(
+                crate::error::OrangeError::io(format!("removing {}", path.display()), e),
+            ),
+            _ => Ok(()),
+        },
+    }
+}
+
 /// What the rest of orange (the task store) tells the pool about tasks.
 pub trait TaskLookup {
     /// Is the task this label names still alive (exists, not done or cancelled)?
@@ -136,6 +173,9 @@ pub enum ReleaseOutcome {
     Recreated,
     /// Reset or clean failed (the message); the slot was removed and re-added.
     Recycled(String),
+    /// The task had changed or deleted what the setup command made (these paths): the
+    /// slot was removed and re-added, and its setup ran again.
+    SetUpAgain(Vec<String>),
 }
 
 impl ReleaseOutcome {
@@ -145,6 +185,7 @@ impl ReleaseOutcome {
             ReleaseOutcome::AlreadyAvailable => "already_available".into(),
             ReleaseOutcome::Recreated => "recreated".into(),
             ReleaseOutcome::Recycled(_) => "recycled".into(),
+            ReleaseOutcome::SetUpAgain(_) => "set_up_again".into(),
         }
     }
 }

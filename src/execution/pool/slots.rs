@@ -10,8 +10,10 @@ use crate::execution::repo::Project;
 use crate::{adapters::git, adapters::shell, execution::provision};
 
 use super::record::{
-    load, parse_name, save, PoolFile, ReleaseOutcome, Slot, SlotStatus, TaskLookup, EXCLUDED_FILES,
+    load, parse_name, save, save_setup, setup_output, PoolFile, ReleaseOutcome, Slot, SlotStatus,
+    TaskLookup, EXCLUDED_FILES,
 };
+use crate::adapters::git::setup::SetupOutput;
 
 /// The pool of one project, with the lock held for as long as the value lives.
 pub(super) struct Locked<'a> {
@@ -113,7 +115,10 @@ impl<'a> Locked<'a> {
         );
         self.save()?;
         let step = progress::step(format!("creating workspace {name}"));
-        let keep = match self.populate(&name, &path, &base, &step) {
+        let keep = match self
+            .populate(&name, &path, &base, &step)
+            .and_then(|(keep, setup)| save_setup(self.home, &name, setup.as_ref()).map(|_| keep))
+        {
             Ok(k) => k,
             Err(e) => {
                 self.discard(&name);
@@ -130,14 +135,16 @@ impl<'a> Locked<'a> {
     }
 
     /// `git worktree add --detach` at the base, then the project's setup command (its
-    /// output reported to `step`). Returns the untracked paths the setup command left.
+    /// output reported to `step`). Returns the untracked paths the setup command left (by
+    /// directory, for the clean at release) and the record of what it left (for the task
+    /// change lists that leave it out); none without a setup command.
     fn populate(
         &self,
         name: &str,
         path: &Path,
         base: &str,
         step: &progress::Step,
-    ) -> Result<Vec<String>> {
+    ) -> Result<(Vec<String>, Option<SetupOutput>)> {
         git::worktree_add_detached(&self.project.path, path, base)?;
         // Gitignored files from the main repository first, then the setup command.
         provision::provision(
@@ -147,7 +154,7 @@ impl<'a> Locked<'a> {
             &self.project.symlink,
         )?;
         let Some(cmd) = &self.project.setup_cmd else {
-            return Ok(vec![]);
+            return Ok((vec![], None));
         };
         {
             // The project's setup command as the user gave it (its start; shown safely).
@@ -167,7 +174,7 @@ impl<'a> Locked<'a> {
                 step,
             )?;
         }
-        git::untracked(path)
+        Ok((git::untracked(path)?, Some(git::setup::record(path)?)))
     }
 
     /// Remove a slot's worktree and record. Only called on slots orange created.
@@ -178,6 +185,7 @@ impl<'a> Locked<'a> {
         }
         let _ = git::worktree_prune(&self.project.path);
         self.pool.workspaces.remove(name);
+        let _ = save_setup(self.home, name, None);
     }
 
     /// Remove and re-add a slot's worktree at the base, keeping its name and record.
@@ -191,7 +199,8 @@ impl<'a> Locked<'a> {
         }
         git::worktree_prune(&self.project.path)?;
         let step = progress::step(format!("recreating workspace {name}"));
-        let keep = self.populate(name, &path, &base, &step)?;
+        let (keep, setup) = self.populate(name, &path, &base, &step)?;
+        save_setup(self.home, name, setup.as_ref())?;
         self.pool.workspaces.get_mut(name).unwrap().keep = keep;
         step.done(format!("recreated workspace {name}"));
         Ok(())
@@ -290,11 +299,12 @@ impl<'a> Locked<'a> {
         }
         let base = self.base()?;
         let path = self.path(name);
+        let setup = setup_output(self.home, name)?;
         let outcome = if !self.is_intact(name) {
             self.recycle(name)?;
             ReleaseOutcome::Recreated
         } else {
-            let state = git::inspect(&path, &base, &keep)?;
+            let state = git::inspect(&path, &base, &keep, setup.as_ref())?;
             if let (false, Some(detail)) = (force, state.unsaved.clone()) {
                 return Err(OrangeError::WorktreeDirty { path, detail });
             }
@@ -303,7 +313,19 @@ impl<'a> Locked<'a> {
             } else {
                 git::detach_reset_clean(&path, &base, &keep, state.in_progress)
             };
+            // The next task starts from what the setup left, or the setup runs again: a
+            // setup file this task changed or deleted would show in the next one's changes.
+            let drift = match (&reset, &setup) {
+                (Ok(()), Some(s)) => s
+                    .drift(&path)
+                    .unwrap_or_else(|e| vec![format!("(unreadable: {e})")]),
+                _ => vec![],
+            };
             match reset {
+                Ok(()) if !drift.is_empty() => {
+                    self.recycle(name)?;
+                    ReleaseOutcome::SetUpAgain(drift)
+                }
                 Ok(()) => {
                     remove_orange_files(&path)?;
                     ReleaseOutcome::Reset

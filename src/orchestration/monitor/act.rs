@@ -1,5 +1,7 @@
-//! What the task's policies do with a verdict ([`super::judge`]): on_idle (nudge once per
-//! idle period, escalate when nudges bring no progress or the agent asks), on_exit
+//! What the task's policies do with a verdict ([`super::judge`]): a waiting agent first
+//! gets what `task send` held for it; on_idle (nudge once per idle period, through the
+//! one path that types into agents; escalate when nudges bring no progress or the agent
+//! asks), on_exit
 //! (recover, escalate, done; [`CRASH_LIMIT`] crashes make the task stuck), on_error (per
 //! kind), a dialog (escalate). Every action is checked against the task as it is now:
 //! keystrokes and respawns only for a task in `working` status.
@@ -14,6 +16,7 @@ use crate::error::Result;
 use crate::execution::config::{Action, Config, Policy};
 use crate::orchestration::agent::{self, AgentInfo, Escalation, State};
 use crate::orchestration::screen;
+use crate::orchestration::task::send;
 use crate::orchestration::task::service::Recovery;
 use crate::orchestration::task::{Status, Task};
 
@@ -176,6 +179,18 @@ impl<'a> Monitor<'a> {
             json!({"task": task.id, "state": state, "signal": seen.signal, "detail": info.detail}),
         );
         match state {
+            // Its turn ended: what `task send` held for it goes in first (and no idle
+            // policy in this pass: it has work). A turn that ended on an API error too,
+            // once its policy has acted on the error (a pass before).
+            State::Waiting if !task.held.is_empty() => {
+                self.deliver_held(&task, &mut info, report);
+            }
+            State::Error
+                if !task.held.is_empty()
+                    && info.handled_error.as_deref() == Some(info.since.as_str()) =>
+            {
+                self.deliver_held(&task, &mut info, report);
+            }
             State::Waiting => {
                 if due(state, &info, &seen, &policy, log_grew, now) {
                     info.nudged_for = Some(info.since.clone());
@@ -194,6 +209,22 @@ impl<'a> Monitor<'a> {
         self.save(&task, &info, &before)?;
         // What the summary of this pass uses (none after a respawn: its file is new).
         Ok((!self.respawned).then_some(info))
+    }
+
+    /// Type in what `task send` held for an agent whose turn ended (through the one path
+    /// that types into agents); this idle period is then not nudged. Nothing typed (a
+    /// dialog came up, a person's message is being typed in right now): still held.
+    fn deliver_held(&mut self, task: &Task, info: &mut AgentInfo, report: &mut PassReport) {
+        match self.tasks.deliver_held(task) {
+            Ok(Some(n)) => {
+                info.nudged_for = Some(info.since.clone());
+                report.actions.push(json!({"task": task.id, "action": "sent", "reason": format!("its turn ended: {n} held message(s) typed in")}));
+            }
+            Ok(None) => {}
+            Err(e) => report.actions.push(
+                json!({"task": task.id, "action": "error", "error": e.to_string(), "code": e.code()}),
+            ),
+        }
     }
 
     /// A respawn (the recover policy) started a new agent with a fresh agent.json.
@@ -485,26 +516,29 @@ impl<'a> Monitor<'a> {
             "nudge" => {
                 let harness =
                     crate::execution::harness::Harness::named(&task.harness, &self.config)?;
-                let msg = action
-                    .message()
-                    .or(harness.nudge_message.as_deref())
-                    .unwrap_or(DEFAULT_NUDGE);
-                // The agent's own pane (a sidebar may be the active one), else the session.
-                let target = match &task.tmux_pane_id {
-                    Some(p) => p.clone(),
-                    None => self.tasks.session_target(task)?,
-                };
-                // A last look just before typing: a dialog that came up since the pass
-                // looked (an approval drawn a moment after the agent went quiet) must never
-                // get the keystrokes. The next pass sees it and reports it.
+                let msg = send::nudge_text(Some(action), &harness).to_string();
                 crate::adapters::fault::pause("monitor.nudging");
-                if let Some(screen::Screen::Blocked(b, line)) = self.read_screen(task, &target) {
-                    report.actions.push(json!({"task": task.id, "action": "none", "reason": format!("{why}; not nudged: {} on screen ({line})", b.as_str())}));
-                    return Ok(());
+                // Through the one path that types into agents, which looks at the screen
+                // last: a dialog that came up since the pass looked (an approval drawn a
+                // moment after the agent went quiet) never gets the keystrokes; the next
+                // pass sees it and reports it. A person's message being typed in right now
+                // is no moment for a nudge either.
+                let typed = self
+                    .tasks
+                    .type_into(task, &msg, false, Duration::from_millis(200));
+                match typed {
+                    Ok(send::Typed::Done) => {}
+                    Ok(send::Typed::Dialog(b, line)) => {
+                        report.actions.push(json!({"task": task.id, "action": "none", "reason": format!("{why}; not nudged: {} on screen ({line})", b.as_str())}));
+                        return Ok(());
+                    }
+                    Err(crate::error::OrangeError::LockTimeout { .. }) => {
+                        info.nudged_for = None;
+                        report.actions.push(json!({"task": task.id, "action": "none", "reason": format!("{why}; not nudged: a message is being typed into it")}));
+                        return Ok(());
+                    }
+                    Err(e) => return Err(e),
                 }
-                let keys: Vec<&str> = harness.nudge_keys.iter().map(String::as_str).collect();
-                self.tmux
-                    .send_text_then(&target, msg, &keys, &harness.nudge_submit)?;
                 info.nudges += 1;
                 info.idle_nudges += 1;
                 self.tasks.store.append_history(

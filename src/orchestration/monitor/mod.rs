@@ -38,7 +38,8 @@ pub mod run;
 pub use hook::agent_hook;
 
 pub const DEFAULT_IDLE_GRACE: Duration = Duration::from_secs(60);
-pub const DEFAULT_NUDGE: &str = "Please continue with the task.";
+/// What an idle nudge types by default (kept with the one path that types into agents).
+pub use crate::orchestration::task::send::DEFAULT_NUDGE;
 /// Crashes (exits without the required outcome) after which a task is stuck.
 pub const CRASH_LIMIT: u32 = 2;
 /// Idle periods nudged without progress before the monitor escalates instead.

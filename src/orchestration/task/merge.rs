@@ -58,6 +58,29 @@ impl TaskService<'_> {
         Ok((task, info, next))
     }
 
+    /// Why [`merge`](Self::merge) would refuse the task now (its status, unsaved work in
+    /// its workspace), or none: what a dry run says, changing nothing.
+    pub fn merge_check(&self, id: &str, project: Option<&str>) -> Result<(Task, Option<String>)> {
+        let task = self.get(id, project)?;
+        if !task.status.can_become(Status::Done) {
+            let why = format!(
+                "it is {}; only a working, reviewing or stuck task can be merged",
+                task.status
+            );
+            return Ok((task, Some(why)));
+        }
+        let project = project::get(self.home, &task.project)?;
+        let why = match self.check_no_unsaved_work(&project, &task) {
+            Ok(()) => None,
+            Err(OrangeError::WorktreeDirty { path, detail }) => Some(format!(
+                "its workspace {} has unsaved work ({detail})",
+                path.display()
+            )),
+            Err(e) => return Err(e),
+        };
+        Ok((task, why))
+    }
+
     /// A task is merged from what is committed: its workspace holds no unsaved work
     /// (what its pool entry keeps aside).
     fn check_no_unsaved_work(&self, project: &Project, task: &Task) -> Result<()> {
@@ -68,12 +91,7 @@ impl TaskService<'_> {
         if !git::is_worktree_of(&project.path, &ws.path) {
             return Ok(());
         }
-        let keep = pool::load(self.home)?
-            .workspaces
-            .get(&ws.name)
-            .map(|s| s.keep.clone())
-            .unwrap_or_default();
-        match git::unsaved_work(&ws.path, "HEAD", &keep)? {
+        match pool::unsaved_work(self.home, &ws.name, &ws.path, "HEAD")? {
             Some(detail) => Err(OrangeError::WorktreeDirty {
                 path: ws.path.clone(),
                 detail,

@@ -2,7 +2,8 @@
 //! map, the ids, TASK.md's text, the prompts), the store under `tasks/<project>/<id>/`
 //! ([`store`]), and the task service ([`service::TaskService`]) — what happens to a task,
 //! in `service.rs` (its record and session state), `start.rs` (create, spawn, respawn),
-//! `queue.rs` (the FIFO queue) and `merge.rs` (merge, cancel, delete).
+//! `queue.rs` (the FIFO queue), `merge.rs` (merge, cancel, delete) and `send.rs` (text
+//! typed into its agent: the one path every message and nudge takes).
 //!
 //! The model and the store are re-exported here (`task::Task`, `task::TaskStore`): every
 //! layer above reads them. The service is named by its file (`task::service::TaskService`):
@@ -12,6 +13,7 @@
 pub mod merge;
 pub mod model;
 pub mod queue;
+pub mod send;
 pub mod service;
 pub mod start;
 pub mod store;

@@ -172,6 +172,30 @@ pub struct Task {
     /// The sandbox its agent runs in, chosen at creation and kept by respawn and restore.
     #[serde(default)]
     pub sandbox: crate::execution::sandbox::Kind,
+    /// What `task send` holds for an agent that is working (oldest first): typed in, as
+    /// one message, when its turn ends (by the monitor, which sees it waiting).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<Held>,
+}
+
+/// A message held for a task's agent until its turn ends.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Held {
+    /// The text, as it will be typed (made safe for an agent: `text::for_agent`).
+    pub text: String,
+    /// When it was sent (RFC 3339).
+    pub at: String,
+    #[serde(default)]
+    pub kind: SendKind,
+}
+
+/// What is typed into an agent: a person's message, or the nudge (`task nudge`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SendKind {
+    #[default]
+    Message,
+    Nudge,
 }
 
 /// One line of `history.jsonl`.

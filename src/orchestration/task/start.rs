@@ -1,7 +1,8 @@
 //! Starting a task's agent: create (everything checked before anything is recorded),
 //! spawn (a workspace, the branch, TASK.md, then the agent through the launcher),
 //! respawn (the same workspace and branch, the conversation continued where the program
-//! can). A task that cannot start is `failed`, holding nothing; a full pool queues it.
+//! can; `--force` first stops a live agent's whole process tree). A task that cannot
+//! start is `failed`, holding nothing; a full pool queues it.
 
 use std::path::Path;
 
@@ -9,20 +10,26 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::adapters::git;
+use crate::adapters::process::{self, Stopped};
 use crate::adapters::store;
+use crate::adapters::tmux::PaneInfo;
 use crate::error::{OrangeError, Result};
 use crate::execution::harness::{Harness, Start};
 use crate::execution::launch::{self, Launch, Owner, Workspace};
 use crate::execution::pool;
 use crate::execution::sandbox;
 use crate::execution::session::{self, Mux};
-use crate::orchestration::attention::session::SessionState;
+use crate::orchestration::attention::session::{agent_pane, SessionState};
 use crate::orchestration::attention::SessionView;
 use crate::orchestration::project::{self, Project};
 use crate::orchestration::task::model::{
     self, first_prompt, respawn_prompt, validate_branch, validate_summary, Status, Task,
 };
 use crate::orchestration::task::service::{Recovery, TaskService};
+
+/// How long a live agent stopped by `task respawn --force` has after SIGTERM before the
+/// processes left get SIGKILL.
+pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub struct CreateRequest {
     pub branch: Option<String>,
@@ -374,20 +381,49 @@ impl TaskService<'_> {
         project: Option<&str>,
         message: Option<Recovery>,
     ) -> Result<Task> {
+        self.respawn_as(id, project, message, None).map(|(t, _)| t)
+    }
+
+    /// `task respawn --force`: a live agent (hung, wedged in a tool call) is stopped — its
+    /// whole process tree, SIGTERM then SIGKILL after [`STOP_GRACE`] — and started again
+    /// like any respawn (the same workspace, branch, launcher and conversation). An agent
+    /// that is not running is simply respawned. How it was stopped (`None`: it was not
+    /// running) comes back with the task.
+    pub fn respawn_forced(
+        &mut self,
+        id: &str,
+        project: Option<&str>,
+        reason: Option<&str>,
+    ) -> Result<(Task, Option<Stopped>)> {
+        self.respawn_as(id, project, None, Some(reason.unwrap_or("")))
+    }
+
+    /// A respawn; `forced`: the reason of a `--force` one (may be empty).
+    fn respawn_as(
+        &mut self,
+        id: &str,
+        project: Option<&str>,
+        message: Option<Recovery>,
+        forced: Option<&str>,
+    ) -> Result<(Task, Option<Stopped>)> {
         let task = self.get(id, project)?;
         let _lock = self.store.lock(&task.project)?;
         let mut task = self.store.load(&task.project, &task.id)?;
         if task.status == Status::Failed {
-            return self.retry_failed(task);
+            return self.retry_failed(task).map(|t| (t, None));
         }
         check_respawnable(&task)?;
-        let view = SessionView::of(&task, &self.panes());
-        if view.state == SessionState::Live {
-            return Err(OrangeError::InvalidTransition(format!(
-                "task {}'s agent is still running in {}; attach to it or cancel the task",
-                task.id,
-                task.tmux_session.as_deref().unwrap_or("?")
-            )));
+        let panes = self.panes();
+        let mut stopped = None;
+        if SessionView::of(&task, &panes).state == SessionState::Live {
+            if forced.is_none() {
+                return Err(OrangeError::InvalidTransition(format!(
+                    "task {id}'s agent is still running in {}; attach to it (`orange task attach {id}`), stop and restart it (`orange task respawn {id} --force`), or cancel the task",
+                    task.tmux_session.as_deref().unwrap_or("?"),
+                    id = task.id,
+                )));
+            }
+            stopped = Some(self.stop_agent(&task, &panes)?);
         }
         let project = project::get(self.home, &task.project)?;
         let harness = Harness::named(&task.harness, self.config()?)?;
@@ -399,7 +435,12 @@ impl TaskService<'_> {
             self.tmux.kill_session(&old)?;
         }
         let (ws_name, ws_path) = self.workspace_to_respawn_in(&project, &task)?;
-        self.recovery = message;
+        // The agent restarted by hand is told why (after the resume prompt).
+        let why = forced
+            .map(crate::text::for_agent)
+            .filter(|r| !r.is_empty())
+            .map(|r| Recovery::Append(format!("It was stopped and restarted by hand: {r}")));
+        self.recovery = message.or(why);
         let started = self.start_in_workspace(
             &project,
             &mut task,
@@ -418,12 +459,22 @@ impl TaskService<'_> {
         }
         task.updated_at = store::now_rfc3339();
         self.store.save(&task)?;
-        self.store.append_history(
-            &task,
-            "agent.respawned",
-            json!({"workspace": ws_name, "tmux_session": task.tmux_session}),
-        )?;
-        Ok(task)
+        let mut data = json!({"workspace": ws_name, "tmux_session": task.tmux_session});
+        if let Some(reason) = forced {
+            data["forced"] = true.into();
+            data["reason"] = reason.into();
+            data["stopped"] = serde_json::to_value(&stopped).unwrap_or_default();
+        }
+        self.store.append_history(&task, "agent.respawned", data)?;
+        Ok((task, stopped))
+    }
+
+    /// Stop the live agent of `task` (its pane's process and all its descendants).
+    fn stop_agent(&self, task: &Task, panes: &[PaneInfo]) -> Result<Stopped> {
+        let pane = agent_pane(task, panes).ok_or_else(|| {
+            OrangeError::invalid(format!("task {}'s agent pane is gone", task.id))
+        })?;
+        process::stop_tree(pane.pane_pid, STOP_GRACE)
     }
 
     /// A failed task never started (or could not restart): try again from the start

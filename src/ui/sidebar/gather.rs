@@ -1,12 +1,9 @@
 //! Gathering a sidebar's [`Model`]: the task's files (task.json, TASK.md, history, the
-//! agent's state), its session from the observer's snapshot and its diff against the default
-//! branch (git, with line counts cached between frames under `run/`).
-
-use std::path::{Path, PathBuf};
+//! agent's state), its session from the observer's snapshot and its changes against the
+//! default branch (`ui::changes`, the one change list every view shows).
 
 use chrono::{DateTime, Utc};
 
-use crate::adapters::git;
 use crate::adapters::store::Home;
 use crate::adapters::tmux::Tmux;
 use crate::error::Result;
@@ -15,72 +12,9 @@ use crate::orchestration::attention::next::NextStep;
 use crate::orchestration::attention::session::SessionView;
 use crate::orchestration::attention::summary::{item_of, Agents};
 use crate::orchestration::task::{Status, Task, TaskStore};
-use crate::ui::diff::{branch_diff, branch_diff_committed, BranchDiff, LineCache};
+pub use crate::ui::changes::{git_part, line_cache_path, GitPart};
 use crate::ui::sidebar::model::{history_entry, pr_text, task_lines, Model};
 use crate::{execution::pool, orchestration::project};
-
-/// What git says about a task: its diff, or why there is none.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct GitPart {
-    pub diff: Option<BranchDiff>,
-    pub error: Option<String>,
-}
-
-/// The task's diff against its project's default branch: in its workspace (everything,
-/// untracked files included) when it has one, else its branch's commits in the project.
-pub fn git_part(home: &Home, task: &Task) -> GitPart {
-    let run = || -> Result<Option<BranchDiff>> {
-        let project = project::get(home, &task.project)?;
-        let base = git::base_ref(&project.path, &project.default_branch)?;
-        let cache_path = line_cache_path(home, task);
-        let mut cache: LineCache = std::fs::read(&cache_path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
-        let diff = if let Some(path) = task.workspace.as_deref().filter(|w| w.starts_with('/')) {
-            // A lane: its dedicated worktree, by path (see `lane_task`).
-            branch_diff(Path::new(path), &base, Some(&mut cache))?
-        } else if let Some(ws) = &task.workspace {
-            let ws = pool::find(home, ws)?;
-            if !ws.path.join(".git").exists() {
-                return Err(crate::error::OrangeError::WorkspaceNotFound(format!(
-                    "{}: {} is gone",
-                    ws.name,
-                    ws.path.display()
-                )));
-            }
-            branch_diff(&ws.path, &base, Some(&mut cache))?
-        } else if git::local_branch_exists(&project.path, &task.branch) {
-            branch_diff_committed(&project.path, &task.branch, &base, Some(&mut cache))?
-        } else {
-            return Ok(None);
-        };
-        if cache.dirty {
-            save_line_cache(&cache_path, &cache);
-        }
-        Ok(Some(diff))
-    };
-    match run() {
-        Ok(diff) => GitPart { diff, error: None },
-        Err(e) => GitPart {
-            diff: None,
-            error: Some(e.to_string()),
-        },
-    }
-}
-
-/// Where a task's line counts are kept between frames (a cache: losing it costs time only).
-pub fn line_cache_path(home: &Home, task: &Task) -> PathBuf {
-    home.sidebar_cache(&task.project, &task.id)
-}
-
-/// Best effort and without fsync: a temp file renamed over the old one, so a reader never
-/// sees half a file.
-fn save_line_cache(path: &Path, cache: &LineCache) {
-    if let Ok(data) = serde_json::to_vec(cache) {
-        let _ = crate::adapters::store::write_cache(path, &data);
-    }
-}
 
 /// The model of `task` from its files (task.json as given, TASK.md, history), a session
 /// state and a git part: no process is started here.

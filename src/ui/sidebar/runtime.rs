@@ -405,6 +405,32 @@ impl<'a> Follow<'a> {
         }
     }
 
+    /// `t`: tmux's command-prompt asks the person looking at this sidebar for a message
+    /// for the task's agent (`ui::plugin::send_prompt`). A lane's agent takes none; a
+    /// failure is said on the status line.
+    fn prompt_send(&self) {
+        if self.lane {
+            return;
+        }
+        let Some(pane) = own_pane() else {
+            return;
+        };
+        let client = self
+            .pane_tmux
+            .pane_values(&pane, &["session_id"])
+            .ok()
+            .flatten()
+            .and_then(|v| self.pane_tmux.clients_of(&v[0]).ok())
+            .and_then(|c| c.into_iter().next());
+        if let Err(e) = crate::ui::plugin::send_prompt(&self.pane_tmux, &self.id, client.as_deref())
+        {
+            let msg = format!("orange: {e}");
+            let _ = self
+                .pane_tmux
+                .display_message_to(client.as_deref(), Some(&pane), &msg);
+        }
+    }
+
     fn resize(&mut self, (w, h): (usize, usize)) {
         self.size = (self.fixed.0.unwrap_or(w), self.fixed.1.unwrap_or(h));
     }
@@ -506,6 +532,10 @@ pub fn follow(
                 f.pane.key(Wake::Refresh);
                 keys.drain();
             }
+            Wake::Send => {
+                f.pane.key(Wake::Send);
+                f.prompt_send();
+            }
             Wake::Tick => {}
             // The focus keys (Tab, Enter, Esc) and the focus's reports.
             w @ (Wake::Agent | Wake::Back | Wake::Focus(_)) => f.pane.key(w),
@@ -587,6 +617,8 @@ pub fn remote(
             }
             Wake::Interrupt => Screen::interrupted(term),
             Wake::Tick => {}
+            // (A remote task's agent is sent text with `orange task send`.)
+            Wake::Send => {}
             // Any other key, the focus keys (Tab, Enter, Esc) and the focus's reports.
             w @ (Wake::Refresh | Wake::Agent | Wake::Back | Wake::Focus(_)) => pane.key(w),
         }

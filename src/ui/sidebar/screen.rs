@@ -83,6 +83,8 @@ pub enum Wake {
     Interrupt,
     /// Any other key: refresh at once.
     Refresh,
+    /// `t`: type a message to the agent (tmux's command-prompt asks for it).
+    Send,
     /// Tab or Enter: to the agent's pane.
     Agent,
     /// Escape: back to the pane the person came from.
@@ -97,6 +99,7 @@ impl Wake {
             Input::Key(b'q' | b'Q' | CTRL_D) => Wake::Quit,
             Input::Key(CTRL_C) => Wake::Interrupt,
             Input::Key(b'\t' | b'\r' | b'\n') => Wake::Agent,
+            Input::Key(b't') => Wake::Send,
             Input::Esc => Wake::Back,
             Input::Focus(on) => Wake::Focus(on),
             Input::Key(_) | Input::Seq => Wake::Refresh,
