@@ -82,10 +82,12 @@ pub(super) struct Judged {
     pub(super) seen: Seen,
 }
 
-/// What the task's policies have left to do with a verdict (`info`: the record after it;
-/// `check` applies them): a nudge due (idle for the grace, no progress, not nudged in this
-/// idle period), a death or a dialog or error not handled yet.
+/// What is left to do with a verdict (`info`: the record after it), in the order `check`
+/// does it: what `task send` held for an agent whose turn ended, a nudge due (idle for the
+/// grace, no progress, not nudged in this idle period), a death or a dialog or error not
+/// handled yet.
 fn due(
+    task: &Task,
     state: State,
     info: &AgentInfo,
     seen: &Seen,
@@ -93,7 +95,10 @@ fn due(
     log_grew: bool,
     now: chrono::DateTime<chrono::Utc>,
 ) -> bool {
+    let handled = info.handled_error.as_deref() == Some(info.since.as_str());
     match state {
+        State::Waiting if !task.held.is_empty() => true,
+        State::Error if !task.held.is_empty() && handled => true,
         State::Waiting => {
             age(&info.since, now) >= policy.idle_grace
                 && !log_grew
@@ -102,7 +107,7 @@ fn due(
         State::Dead => {
             info.handled_death.as_deref() != Some(seen.death.as_deref().unwrap_or_default())
         }
-        State::Error | State::Blocked => info.handled_error.as_deref() != Some(info.since.as_str()),
+        State::Error | State::Blocked => !handled,
         State::Working | State::Retrying | State::Unknown => false,
     }
 }
@@ -169,8 +174,8 @@ impl<'a> Monitor<'a> {
         let state = judge::record(&mut info, &seen, &stamp, &task.id);
         // The lock is for a check that acts or writes: one that finds nothing new and
         // nothing due (most of them, most passes) takes none.
-        let quiet =
-            !due(state, &info, &seen, &policy, log_grew, now) && !must_write(&task, &info, &before);
+        let quiet = !due(&task, state, &info, &seen, &policy, log_grew, now)
+            && !must_write(&task, &info, &before);
         if !quiet && !self.still_as_observed(&task) {
             return Ok(None);
         }
@@ -192,14 +197,14 @@ impl<'a> Monitor<'a> {
                 self.deliver_held(&task, &mut info, report);
             }
             State::Waiting => {
-                if due(state, &info, &seen, &policy, log_grew, now) {
+                if due(&task, state, &info, &seen, &policy, log_grew, now) {
                     info.nudged_for = Some(info.since.clone());
                     self.on_idle(&task, &policy, &mut info, report)?;
                 }
             }
             State::Dead => self.on_death(&task, &policy, &seen, &mut info, &before, report)?,
             State::Error | State::Blocked => {
-                if due(state, &info, &seen, &policy, log_grew, now) {
+                if due(&task, state, &info, &seen, &policy, log_grew, now) {
                     info.handled_error = Some(info.since.clone());
                     self.on_trouble(&task, state, &policy, &mut info, report)?;
                 }
