@@ -4,10 +4,10 @@
 #   monitor     one pass, `orange monitor --once --json`, over 10 / 50 / 200 live task
 #               sessions vs one `tmux list-panes -a`; the pass as the running monitor
 #               makes it (`orange monitor --passes 5`, the median of the last four:
-#               nothing changed between them; and with `--poke`, a poke before each, as
-#               a hook makes), a bare list-panes timed between runs; and the processes
-#               one pass spawns (strace -f: every successful execve; a `tmux` wrapper
-#               first on PATH too)
+#               nothing changed between them; `--poke task`: a poke before each, as an
+#               agent's hook makes; `--poke all`: as a command makes), a bare list-panes
+#               timed between runs; and the processes one pass spawns (strace -f: every
+#               successful execve; a `tmux` wrapper first on PATH too)
 #               targets: ≤ 1.5× and exactly 1 process per pass
 #   status      `orange status --format tmux` with 1,000 tasks (990 cancelled, 10 live) vs
 #               `tmux display -p x`; and the processes of an `orange status` run right
@@ -416,12 +416,13 @@ pass_ms() {
     "$1" monitor --once --json | sed -n 's/.*"pass_ms": *\([0-9.]*\).*/\1/p'
 }
 
-# in_monitor BIN [--poke]: one `BIN monitor --passes 5 --json`, made as the running monitor
-# makes its passes (one process, what it read kept between passes); in_ms := the median of
-# the last four (the first also compiles what a monitor compiles once). With --poke, a poke
-# before each pass, as an agent's hook or a command makes: what a pass after a change
-# costs. A binary without --passes (an older build): its `--once` pass_ms; without
-# --poke (it keeps nothing between passes): its passes without.
+# in_monitor BIN [--poke task|all]: one `BIN monitor --passes 5 --json`, made as the running
+# monitor makes its passes (one process, what it read kept between passes); in_ms := the
+# median of the last four (the first also compiles what a monitor compiles once). With
+# --poke, a poke before each pass: `task` as an agent's hook makes (one task's files
+# changed), `all` as a command or a tmux hook makes (anything may have). A binary without
+# --passes (an older build): its `--once` pass_ms; without --poke (it keeps nothing between
+# passes): its passes without.
 in_monitor() {
     local out
     out=$("$1" monitor --passes 5 "${@:2}" --json 2>/dev/null | tr -d ' \n') ||
@@ -481,27 +482,33 @@ figure_monitor() {
         # process start), with nothing changed between passes and with a poke before each,
         # a bare list-panes timed between runs; with BENCH_BASE_BIN, that binary's too,
         # runs alternating on the same sessions.
-        local steady=() poked=() base=() base_poked=() lp=() v
+        local steady=() hook=() cmd=() base=() base_hook=() base_cmd=() lp=() v
         for ((t = 0; t < runs; t++)); do
             in_monitor "$ORANGE"
             steady+=("$in_ms")
-            in_monitor "$ORANGE" --poke
-            poked+=("$in_ms")
+            in_monitor "$ORANGE" --poke task
+            hook+=("$in_ms")
+            in_monitor "$ORANGE" --poke all
+            cmd+=("$in_ms")
             bench_time v tmux -L "$sock" list-panes -a || bench_die "list-panes failed"
             lp+=("$(awk -v ns="$v" 'BEGIN { printf "%.3f", ns / 1e6 }')")
             if [[ -n $base_bin ]]; then
                 in_monitor "$base_bin"
                 base+=("$in_ms")
-                in_monitor "$base_bin" --poke
-                base_poked+=("$in_ms")
+                in_monitor "$base_bin" --poke task
+                base_hook+=("$in_ms")
+                in_monitor "$base_bin" --poke all
+                base_cmd+=("$in_ms")
             fi
         done
         v=$(median "${lp[@]}")
         inner_row "the pass in the monitor, $label" "$n" "$v" "${steady[@]}"
-        inner_row "  after a change (poked), $label" "$n.poked" "$v" "${poked[@]}"
+        inner_row "  after an agent's hook, $label" "$n.hook" "$v" "${hook[@]}"
+        inner_row "  after a command, $label" "$n.command" "$v" "${cmd[@]}"
         if [[ -n $base_bin ]]; then
             inner_row "the pass in the monitor (BENCH_BASE_BIN), $label" "$n.base" "$v" "${base[@]}"
-            inner_row "  after a change (BENCH_BASE_BIN), $label" "$n.base.poked" "$v" "${base_poked[@]}"
+            inner_row "  after an agent's hook (BENCH_BASE_BIN), $label" "$n.base.hook" "$v" "${base_hook[@]}"
+            inner_row "  after a command (BENCH_BASE_BIN), $label" "$n.base.command" "$v" "${base_cmd[@]}"
         fi
         processes "monitor pass, $n sessions ($live orange tasks, $plain plain sessions)" \
             "$ORANGE" monitor --once --json

@@ -167,18 +167,29 @@ pub fn write_cache(path: &Path, data: &[u8]) -> std::io::Result<()> {
     tmp.persist(path).map(|_| ()).map_err(|e| e.error)
 }
 
-/// Say "something changed": one byte appended to `run/poke` (created if needed). Its size
-/// counts the pokes exactly (file times are too coarse to order a poke against an
-/// observation taken in the same few milliseconds): an observation that began at another
-/// count is stale, and the monitor, which waits for the count to move, looks again at
-/// once. Sidebars see its time and size change and redraw. Never fails: a missed poke is
-/// caught up by the next monitor pass.
+/// Say "something changed": one line appended to `run/poke` (created if needed), `.` when
+/// it does not say what. Its size grows with every poke (file times are too coarse to
+/// order a poke against an observation taken in the same few milliseconds): an
+/// observation that began at another size is stale, and the monitor, which waits for the
+/// size to move, looks again at once. Sidebars see its time and size change and redraw.
+/// Never fails: a missed poke is caught up by the next monitor pass.
 pub fn poke(home: &Home) {
     poke_at(&home.poke_file());
 }
 
+/// [`poke`], saying what changed: the files of one task (`task.json`, `agent.json`), as
+/// the line `<project>/<id>`. A monitor that kept what it read reads again only what the
+/// lines since its last look name ([`pokes_between`]); a `.` reads everything again.
+pub fn poke_task(home: &Home, project: &str, id: &str) {
+    append_poke(&home.poke_file(), format!("{project}/{id}\n").as_bytes());
+}
+
 /// [`poke`] of another counter file (`run/hosts/poke`: a remote host changed).
 pub fn poke_at(path: &Path) {
+    append_poke(path, b".\n");
+}
+
+fn append_poke(path: &Path, line: &[u8]) {
     let open = || OpenOptions::new().create(true).append(true).open(path);
     let file = open().or_else(|_| {
         if let Some(dir) = path.parent() {
@@ -187,15 +198,16 @@ pub fn poke_at(path: &Path) {
         open()
     });
     if let Ok(mut f) = file {
-        let _ = f.write_all(b".");
-        // A megabyte of pokes: start again (the count changes, as a poke's must).
+        // One write: appends of a line are never interleaved with another writer's.
+        let _ = f.write_all(line);
+        // A megabyte of pokes: start again (the size changes, as a poke's must).
         if f.metadata().is_ok_and(|m| m.len() >= 1 << 20) {
             let _ = f.set_len(0);
         }
     }
 }
 
-/// How many pokes `run/poke` holds (see [`poke`]): 0 when never poked.
+/// The size of `run/poke` (see [`poke`]): 0 when never poked.
 pub fn pokes(home: &Home) -> u64 {
     pokes_at(&home.poke_file())
 }
@@ -203,6 +215,17 @@ pub fn pokes(home: &Home) -> u64 {
 /// [`pokes`] of another counter file.
 pub fn pokes_at(path: &Path) -> u64 {
     fs::metadata(path).map_or(0, |m| m.len())
+}
+
+/// The lines of `run/poke` between the sizes `from` and `to` (what was poked meanwhile);
+/// `None` when that part is not there to read (the file started again).
+pub fn pokes_between(home: &Home, from: u64, to: u64) -> Option<String> {
+    use std::os::unix::fs::FileExt;
+    let len = usize::try_from(to.checked_sub(from)?).ok()?;
+    let f = File::open(home.poke_file()).ok()?;
+    let mut buf = vec![0; len];
+    f.read_exact_at(&mut buf, from).ok()?;
+    String::from_utf8(buf).ok()
 }
 
 /// Read a small file into `buf` with as few system calls as the kernel allows (open, one

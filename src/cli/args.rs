@@ -709,10 +709,10 @@ pub struct MonitorArgs {
     /// each took (for benchmarks: scripts/bench.sh)
     #[arg(long, value_name = "N", conflicts_with = "once")]
     pub passes: Option<u32>,
-    /// With --passes: poke before each pass, as an agent's hook or a command does (what a
-    /// pass after a change costs)
-    #[arg(long, requires = "passes")]
-    pub poke: bool,
+    /// With --passes: poke before each pass, as an agent's hook does (`task`: one task's
+    /// files changed) or a command (`all`: anything may have changed)
+    #[arg(long, value_name = "task|all", requires = "passes")]
+    pub poke: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -159,8 +159,9 @@ fn handle(ctx: &Ctx, event: &str, rest: &[String], flags: &HookFlags) -> Result<
                 &ctx.cwd,
             )?;
             // The agent told its own state: nothing died, no policy is due from here.
-            // The widgets follow (the monitor's, or here the same observation).
-            status::changed(&ctx.home, &tmux);
+            // The widgets follow (the monitor's, or here the same observation); what
+            // changed was poked with its task.
+            status::follow(&ctx.home, &tmux);
             Ok(json!({"event": event, "agent": result, "published": true}))
         }
         _ => {

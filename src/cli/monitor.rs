@@ -26,8 +26,18 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
         return Ok(Out::new(r, text));
     }
     if let Some(n) = a.passes {
+        let poke = match a.poke.as_deref() {
+            None => monitor::run::Poke::Nothing,
+            Some("task") => monitor::run::Poke::Task,
+            Some("all") => monitor::run::Poke::All,
+            Some(other) => {
+                return Err(OrangeError::invalid(format!(
+                    "invalid --poke {other:?}: task or all"
+                )))
+            }
+        };
         let widgets = crate::ui::status::publish;
-        let ms: Vec<f64> = monitor::run::passes(&ctx.home, &tmux, n, a.poke, widgets)?
+        let ms: Vec<f64> = monitor::run::passes(&ctx.home, &tmux, n, poke, widgets)?
             .iter()
             .map(|r| r.pass_ms)
             .collect();

@@ -194,6 +194,12 @@ pub fn current(home: &Home, tmux: &Tmux) -> Result<Summary> {
 /// caller (no tmux server, a slow one: the next change or monitor pass catches up).
 pub fn changed(home: &Home, tmux: &Tmux) {
     store::poke(home);
+    follow(home, tmux);
+}
+
+/// [`changed`] after a poke that said what changed (`store::poke_task`): the widgets follow
+/// (here when no monitor runs on this server).
+pub fn follow(home: &Home, tmux: &Tmux) {
     // In a sandbox, tmux is out of reach (on purpose): the monitor outside publishes.
     if crate::execution::sandbox::inside() {
         return;

@@ -3,10 +3,11 @@
 //! only when it may have changed since the last one:
 //!
 //! - the open tasks and their agents' records (`task.json`, `agent.json`): not at all while
-//!   the count of pokes has not moved (`store::pokes`): every save of a task pokes, and so
-//!   does every agent hook after it wrote `agent.json` (respawn and restore write it before
-//!   saving the task); what the monitor writes itself, it keeps as it wrote it. After a
-//!   poke, each file whose [`Stamp`] (inode, size, time: files are replaced by rename)
+//!   nothing was poked (`store::pokes`): every save of a task pokes, and so does every
+//!   agent hook after it wrote `agent.json` (respawn and restore write it before saving the
+//!   task); what the monitor writes itself, it keeps as it wrote it. After pokes that say
+//!   which tasks changed (`store::poke_task`), those tasks' files; after one that does not
+//!   say (`.`), each file whose [`Stamp`] (inode, size, time: files are replaced by rename)
 //!   changed since it was read, one `stat` each;
 //! - the pool file and `config.toml`: when their [`Stamp`] changed (one `stat` each);
 //! - the sessions' marks, which never change: asked of tmux once per session
@@ -18,18 +19,19 @@
 //! A monitor made for one pass (`monitor --once`, a hook's pass) keeps nothing yet: it
 //! reads everything, as before.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::adapters::store::{self, Stamp};
+use crate::adapters::store::{self, Home, Stamp};
 use crate::error::Result;
 use crate::execution::config::Config;
 use crate::execution::pool::{self, PoolFile};
 use crate::orchestration::agent::{self, AgentInfo};
 use crate::orchestration::attention::summary::Agents;
 use crate::orchestration::observe::snapshot::SeenMarks;
+use crate::orchestration::task::model::valid_id;
 use crate::orchestration::task::Task;
 
 use super::Monitor;
@@ -42,12 +44,14 @@ pub const KEEP_FOR: Duration = Duration::from_secs(30);
 pub(super) struct Kept {
     /// When every record was last read from its file, whatever pokes and stamps said.
     read_all_at: Option<Instant>,
-    /// The count of pokes before `open` was read.
+    /// The size of the poke file before `open` was read.
     tasks_at: Option<u64>,
+    /// The tasks poked since the last pass (ids by project), when the pokes said which.
+    poked: Option<Poked>,
     open: Rc<[Task]>,
     unreadable: u32,
-    /// Each open task as read, by its file's path, with the version of the file.
-    task_files: HashMap<PathBuf, (Stamp, Task)>,
+    /// Each open task as read (by project, then id), with the version of its file.
+    task_files: HashMap<String, HashMap<String, (Option<Stamp>, Task)>>,
     /// The agents' records as the last pass left them, the count of pokes they go with, and
     /// the version of each `agent.json` the record was read from.
     agents: Agents,
@@ -63,6 +67,41 @@ pub(super) struct Kept {
     pub(super) marks: SeenMarks,
 }
 
+/// Tasks poked: their ids by project.
+#[derive(Default)]
+pub(super) struct Poked(HashMap<String, HashSet<String>>);
+
+impl Poked {
+    fn names(&self, project: &str, id: &str) -> bool {
+        self.0.get(project).is_some_and(|ids| ids.contains(id))
+    }
+
+    fn add(&mut self, other: Poked) {
+        for (project, ids) in other.0 {
+            self.0.entry(project).or_default().extend(ids);
+        }
+    }
+}
+
+/// The tasks the pokes between the sizes `from` and `to` of the poke file name; `None`
+/// when one of them does not say (`.`, or the file started again).
+fn poked_tasks(home: &Home, from: u64, to: u64) -> Option<Poked> {
+    let lines = store::pokes_between(home, from, to)?;
+    let mut poked = Poked::default();
+    for line in lines.lines() {
+        let (project, id) = line.split_once('/')?;
+        if project.is_empty() || !valid_id(id) {
+            return None;
+        }
+        poked
+            .0
+            .entry(project.to_string())
+            .or_default()
+            .insert(id.to_string());
+    }
+    Some(poked)
+}
+
 impl Kept {
     /// Nothing kept yet; the monitor's config read from this version of `config.toml`.
     pub(super) fn of_config(config: Option<Stamp>) -> Kept {
@@ -74,6 +113,11 @@ impl Kept {
 }
 
 impl Monitor<'_> {
+    /// A pass begins: nothing poked yet that it knows of.
+    pub(super) fn begin_pass(&mut self) {
+        self.kept.poked = Some(Poked::default());
+    }
+
     /// `config.toml` read again when it changed since the monitor read it (its screen
     /// rules compiled again when a pass needs them). An error when it no longer parses.
     pub fn refresh_config(&mut self) -> Result<()> {
@@ -98,23 +142,45 @@ impl Monitor<'_> {
         if recent && kept.tasks_at == Some(pokes) {
             return (kept.open.clone(), kept.unreadable);
         }
+        // What was poked since the last read, with what this pass found poked before.
+        let now = match (recent, kept.tasks_at) {
+            (true, Some(from)) => poked_tasks(self.home, from, pokes),
+            _ => None,
+        };
+        kept.poked = match (kept.poked.take(), now) {
+            (Some(mut before), Some(now)) => {
+                before.add(now);
+                Some(before)
+            }
+            _ => None,
+        };
         if !recent {
             kept.task_files.clear();
             kept.agent_files.clear();
             kept.read_all_at = Some(Instant::now());
         }
-        let before = std::mem::take(&mut kept.task_files);
+        let mut before = std::mem::take(&mut kept.task_files);
         let files = &mut kept.task_files;
+        let poked = kept.poked.as_ref();
         let (open, unreadable) = self.tasks.store.list_open_lenient_with(|store, p, id| {
-            let path = store.json_path(p, id);
-            let now = store::stamp(&path);
-            let task = match (now, before.get(&path)) {
-                (Some(now), Some((was, t))) if *was == now => t.clone(),
-                _ => store.load(p, id)?,
+            let was = before.get_mut(p).and_then(|ids| ids.remove(id));
+            let unpoked = poked.is_some_and(|set| !set.names(p, id));
+            let (stamp, task) = match was {
+                // Not poked: as it was.
+                Some(was) if unpoked => was,
+                // Poked (or not said): read again unless its file is as it was.
+                was => {
+                    let now = store::stamp(&store.json_path(p, id));
+                    match was {
+                        Some((Some(stamp), t)) if now == Some(stamp) => (now, t),
+                        _ => (now, store.load(p, id)?),
+                    }
+                }
             };
-            if let Some(now) = now {
-                files.insert(path, (now, task.clone()));
-            }
+            files
+                .entry(p.to_string())
+                .or_default()
+                .insert(id.to_string(), (stamp, task.clone()));
             Ok(task)
         });
         let open: Rc<[Task]> = open.into();
@@ -126,13 +192,18 @@ impl Monitor<'_> {
         (open, unreadable)
     }
 
-    /// The agent's record of `task` as the pass starts: the kept one while the count of
-    /// pokes has not moved since the tasks were read ([`Self::read_open`]), or while its
-    /// file is the one it was read from; else its file.
+    /// The agent's record of `task` as the pass starts: the kept one while nothing poked
+    /// it since the tasks were read ([`Self::read_open`]), or while its file is the one it
+    /// was read from; else its file.
     pub(super) fn agent_record(&mut self, task: &Task, dir: &std::path::Path) -> AgentInfo {
         let key = (task.project.clone(), task.id.clone());
         let kept = &mut self.kept;
-        if kept.agents_at == Some(self.tasks_read_at) {
+        let unpoked = kept.agents_at == Some(self.tasks_read_at)
+            || kept
+                .poked
+                .as_ref()
+                .is_some_and(|set| !set.names(&task.project, &task.id));
+        if unpoked {
             if let Some(info) = kept.agents.get(&key) {
                 return info.clone();
             }

@@ -48,6 +48,7 @@ impl<'a> Monitor<'a> {
         // The open tasks, read once for the whole pass (again only if a repair changed
         // some). A damaged task file must not blind the monitor to every other task: it
         // is counted (the widgets show it) and skipped here.
+        self.begin_pass();
         let (mut open, mut unreadable) = self.read_open();
         self.read_pool()?;
         let repairs = self.repair(&snap, &open);

@@ -70,13 +70,13 @@ pub fn once(home: &Home, tmux: &Tmux, widgets: Widgets) -> Result<PassReport> {
 /// read while nothing changes), with no process start, no remote hosts and no wait between
 /// them; their reports, oldest first (each `pass_ms` from the look to
 /// the end of publishing). What `scripts/bench.sh` times as the pass in the monitor. None
-/// when no tmux server runs. `poke`: a poke before each pass but the first, as a hook or a
-/// command makes (the pass reads again what may have changed), not timed.
+/// when no tmux server runs. `poke`: what is poked before each pass but the first (not
+/// timed), for the pass to read again.
 pub fn passes(
     home: &Home,
     tmux: &Tmux,
     n: u32,
-    poke: bool,
+    poke: Poke,
     widgets: Widgets,
 ) -> Result<Vec<PassReport>> {
     let Some(server) = tmux.server_identity()? else {
@@ -85,9 +85,17 @@ pub fn passes(
     let mut reports = Vec::new();
     let mut m = Monitor::new(home, tmux.clone())?.on_server(server);
     let mut published = Published::default();
+    let first = crate::orchestration::task::TaskStore::new(home)
+        .list_open_lenient()
+        .0
+        .into_iter()
+        .next();
     for i in 0..n {
-        if poke && i > 0 {
-            store::poke(home);
+        match (&poke, &first) {
+            _ if i == 0 => {}
+            (Poke::Task, Some(t)) => store::poke_task(home, &t.project, &t.id),
+            (Poke::Task | Poke::All, _) => store::poke(home),
+            (Poke::Nothing, _) => {}
         }
         let started = Instant::now();
         m.refresh_config()?;
@@ -101,6 +109,15 @@ pub fn passes(
         reports.push(r);
     }
     Ok(reports)
+}
+
+/// What [`passes`] pokes before each pass but the first.
+pub enum Poke {
+    Nothing,
+    /// One open task's files, as its agent's hook does.
+    Task,
+    /// Anything, as a command or a tmux hook does.
+    All,
 }
 
 /// The monitor (`orange monitor`): passes every `interval` (sooner when poked) until its

@@ -209,7 +209,7 @@ impl TaskStore {
             let _ = std::fs::remove_file(&marker);
         }
         // Every observation taken before this is stale; the monitor looks again.
-        store::poke(&self.home);
+        store::poke_task(&self.home, &task.project, &task.id);
         Ok(())
     }
 
@@ -396,7 +396,7 @@ impl TaskStore {
         let dir = self.dir(&task.project, &task.id);
         std::fs::remove_dir_all(&dir).ctx(|| format!("removing {}", dir.display()))?;
         let _ = std::fs::remove_file(self.open_marker(&task.project, &task.id));
-        store::poke(&self.home);
+        store::poke_task(&self.home, &task.project, &task.id);
         Ok(())
     }
 }
