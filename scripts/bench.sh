@@ -5,7 +5,7 @@
 #               sessions vs one `tmux list-panes -a`; the pass as the running monitor
 #               makes it (`orange monitor --passes 5`, the median of the last four:
 #               nothing changed between them; `--poke task`: a poke before each, as an
-#               agent's hook makes; `--poke all`: as a command makes), a bare list-panes
+#               agent's hook makes; `--poke other`: as a command makes), a bare list-panes
 #               timed between runs; and the processes one pass spawns (strace -f: every
 #               successful execve; a `tmux` wrapper first on PATH too)
 #               targets: ≤ 1.5× and exactly 1 process per pass
@@ -416,11 +416,11 @@ pass_ms() {
     "$1" monitor --once --json | sed -n 's/.*"pass_ms": *\([0-9.]*\).*/\1/p'
 }
 
-# in_monitor BIN [--poke task|all]: one `BIN monitor --passes 5 --json`, made as the running
+# in_monitor BIN [--poke task|other]: one `BIN monitor --passes 5 --json`, made as the running
 # monitor makes its passes (one process, what it read kept between passes); in_ms := the
 # median of the last four (the first also compiles what a monitor compiles once). With
 # --poke, a poke before each pass: `task` as an agent's hook makes (one task's files
-# changed), `all` as a command or a tmux hook makes (anything may have). A binary without
+# changed), `other` as a command or a tmux hook makes. A binary without
 # --passes (an older build): its `--once` pass_ms; without --poke (it keeps nothing between
 # passes): its passes without.
 in_monitor() {
@@ -488,7 +488,7 @@ figure_monitor() {
             steady+=("$in_ms")
             in_monitor "$ORANGE" --poke task
             hook+=("$in_ms")
-            in_monitor "$ORANGE" --poke all
+            in_monitor "$ORANGE" --poke other
             cmd+=("$in_ms")
             bench_time v tmux -L "$sock" list-panes -a || bench_die "list-panes failed"
             lp+=("$(awk -v ns="$v" 'BEGIN { printf "%.3f", ns / 1e6 }')")
@@ -497,7 +497,7 @@ figure_monitor() {
                 base+=("$in_ms")
                 in_monitor "$base_bin" --poke task
                 base_hook+=("$in_ms")
-                in_monitor "$base_bin" --poke all
+                in_monitor "$base_bin" --poke other
                 base_cmd+=("$in_ms")
             fi
         done

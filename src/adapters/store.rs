@@ -179,9 +179,17 @@ pub fn poke(home: &Home) {
 
 /// [`poke`], saying what changed: the files of one task (`task.json`, `agent.json`), as
 /// the line `<project>/<id>`. A monitor that kept what it read reads again only what the
-/// lines since its last look name ([`pokes_between`]); a `.` reads everything again.
+/// lines since its last look name ([`pokes_between`]; `-`: nothing, [`poke_other`]); a `.`
+/// has it look at every file again.
 pub fn poke_task(home: &Home, project: &str, id: &str) {
     append_poke(&home.poke_file(), format!("{project}/{id}\n").as_bytes());
+}
+
+/// [`poke`], saying that no task's files changed (they are poked with their task): a
+/// command's after-change poke, a tmux hook's, a lane's or a remote host's, the line `-`.
+/// The monitor looks again at tmux and reads again none of the tasks' files.
+pub fn poke_other(home: &Home) {
+    append_poke(&home.poke_file(), b"-\n");
 }
 
 /// [`poke`] of another counter file (`run/hosts/poke`: a remote host changed).

@@ -710,8 +710,9 @@ pub struct MonitorArgs {
     #[arg(long, value_name = "N", conflicts_with = "once")]
     pub passes: Option<u32>,
     /// With --passes: poke before each pass, as an agent's hook does (`task`: one task's
-    /// files changed) or a command (`all`: anything may have changed)
-    #[arg(long, value_name = "task|all", requires = "passes")]
+    /// files changed), a command or a tmux hook (`other`: none of the tasks' files), or a
+    /// poke that does not say (`all`)
+    #[arg(long, value_name = "task|other|all", requires = "passes")]
     pub poke: Option<String>,
 }
 

@@ -29,10 +29,11 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
         let poke = match a.poke.as_deref() {
             None => monitor::run::Poke::Nothing,
             Some("task") => monitor::run::Poke::Task,
+            Some("other") => monitor::run::Poke::Other,
             Some("all") => monitor::run::Poke::All,
             Some(other) => {
                 return Err(OrangeError::invalid(format!(
-                    "invalid --poke {other:?}: task or all"
+                    "invalid --poke {other:?}: task, other or all"
                 )))
             }
         };

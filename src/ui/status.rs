@@ -193,7 +193,8 @@ pub fn current(home: &Home, tmux: &Tmux) -> Result<Summary> {
 /// once); without a monitor on this server, observe and publish here. Never fails the
 /// caller (no tmux server, a slow one: the next change or monitor pass catches up).
 pub fn changed(home: &Home, tmux: &Tmux) {
-    store::poke(home);
+    // What a command changed in a task's files, it poked with the task.
+    store::poke_other(home);
     follow(home, tmux);
 }
 

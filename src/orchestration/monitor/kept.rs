@@ -6,9 +6,9 @@
 //!   nothing was poked (`store::pokes`): every save of a task pokes, and so does every
 //!   agent hook after it wrote `agent.json` (respawn and restore write it before saving the
 //!   task); what the monitor writes itself, it keeps as it wrote it. After pokes that say
-//!   which tasks changed (`store::poke_task`), those tasks' files; after one that does not
-//!   say (`.`), each file whose [`Stamp`] (inode, size, time: files are replaced by rename)
-//!   changed since it was read, one `stat` each;
+//!   which tasks changed (`store::poke_task`; `store::poke_other`: none), those tasks'
+//!   files; after one that does not say (`.`), each file whose [`Stamp`] (inode, size,
+//!   time: files are replaced by rename) changed since it was read, one `stat` each;
 //! - the pool file and `config.toml`: when their [`Stamp`] changed (one `stat` each);
 //! - the sessions' marks, which never change: asked of tmux once per session
 //!   ([`SeenMarks`]);
@@ -83,12 +83,15 @@ impl Poked {
     }
 }
 
-/// The tasks the pokes between the sizes `from` and `to` of the poke file name; `None`
-/// when one of them does not say (`.`, or the file started again).
+/// The tasks the pokes between the sizes `from` and `to` of the poke file name (`-`: none);
+/// `None` when one of them does not say (`.`, or the file started again).
 fn poked_tasks(home: &Home, from: u64, to: u64) -> Option<Poked> {
     let lines = store::pokes_between(home, from, to)?;
     let mut poked = Poked::default();
     for line in lines.lines() {
+        if line == "-" {
+            continue;
+        }
         let (project, id) = line.split_once('/')?;
         if project.is_empty() || !valid_id(id) {
             return None;
@@ -257,5 +260,39 @@ impl Monitor<'_> {
     /// The pool file as the pass read it ([`Self::read_pool`]).
     pub(super) fn pool(&self) -> &PoolFile {
         &self.kept.pool
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the pokes since a size say: the tasks named (none for `-`); nothing known once
+    /// one does not say, or the file started again.
+    #[test]
+    fn pokes_name_the_tasks_that_changed() {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home {
+            root: d.path().to_path_buf(),
+        };
+        store::poke_task(&home, "shop", "abc123");
+        let from = store::pokes(&home);
+        store::poke_other(&home);
+        store::poke_task(&home, "shop", "def456");
+        store::poke_task(&home, "blog", "abc123");
+        let to = store::pokes(&home);
+        let poked = poked_tasks(&home, from, to).expect("the pokes say which tasks");
+        assert!(poked.names("shop", "def456") && poked.names("blog", "abc123"));
+        assert!(!poked.names("shop", "abc123"), "poked before `from`");
+        assert_eq!(
+            poked_tasks(&home, to, to).map(|p| p.0.is_empty()),
+            Some(true)
+        );
+        store::poke(&home);
+        assert!(poked_tasks(&home, from, store::pokes(&home)).is_none());
+        assert!(
+            poked_tasks(&home, to + 100, to + 200).is_none(),
+            "started again"
+        );
     }
 }

@@ -94,6 +94,7 @@ pub fn passes(
         match (&poke, &first) {
             _ if i == 0 => {}
             (Poke::Task, Some(t)) => store::poke_task(home, &t.project, &t.id),
+            (Poke::Other, _) => store::poke_other(home),
             (Poke::Task | Poke::All, _) => store::poke(home),
             (Poke::Nothing, _) => {}
         }
@@ -116,7 +117,9 @@ pub enum Poke {
     Nothing,
     /// One open task's files, as its agent's hook does.
     Task,
-    /// Anything, as a command or a tmux hook does.
+    /// None of the tasks' files, as a command or a tmux hook does after what it saved.
+    Other,
+    /// Anything (a poke that does not say).
     All,
 }
 
@@ -204,7 +207,7 @@ fn watch_hosts(home: &Home, interval: Duration) {
                 })
                 .collect();
             if seen != last {
-                store::poke(&home);
+                store::poke_other(&home);
                 last = seen;
             }
             // Until the interval is over, or a command changed something on a host.
