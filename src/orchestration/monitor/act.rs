@@ -117,9 +117,7 @@ fn due(
 /// (readers trust only an observation made after the task's last change) or a hook came
 /// since (its state was weighed against the log in this pass).
 fn must_write(task: &Task, info: &AgentInfo, before: &AgentInfo) -> bool {
-    let mut unchanged = info.clone();
-    unchanged.at = before.at.clone();
-    unchanged != *before
+    !info.same_but_at(before)
         || !agent::at_or_after(&before.at, &task.updated_at)
         || before
             .hook_at

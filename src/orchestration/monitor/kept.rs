@@ -150,6 +150,8 @@ impl Monitor<'_> {
             (true, Some(from)) => poked_tasks(self.home, from, pokes),
             _ => None,
         };
+        // Pokes that name no task (`-`): the open tasks are as kept.
+        let none = now.as_ref().is_some_and(|p| p.0.is_empty());
         kept.poked = match (kept.poked.take(), now) {
             (Some(mut before), Some(now)) => {
                 before.add(now);
@@ -157,6 +159,10 @@ impl Monitor<'_> {
             }
             _ => None,
         };
+        if none {
+            kept.tasks_at = Some(pokes);
+            return (kept.open.clone(), kept.unreadable);
+        }
         if !recent {
             kept.task_files.clear();
             kept.agent_files.clear();

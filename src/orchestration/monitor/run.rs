@@ -274,6 +274,8 @@ pub const REWRITE: Duration = Duration::from_secs(20);
 struct Published {
     /// The last snapshot, and when it was written with its widgets published.
     last: Option<(Snapshot, Instant)>,
+    /// Telling the people attached was settled after it (see `notify::after_pass`).
+    settled: bool,
 }
 
 impl Published {
@@ -282,7 +284,8 @@ impl Published {
     /// it was taken) is not written again (readers trust the file as it is), and the
     /// widgets are not worked out again while what they are made from is the same (they
     /// were set from it; not when that failed: then the next pass publishes again). The
-    /// people attached are told every pass: what is due depends on the time too.
+    /// people attached are told every pass (what is due depends on the time too) unless
+    /// that was settled and what it is told from is the same.
     fn again(&mut self, home: &Home, tmux: &Tmux, snap: Snapshot, widgets: Widgets) {
         let last = self.last.take().filter(|(_, at)| at.elapsed() < REWRITE);
         let (write, publish) = match &last {
@@ -293,7 +296,9 @@ impl Published {
             snapshot::write(home, tmux, &snap);
         }
         let published = !publish || widgets(tmux, &snap).is_ok();
-        notify::after_pass(home, tmux, &snap);
+        if publish || !self.settled {
+            self.settled = notify::after_pass(home, tmux, &snap);
+        }
         let at = match last {
             Some((_, at)) if !write => at,
             _ => Instant::now(),
