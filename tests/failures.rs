@@ -654,6 +654,42 @@ fn a_task_cancelled_while_a_monitor_pass_looks_at_it_is_never_escalated_or_count
 }
 
 #[test]
+fn a_task_started_between_a_passs_look_and_its_read_is_not_judged_gone() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let pause = tempfile::tempdir().unwrap();
+    // The pass has asked tmux what runs, and stops before it reads the tasks.
+    let monitor = env
+        .cmd_in(&env.repo, &["monitor", "--once", "--json"])
+        .env("ORANGE_PAUSE_AT", "monitor.looked")
+        .env("ORANGE_PAUSE_DIR", pause.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::wait_for("the pass to pause", 20, || {
+        pause.path().join("monitor.looked.paused").exists()
+    });
+    // A task starts in between: its session is younger than what the pass saw.
+    let a = env.create(&["young/a", "a", "--harness", "fake-wait"]);
+    std::fs::write(pause.path().join("monitor.looked.go"), "").unwrap();
+    let out = monitor.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let pass: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(pass["checked"], 1, "{pass}");
+    let t = env.task(&id(&a));
+    assert_eq!(t["status"], "working", "{t}");
+    assert_eq!(t["crash_count"], 0, "{t}");
+    assert_ne!(t["agent"]["state"], "dead", "{t}");
+    let history =
+        std::fs::read_to_string(env.home.join(format!("tasks/app/{}/history.jsonl", id(&a))))
+            .unwrap();
+    assert!(!history.contains("crash"), "{history}");
+    assert!(!history.contains("escalat"), "{history}");
+    let list = env.ok(&["task", "list"]);
+    assert!(!list.to_string().contains("dead"), "{list}");
+}
+
+#[test]
 fn a_workspace_freed_by_a_repair_starts_the_queued_task() {
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "1"]);

@@ -44,6 +44,7 @@ impl<'a> Monitor<'a> {
             ..PassReport::default()
         };
         let mut snap = snapshot::look_keeping(self.home, &self.tmux, &mut self.kept.marks)?;
+        crate::adapters::fault::pause("monitor.looked");
         // Crash leftovers first: an orphaned agent stopped, an interrupted spawn adopted.
         // The open tasks, read once for the whole pass (again only if a repair changed
         // some). A damaged task file must not blind the monitor to every other task: it
@@ -66,6 +67,13 @@ impl<'a> Monitor<'a> {
         if self.apply_requests(&open, &mut report) {
             (open, unreadable) = self.read_open();
         }
+        // A task saved after the look began (one just started) may have a session that
+        // look could not see yet: judged on it, it would read as gone (a false death,
+        // told to the person). Look once more; a session gone for good costs this only
+        // until its task is saved no more.
+        if self.started_after_look(&snap, &open) {
+            snap = snapshot::look_keeping(self.home, &self.tmux, &mut self.kept.marks)?;
+        }
         let watched: Vec<&Task> = open.iter().filter(|t| self.watches(t)).collect();
         self.prepare_rules(watched.into_iter());
         let mut agents = self.judge_all(&open, &snap.panes, &mut report);
@@ -75,6 +83,18 @@ impl<'a> Monitor<'a> {
         self.keep_agents(agents);
         report.snapshot = Some(snap);
         Ok(report)
+    }
+
+    /// Is there a watched task without its agent's pane in `snap` whose record was saved
+    /// after `snap` was taken (or in the same second)?
+    fn started_after_look(&self, snap: &Snapshot, open: &[Task]) -> bool {
+        open.iter().any(|t| {
+            self.watches(t)
+                && crate::orchestration::attention::session::agent_pane(t, &snap.panes).is_none()
+                && chrono::DateTime::parse_from_rfc3339(&t.updated_at)
+                    // Saved in seconds: the look's own second counts as after it.
+                    .is_ok_and(|at| at.timestamp() >= (snap.taken_at_ms / 1000) as i64)
+        })
     }
 
     /// The crash repair on the sessions this pass saw (errors logged: the next pass tries
