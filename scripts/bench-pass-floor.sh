@@ -10,13 +10,15 @@
 #   display     `tmux display -p x`: a tmux client's start and round trip, no listing
 #
 # timed interleaved (a loop reading $EPOCHREALTIME), medians and the spread (min–max);
-# then, with valgrind installed, the instructions (callgrind, Ir) of one pass in orange's
+# then the CPU time of a steady pass (orange and its tmux client, and the tmux server's)
+# against a bare list-panes', which load inflates far less; then, with valgrind installed, the instructions (callgrind, Ir) of one pass in orange's
 # own process (the difference between `--passes 11` and `--passes 1`, over 10), of the
 # tmux client of its call and of a bare list-panes client. The tmux server's side (the
 # listing it formats) shows in the wall times only.
 #
 # Usage: scripts/bench-pass-floor.sh
-# Environment: ORANGE_BIN, BENCH_TASKS (200), BENCH_ITERS (15), BENCH_KEEP=1
+# Environment: ORANGE_BIN, BENCH_TASKS (200), BENCH_ITERS (15), BENCH_KEEP=1,
+#   BENCH_CALLGRIND=FILE  keep the profile of `--passes 11` there (for callgrind_annotate)
 set -euo pipefail
 
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -88,10 +90,43 @@ printf '  its one tmux call, alone   %s\n' "$(ms_of call | stats)"
 printf '  tmux list-panes -a         %s\n' "$lp"
 printf '  tmux display -p x          %s\n' "$(ms_of display | stats)"
 
+# CPU time, which the load on a shared machine inflates far less than the wall times:
+# orange's and its tmux clients' (bash's `time`, children included) and the tmux server's
+# (its utime + stime in /proc, in clock ticks), over `reps` passes or listings.
+reps=100
+server_pid=$("$real_tmux" -L "$sock" display -p '#{pid}')
+hz=$(getconf CLK_TCK)
+server_ms() { awk -v hz="$hz" '{printf "%.0f\n", ($14 + $15) * 1000 / hz}' "/proc/$server_pid/stat"; }
+# cpu_ms CMD...: sets own (ms of CMD's process and its children) and srv (the server's ms).
+cpu_ms() {
+    local s0 times TIMEFORMAT='%3U %3S'
+    s0=$(server_ms)
+    times=$({ time "$@" >/dev/null 2>&1; } 2>&1)
+    srv=$(($(server_ms) - s0))
+    own=$(awk '{printf "%.0f", ($1 + $2) * 1000}' <<<"$times")
+}
+listings() { for ((i = 0; i < reps; i++)); do "$real_tmux" -L "$sock" list-panes -a; done; }
+cpu_ms "$ORANGE" monitor --passes 1
+own1=$own srv1=$srv
+cpu_ms "$ORANGE" monitor --passes $((reps + 1))
+pass_own=$(awk -v a="$own" -v b="$own1" -v n="$reps" 'BEGIN {printf "%.2f", (a - b) / n}')
+pass_srv=$(awk -v a="$srv" -v b="$srv1" -v n="$reps" 'BEGIN {printf "%.2f", (a - b) / n}')
+cpu_ms listings
+lp_own=$(awk -v a="$own" -v n="$reps" 'BEGIN {printf "%.2f", a / n}')
+lp_srv=$(awk -v a="$srv" -v n="$reps" 'BEGIN {printf "%.2f", a / n}')
+printf 'CPU time, %s each (ms: orange or the tmux client, + the tmux server)\n' "$reps"
+printf '  one steady pass            %s + %s\n' "$pass_own" "$pass_srv"
+printf '  tmux list-panes -a         %s + %s\n' "$lp_own" "$lp_srv"
+printf '  ratio                      %s\n' "$(awk -v a="$pass_own" -v b="$pass_srv" -v c="$lp_own" -v d="$lp_srv" 'BEGIN {printf "%.2f", (a + b) / (c + d)}')"
+
 command -v valgrind >/dev/null || exit 0
 ir() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 >/dev/null | sed -n 's/.*Collected : *//p'; }
 one=$(ir "$ORANGE" monitor --passes 1)
 eleven=$(ir "$ORANGE" monitor --passes 11)
+if [[ -n ${BENCH_CALLGRIND:-} ]]; then
+    valgrind --tool=callgrind --callgrind-out-file="$BENCH_CALLGRIND" "$ORANGE" monitor --passes 11 \
+        >/dev/null 2>&1
+fi
 printf 'instructions (callgrind Ir)\n'
 printf '  orange, one steady pass    %s\n' "$(((eleven - one) / 10))"
 printf '  orange, process + 1 pass   %s\n' "$one"
