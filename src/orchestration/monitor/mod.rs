@@ -8,7 +8,8 @@
 //! - `judge.rs`: what state one agent is in, and that verdict written into its record;
 //! - `act.rs`: what the task's policies do with it (nudge, recover, escalate, done);
 //! - [`hook`]: what an agent's own hooks say, recorded for the next pass;
-//! - `kept.rs`: what a monitor keeps between its passes, and when it reads each again;
+//! - `kept.rs`: what a monitor keeps between its passes, and when it reads each again
+//!   (`reread.rs`: the reads that keep it);
 //! - [`run`]: `orange monitor`, its loop and what follows each pass (publish, notify);
 //! - [`presence`]: whether a monitor watches a tmux server, and starting one when none does;
 //! - [`notify`]: telling the people attached what newly needs them.
@@ -33,6 +34,7 @@ mod kept;
 pub mod notify;
 mod pass;
 pub mod presence;
+mod reread;
 pub mod run;
 
 pub use hook::agent_hook;
