@@ -2,8 +2,12 @@
 # bench.sh — the observer's figures in one run, each next to its baseline and its target, one
 # table at the end (medians; ratio = orange / baseline, lower is better):
 #   monitor     one pass, `orange monitor --once --json`, over 10 / 50 / 200 live task
-#               sessions vs one `tmux list-panes -a`; and the processes one pass spawns
-#               (strace -f: every successful execve; a `tmux` wrapper first on PATH too)
+#               sessions vs one `tmux list-panes -a`; the pass as the running monitor
+#               makes it (`orange monitor --passes 5`, the median of the last four:
+#               nothing changed between them; `--poke task`: a poke before each, as an
+#               agent's hook makes; `--poke other`: as a command makes), a bare list-panes
+#               timed between runs; and the processes one pass spawns (strace -f: every
+#               successful execve; a `tmux` wrapper first on PATH too)
 #               targets: ≤ 1.5× and exactly 1 process per pass
 #   status      `orange status --format tmux` with 1,000 tasks (990 cancelled, 10 live) vs
 #               `tmux display -p x`; and the processes of an `orange status` run right
@@ -49,7 +53,8 @@
 #   BENCH_KEEP=1    keep the temporary directory
 #   BENCH_BASE_BIN  another orange binary (an older build): the monitor figure also times
 #                   its pass in the monitor on the same sessions, runs alternating with
-#                   ORANGE_BIN's, and shows both ratios (before and after, one run)
+#                   ORANGE_BIN's, and shows both ratios (before and after, one run); a
+#                   build without `monitor --passes` is timed by its `--once` pass_ms
 # Timing: hyperfine when installed (`--runs N`, medians from its JSON; the create figure
 # always uses the loop, as it cleans up between runs), else a loop reading $EPOCHREALTIME
 # (no fork) around each run, orange and baseline interleaved. Run it under `nice` on a
@@ -411,16 +416,39 @@ pass_ms() {
     "$1" monitor --once --json | sed -n 's/.*"pass_ms": *\([0-9.]*\).*/\1/p'
 }
 
-# inner_row LABEL KEY MS...: the median of the passes' own times, a note and a table row
-# against the bare list-panes of the same figure (bm).
+# in_monitor BIN [--poke task|other]: one `BIN monitor --passes 5 --json`, made as the running
+# monitor makes its passes (one process, what it read kept between passes); in_ms := the
+# median of the last four (the first also compiles what a monitor compiles once). With
+# --poke, a poke before each pass: `task` as an agent's hook makes (one task's files
+# changed), `other` as a command or a tmux hook makes. A binary without
+# --passes (an older build): its `--once` pass_ms; without --poke (it keeps nothing between
+# passes): its passes without.
+in_monitor() {
+    local out
+    out=$("$1" monitor --passes 5 "${@:2}" --json 2>/dev/null | tr -d ' \n') ||
+        out=$("$1" monitor --passes 5 --json 2>/dev/null | tr -d ' \n') || out=""
+    out=$(sed -n 's/.*"pass_ms":\[\([0-9.,]*\)\].*/\1/p' <<<"$out")
+    if [[ -z $out ]]; then
+        in_ms=$(pass_ms "$1")
+        return 0
+    fi
+    # shellcheck disable=SC2046 # one number a word
+    in_ms=$(median $(tr ',' ' ' <<<"${out#*,}"))
+}
+
+# median MS...: the median of the numbers.
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (a[int((NR+1)/2)] + a[int(NR/2)+1]) / 2}'; }
+
+# inner_row LABEL KEY BASE_MS MS...: the median of the passes' own times, a note and a table
+# row against BASE_MS, the median of the bare list-panes timed between them.
 inner_row() {
-    local label=$1 key=$2 med r
-    shift 2
+    local label=$1 key=$2 base=$3 med r
+    shift 3
     (($# > 0)) || return 0
-    med=$(printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-    note "  monitor$key.pass_ms (in the monitor): median $med ms (n=$#)"
-    r=$(awk -v a="$med" -v b="$(ms "$bm" | sed 's/ ms//')" 'BEGIN {printf "%.2f", a / b}')
-    row "  $label" "$med ms" "list-panes -a $(ms "$bm")" "${r}x" "≤ 1.5x" "$(verdict "$r" le 1.5)"
+    med=$(median "$@")
+    note "  monitor$key.pass_ms (in the monitor): median $med ms (n=$#), list-panes -a $base ms"
+    r=$(awk -v a="$med" -v b="$base" 'BEGIN {printf "%.2f", a / b}')
+    row "  $label" "$med ms" "list-panes -a $base ms" "${r}x" "≤ 1.5x" "$(verdict "$r" le 1.5)"
 }
 figure_monitor() {
     local n live=0 plain=0 want_real k t
@@ -450,19 +478,38 @@ figure_monitor() {
         r=$(ratio_of "$om" "$bm")
         row "monitor pass, $label" "$(ms "$om")" "list-panes -a $(ms "$bm")" "${r}x" "≤ 1.5x" \
             "$(verdict "$r" le 1.5)"
-        # The pass as the running monitor makes it (its own `pass_ms`: no process start);
-        # with BENCH_BASE_BIN, that binary's too, runs alternating on the same sessions.
-        local inner=() base=() v
+        # The pass as the running monitor makes it (`--passes`: its own `pass_ms`, no
+        # process start), with nothing changed between passes and with a poke before each,
+        # a bare list-panes timed between runs; with BENCH_BASE_BIN, that binary's too,
+        # runs alternating on the same sessions.
+        local steady=() hook=() cmd=() base=() base_hook=() base_cmd=() lp=() v
         for ((t = 0; t < runs; t++)); do
-            v=$(pass_ms "$ORANGE")
-            [[ -n $v ]] && inner+=("$v")
+            in_monitor "$ORANGE"
+            steady+=("$in_ms")
+            in_monitor "$ORANGE" --poke task
+            hook+=("$in_ms")
+            in_monitor "$ORANGE" --poke other
+            cmd+=("$in_ms")
+            bench_time v tmux -L "$sock" list-panes -a || bench_die "list-panes failed"
+            lp+=("$(awk -v ns="$v" 'BEGIN { printf "%.3f", ns / 1e6 }')")
             if [[ -n $base_bin ]]; then
-                v=$(pass_ms "$base_bin")
-                [[ -n $v ]] && base+=("$v")
+                in_monitor "$base_bin"
+                base+=("$in_ms")
+                in_monitor "$base_bin" --poke task
+                base_hook+=("$in_ms")
+                in_monitor "$base_bin" --poke other
+                base_cmd+=("$in_ms")
             fi
         done
-        inner_row "the pass in the monitor, $label" "$n" "${inner[@]}"
-        [[ -z $base_bin ]] || inner_row "the pass in the monitor (BENCH_BASE_BIN), $label" "$n.base" "${base[@]}"
+        v=$(median "${lp[@]}")
+        inner_row "the pass in the monitor, $label" "$n" "$v" "${steady[@]}"
+        inner_row "  after an agent's hook, $label" "$n.hook" "$v" "${hook[@]}"
+        inner_row "  after a command, $label" "$n.command" "$v" "${cmd[@]}"
+        if [[ -n $base_bin ]]; then
+            inner_row "the pass in the monitor (BENCH_BASE_BIN), $label" "$n.base" "$v" "${base[@]}"
+            inner_row "  after an agent's hook (BENCH_BASE_BIN), $label" "$n.base.hook" "$v" "${base_hook[@]}"
+            inner_row "  after a command (BENCH_BASE_BIN), $label" "$n.base.command" "$v" "${base_cmd[@]}"
+        fi
         processes "monitor pass, $n sessions ($live orange tasks, $plain plain sessions)" \
             "$ORANGE" monitor --once --json
         row "  processes per pass, $label" "$procs" "1" "-" "= 1" "$(verdict "$procs" eq 1)"

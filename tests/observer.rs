@@ -214,3 +214,154 @@ fn the_index_of_open_tasks_is_rebuilt_when_it_is_missing() {
     assert!(ok, "{s}");
     assert_eq!(s["queued"], 3, "{s}");
 }
+
+/// The snapshot file's inode: a new one each time it is written (replaced by rename).
+fn snapshot_inode(env: &TaskEnv) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let dir = std::fs::read_dir(env.home.join("run")).ok()?;
+    let path = dir.flatten().map(|e| e.path()).find(|p| {
+        p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("snapshot-"))
+    })?;
+    std::fs::metadata(path).ok().map(|m| m.ino())
+}
+
+/// `orange hook agent EVENT` as Claude Code runs it: in the workspace, the payload on stdin.
+fn agent_hook(env: &TaskEnv, id: &str, event: &str, conversation: &str) {
+    use std::io::Write;
+    let t = env.task(id);
+    let ws = env.ws_path(t["workspace"].as_str().unwrap());
+    let mut child = env
+        .cmd_in(&ws, &["hook", "agent", event, "--json"])
+        .env("ORANGE_TASK_ID", id)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let payload = serde_json::json!({ "session_id": conversation }).to_string();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+}
+
+/// The running monitor keeps what it read between passes: a hook that changes an agent's
+/// record (and pokes) is read at the next pass, every time.
+#[test]
+fn a_running_monitor_reads_again_what_a_hook_changed() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let id = env.create_id("kept/hook", "claude");
+    env.wait_session(&id, "live");
+    let conv = env.task(&id)["agent_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // A minute between passes: only the hooks' pokes make the next one.
+    let _monitor = start_monitor(&env, "60s");
+    let counts = |env: &TaskEnv| {
+        snapshot(env).map(|s| {
+            (
+                s["summary"]["working"].clone(),
+                s["summary"]["waiting"].clone(),
+            )
+        })
+    };
+    for (event, want) in [
+        ("Stop", (0, 1)),
+        ("UserPromptSubmit", (1, 0)),
+        ("Stop", (0, 1)),
+    ] {
+        agent_hook(&env, &id, event, &conv);
+        wait_for(&format!("the monitor to see {event}"), 20, || {
+            counts(&env) == Some((want.0.into(), want.1.into()))
+        });
+    }
+}
+
+/// config.toml changes without a poke (a person edits it): the running monitor reads it
+/// again when its file changed, and its policies follow.
+#[test]
+fn a_running_monitor_reads_config_toml_again_when_it_changes() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    env.append_config("[policy]\nidle_grace = \"3600s\"\n");
+    let id = env.create_id("kept/config", "fake-wait");
+    env.agent_log(&id, "cwd");
+    let _monitor = start_monitor(&env, "200ms");
+    wait_for("the monitor to judge the agent", 20, || {
+        snapshot(&env).is_some_and(|s| s["summary"]["working"] == 1)
+    });
+    assert!(
+        env.input_lines(&id).is_empty(),
+        "no nudge within the hour's grace"
+    );
+    let path = env.home.join("config.toml");
+    let config = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, config.replace("\"3600s\"", "\"1s\"")).unwrap();
+    wait_for("the nudge the new grace allows", 20, || {
+        env.input_lines(&id).len() == 1
+    });
+}
+
+/// The running monitor writes its snapshot again when what it saw changed, not every pass
+/// (readers trust the file; sidebars read it again each time it is replaced).
+#[test]
+fn the_running_monitor_writes_its_snapshot_again_only_when_it_changed() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    env.ok(&["task", "create", "still/a", "Queued", "--no-spawn"]);
+    let _monitor = start_monitor(&env, "200ms");
+    // Settled: the monitor has seen the widget it published (its own change, seen once).
+    wait_for("the monitor to see the widget it published", 20, || {
+        let published = env.tmux.ok(&["show", "-gqv", "@orange_summary"]);
+        snapshot(&env).is_some_and(|s| {
+            s["summary"]["queued"] == 1
+                && s["options"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|o| o[0] == "@orange_summary" && o[1] == published.trim_end())
+        }) && published.contains("⏸ 1")
+    });
+    let written = snapshot_inode(&env);
+    holds_for(
+        "the snapshot not written again while nothing changes",
+        Duration::from_secs(2),
+        || snapshot_inode(&env) == written,
+    );
+    env.ok(&["task", "create", "still/b", "Queued", "--no-spawn"]);
+    wait_for("the snapshot to show the new task", 20, || {
+        snapshot(&env).is_some_and(|s| s["summary"]["queued"] == 2)
+    });
+    assert_ne!(snapshot_inode(&env), written);
+}
+
+/// The running monitor asks a session's marks once: a session that comes after its first
+/// look has them asked then (its task known to the snapshot and to the crash repair).
+#[test]
+fn a_running_monitor_learns_the_marks_of_a_new_session() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let _monitor = start_monitor(&env, "60s");
+    let id = env.create_id("marks/new", "fake-wait");
+    let sid = env.wait_session(&id, "live")["tmux_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_for("the monitor to see the new session's task mark", 20, || {
+        snapshot(&env).is_some_and(|s| {
+            s["sessions"].as_array().into_iter().flatten().any(|m| {
+                m["id"] == sid.as_str()
+                    && m["marks"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|kv| kv[0] == "@orange_task" && kv[1] == id.as_str())
+            })
+        })
+    });
+}

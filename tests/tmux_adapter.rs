@@ -619,6 +619,78 @@ fn snapshot_lists_every_pane_in_one_call() {
     t.kill_server().unwrap();
 }
 
+/// The observer's one call: each session once (its front pane standing for it) with its own
+/// marks, the global options once, the server that answered; what it does not ask of a pane
+/// stays empty.
+#[test]
+fn observe_reads_marks_per_session_and_globals_once() {
+    let s = TestServer::start();
+    let t = s.tmux();
+    let a = t
+        .new_session(&NewSession {
+            name: "p/a".into(),
+            cwd: s.dir.path().to_path_buf(),
+            command: vec!["sleep".into(), "30".into()],
+            marks: vec![("@orange_t".into(), "task a; #{x}".into())],
+            ..Default::default()
+        })
+        .unwrap();
+    let b = s.session("p/b", &["sleep", "30"]);
+    // A second pane in b's window, made the active one: it stands for b.
+    let split = s.raw(&[
+        "split-window",
+        "-d",
+        "-P",
+        "-F",
+        "#{pane_id}",
+        "-t",
+        &b.pane_id,
+        "sleep",
+        "30",
+    ]);
+    let split = split.trim();
+    s.raw(&["select-pane", "-t", split]);
+    t.set_option(OptionScope::Global, "@orange_g", "global ;")
+        .unwrap();
+    let o = t
+        .observe(&["@orange_t", "@unset"], &["@orange_g", "@none"])
+        .unwrap();
+    assert_eq!(o.server, t.server_identity().unwrap());
+    assert_eq!(
+        o.options,
+        [
+            ("@orange_g".to_string(), "global ;".to_string()),
+            ("@none".to_string(), String::new())
+        ]
+    );
+    let ids: Vec<&str> = o.sessions.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids.iter().filter(|id| **id == b.id).count(), 1, "{ids:?}");
+    let sa = o.sessions.iter().find(|m| m.id == a.id).unwrap();
+    assert_eq!(
+        (sa.name.as_str(), sa.pane_id.as_str()),
+        ("p/a", a.pane_id.as_str())
+    );
+    assert_eq!(sa.mark("@orange_t"), Some("task a; #{x}"));
+    assert_eq!(sa.mark("@unset"), None);
+    let sb = o.sessions.iter().find(|m| m.id == b.id).unwrap();
+    assert_eq!(sb.pane_id, split);
+    assert_eq!(sb.mark("@orange_t"), None);
+    assert_eq!(o.panes.len(), 4, "keepalive, a and b's two panes");
+    let pa = o.panes.iter().find(|p| p.pane_id == a.pane_id).unwrap();
+    assert_eq!(
+        (pa.session_id.as_str(), pa.pane_pid),
+        (a.id.as_str(), a.pane_pid)
+    );
+    assert!(pa.pane_active && !pa.pane_dead && pa.window_activity > 1_600_000_000);
+    // Not asked: where the pane is, how big, its command.
+    assert_eq!((pa.pane_width, pa.window_id.as_str()), (0, ""));
+    t.kill_server().unwrap();
+    assert_eq!(
+        t.observe(&["@orange_t"], &["@orange_g"]).unwrap(),
+        Default::default()
+    );
+}
+
 #[test]
 fn options_global_session_and_pane() {
     let s = TestServer::start();

@@ -167,18 +167,37 @@ pub fn write_cache(path: &Path, data: &[u8]) -> std::io::Result<()> {
     tmp.persist(path).map(|_| ()).map_err(|e| e.error)
 }
 
-/// Say "something changed": one byte appended to `run/poke` (created if needed). Its size
-/// counts the pokes exactly (file times are too coarse to order a poke against an
-/// observation taken in the same few milliseconds): an observation that began at another
-/// count is stale, and the monitor, which waits for the count to move, looks again at
-/// once. Sidebars see its time and size change and redraw. Never fails: a missed poke is
-/// caught up by the next monitor pass.
+/// Say "something changed": one line appended to `run/poke` (created if needed), `.` when
+/// it does not say what. Its size grows with every poke (file times are too coarse to
+/// order a poke against an observation taken in the same few milliseconds): an
+/// observation that began at another size is stale, and the monitor, which waits for the
+/// size to move, looks again at once. Sidebars see its time and size change and redraw.
+/// Never fails: a missed poke is caught up by the next monitor pass.
 pub fn poke(home: &Home) {
     poke_at(&home.poke_file());
 }
 
+/// [`poke`], saying what changed: the files of one task (`task.json`, `agent.json`), as
+/// the line `<project>/<id>`. A monitor that kept what it read reads again only what the
+/// lines since its last look name ([`pokes_between`]; `-`: nothing, [`poke_other`]); a `.`
+/// has it look at every file again.
+pub fn poke_task(home: &Home, project: &str, id: &str) {
+    append_poke(&home.poke_file(), format!("{project}/{id}\n").as_bytes());
+}
+
+/// [`poke`], saying that no task's files changed (they are poked with their task): a
+/// command's after-change poke, a tmux hook's, a lane's or a remote host's, the line `-`.
+/// The monitor looks again at tmux and reads again none of the tasks' files.
+pub fn poke_other(home: &Home) {
+    append_poke(&home.poke_file(), b"-\n");
+}
+
 /// [`poke`] of another counter file (`run/hosts/poke`: a remote host changed).
 pub fn poke_at(path: &Path) {
+    append_poke(path, b".\n");
+}
+
+fn append_poke(path: &Path, line: &[u8]) {
     let open = || OpenOptions::new().create(true).append(true).open(path);
     let file = open().or_else(|_| {
         if let Some(dir) = path.parent() {
@@ -187,15 +206,16 @@ pub fn poke_at(path: &Path) {
         open()
     });
     if let Ok(mut f) = file {
-        let _ = f.write_all(b".");
-        // A megabyte of pokes: start again (the count changes, as a poke's must).
+        // One write: appends of a line are never interleaved with another writer's.
+        let _ = f.write_all(line);
+        // A megabyte of pokes: start again (the size changes, as a poke's must).
         if f.metadata().is_ok_and(|m| m.len() >= 1 << 20) {
             let _ = f.set_len(0);
         }
     }
 }
 
-/// How many pokes `run/poke` holds (see [`poke`]): 0 when never poked.
+/// The size of `run/poke` (see [`poke`]): 0 when never poked.
 pub fn pokes(home: &Home) -> u64 {
     pokes_at(&home.poke_file())
 }
@@ -203,6 +223,17 @@ pub fn pokes(home: &Home) -> u64 {
 /// [`pokes`] of another counter file.
 pub fn pokes_at(path: &Path) -> u64 {
     fs::metadata(path).map_or(0, |m| m.len())
+}
+
+/// The lines of `run/poke` between the sizes `from` and `to` (what was poked meanwhile);
+/// `None` when that part is not there to read (the file started again).
+pub fn pokes_between(home: &Home, from: u64, to: u64) -> Option<String> {
+    use std::os::unix::fs::FileExt;
+    let len = usize::try_from(to.checked_sub(from)?).ok()?;
+    let f = File::open(home.poke_file()).ok()?;
+    let mut buf = vec![0; len];
+    f.read_exact_at(&mut buf, from).ok()?;
+    String::from_utf8(buf).ok()
 }
 
 /// Read a small file into `buf` with as few system calls as the kernel allows (open, one
@@ -232,6 +263,27 @@ pub fn read_small(
     }
     buf.truncate(filled);
     Ok(meta.modified().ok())
+}
+
+/// One version of a file, told from another without reading it: its device and inode,
+/// size and modification time. State files are replaced by rename, so each version is a
+/// new inode as well as a new time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+}
+
+/// The [`Stamp`] of the file at `path` (one `stat`); `None` when there is none.
+pub fn stamp(path: &Path) -> Option<Stamp> {
+    fs::metadata(path).ok().map(|m| Stamp {
+        dev: m.dev(),
+        ino: m.ino(),
+        len: m.len(),
+        mtime: (m.mtime(), m.mtime_nsec()),
+    })
 }
 
 /// How long a command waits for a state lock (`ORANGE_LOCK_TIMEOUT`, default 30s).
@@ -271,9 +323,6 @@ impl LockGuard {
     }
 
     pub fn acquire_within(path: &Path, timeout: Duration) -> Result<LockGuard> {
-        if let Some(dir) = path.parent() {
-            ensure_dir(dir)?;
-        }
         let start = Instant::now();
         let mut pause = Duration::from_millis(1);
         // Shown when the wait is long enough to be noticed (another command holds it).
@@ -287,14 +336,7 @@ impl LockGuard {
             }
             // Never through a symbolic link (a lock in a sandboxed agent's task directory
             // must not create or open a file elsewhere).
-            use std::os::unix::fs::OpenOptionsExt;
-            let file = OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(path)
-                .ctx(|| format!("opening lock {}", path.display()))?;
+            let file = open_lock(path)?;
             match file.try_lock() {
                 Ok(()) => {
                     // The lock file may have been unlinked and recreated by a shutdown
@@ -336,6 +378,31 @@ impl LockGuard {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Open (creating it, and its directory, when missing) a lock file. The directory is made
+/// only when the file cannot be opened: a lock taken often (the monitor takes a project's
+/// lock for every agent it checks) costs no `mkdir`.
+fn open_lock(path: &Path) -> Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let open = || {
+        OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+    };
+    match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                ensure_dir(dir)?;
+            }
+            open()
+        }
+        other => other,
+    }
+    .ctx(|| format!("opening lock {}", path.display()))
 }
 
 impl Drop for LockGuard {

@@ -705,6 +705,15 @@ pub struct MonitorArgs {
     /// Time between passes
     #[arg(long, default_value = "5s", value_name = "DURATION")]
     pub interval: String,
+    /// Run N passes back to back, as the running monitor makes them, and print how long
+    /// each took (for benchmarks: scripts/bench.sh)
+    #[arg(long, value_name = "N", conflicts_with = "once")]
+    pub passes: Option<u32>,
+    /// With --passes: poke before each pass, as an agent's hook does (`task`: one task's
+    /// files changed), a command or a tmux hook (`other`: none of the tasks' files), or a
+    /// poke that does not say (`all`)
+    #[arg(long, value_name = "task|other|all", requires = "passes")]
+    pub poke: Option<String>,
 }
 
 #[derive(Debug, Args)]

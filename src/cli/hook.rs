@@ -159,8 +159,9 @@ fn handle(ctx: &Ctx, event: &str, rest: &[String], flags: &HookFlags) -> Result<
                 &ctx.cwd,
             )?;
             // The agent told its own state: nothing died, no policy is due from here.
-            // The widgets follow (the monitor's, or here the same observation).
-            status::changed(&ctx.home, &tmux);
+            // The widgets follow (the monitor's, or here the same observation); what
+            // changed was poked with its task.
+            status::follow(&ctx.home, &tmux);
             Ok(json!({"event": event, "agent": result, "published": true}))
         }
         _ => {
@@ -170,7 +171,7 @@ fn handle(ctx: &Ctx, event: &str, rest: &[String], flags: &HookFlags) -> Result<
                 "unknown hook event (ignored)",
                 json!({"component": "hook", "event": event, "unknown_flags": flags.unknown, "positional": flags.positional}),
             );
-            store::poke(&ctx.home);
+            store::poke_other(&ctx.home);
             Ok(json!({"event": event, "ignored": "unknown event"}))
         }
     }
@@ -181,7 +182,7 @@ fn handle(ctx: &Ctx, event: &str, rest: &[String], flags: &HookFlags) -> Result<
 /// monitor pass itself (the same code: only the monitor records deaths), waiting at most
 /// [`PASS_WAIT`] for a pass already under way (which then catches it, or the next does).
 fn observe_now(ctx: &Ctx, tmux: &Tmux, via: &str) -> Result<Value> {
-    store::poke(&ctx.home);
+    store::poke_other(&ctx.home);
     if snapshot::monitor_running(&ctx.home, tmux) {
         return Ok(json!({"monitor": "poked", "published": true}));
     }

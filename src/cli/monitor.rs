@@ -25,6 +25,26 @@ pub fn run(ctx: &Ctx, a: MonitorArgs) -> Result<Out> {
         );
         return Ok(Out::new(r, text));
     }
+    if let Some(n) = a.passes {
+        let poke = match a.poke.as_deref() {
+            None => monitor::run::Poke::Nothing,
+            Some("task") => monitor::run::Poke::Task,
+            Some("other") => monitor::run::Poke::Other,
+            Some("all") => monitor::run::Poke::All,
+            Some(other) => {
+                return Err(OrangeError::invalid(format!(
+                    "invalid --poke {other:?}: task, other or all"
+                )))
+            }
+        };
+        let widgets = crate::ui::status::publish;
+        let ms: Vec<f64> = monitor::run::passes(&ctx.home, &tmux, n, poke, widgets)?
+            .iter()
+            .map(|r| r.pass_ms)
+            .collect();
+        let text = ms.iter().map(|m| format!("{m} ms\n")).collect::<String>();
+        return Ok(Out::new(json!({ "pass_ms": ms }), text));
+    }
     let interval = humantime::parse_duration(&a.interval)
         .map_err(|e| OrangeError::invalid(format!("invalid --interval {:?}: {e}", a.interval)))?;
     let ended = monitor::run::watch(&ctx.home, &tmux, interval, crate::ui::status::publish)?;

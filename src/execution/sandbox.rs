@@ -518,7 +518,7 @@ pub fn request(home: &Home, task_dir: &Path, req: &Request) -> Result<()> {
         .open(&path)
         .and_then(|mut f| f.write_all(line.as_bytes()))
         .map_err(|e| OrangeError::io(format!("writing {}", path.display()), e))?;
-    store::poke(home);
+    store::poke_other(home);
     Ok(())
 }
 

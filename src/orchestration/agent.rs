@@ -144,6 +144,60 @@ impl AgentInfo {
         }
         v
     }
+
+    /// The same record but, perhaps, the time it was observed (`at`): what a pass that saw
+    /// nothing new leaves (compared field by field, no copy made).
+    pub fn same_but_at(&self, other: &AgentInfo) -> bool {
+        let AgentInfo {
+            state,
+            error_kind,
+            detail,
+            signal,
+            at: _,
+            since,
+            exit_status,
+            hook_state,
+            hook_at,
+            hook_event,
+            hook_blocker,
+            hook_error,
+            hook_detail,
+            blocker,
+            last_lines,
+            asked,
+            progress_at,
+            idle_nudges,
+            nudged_for,
+            nudges,
+            handled_death,
+            handled_error,
+            escalated,
+            log_len,
+        } = self;
+        *state == other.state
+            && *error_kind == other.error_kind
+            && *detail == other.detail
+            && *signal == other.signal
+            && *since == other.since
+            && *exit_status == other.exit_status
+            && *hook_state == other.hook_state
+            && *hook_at == other.hook_at
+            && *hook_event == other.hook_event
+            && *hook_blocker == other.hook_blocker
+            && *hook_error == other.hook_error
+            && *hook_detail == other.hook_detail
+            && *blocker == other.blocker
+            && *last_lines == other.last_lines
+            && *asked == other.asked
+            && *progress_at == other.progress_at
+            && *idle_nudges == other.idle_nudges
+            && *nudged_for == other.nudged_for
+            && *nudges == other.nudges
+            && *handled_death == other.handled_death
+            && *handled_error == other.handled_error
+            && *escalated == other.escalated
+            && *log_len == other.log_len
+    }
 }
 
 /// How RFC 3339 times `a` and `b` compare: an unparsable `b` is earlier than any `a`, an

@@ -216,7 +216,7 @@ impl<'a> Lanes<'a> {
     fn save(&self, reg: &Registry) -> Result<()> {
         store::write_json_atomic(&registry_file(self.home), reg)?;
         // Every observation taken before this is stale; the monitor looks again.
-        store::poke(self.home);
+        store::poke_other(self.home);
         Ok(())
     }
 

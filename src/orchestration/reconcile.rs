@@ -16,16 +16,17 @@
 //!   becomes `running` or `error`. Each repair is logged (`orange.log`) and, for a task,
 //!   in its history.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap};
 
 use serde_json::json;
 
 use crate::adapters::store::{self, Home};
 use crate::adapters::tmux::{Marked, MarkedSession, ServerId, Tmux};
 use crate::error::{OrangeError, Result};
-use crate::execution::pool;
+use crate::execution::pool::{self, PoolFile};
 use crate::orchestration::project;
-use crate::orchestration::task::{self, Status, TaskStore};
+use crate::orchestration::task::{self, Status, Task, TaskStore};
 
 use crate::execution::session::{
     home_key, HOME_MARK, LANE_MARK, MARKS, PROJECT_MARK, TASK_MARK, WORKSPACE_MARK,
@@ -63,25 +64,90 @@ pub fn reconcile(home: &Home, tmux: &Tmux, thorough: bool) -> Result<Vec<Repair>
         Err(OrangeError::BackendNotFound(_)) => Marked::default(),
         Err(e) => return Err(e),
     };
-    reconcile_seen(home, tmux, marked, thorough, &HashSet::new())
+    reconcile_seen(home, tmux, marked, thorough, &Known::default())
+}
+
+/// What the caller of [`reconcile_seen`] has already read (the monitor's pass reads them
+/// anyway), so the repair reads none of it again.
+#[derive(Default)]
+pub struct Known<'a> {
+    /// The open tasks by `(project, id)`, as they were when the count of pokes was
+    /// `pokes`. A workspace bound to an active one is its own. Under a project's lock,
+    /// while the count has not moved since, they are the task files (every save of a task
+    /// pokes, under that lock).
+    tasks: HashMap<(&'a str, &'a str), &'a Task>,
+    pokes: Option<u64>,
+    /// The pool file (read when `None`).
+    pool: Option<&'a PoolFile>,
+}
+
+impl<'a> Known<'a> {
+    /// The open tasks as read when the count of pokes was `pokes`, and the pool file.
+    pub fn new(tasks: &'a [Task], pokes: u64, pool: &'a PoolFile) -> Known<'a> {
+        Known {
+            tasks: tasks
+                .iter()
+                .map(|t| ((t.project.as_str(), t.id.as_str()), t))
+                .collect(),
+            pokes: Some(pokes),
+            pool: Some(pool),
+        }
+    }
+
+    /// Are the caller's copies still the task files? Asked under a project's lock (no
+    /// command saves its tasks meanwhile; a repair of this one may: ask again after it).
+    fn trusted(&self, home: &Home) -> bool {
+        self.pokes.is_some_and(|p| p == store::pokes(home))
+    }
+
+    /// The task `project`/`id` (its project's lock held): the caller's copy when
+    /// `trusted` ([`Known::trusted`]), else its file.
+    fn task(
+        &self,
+        store: &TaskStore,
+        trusted: bool,
+        project: &str,
+        id: &str,
+    ) -> Result<Cow<'a, Task>> {
+        let copy = match trusted {
+            true => self.tasks.get(&(project, id)).copied(),
+            false => None,
+        };
+        match copy {
+            Some(t) => Ok(Cow::Borrowed(t)),
+            None => store.load(project, id).map(Cow::Owned),
+        }
+    }
+
+    /// `(project, id)` of a task the caller read as active.
+    fn active(&self, project: &str, id: &str) -> bool {
+        self.tasks
+            .get(&(project, id))
+            .is_some_and(|t| t.status.is_active())
+    }
 }
 
 /// [`reconcile`] on sessions already listed (the observer's one tmux call lists them with
-/// their marks; tmux is asked again only to confirm a session before acting on it).
-///
-/// `active`: `(project, id)` of tasks the caller has just read as active (the monitor's
-/// pass reads them anyway): a workspace bound to one of them is theirs, without reading
-/// the task again.
+/// their marks; tmux is asked again only to confirm a session before acting on it), with
+/// what the caller already read ([`Known`]).
 pub fn reconcile_seen(
     home: &Home,
     tmux: &Tmux,
     marked: Marked,
     thorough: bool,
-    active: &HashSet<(String, String)>,
+    known: &Known<'_>,
 ) -> Result<Vec<Repair>> {
     if !home.root.exists() {
         return Ok(vec![]);
     }
+    let read;
+    let pool = match known.pool {
+        Some(p) => p,
+        None => {
+            read = pool::load(home)?;
+            &read
+        }
+    };
     let Marked { server, sessions } = marked;
     let root = home_key(home);
     let ours: Vec<&MarkedSession> = sessions
@@ -96,8 +162,7 @@ pub fn reconcile_seen(
         .filter_map(|s| s.mark(PROJECT_MARK).map(str::to_string))
         .collect();
     projects.extend(
-        pool::load(home)?
-            .workspaces
+        pool.workspaces
             .values()
             .filter(|s| s.task.is_some())
             .map(|s| s.project.clone()),
@@ -108,6 +173,11 @@ pub fn reconcile_seen(
         let Some(_lock) = store.try_lock(&name)? else {
             continue;
         };
+        let mut on = Project {
+            name: &name,
+            known,
+            trusted: known.trusted(home),
+        };
         let mine: Vec<&MarkedSession> = ours
             .iter()
             .copied()
@@ -115,14 +185,19 @@ pub fn reconcile_seen(
             .collect();
         for s in &mine {
             if let Some(id) = s.mark(TASK_MARK) {
-                let on = Seen {
+                let seen = Seen {
                     session: s,
                     server: server.as_ref(),
                 };
-                repairs.extend(task_session(home, tmux, &store, &name, id, &on)?);
+                let repair = task_session(home, tmux, &store, &on, id, &seen)?;
+                // A repair may have saved a task: the copies are checked again.
+                if repair.is_some() {
+                    on.trusted = known.trusted(home);
+                }
+                repairs.extend(repair);
             }
         }
-        repairs.extend(bindings(home, &store, &name, thorough, active)?);
+        repairs.extend(bindings(home, &store, &mut on, pool, thorough)?);
     }
     let lanes: Vec<&MarkedSession> = ours
         .iter()
@@ -136,6 +211,14 @@ pub fn reconcile_seen(
     Ok(repairs)
 }
 
+/// The project being repaired (its lock held), what the caller already read, and whether
+/// its copies are still the task files ([`Known::trusted`]).
+struct Project<'a> {
+    name: &'a str,
+    known: &'a Known<'a>,
+    trusted: bool,
+}
+
 /// A session as one reconciliation saw it.
 struct Seen<'a> {
     session: &'a MarkedSession,
@@ -147,7 +230,7 @@ fn task_session(
     home: &Home,
     tmux: &Tmux,
     store: &TaskStore,
-    project: &str,
+    project: &Project<'_>,
     id: &str,
     on: &Seen<'_>,
 ) -> Result<Option<Repair>> {
@@ -155,12 +238,12 @@ fn task_session(
         home,
         tmux,
         store,
-        project,
+        project: project.name,
         id,
         on,
     };
     let s = on.session;
-    let t = match store.load(project, id) {
+    let t = match project.known.task(store, project.trusted, project.name, id) {
         Ok(t) => t,
         Err(OrangeError::TaskNotFound(_)) => {
             return one.stop(format!("its task {id} no longer exists"), true);
@@ -180,8 +263,8 @@ fn task_session(
         }
     }
     match t.status {
-        st if st.is_active() => one.adopt_active(t),
-        Status::Pending => one.adopt_pending(t),
+        st if st.is_active() => one.adopt_active(t.into_owned()),
+        Status::Pending => one.adopt_pending(t.into_owned()),
         st => {
             let r = one.stop(format!("its task {id} is {st}"), !t.workspace_kept)?;
             store.append_history(
@@ -301,23 +384,28 @@ impl OneSession<'_> {
     }
 }
 
-/// Workspaces bound to tasks of `project` that hold nothing (the project's lock held).
+/// Workspaces bound to tasks of `project` that hold nothing (the project's lock held), as
+/// `pool` (read before the lock) binds them: a binding made since is an active task's, one
+/// undone since is not released twice ([`pool::release_held_by`] checks under the pool's
+/// lock).
 fn bindings(
     home: &Home,
     store: &TaskStore,
-    project: &str,
+    on: &mut Project<'_>,
+    pool: &PoolFile,
     thorough: bool,
-    active: &HashSet<(String, String)>,
 ) -> Result<Vec<Repair>> {
+    let project = on.name;
     let mut repairs = vec![];
-    for (ws, label) in pool::bindings(home, project)? {
-        if active.contains(&(project.to_string(), label.clone())) {
+    for (ws, label) in pool::bindings_in(pool, project) {
+        if on.known.active(project, &label) {
             continue;
         }
         // A label that is no task is an outside tool's binding (`workspace gc` judges it).
-        let Ok(mut t) = store.load(project, &label) else {
+        let Ok(t) = on.known.task(store, on.trusted, project, &label) else {
             continue;
         };
+        let mut t = t.into_owned();
         // Active: its own. Kept by cancel for its uncommitted work: on purpose (looked at
         // again only by the thorough pass).
         let kept = t.workspace_kept && t.workspace.as_deref() == Some(ws.as_str());
@@ -331,6 +419,7 @@ fn bindings(
             if t.workspace.as_deref() == Some(ws.as_str()) {
                 t.workspace = None;
                 store.save(&t)?;
+                on.trusted = false;
             }
             store.append_history(
                 &t,

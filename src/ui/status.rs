@@ -193,7 +193,14 @@ pub fn current(home: &Home, tmux: &Tmux) -> Result<Summary> {
 /// once); without a monitor on this server, observe and publish here. Never fails the
 /// caller (no tmux server, a slow one: the next change or monitor pass catches up).
 pub fn changed(home: &Home, tmux: &Tmux) {
-    store::poke(home);
+    // What a command changed in a task's files, it poked with the task.
+    store::poke_other(home);
+    follow(home, tmux);
+}
+
+/// [`changed`] after a poke that said what changed (`store::poke_task`): the widgets follow
+/// (here when no monitor runs on this server).
+pub fn follow(home: &Home, tmux: &Tmux) {
     // In a sandbox, tmux is out of reach (on purpose): the monitor outside publishes.
     if crate::execution::sandbox::inside() {
         return;
@@ -469,15 +476,12 @@ mod tests {
         }
     }
 
-    fn session(sid: &str, status: &str, summary: &str) -> MarkedSession {
+    fn session(sid: &str, status: &str) -> MarkedSession {
         MarkedSession {
             id: sid.into(),
             name: sid.into(),
             pane_id: "%1".into(),
-            marks: vec![
-                (SESSION_OPTION.into(), status.into()),
-                (SUMMARY_OPTION.into(), summary.into()),
-            ],
+            marks: vec![(SESSION_OPTION.into(), status.into())],
         }
     }
 
@@ -495,9 +499,9 @@ mod tests {
                 start_time: 1,
             }),
             sessions: vec![
-                session("$1", "", ""),
-                session("$2", "user's own value", ""),
-                session("$3", &render_session_tmux(&item(Bucket::Dead, "x")), ""),
+                session("$1", ""),
+                session("$2", "user's own value"),
+                session("$3", &render_session_tmux(&item(Bucket::Dead, "x"))),
             ],
             ..Snapshot::default()
         };
@@ -515,9 +519,10 @@ mod tests {
             ]
         );
         snap.sessions = vec![
-            session("$1", &render_session_tmux(&it), &render_tmux(&s)),
-            session("$2", "user's own value", &render_tmux(&s)),
+            session("$1", &render_session_tmux(&it)),
+            session("$2", "user's own value"),
         ];
+        snap.options = vec![(SUMMARY_OPTION.into(), render_tmux(&s))];
         assert_eq!(option_changes(&s, &snap), vec![]);
     }
 }

@@ -10,7 +10,7 @@ use tmux_interface as ti;
 
 use super::exec::raw;
 use super::handle::Tmux;
-use super::parse::{Format, PaneInfo, ServerId, SERVER};
+use super::parse::{Format, PaneFields, PaneInfo, ServerId, RS, SERVER};
 use super::target::validate_word;
 use crate::error::Result;
 
@@ -33,8 +33,10 @@ pub struct Observed {
     /// The server instance that answered (`None`: no server runs).
     pub server: Option<ServerId>,
     pub panes: Vec<PaneInfo>,
-    /// Each session once, with the options asked for.
+    /// Each session once, with the session options asked for.
     pub sessions: Vec<MarkedSession>,
+    /// `(name, value)` of each global option asked for, in order (empty when unset).
+    pub options: Vec<(String, String)>,
 }
 
 /// A session and orange's marks on it (empty when unset): see [`Tmux::marked_sessions`].
@@ -44,7 +46,7 @@ pub struct MarkedSession {
     pub name: String,
     /// The active pane of its current window.
     pub pane_id: String,
-    /// `(mark name, value)` for each mark asked for, in order.
+    /// `(mark name, value)` for each mark asked for that is set, in order.
     pub marks: Vec<(String, String)>,
 }
 
@@ -65,9 +67,11 @@ impl MarkedSession {
             id: row[fmt.at("session_id")].to_string(),
             name: row[fmt.at("session_name")].to_string(),
             pane_id: row[fmt.at("pane_id")].to_string(),
+            // An unset mark reads empty: not kept ([`MarkedSession::mark`] is `None` either way).
             marks: marks
                 .iter()
                 .zip(&row[first_mark..])
+                .filter(|(_, v)| !v.is_empty())
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
         }
@@ -80,37 +84,42 @@ impl Tmux {
     /// collected a dead pane's exit status yet: see `nudge_reaper`). Empty when no server
     /// runs.
     pub fn snapshot(&self) -> Result<Vec<PaneInfo>> {
-        let fmt = Format::panes(true).and(&["pid"]);
+        let fmt = Format::panes(PaneFields::All);
         Ok(self
-            .all_panes(&fmt, |panes, _| Ok(panes))?
+            .all_panes(&Format::of(SERVER), &fmt, |_, panes, _| Ok(panes))?
             .unwrap_or_default())
     }
 
     /// Everything the observer needs, in ONE tmux call (repeated only while a dead pane's
-    /// exit status is not collected, like [`Tmux::snapshot`]): every pane (all of
-    /// [`PaneInfo`] but `pane_current_command` and `pane_current_path`, which make the
-    /// server read `/proc` for every pane), the server instance, and for each session the
-    /// `extra` user options (`@orange_task`…, each read as `#{name}`: a session's value, else
-    /// the global one). `server` is `None` when no server runs (a running server always has a
-    /// pane).
-    pub fn observe(&self, extra: &[&str]) -> Result<Observed> {
-        for m in extra {
+    /// exit status is not collected, like [`Tmux::snapshot`]): every pane (what
+    /// [`PaneFields::Observed`] names: the rest of a [`PaneInfo`] stays empty), for each
+    /// session the session options `marks` (`@orange_task`…, each read as `#{name}`: a
+    /// session's value, else the global one), and once the server instance and the global
+    /// options `globals`. `server` is `None` when no server runs.
+    ///
+    /// What costs tmux is expanding fields, about the same for each field of each pane: the
+    /// server's identity and the global options are asked once (`display-message`), not for
+    /// every pane, and only the pane fields the observer reads are asked.
+    pub fn observe(&self, marks: &[&str], globals: &[&str]) -> Result<Observed> {
+        for m in marks.iter().chain(globals) {
             validate_word("option name", m)?;
         }
-        let fmt = Format::panes(false)
+        let head = Format::of(SERVER).and(globals);
+        let fmt = Format::panes(PaneFields::Observed)
             .and(&["window_active"])
-            .and(SERVER)
-            .and(extra);
-        let observed = self.all_panes(&fmt, |panes, rows| {
-            let server = match rows.first() {
-                Some(r) => Some(fmt.server(r)?),
-                None => None,
-            };
+            .and(marks);
+        let observed = self.all_panes(&head, &fmt, |top, panes, rows| {
+            let server = Some(head.server(top)?);
+            let options = globals
+                .iter()
+                .zip(&top[SERVER.len()..])
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
             // Each session once: the active pane of its current window stands for it.
             let front = fmt.at("window_active");
             let mut sessions: Vec<MarkedSession> = Vec::new();
             for (p, r) in panes.iter().zip(rows) {
-                let row = MarkedSession::of_row(&fmt, r, extra);
+                let row = MarkedSession::of_row(&fmt, r, marks);
                 match sessions.iter_mut().find(|s| s.id == p.session_id) {
                     Some(s) if r[front] == "1" && p.pane_active => *s = row,
                     Some(_) => {}
@@ -121,37 +130,52 @@ impl Tmux {
                 server,
                 panes,
                 sessions,
+                options,
             })
         })?;
         Ok(observed.unwrap_or_default())
     }
 
-    /// `list-panes -a` with `fmt` (made by [`Format::panes`], asking the server's `pid`),
-    /// retried after a nudge while a dead pane's exit status is not collected, then `then`
-    /// with the panes and the rows they were read from. `None` when no server runs.
+    /// `display-message -p` with `head` (which asks [`SERVER`]) then `list-panes -a` with
+    /// `fmt` (made by [`Format::panes`]), in one call, retried after a nudge while a dead
+    /// pane's exit status is not collected; then `then` with the row of `head`, the panes and
+    /// the rows they were read from. `None` when no server runs.
     fn all_panes<T>(
         &self,
+        head: &Format,
         fmt: &Format,
-        then: impl FnOnce(Vec<PaneInfo>, &[Vec<&str>]) -> Result<T>,
+        then: impl FnOnce(&[&str], Vec<PaneInfo>, &[Vec<&str>]) -> Result<T>,
     ) -> Result<Option<T>> {
         let mut attempt = 0;
         loop {
-            let ran = self.exec(vec![ti::ListPanes::new().all().format(fmt.arg()).build()])?;
+            let mut display = raw("display-message");
+            display.push_flag("-p");
+            display.push_param(head.arg());
+            let list = ti::ListPanes::new().all().format(fmt.arg()).build();
+            let ran = self.exec(vec![display, list])?;
             if ran.no_server() {
                 return Ok(None);
             }
             let out = ran.ok()?;
-            let rows = fmt.rows(&out)?;
+            // The first record is display-message's, the others list-panes'.
+            let cut = out.find(RS).map_or(out.len(), |i| i + RS.len_utf8());
+            let top = head.rows(&out[..cut])?;
+            let Some(top) = top.first() else {
+                return Err(crate::error::OrangeError::BackendCommandFailed(
+                    "unexpected tmux output: no server fields".into(),
+                ));
+            };
+            let rows = fmt.rows(&out[cut..])?;
             let panes = rows
                 .iter()
                 .map(|r| fmt.pane(r))
                 .collect::<Result<Vec<_>>>()?;
             if attempt < REAP_RETRIES && panes.iter().any(PaneInfo::unreaped) {
-                self.nudge_reaper(rows.first().map(|r| r[fmt.at("pid")]).unwrap_or(""));
+                self.nudge_reaper(top[head.at("pid")]);
                 attempt += 1;
                 continue;
             }
-            return then(panes, &rows).map(Some);
+            return then(top, panes, &rows).map(Some);
         }
     }
 

@@ -1,8 +1,9 @@
 //! What tmux prints, read back: the `-F` formats orange asks for ([`Format`]), the rows
 //! they print, and the values they become. Every pane field orange reads is listed ONCE,
 //! in [`PANE`], with its parser: every pane listing (`snapshot`, `observe`, a new session's
-//! ids, `session_info`) asks that list, and only [`Format::pane`] turns a row into a
-//! [`PaneInfo`]. The server instance's fields are listed once too ([`SERVER`]).
+//! ids, `session_info`) asks that list or its first part ([`PaneFields`]), and only
+//! [`Format::pane`] turns a row into a [`PaneInfo`]. The server instance's fields are
+//! listed once too ([`SERVER`]).
 
 use serde::Serialize;
 
@@ -14,19 +15,24 @@ pub(super) const FS: char = '\x1f';
 /// Record terminator in format output, so a path containing a newline cannot split a row.
 pub(super) const RS: char = '\x1e';
 
-/// One pane of `Tmux::snapshot` (every field but the two `/proc` ones in `Tmux::observe`).
-/// Each field is named as the tmux format it is read from (see [`PANE`]).
+/// One pane of `Tmux::snapshot`. Each field is named as the tmux format it is read from
+/// (see [`PANE`]). `Tmux::observe` asks only what the observer reads ([`PaneFields::Observed`]:
+/// the session, the pane, its activity and its life): the others stay at their defaults.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct PaneInfo {
     pub session_id: String,
     pub session_name: String,
     /// At least one client is attached to the session.
+    #[serde(default, skip_serializing_if = "is_default")]
     pub session_attached: bool,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub window_id: String,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub window_index: u32,
     /// Unix time of the window's last activity.
     pub window_activity: u64,
     pub pane_id: String,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub pane_index: u32,
     pub pane_active: bool,
     pub pane_pid: u32,
@@ -37,10 +43,19 @@ pub struct PaneInfo {
     pub pane_dead_status: Option<i32>,
     /// Signal that killed a dead pane's program.
     pub pane_dead_signal: Option<i32>,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub pane_current_command: String,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub pane_current_path: String,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub pane_width: u32,
+    #[serde(default, skip_serializing_if = "is_default")]
     pub pane_height: u32,
+}
+
+/// Not written when empty: the fields an observation does not ask (see [`PaneFields`]).
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 impl PaneInfo {
@@ -128,30 +143,59 @@ macro_rules! pane_fields {
     };
 }
 
-/// Every field of a [`PaneInfo`], once. The last [`PROC_FIELDS`] make the server read
-/// `/proc` for every pane: [`Format::panes`] leaves them out where they are not needed.
+/// Every field of a [`PaneInfo`], once, in three parts: what the observer reads each pass
+/// (identity, activity, life), then where the pane is and how big, then the two fields
+/// that make the server read `/proc` for every pane. A listing asks a prefix of this list
+/// ([`PaneFields`]): each field tmux expands costs the server about as much for every
+/// pane, so the observer's query asks only the first part.
 pub(super) const PANE: &[(&str, Setter)] = pane_fields![
     session_id: text,
     session_name: text,
-    session_attached: count_flag,
-    window_id: text,
-    window_index: num,
     window_activity: num,
     pane_id: text,
-    pane_index: num,
     pane_active: flag,
     pane_pid: num,
     pane_dead: flag,
     pane_dead_status: opt_num,
     pane_dead_signal: opt_num,
+    // PaneFields::Placed
+    session_attached: count_flag,
+    window_id: text,
+    window_index: num,
+    pane_index: num,
     pane_width: num,
     pane_height: num,
+    // PaneFields::All
     pane_current_command: text,
     pane_current_path: text,
 ];
 
+/// How many of [`PANE`]'s fields, from the first, the observer reads.
+const OBSERVED_FIELDS: usize = 9;
 /// How many of [`PANE`]'s fields, at its end, make the server read `/proc`.
 const PROC_FIELDS: usize = 2;
+
+/// How much of [`PANE`] a listing asks (each level asks the fields of the one before too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PaneFields {
+    /// What the observer reads each pass: the session, the pane, its activity, its life.
+    Observed,
+    /// And where the pane is (window, indexes, size) and whether its session is attached.
+    Placed,
+    /// And its current command and path, which the server reads `/proc` for.
+    All,
+}
+
+impl PaneFields {
+    /// How many of [`PANE`]'s fields, from the first, this level asks.
+    fn count(self) -> usize {
+        match self {
+            PaneFields::Observed => OBSERVED_FIELDS,
+            PaneFields::Placed => PANE.len() - PROC_FIELDS,
+            PaneFields::All => PANE.len(),
+        }
+    }
+}
 
 /// A `-F` format: the fields asked for (each read as `#{name}`), in order, separated by
 /// [`FS`] and each row terminated by [`RS`].
@@ -170,14 +214,9 @@ impl<'a> Format<'a> {
         }
     }
 
-    /// The fields of a [`PaneInfo`]; `proc`: also those the server reads `/proc` for (the
-    /// current command and path), which [`PaneInfo`] otherwise leaves empty.
-    pub(super) fn panes(proc: bool) -> Format<'static> {
-        let n = if proc {
-            PANE.len()
-        } else {
-            PANE.len() - PROC_FIELDS
-        };
+    /// The fields of a [`PaneInfo`] this level asks (the others stay at their defaults).
+    pub(super) fn panes(level: PaneFields) -> Format<'static> {
+        let n = level.count();
         Format {
             fields: PANE[..n].iter().map(|(name, _)| *name).collect(),
             panes: n,
@@ -317,7 +356,7 @@ mod tests {
     /// Each pane field lands in the field of the same name, whatever else the format asks.
     #[test]
     fn a_pane_row_is_read_by_name() {
-        let fmt = Format::panes(true).and(&["pid"]);
+        let fmt = Format::panes(PaneFields::All).and(&["pid"]);
         let row: Vec<String> = fmt
             .fields()
             .iter()
@@ -341,10 +380,25 @@ mod tests {
         );
         assert_eq!((p.window_index, p.pane_width), (7, 80));
         // Without the /proc fields, they stay empty.
-        let cheap = Format::panes(false);
+        let cheap = Format::panes(PaneFields::Placed);
         assert!(!cheap.fields().contains(&"pane_current_command"));
         let p = cheap.pane(&row[..cheap.fields().len()]).unwrap();
         assert_eq!(p.pane_current_command, "");
+        assert_eq!((p.window_index, p.pane_width), (7, 80));
+        // The observer's fields: no size, no indexes.
+        let observed = Format::panes(PaneFields::Observed);
+        assert_eq!(observed.fields()[..2], ["session_id", "session_name"]);
+        let p = observed.pane(&row[..observed.fields().len()]).unwrap();
+        assert!(p.pane_dead && p.pane_active && !p.session_attached);
+        assert_eq!((p.window_activity, p.pane_pid, p.pane_width), (7, 7, 0));
         assert!(cheap.pane(&["x"; 15]).is_err(), "a number that is not one");
+        assert_eq!(
+            PANE[OBSERVED_FIELDS - 1..OBSERVED_FIELDS + 1]
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>(),
+            ["pane_dead_signal", "session_attached"],
+            "the observer's part of PANE ends where the comment says"
+        );
     }
 }

@@ -5,7 +5,7 @@ use serde::Serialize;
 use tmux_interface as ti;
 
 use super::handle::Tmux;
-use super::parse::{num, Format, SessionInfo};
+use super::parse::{num, Format, PaneFields, SessionInfo};
 use super::target::{
     pane_target, session_target, validate_program, validate_session_name, validate_word,
 };
@@ -41,7 +41,7 @@ impl Tmux {
         let cwd = spec.cwd.to_str().ok_or_else(|| {
             OrangeError::invalid(format!("{} is not valid UTF-8", spec.cwd.display()))
         })?;
-        let fmt = Format::panes(false);
+        let fmt = Format::panes(PaneFields::Placed);
         let mut cmds = vec![new_session_cmd(spec, cwd, &fmt)];
         // Same command sequence: applied before the server can notice the program's exit.
         cmds.push(
@@ -105,7 +105,7 @@ impl Tmux {
     /// Ids of a session and of its active pane (or of the session holding a pane/window
     /// target); `None` when it does not exist.
     pub fn session_info(&self, target: &str) -> Result<Option<SessionInfo>> {
-        let fmt = Format::panes(false);
+        let fmt = Format::panes(PaneFields::Placed);
         match self.pane_fields(target, fmt.fields())? {
             Some(r) => Ok(Some(SessionInfo::from(fmt.pane(&r)?))),
             None => Ok(None),

@@ -165,12 +165,16 @@ pub fn unsaved_work(home: &Home, name: &str, path: &Path, base: &str) -> Result<
 
 /// The bound workspaces of `project`: (name, label).
 pub fn bindings(home: &Home, project: &str) -> Result<Vec<(String, String)>> {
-    Ok(load(home)?
-        .workspaces
-        .into_iter()
+    Ok(bindings_in(&load(home)?, project))
+}
+
+/// [`bindings`] in a pool file already read.
+pub fn bindings_in(pool: &PoolFile, project: &str) -> Vec<(String, String)> {
+    pool.workspaces
+        .iter()
         .filter(|(_, s)| s.project == project && s.status == SlotStatus::Bound)
-        .filter_map(|(n, s)| Some((n, s.task?)))
-        .collect())
+        .filter_map(|(n, s)| Some((n.clone(), s.task.clone()?)))
+        .collect()
 }
 
 pub fn list(home: &Home, project: Option<&str>) -> Result<Vec<Workspace>> {

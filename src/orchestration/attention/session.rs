@@ -2,6 +2,9 @@
 //! and its agent's state corrected by it ([`agent_state`]): the pane is the ground truth
 //! for life and death, whatever `agent.json` last recorded.
 
+use std::cell::OnceCell;
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use crate::adapters::tmux::{PaneExit, PaneInfo};
@@ -46,6 +49,64 @@ pub struct SessionView {
     pub exit_signal: Option<i32>,
 }
 
+/// The panes of one look, indexed to find each task's agent pane without a scan of them
+/// all ([`Panes::agent_pane`], the same answer as [`agent_pane`]).
+pub struct Panes<'p> {
+    panes: &'p [PaneInfo],
+    by_id: HashMap<&'p str, &'p PaneInfo>,
+    /// The first pane of each session by session id, and by name (made when first needed:
+    /// tasks name their agent's pane).
+    first_by_session: OnceCell<HashMap<&'p str, &'p PaneInfo>>,
+    first_by_name: OnceCell<HashMap<&'p str, &'p PaneInfo>>,
+}
+
+impl<'p> Panes<'p> {
+    pub fn new(panes: &'p [PaneInfo]) -> Panes<'p> {
+        let mut by_id = HashMap::with_capacity(panes.len());
+        for p in panes {
+            by_id.entry(p.pane_id.as_str()).or_insert(p);
+        }
+        Panes {
+            panes,
+            by_id,
+            first_by_session: OnceCell::new(),
+            first_by_name: OnceCell::new(),
+        }
+    }
+
+    /// [`agent_pane`], looked up.
+    pub fn agent_pane(&self, task: &Task) -> Option<&'p PaneInfo> {
+        let sid = task.tmux_session_id.as_deref();
+        if let Some(pid) = task.tmux_pane_id.as_deref() {
+            return self
+                .by_id
+                .get(pid)
+                .copied()
+                .filter(|p| sid.is_none_or(|s| s == p.session_id));
+        }
+        let first = |key: fn(&PaneInfo) -> &str| {
+            let mut m = HashMap::new();
+            for p in self.panes {
+                m.entry(key(p)).or_insert(p);
+            }
+            m
+        };
+        match (sid, task.tmux_session.as_deref()) {
+            (Some(s), _) => self
+                .first_by_session
+                .get_or_init(|| first(|p| &p.session_id))
+                .get(s)
+                .copied(),
+            (None, Some(name)) => self
+                .first_by_name
+                .get_or_init(|| first(|p| &p.session_name))
+                .get(name)
+                .copied(),
+            (None, None) => None,
+        }
+    }
+}
+
 /// The agent's pane of a task: by pane id when known (a sidebar may share its window),
 /// else the first pane of its session (by id, else by exact name).
 pub fn agent_pane<'p>(task: &Task, panes: &'p [PaneInfo]) -> Option<&'p PaneInfo> {
@@ -74,7 +135,11 @@ impl SessionView {
     };
 
     pub fn of(task: &Task, panes: &[PaneInfo]) -> SessionView {
-        let pane = agent_pane(task, panes);
+        Self::of_pane(agent_pane(task, panes))
+    }
+
+    /// The view of a task whose agent pane is `pane` (see [`agent_pane`]).
+    pub fn of_pane(pane: Option<&PaneInfo>) -> SessionView {
         match pane {
             None => SessionView::NONE,
             Some(p) => match p.exit() {
@@ -188,6 +253,54 @@ mod tests {
         assert_eq!(
             serde_json::to_value(view).unwrap(),
             serde_json::json!({"state": "dead", "exit_status": 3})
+        );
+    }
+
+    /// The index finds the pane the scan finds, for every way a task names its pane.
+    #[test]
+    fn indexed_panes_agree_with_the_scan() {
+        let pane = |sid: &str, name: &str, pid: &str| PaneInfo {
+            session_id: sid.into(),
+            session_name: name.into(),
+            pane_id: pid.into(),
+            ..PaneInfo::default()
+        };
+        let panes = vec![
+            pane("$1", "p/a", "%1"),
+            pane("$1", "p/a", "%2"),
+            pane("$2", "p/b", "%3"),
+            pane("$3", "p/c", "%4"),
+        ];
+        let index = Panes::new(&panes);
+        let task = |sid: Option<&str>, name: Option<&str>, pid: Option<&str>| Task {
+            tmux_session_id: sid.map(Into::into),
+            tmux_session: name.map(Into::into),
+            tmux_pane_id: pid.map(Into::into),
+            ..Task::default()
+        };
+        let tasks = [
+            task(Some("$1"), None, Some("%2")),
+            task(Some("$2"), None, Some("%2")),
+            task(None, None, Some("%4")),
+            task(Some("$1"), Some("p/c"), None),
+            task(None, Some("p/b"), None),
+            task(None, Some("p/x"), None),
+            task(Some("$9"), None, None),
+            task(None, None, None),
+            task(None, None, Some("%9")),
+        ];
+        for t in &tasks {
+            assert_eq!(
+                index.agent_pane(t).map(|p| &p.pane_id),
+                agent_pane(t, &panes).map(|p| &p.pane_id),
+                "{t:?}"
+            );
+        }
+        assert_eq!(index.agent_pane(&tasks[0]).unwrap().pane_id, "%2");
+        assert_eq!(index.agent_pane(&tasks[3]).unwrap().pane_id, "%1");
+        assert!(
+            index.agent_pane(&tasks[1]).is_none(),
+            "its pane, in another session"
         );
     }
 }

@@ -14,7 +14,7 @@ use crate::orchestration::task::{Status, Task, TaskStore};
 
 use super::classify::{classify, Bucket, Counts, Item, ItemKind, FIRST_PROMPT, WAITING_FOR_INPUT};
 use super::next;
-use super::session::{SessionState, SessionView};
+use super::session::{Panes, SessionState, SessionView};
 
 /// Counts over every project's open tasks (and lanes), per project, and the items.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -147,9 +147,9 @@ pub fn lane_items(home: &Home, panes: &[PaneInfo]) -> Vec<Item> {
 /// Agent states already read, by (project, task id): the monitor's pass knows them.
 pub type Agents = std::collections::HashMap<(String, String), AgentInfo>;
 
-fn task_item(home: &Home, task: &Task, panes: &[PaneInfo], agents: &Agents) -> Option<Item> {
-    let session = SessionView::of(task, panes);
-    item_of(&TaskStore::new(home), task, &session, agents)
+fn task_item(store: &TaskStore, task: &Task, panes: &Panes<'_>, agents: &Agents) -> Option<Item> {
+    let session = SessionView::of_pane(panes.agent_pane(task));
+    item_of(store, task, &session, agents)
 }
 
 /// A task as an [`Item`] (what the widgets, the notifications and its sidebar judge it
@@ -214,9 +214,11 @@ pub fn of_tasks(
         unreadable,
         ..Summary::default()
     };
+    let store = TaskStore::new(home);
+    let index = Panes::new(panes);
     let mut items: Vec<Item> = tasks
         .iter()
-        .filter_map(|t| task_item(home, t, panes, agents))
+        .filter_map(|t| task_item(&store, t, &index, agents))
         .collect();
     items.extend(lane_items(home, panes));
     s.add_items(items);

@@ -82,6 +82,49 @@ pub(super) struct Judged {
     pub(super) seen: Seen,
 }
 
+/// What is left to do with a verdict (`info`: the record after it), in the order `check`
+/// does it: what `task send` held for an agent whose turn ended, a nudge due (idle for the
+/// grace, no progress, not nudged in this idle period), a death or a dialog or error not
+/// handled yet.
+fn due(
+    task: &Task,
+    state: State,
+    info: &AgentInfo,
+    seen: &Seen,
+    policy: &Resolved,
+    log_grew: bool,
+    now: chrono::DateTime<chrono::Utc>,
+) -> bool {
+    let handled = info.handled_error.as_deref() == Some(info.since.as_str());
+    match state {
+        State::Waiting if !task.held.is_empty() => true,
+        State::Error if !task.held.is_empty() && handled => true,
+        State::Waiting => {
+            age(&info.since, now) >= policy.idle_grace
+                && !log_grew
+                && info.nudged_for.as_deref() != Some(info.since.as_str())
+        }
+        State::Dead => {
+            info.handled_death.as_deref() != Some(seen.death.as_deref().unwrap_or_default())
+        }
+        State::Error | State::Blocked => !handled,
+        State::Working | State::Retrying | State::Unknown => false,
+    }
+}
+
+/// Whether the observation (`info`, the record `before` it) must be written: something
+/// new in it (not only the time of this look), the task changed since it was made
+/// (readers trust only an observation made after the task's last change) or a hook came
+/// since (its state was weighed against the log in this pass).
+fn must_write(task: &Task, info: &AgentInfo, before: &AgentInfo) -> bool {
+    !info.same_but_at(before)
+        || !agent::at_or_after(&before.at, &task.updated_at)
+        || before
+            .hook_at
+            .as_deref()
+            .is_some_and(|h| agent::at_or_after(h, &before.at))
+}
+
 impl<'a> Monitor<'a> {
     /// Whether the task is still as this pass read it: the same status and session. A
     /// command may have changed it meanwhile (a respawn kills the dead session, starts a
@@ -124,13 +167,17 @@ impl<'a> Monitor<'a> {
             seen,
         } = judged;
         crate::adapters::fault::pause("monitor.observed");
-        if !self.still_as_observed(&task) {
-            return Ok(None);
-        }
         let before = info.clone();
-        self.respawned = false;
         let log_grew = seen.log_grew(&info);
         let state = judge::record(&mut info, &seen, &stamp, &task.id);
+        // The lock is for a check that acts or writes: one that finds nothing new and
+        // nothing due (most of them, most passes) takes none.
+        let quiet = !due(&task, state, &info, &seen, &policy, log_grew, now)
+            && !must_write(&task, &info, &before);
+        if !quiet && !self.still_as_observed(&task) {
+            return Ok(None);
+        }
+        self.respawned = false;
         report.states.push(
             json!({"task": task.id, "state": state, "signal": seen.signal, "detail": info.detail}),
         );
@@ -148,19 +195,14 @@ impl<'a> Monitor<'a> {
                 self.deliver_held(&task, &mut info, report);
             }
             State::Waiting => {
-                let idle = age(&info.since, now);
-                let period = info.since.clone();
-                if idle >= policy.idle_grace
-                    && !log_grew
-                    && info.nudged_for.as_deref() != Some(period.as_str())
-                {
-                    info.nudged_for = Some(period);
+                if due(&task, state, &info, &seen, &policy, log_grew, now) {
+                    info.nudged_for = Some(info.since.clone());
                     self.on_idle(&task, &policy, &mut info, report)?;
                 }
             }
             State::Dead => self.on_death(&task, &policy, &seen, &mut info, &before, report)?,
             State::Error | State::Blocked => {
-                if info.handled_error.as_deref() != Some(info.since.as_str()) {
+                if due(&task, state, &info, &seen, &policy, log_grew, now) {
                     info.handled_error = Some(info.since.clone());
                     self.on_trouble(&task, state, &policy, &mut info, report)?;
                 }
@@ -194,14 +236,7 @@ impl<'a> Monitor<'a> {
     /// an observation made after the task's last change) or a hook came since (its
     /// state was weighed against the log in this pass).
     fn save(&self, task: &Task, info: &AgentInfo, before: &AgentInfo) -> Result<()> {
-        let mut unchanged = info.clone();
-        unchanged.at = before.at.clone();
-        let older_than_task = !agent::at_or_after(&before.at, &task.updated_at);
-        let hook_since = before
-            .hook_at
-            .as_deref()
-            .is_some_and(|h| agent::at_or_after(h, &before.at));
-        if (unchanged != *before || older_than_task || hook_since) && !self.respawned {
+        if must_write(task, info, before) && !self.respawned {
             let dir = self.tasks.store.dir(&task.project, &task.id);
             agent::save_observation(&dir, info, before)?;
         }

@@ -85,6 +85,8 @@ pub fn agent_hook(
         info.idle_nudges = 0;
     }
     agent::save(&dir, &info)?;
+    // Its agent's record changed: the monitor reads it again (and only it).
+    store::poke_task(home, &task.project, &task.id);
     Ok(
         json!({"task": task.id, "event": event, "state": says.state, "blocker": says.blocker, "error": says.error, "detail": says.detail, "first_prompt": first_prompt}),
     )

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::adapters::tmux::{PaneExit, PaneInfo};
 use crate::execution::sandbox;
 use crate::orchestration::agent::{self, AgentInfo, LogState, Signal, State};
+use crate::orchestration::attention::session::Panes;
 use crate::orchestration::screen;
 use crate::orchestration::task::{Task, TaskStore};
 
@@ -109,19 +110,19 @@ struct FromLog {
 }
 
 impl<'a> Monitor<'a> {
-    /// Judge one agent on what the pass saw: its pane (`panes`), its record (`info`: the
+    /// Judge one agent on what the pass saw: its pane (found in `panes`), its record (`info`: the
     /// hooks it sent, the last pass's verdict), Claude's log. Screens are read later, for
     /// all agents at once ([`Seen::look`] names the panes to read).
     pub(super) fn judge(
         &self,
         task: &Task,
         info: &AgentInfo,
-        panes: &[PaneInfo],
+        panes: &Panes<'_>,
         now: chrono::DateTime<chrono::Utc>,
         grace: Duration,
     ) -> Seen {
         let sid = task.tmux_session_id.as_deref().unwrap_or("");
-        let Some(pane) = crate::orchestration::attention::session::agent_pane(task, panes) else {
+        let Some(pane) = panes.agent_pane(task) else {
             return Seen {
                 state: Some(State::Dead),
                 signal: Some(Signal::Pane),

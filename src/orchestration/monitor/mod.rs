@@ -8,6 +8,8 @@
 //! - `judge.rs`: what state one agent is in, and that verdict written into its record;
 //! - `act.rs`: what the task's policies do with it (nudge, recover, escalate, done);
 //! - [`hook`]: what an agent's own hooks say, recorded for the next pass;
+//! - `kept.rs`: what a monitor keeps between its passes, and when it reads each again
+//!   (`reread.rs`: the reads that keep it);
 //! - [`run`]: `orange monitor`, its loop and what follows each pass (publish, notify);
 //! - [`presence`]: whether a monitor watches a tmux server, and starting one when none does;
 //! - [`notify`]: telling the people attached what newly needs them.
@@ -28,9 +30,11 @@ use crate::orchestration::task::Task;
 mod act;
 pub mod hook;
 mod judge;
+mod kept;
 pub mod notify;
 mod pass;
 pub mod presence;
+mod reread;
 pub mod run;
 
 pub use hook::agent_hook;
@@ -94,8 +98,8 @@ pub struct Monitor<'a> {
     tmux: Tmux,
     /// The count of pokes before the pass read the open tasks (see `store::poke`).
     tasks_read_at: u64,
-    /// Workspace name → path, read once per pass (not once per task).
-    workspaces: std::collections::HashMap<String, std::path::PathBuf>,
+    /// What it read in its last passes, and the workspaces' paths (see `kept.rs`).
+    kept: kept::Kept,
     /// The task being checked was respawned by its policy (its agent.json is new).
     respawned: bool,
     /// The tmux server instance watched: tasks started on another are not this monitor's.
@@ -122,6 +126,8 @@ impl<'a> Monitor<'a> {
     }
 
     pub fn new(home: &'a Home, tmux: Tmux) -> Result<Monitor<'a>> {
+        // The version of config.toml, taken before it is read: a change meanwhile is read again.
+        let kept = kept::Kept::of_config(crate::adapters::store::stamp(&home.config_file()));
         Ok(Monitor {
             home,
             tasks: TaskService::new(home).with_tmux(tmux.clone()),
@@ -129,7 +135,7 @@ impl<'a> Monitor<'a> {
             rules: Default::default(),
             tmux,
             tasks_read_at: 0,
-            workspaces: Default::default(),
+            kept,
             respawned: false,
             server: None,
             via: "monitor".into(),
@@ -163,7 +169,7 @@ impl<'a> Monitor<'a> {
     fn workspace_path(&self, task: &Task) -> Option<std::path::PathBuf> {
         task.workspace
             .as_ref()
-            .and_then(|w| self.workspaces.get(w))
+            .and_then(|w| self.kept.workspaces.get(w))
             .cloned()
     }
 }

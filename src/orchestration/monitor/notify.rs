@@ -280,9 +280,11 @@ pub fn path(home: &Home, tmux: &Tmux) -> PathBuf {
 
 /// After a monitor pass wrote and published its snapshot (under the pass lock): tell what
 /// newly needs you. Errors are logged, never returned: notifying must not stop a pass.
-pub fn after_pass(home: &Home, tmux: &Tmux, snap: &Snapshot) {
+/// Whether it was settled: nothing new to tell or held back, nothing to write (the same
+/// items and options again would find it so again, whatever the time).
+pub fn after_pass(home: &Home, tmux: &Tmux, snap: &Snapshot) -> bool {
     if snap.server_id.is_none() {
-        return;
+        return false;
     }
     let file = path(home, tmux);
     let prev: Notified = store::read_json(&file).unwrap_or_else(|e| {
@@ -315,6 +317,7 @@ pub fn after_pass(home: &Home, tmux: &Tmux, snap: &Snapshot) {
     if channels.any() && !plan.fresh.is_empty() && deliver(home, tmux, channels, &plan.fresh) {
         next.last_ms = now;
     }
+    let settled = plan.fresh.is_empty() && plan.deferred == 0 && next == prev;
     if next != prev {
         if let Err(e) = store::write_json_atomic(&file, &next) {
             store::log(
@@ -325,6 +328,7 @@ pub fn after_pass(home: &Home, tmux: &Tmux, snap: &Snapshot) {
             );
         }
     }
+    settled
 }
 
 /// Tell `fresh` to the attached clients (and the desktop): one message. `false` when

@@ -13,15 +13,16 @@ use crate::adapters::store::{self, LockGuard};
 use crate::adapters::tmux::PaneInfo;
 use crate::error::Result;
 use crate::execution::sandbox;
-use crate::orchestration::agent;
+use crate::orchestration::attention::session::Panes;
 use crate::orchestration::attention::summary::Agents;
 use crate::orchestration::observe::snapshot::{self, Snapshot};
 use crate::orchestration::prompt;
+use crate::orchestration::reconcile;
 use crate::orchestration::repair::Repair;
 use crate::orchestration::task::{Status, Task};
 
 use super::act::{Judged, Resolved};
-use super::{now_s, Monitor, PassReport};
+use super::{Monitor, PassReport};
 
 impl<'a> Monitor<'a> {
     /// One pass over every active task. Passes are serialized (a short lock), so a pass
@@ -42,18 +43,21 @@ impl<'a> Monitor<'a> {
             lock: Some(pass),
             ..PassReport::default()
         };
-        let mut snap = snapshot::look(self.home, &self.tmux)?;
+        let mut snap = snapshot::look_keeping(self.home, &self.tmux, &mut self.kept.marks)?;
         crate::adapters::fault::pause("monitor.looked");
         // Crash leftovers first: an orphaned agent stopped, an interrupted spawn adopted.
         // The open tasks, read once for the whole pass (again only if a repair changed
         // some). A damaged task file must not blind the monitor to every other task: it
         // is counted (the widgets show it) and skipped here.
+        self.begin_pass();
         let (mut open, mut unreadable) = self.read_open();
+        self.read_pool()?;
         let repairs = self.repair(&snap, &open);
         if !repairs.is_empty() {
             // Sessions were stopped or adopted: look again.
-            snap = snapshot::look(self.home, &self.tmux)?;
+            snap = snapshot::look_keeping(self.home, &self.tmux, &mut self.kept.marks)?;
             (open, unreadable) = self.read_open();
+            self.read_pool()?;
         }
         self.after_repairs(&repairs, &mut report);
         if self.server.is_none() {
@@ -63,24 +67,20 @@ impl<'a> Monitor<'a> {
         if self.apply_requests(&open, &mut report) {
             (open, unreadable) = self.read_open();
         }
-        // Workspace name → path, straight from the pool's file (no look at each one).
-        self.workspaces = crate::execution::pool::load(self.home)?
-            .workspaces
-            .iter()
-            .map(|(name, slot)| (name.clone(), slot.path_in(self.home, name)))
-            .collect();
         // A task saved after the look began (one just started) may have a session that
         // look could not see yet: judged on it, it would read as gone (a false death,
         // told to the person). Look once more; a session gone for good costs this only
         // until its task is saved no more.
         if self.started_after_look(&snap, &open) {
-            snap = snapshot::look(self.home, &self.tmux)?;
+            snap = snapshot::look_keeping(self.home, &self.tmux, &mut self.kept.marks)?;
         }
         let watched: Vec<&Task> = open.iter().filter(|t| self.watches(t)).collect();
         self.prepare_rules(watched.into_iter());
         let mut agents = self.judge_all(&open, &snap.panes, &mut report);
-        let open = self.as_acted_on(open, &report, &mut agents);
-        snapshot::summarize_tasks(self.home, &mut snap, &open, unreadable, &agents);
+        let acted = self.as_acted_on(&open, &report, &mut agents);
+        let open = acted.as_deref().unwrap_or(&open);
+        snapshot::summarize_tasks(self.home, &mut snap, open, unreadable, &agents);
+        self.keep_agents(agents);
         report.snapshot = Some(snap);
         Ok(report)
     }
@@ -97,29 +97,11 @@ impl<'a> Monitor<'a> {
         })
     }
 
-    /// The open tasks (leniently: a damaged file is counted, not fatal), noting the count
-    /// of pokes before they were read ([`Monitor::still_as_observed`] trusts them while no
-    /// task was saved since).
-    fn read_open(&mut self) -> (Vec<Task>, u32) {
-        self.tasks_read_at = store::pokes(self.home);
-        self.tasks.store.list_open_lenient()
-    }
-
     /// The crash repair on the sessions this pass saw (errors logged: the next pass tries
     /// again). `open`: the open tasks as the pass read them.
     fn repair(&mut self, snap: &Snapshot, open: &[Task]) -> Vec<Repair> {
-        let active: HashSet<(String, String)> = open
-            .iter()
-            .filter(|t| t.status.is_active())
-            .map(|t| (t.project.clone(), t.id.clone()))
-            .collect();
-        match crate::orchestration::reconcile::reconcile_seen(
-            self.home,
-            &self.tmux,
-            snap.marked(),
-            true,
-            &active,
-        ) {
+        let known = reconcile::Known::new(open, self.tasks_read_at, self.pool());
+        match reconcile::reconcile_seen(self.home, &self.tmux, snap.marked(), true, &known) {
             Ok(repairs) => repairs,
             Err(e) => {
                 store::log(
@@ -153,13 +135,17 @@ impl<'a> Monitor<'a> {
     /// that must be read are read together, in one tmux process for the whole pass.
     fn judge_all(&mut self, open: &[Task], panes: &[PaneInfo], report: &mut PassReport) -> Agents {
         let now = super::grace_clock();
+        // When the pass looked, recorded with what it saw: taken before any agent's record
+        // is read, so a hook that comes while this pass looks is newer.
+        let stamp = now.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+        let panes = Panes::new(panes);
         let mut judged = Vec::new();
-        for task in open.iter().cloned() {
-            if !self.watches(&task) {
+        for task in open.iter() {
+            if !self.watches(task) {
                 continue;
             }
             report.checked += 1;
-            judged.push(self.judge_task(task, panes, now, report));
+            judged.push(self.judge_task(task.clone(), &panes, now, &stamp, report));
         }
         self.read_screens(&mut judged);
         let mut agents = Agents::new();
@@ -193,15 +179,14 @@ impl<'a> Monitor<'a> {
     fn judge_task(
         &mut self,
         task: Task,
-        panes: &[PaneInfo],
+        panes: &Panes<'_>,
         now: chrono::DateTime<chrono::Utc>,
+        stamp: &str,
         report: &mut PassReport,
     ) -> Judged {
         let task = self.learn_first_prompt(task, report);
         let dir = self.tasks.store.dir(&task.project, &task.id);
-        // Taken before looking: a hook that comes while this pass looks is newer.
-        let stamp = now_s();
-        let info = agent::load(&dir);
+        let info = self.agent_record(&task, &dir);
         let policy = Resolved::of(&self.config, &task);
         let seen = self.judge(&task, &info, panes, now, policy.idle_grace);
         // Token use: only what its transcripts gained since the last pass is read.
@@ -218,7 +203,7 @@ impl<'a> Monitor<'a> {
         Judged {
             task,
             info,
-            stamp,
+            stamp: stamp.to_string(),
             policy,
             seen,
         }
@@ -244,17 +229,27 @@ impl<'a> Monitor<'a> {
     }
 
     /// The open tasks as this pass read them, but those its policies acted on read again
-    /// (their agent's record dropped from `agents`; a task that ended meanwhile dropped).
-    fn as_acted_on(&self, open: Vec<Task>, report: &PassReport, agents: &mut Agents) -> Vec<Task> {
+    /// (their agent's record dropped from `agents`; a task that ended meanwhile dropped):
+    /// `None` when it acted on none (they are `open` as read).
+    fn as_acted_on(
+        &self,
+        open: &[Task],
+        report: &PassReport,
+        agents: &mut Agents,
+    ) -> Option<Vec<Task>> {
         let acted: HashSet<&str> = report
             .actions
             .iter()
             .filter_map(|a| a.get("task").and_then(|t| t.as_str()))
             .collect();
-        open.into_iter()
+        if acted.is_empty() {
+            return None;
+        }
+        let open = open
+            .iter()
             .filter_map(|t| {
                 if !acted.contains(t.id.as_str()) {
-                    return Some(t);
+                    return Some(t.clone());
                 }
                 agents.remove(&(t.project.clone(), t.id.clone()));
                 self.tasks
@@ -263,7 +258,8 @@ impl<'a> Monitor<'a> {
                     .ok()
                     .filter(|t| !t.status.is_final())
             })
-            .collect()
+            .collect();
+        Some(open)
     }
 
     /// A task started without a prompt: the first prompt typed into its agent, when the

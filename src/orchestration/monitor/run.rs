@@ -65,6 +65,64 @@ pub fn once(home: &Home, tmux: &Tmux, widgets: Widgets) -> Result<PassReport> {
     Ok(r)
 }
 
+/// `orange monitor --passes N`: N passes back to back, each made and published as the
+/// running monitor ([`watch`]) makes its passes (one [`Monitor`], which keeps what it
+/// read while nothing changes), with no process start, no remote hosts and no wait between
+/// them; their reports, oldest first (each `pass_ms` from the look to
+/// the end of publishing). What `scripts/bench.sh` times as the pass in the monitor. None
+/// when no tmux server runs. `poke`: what is poked before each pass but the first (not
+/// timed), for the pass to read again.
+pub fn passes(
+    home: &Home,
+    tmux: &Tmux,
+    n: u32,
+    poke: Poke,
+    widgets: Widgets,
+) -> Result<Vec<PassReport>> {
+    let Some(server) = tmux.server_identity()? else {
+        return Ok(Vec::new());
+    };
+    let mut reports = Vec::new();
+    let mut m = Monitor::new(home, tmux.clone())?.on_server(server);
+    let mut published = Published::default();
+    let first = crate::orchestration::task::TaskStore::new(home)
+        .list_open_lenient()
+        .0
+        .into_iter()
+        .next();
+    for i in 0..n {
+        match (&poke, &first) {
+            _ if i == 0 => {}
+            (Poke::Task, Some(t)) => store::poke_task(home, &t.project, &t.id),
+            (Poke::Other, _) => store::poke_other(home),
+            (Poke::Task | Poke::All, _) => store::poke(home),
+            (Poke::Nothing, _) => {}
+        }
+        let started = Instant::now();
+        m.refresh_config()?;
+        let mut r = m.pass()?;
+        if let Some(snap) = r.snapshot.take() {
+            published.again(home, tmux, snap, widgets);
+        }
+        r.pass_ms = (started.elapsed().as_secs_f64() * 1e5).round() / 100.0;
+        // The next pass takes the pass lock again.
+        r.lock = None;
+        reports.push(r);
+    }
+    Ok(reports)
+}
+
+/// What [`passes`] pokes before each pass but the first.
+pub enum Poke {
+    Nothing,
+    /// One open task's files, as its agent's hook does.
+    Task,
+    /// None of the tasks' files, as a command or a tmux hook does after what it saved.
+    Other,
+    /// Anything (a poke that does not say).
+    All,
+}
+
 /// The monitor (`orange monitor`): passes every `interval` (sooner when poked) until its
 /// tmux server stops or loses its last session, or its data root goes.
 pub fn watch(home: &Home, tmux: &Tmux, interval: Duration, widgets: Widgets) -> Result<Ended> {
@@ -81,6 +139,9 @@ pub fn watch(home: &Home, tmux: &Tmux, interval: Duration, widgets: Widgets) -> 
     };
     watch_hosts(home, interval);
     let mut idle_servers = 0;
+    // One monitor for every pass: what it read, it keeps while nothing changes.
+    let mut m = Monitor::new(home, tmux.clone())?.on_server(server.clone());
+    let mut published = Published::default();
     loop {
         // Its data root is gone (a removed sandbox): nothing to watch, nothing to write.
         if !home.root.exists() {
@@ -88,7 +149,7 @@ pub fn watch(home: &Home, tmux: &Tmux, interval: Duration, widgets: Widgets) -> 
         }
         let started = Instant::now();
         let pokes = store::pokes(home);
-        let mut m = Monitor::new(home, tmux.clone())?.on_server(server.clone());
+        m.refresh_config()?;
         match m.pass() {
             Ok(mut r) => {
                 let snap = r.snapshot.take().unwrap_or_default();
@@ -97,9 +158,10 @@ pub fn watch(home: &Home, tmux: &Tmux, interval: Duration, widgets: Widgets) -> 
                 if snap.server_id.as_ref() != Some(&server) {
                     return stop(Ended::ServerGone);
                 }
-                publish_and_notify(home, tmux, &snap, widgets);
                 // Stop with the tmux server: a monitor must not outlive what it watches.
-                if snap.sessions.is_empty() {
+                let no_sessions = snap.sessions.is_empty();
+                published.again(home, tmux, snap, widgets);
+                if no_sessions {
                     idle_servers += 1;
                     if idle_servers >= 2 {
                         return stop(Ended::NoSessions);
@@ -145,7 +207,7 @@ fn watch_hosts(home: &Home, interval: Duration) {
                 })
                 .collect();
             if seen != last {
-                store::poke(&home);
+                store::poke_other(&home);
                 last = seen;
             }
             // Until the interval is over, or a command changed something on a host.
@@ -201,6 +263,48 @@ pub fn singleton(home: &Home, server: &ServerId) -> Result<Option<LockGuard>> {
 pub fn publish(home: &Home, tmux: &Tmux, snap: &Snapshot, widgets: Widgets) {
     snapshot::write(home, tmux, snap);
     let _ = widgets(tmux, snap);
+}
+
+/// How long the running monitor goes without writing its snapshot again when each pass
+/// sees the same (well within `snapshot::MAX_AGE`, past which readers stop trusting it).
+pub const REWRITE: Duration = Duration::from_secs(20);
+
+/// What the running monitor last published ([`Published::again`]).
+#[derive(Default)]
+struct Published {
+    /// The last snapshot, and when it was written with its widgets published.
+    last: Option<(Snapshot, Instant)>,
+    /// Telling the people attached was settled after it (see `notify::after_pass`).
+    settled: bool,
+}
+
+impl Published {
+    /// [`publish_and_notify`], but what the last pass published is not published again,
+    /// for up to [`REWRITE`]: a snapshot that says what the last one said (all but the time
+    /// it was taken) is not written again (readers trust the file as it is), and the
+    /// widgets are not worked out again while what they are made from is the same (they
+    /// were set from it; not when that failed: then the next pass publishes again). The
+    /// people attached are told every pass (what is due depends on the time too) unless
+    /// that was settled and what it is told from is the same.
+    fn again(&mut self, home: &Home, tmux: &Tmux, snap: Snapshot, widgets: Widgets) {
+        let last = self.last.take().filter(|(_, at)| at.elapsed() < REWRITE);
+        let (write, publish) = match &last {
+            Some((was, _)) => (!was.same_as(&snap), !was.same_for_widgets(&snap)),
+            None => (true, true),
+        };
+        if write {
+            snapshot::write(home, tmux, &snap);
+        }
+        let published = !publish || widgets(tmux, &snap).is_ok();
+        if publish || !self.settled {
+            self.settled = notify::after_pass(home, tmux, &snap);
+        }
+        let at = match last {
+            Some((_, at)) if !write => at,
+            _ => Instant::now(),
+        };
+        self.last = published.then_some((snap, at));
+    }
 }
 
 /// [`publish`], then tell the people attached what newly needs them (only a monitor pass

@@ -14,7 +14,7 @@
 //! - it is younger than [`MAX_AGE`] (a safety net for what the checks cannot see, such as
 //!   a session renamed by hand).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -38,7 +38,7 @@ pub const SESSION_OPTION: &str = "@orange_status";
 pub const REMOTE_MARK: &str = "@orange_remote";
 
 /// The user option that says how orange notifies (`bell,message` when unset): read in the
-/// observation's one call, so a pass pays nothing more to know it.
+/// observation's one call (once, as a global option), so a pass pays nothing more to know it.
 pub const NOTIFY_OPTION: &str = "@orange-notify";
 
 /// The plugin's key options the sidebar's footer names (read in the same call).
@@ -52,7 +52,7 @@ pub const KEY_OPTIONS: [&str; 4] = [
 /// A snapshot is not trusted past this age.
 pub const MAX_AGE: Duration = Duration::from_secs(60);
 
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 
 /// What one observation saw: tmux (panes, sessions and their marks and options, the
 /// server) and, from it and the files, the classification of every open task and lane.
@@ -68,8 +68,12 @@ pub struct Snapshot {
     /// The count of pokes ([`store::pokes`]) before the tmux call.
     pub pokes: u64,
     pub panes: Vec<PaneInfo>,
-    /// Each session once, with orange's marks and `@orange_status`, `@orange_summary`.
+    /// Each session once, with orange's marks, `@orange_status` and `@orange_remote`.
     pub sessions: Vec<MarkedSession>,
+    /// The global options read with it: `@orange_summary`, `@orange-notify` and
+    /// [`KEY_OPTIONS`], `(name, value)` (empty when unset).
+    #[serde(default)]
+    pub options: Vec<(String, String)>,
     pub summary: Summary,
 }
 
@@ -85,27 +89,67 @@ impl Snapshot {
 
     /// `@orange_summary` as the server holds it (empty when unset).
     pub fn summary_value(&self) -> &str {
-        self.sessions
-            .first()
-            .and_then(|s| s.mark(SUMMARY_OPTION))
-            .unwrap_or("")
+        self.option(SUMMARY_OPTION).unwrap_or("")
     }
 
     /// `@orange-notify` as the server holds it (`None` when unset).
     pub fn notify_value(&self) -> Option<&str> {
-        self.sessions.first().and_then(|s| s.mark(NOTIFY_OPTION))
+        self.option(NOTIFY_OPTION)
     }
 
     /// A global user option read with the observation (one of [`KEY_OPTIONS`], the notify
-    /// option); `None` when unset or empty.
+    /// option, the summary); `None` when unset or empty.
     pub fn option(&self, name: &str) -> Option<&str> {
-        self.sessions.first().and_then(|s| s.mark(name))
+        self.options
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
     }
 
     /// The keys of the plugin's key table as bound on this server, for a next step to
     /// name ([`next::Keys`]).
     pub fn step_keys(&self) -> next::Keys {
         next::Keys::from_options(self.option(KEY_OPTIONS[2]), self.option(KEY_OPTIONS[3]))
+    }
+
+    /// Says all that `other` says: everything but the time it was taken.
+    pub fn same_as(&self, other: &Snapshot) -> bool {
+        let Snapshot {
+            version,
+            server,
+            server_id,
+            taken_at_ms: _,
+            pokes,
+            panes,
+            sessions,
+            options,
+            summary,
+        } = self;
+        *version == other.version
+            && *pokes == other.pokes
+            && *server == other.server
+            && *server_id == other.server_id
+            && *panes == other.panes
+            && *sessions == other.sessions
+            && *options == other.options
+            && *summary == other.summary
+    }
+
+    /// Says all that the status widgets are made from as `other` does: the summary, the
+    /// sessions (their marks and `@orange_status`), the global options and which session
+    /// each pane is in.
+    pub fn same_for_widgets(&self, other: &Snapshot) -> bool {
+        self.server_id == other.server_id
+            && self.summary == other.summary
+            && self.sessions == other.sessions
+            && self.options == other.options
+            && self.panes.len() == other.panes.len()
+            && self
+                .panes
+                .iter()
+                .zip(&other.panes)
+                .all(|(a, b)| a.session_id == b.session_id && a.session_name == b.session_name)
     }
 
     /// The sessions and their marks (what a reconciliation works on).
@@ -136,9 +180,36 @@ pub fn server_key(tmux: &Tmux) -> String {
     }
 }
 
+/// The marks of the sessions a monitor has looked at, by session id, on one server
+/// instance. Orange sets a session's marks (its task or lane, home, project, workspace,
+/// remote host) in the command that creates it and never changes them after, and tmux
+/// never gives a session id twice: a look that keeps them ([`look_keeping`]) asks tmux for
+/// a session's marks once. `@orange_status` is no mark: every look reads it.
+#[derive(Debug, Default)]
+pub struct SeenMarks {
+    server: Option<ServerId>,
+    by_session: HashMap<String, Vec<(String, String)>>,
+}
+
+/// The marks a session keeps for life (see [`SeenMarks`]).
+fn lasting_marks() -> Vec<&'static str> {
+    let mut marks = MARKS.to_vec();
+    marks.push(REMOTE_MARK);
+    marks
+}
+
 /// Look at tmux: ONE call (none when tmux is missing or its socket does not exist). The
 /// summary is left empty: [`summarize`] fills it.
 pub fn look(home: &Home, tmux: &Tmux) -> Result<Snapshot> {
+    look_keeping(home, tmux, &mut SeenMarks::default())
+}
+
+/// [`look`], the sessions' marks kept in `seen` from one look to the next: each pane, each
+/// session's `@orange_status` and the global options in ONE call, which asks the sessions'
+/// marks too while `seen` knows none; after that, a session not seen before has its marks
+/// asked in a second call (a look that sees no new session makes one). Each mark is a
+/// field tmux works out for every pane of every session: asked once, not every pass.
+pub fn look_keeping(home: &Home, tmux: &Tmux, seen: &mut SeenMarks) -> Result<Snapshot> {
     let mut snap = Snapshot {
         version: VERSION,
         server: server_key(tmux),
@@ -150,22 +221,63 @@ pub fn look(home: &Home, tmux: &Tmux) -> Result<Snapshot> {
     if !tmux.is_available() || tmux.socket_path().is_some_and(|p| !p.exists()) {
         return Ok(snap);
     }
-    let mut options: Vec<&str> = MARKS.to_vec();
-    options.extend([SESSION_OPTION, SUMMARY_OPTION, NOTIFY_OPTION, REMOTE_MARK]);
+    let lasting = lasting_marks();
+    let all = seen.by_session.is_empty();
+    let mut marks: Vec<&str> = if all { lasting.clone() } else { Vec::new() };
+    marks.push(SESSION_OPTION);
+    let mut globals = vec![SUMMARY_OPTION, NOTIFY_OPTION];
     // The keys the sidebar's footer names, as bound now (no call of the sidebar's own).
-    options.extend(KEY_OPTIONS);
+    globals.extend(KEY_OPTIONS);
     let Observed {
         server,
         panes,
-        sessions,
-    } = match tmux.observe(&options) {
+        mut sessions,
+        options,
+    } = match tmux.observe(&marks, &globals) {
         Ok(o) => o,
         Err(OrangeError::BackendNotFound(_)) => Observed::default(),
         Err(e) => return Err(e),
     };
+    if server != seen.server {
+        seen.by_session.clear();
+        seen.server = server.clone();
+    }
+    let status = |s: &mut MarkedSession| {
+        let at = s.marks.iter().position(|(k, _)| k == SESSION_OPTION);
+        at.map(|i| s.marks.remove(i))
+    };
+    if all
+        || sessions
+            .iter()
+            .any(|s| !seen.by_session.contains_key(&s.id))
+    {
+        let mut known: Vec<MarkedSession> = if all {
+            sessions.clone()
+        } else {
+            // New sessions: every session's marks, in one more call (errors: the next
+            // look asks again).
+            tmux.marked_sessions(&lasting)
+                .map(|m| m.sessions)
+                .unwrap_or_default()
+        };
+        for s in &mut known {
+            status(s);
+            seen.by_session
+                .insert(s.id.clone(), std::mem::take(&mut s.marks));
+        }
+    }
+    let here: HashSet<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+    seen.by_session.retain(|id, _| here.contains(id.as_str()));
+    // Each session: its marks, then `@orange_status`.
+    for s in &mut sessions {
+        let now = status(s);
+        s.marks = seen.by_session.get(&s.id).cloned().unwrap_or_default();
+        s.marks.extend(now);
+    }
     snap.server_id = server;
     snap.panes = panes;
     snap.sessions = sessions;
+    snap.options = options;
     Ok(snap)
 }
 

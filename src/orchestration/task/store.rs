@@ -38,7 +38,7 @@ impl TaskStore {
         self.dir(project, id).join("TASK.md")
     }
 
-    fn json_path(&self, project: &str, id: &str) -> PathBuf {
+    pub fn json_path(&self, project: &str, id: &str) -> PathBuf {
         self.dir(project, id).join("task.json")
     }
 
@@ -209,7 +209,7 @@ impl TaskStore {
             let _ = std::fs::remove_file(&marker);
         }
         // Every observation taken before this is stale; the monitor looks again.
-        store::poke(&self.home);
+        store::poke_task(&self.home, &task.project, &task.id);
         Ok(())
     }
 
@@ -283,10 +283,29 @@ impl TaskStore {
         (tasks, errors.len() as u32)
     }
 
+    /// [`Self::list_open_lenient`], each task got with `load(store, project, id)` instead
+    /// of [`Self::load`]: a caller that kept what it read gives back what did not change.
+    pub fn list_open_lenient_with(
+        &self,
+        load: impl FnMut(&TaskStore, &str, &str) -> Result<Task>,
+    ) -> (Vec<Task>, u32) {
+        let (tasks, errors) = self.read_open_with(None, load);
+        (tasks, errors.len() as u32)
+    }
+
     /// The open tasks that read well, oldest first, and the errors of those that did not.
     /// Entries of finished or removed tasks are stale: pruned from the index, under the
     /// project's lock only (see [`Self::prune`]).
     fn read_open(&self, project: Option<&str>) -> (Vec<Task>, Vec<OrangeError>) {
+        self.read_open_with(project, |s, p, id| s.load(p, id))
+    }
+
+    /// [`Self::read_open`], each task got with `load`.
+    fn read_open_with(
+        &self,
+        project: Option<&str>,
+        mut load: impl FnMut(&TaskStore, &str, &str) -> Result<Task>,
+    ) -> (Vec<Task>, Vec<OrangeError>) {
         let projects = match project {
             Some(p) => vec![p.to_string()],
             None => self.projects(),
@@ -296,7 +315,7 @@ impl TaskStore {
         for p in projects {
             let mut stale = vec![];
             for id in self.open_ids(&p) {
-                match self.load(&p, &id) {
+                match load(self, &p, &id) {
                     Ok(t) if !t.status.is_final() => out.push(t),
                     Ok(_) | Err(OrangeError::TaskNotFound(_)) => stale.push(id),
                     Err(e) => errors.push(e),
@@ -377,7 +396,7 @@ impl TaskStore {
         let dir = self.dir(&task.project, &task.id);
         std::fs::remove_dir_all(&dir).ctx(|| format!("removing {}", dir.display()))?;
         let _ = std::fs::remove_file(self.open_marker(&task.project, &task.id));
-        store::poke(&self.home);
+        store::poke_task(&self.home, &task.project, &task.id);
         Ok(())
     }
 }
