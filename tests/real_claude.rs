@@ -621,6 +621,67 @@ fn an_approval_prompt_blocks_and_no_keystroke_reaches_it() {
     assert_eq!(rig.api.turns().len(), 3, "no second nudge");
 }
 
+/// Claude Code 2.1 holds back its `permission_prompt` Notification while the person typed
+/// in the last 6 s (anthropics/claude-code#58909): the approval is told by the
+/// PermissionRequest hook, at once and with the tool's name, whatever was typed just
+/// before; the next hook (PostToolUse, Stop) clears it.
+#[test]
+fn an_approval_asked_just_after_typing_is_told_by_its_hook() {
+    if !claude_installed() {
+        return;
+    }
+    let rig = Rig::new(
+        "approval-typed",
+        Home::SET_UP,
+        vec![
+            Reply::slow(Duration::from_secs(3), Reply::bash("touch typed.txt")),
+            Reply::text("Touched."),
+        ],
+    );
+    std::fs::write(
+        rig.env.home.join("config.toml"),
+        "[harness.claude]\npermission_mode = \"manual\"\n",
+    )
+    .unwrap();
+    let id = rig.create("real/approval-typed", "Touch typed.txt");
+    rig.wait_turns(&id, 1);
+    // While the reply is slow, the person types into the pane (no Enter).
+    let pane = rig.pane(&id);
+    rig.env
+        .tmux
+        .ok(&["send-keys", "-t", &pane, "-l", "draft note"]);
+    rig.screen_shows(&id, "draft note");
+    let sent = rig
+        .api
+        .wait_sent(0, PATIENCE)
+        .expect("the tool call was sent");
+    rig.status_shows("approval after typing", &id, "blocked: approval", sent);
+    let t = rig.task(&id);
+    assert_eq!(t["agent"]["state"], "blocked", "{t}");
+    assert_eq!(t["agent"]["blocker"], "approval", "{t}");
+    assert_eq!(t["agent"]["hook_event"], "PermissionRequest", "{t}");
+    assert!(
+        t["agent"]["detail"].as_str().unwrap_or("").contains("Bash"),
+        "the tool is named: {t}"
+    );
+    // Several monitor passes later (the screen shows the dialog too): still told by the
+    // hook, which said it first.
+    common::wait_for("the approval prompt on screen", 10, || {
+        rig.screen(&id).contains("Do you want to proceed?")
+    });
+    common::holds_for("the hook's word stands", GRACES, || {
+        let t = rig.task(&id);
+        t["agent"]["state"] == "blocked" && t["agent"]["signal"] == "hook"
+    });
+    // The person approves: the next hooks (PostToolUse, Stop) clear the block.
+    rig.env.tmux.ok(&["send-keys", "-t", &pane, "Enter"]);
+    let t = rig.wait_task("the block to clear", &id, |t| {
+        t["agent"]["state"] != "blocked"
+    });
+    assert!(t["agent"].get("blocker").is_none(), "{t}");
+    assert!(rig.workspace(&id).join("typed.txt").exists());
+}
+
 #[test]
 fn a_claude_started_without_a_prompt_waits_for_the_first_one_typed_in_its_pane() {
     if !claude_installed() {
