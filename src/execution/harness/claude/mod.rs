@@ -33,6 +33,21 @@ pub const DEFAULT_PERMISSION_MODE: &str = "bypassPermissions";
 
 pub struct Claude;
 
+/// `[harness.claude] resume`: how its resume dialog is answered (`ask`: by the person).
+pub const RESUME_CHOICES: &[&str] = &["ask", "summary", "full"];
+
+/// The keys that answer Claude Code 2.1's resume dialog with `choice` (its options, in
+/// order: "Resume from summary (instant, recommended)" focused, "Resume full session
+/// as-is", "Don't ask again"): the keys before, and the key that confirms. `None`: the
+/// person answers.
+pub fn resume_keys(choice: &str) -> Option<(&'static [&'static str], &'static str)> {
+    match choice {
+        "summary" => Some((&[], "Enter")),
+        "full" => Some((&["Down"], "Enter")),
+        _ => None,
+    }
+}
+
 impl AgentKind for Claude {
     fn name(&self) -> &'static str {
         "claude"
@@ -221,6 +236,14 @@ const SCREEN_BLOCKERS: &[(Blocker, &[&str])] = &[
             "unable to connect to anthropic services",
             "failed to connect to api.anthropic.com",
             "let's get started",
+        ],
+    ),
+    (
+        Blocker::ResumeChoice,
+        &[
+            "resume from summary (instant, recommended)",
+            "resume full session as-is",
+            "resuming the full session uses a lot of your usage limits",
         ],
     ),
     (
