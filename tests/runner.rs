@@ -48,6 +48,7 @@ mod sidebar_keys;
 mod standin;
 mod status;
 mod task;
+mod teammates;
 mod terminal;
 mod test_env;
 mod tmux_adapter;

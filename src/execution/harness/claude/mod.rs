@@ -272,6 +272,12 @@ static SCREEN: ScreenTexts = ScreenTexts {
     retrying: &["retrying"],
 };
 
+/// Claude Code 2.1 shows a turn in progress with "esc to interrupt" under its prompt (a
+/// teammate's pane, which sends orange no hooks, is read so).
+pub fn shows_a_turn(screen: &str) -> bool {
+    screen.to_ascii_lowercase().contains("esc to interrupt")
+}
+
 /// The Claude Code hook events orange installs.
 pub const HOOK_EVENTS: &[&str] = &[
     "SessionStart",
