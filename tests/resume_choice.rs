@@ -49,7 +49,10 @@ fn the_resume_dialog_is_blocked_and_left_to_the_person_by_default() {
     env.ok(&["monitor", "--once"]);
     env.ok(&["monitor", "--once"]);
     assert_eq!(keys(&env, &t), "", "nothing typed");
-    let explain = env.cmd_in(&env.repo, &["task", "explain", &id]).output().unwrap();
+    let explain = env
+        .cmd_in(&env.repo, &["task", "explain", &id])
+        .output()
+        .unwrap();
     let explain = String::from_utf8_lossy(&explain.stdout);
     assert!(explain.contains("resume choice"), "{explain}");
     // task send refuses to type into it.

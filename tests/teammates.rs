@@ -40,12 +40,21 @@ fn teammates_show_under_the_task_and_keystrokes_reach_only_the_lead() {
         ),
     )
     .unwrap();
-    let t = env.ok(&["task", "create", "team", "lead the team", "--harness", "claude"]);
+    let t = env.ok(&[
+        "task",
+        "create",
+        "team",
+        "lead the team",
+        "--harness",
+        "claude",
+    ]);
     let id = t["id"].as_str().unwrap().to_string();
     let lead = t["tmux_pane_id"].as_str().unwrap().to_string();
     let ws = env.ws_path(t["workspace"].as_str().unwrap());
     common::wait_for("the lead's prompt", 20, || {
-        env.tmux.ok(&["capture-pane", "-p", "-t", &lead]).contains("lead ready")
+        env.tmux
+            .ok(&["capture-pane", "-p", "-t", &lead])
+            .contains("lead ready")
     });
     let busy = teammate(
         &env,
@@ -60,8 +69,13 @@ fn teammates_show_under_the_task_and_keystrokes_reach_only_the_lead() {
         "printf 'Bash command\\n  rm -rf build\\nDo you want to proceed?\\n> 1. Yes\\n  2. No\\nEsc to cancel\\n'; exec cat > tester.log",
     );
     common::wait_for("the teammates' screens", 20, || {
-        env.tmux.ok(&["capture-pane", "-p", "-t", &asks]).contains("Esc to cancel")
-            && env.tmux.ok(&["capture-pane", "-p", "-t", &busy]).contains("esc to interrupt")
+        env.tmux
+            .ok(&["capture-pane", "-p", "-t", &asks])
+            .contains("Esc to cancel")
+            && env
+                .tmux
+                .ok(&["capture-pane", "-p", "-t", &busy])
+                .contains("esc to interrupt")
     });
     // A pass, on a clock a minute ahead: the lead has been quiet long enough to be waiting.
     let out = env
@@ -87,13 +101,19 @@ fn teammates_show_under_the_task_and_keystrokes_reach_only_the_lead() {
     // Still bound to its lead pane by id.
     assert_eq!(v["tmux_pane_id"], lead.as_str(), "{v}");
     // Text: child rows under the task.
-    let show = env.cmd_in(&env.repo, &["task", "show", &id]).output().unwrap();
+    let show = env
+        .cmd_in(&env.repo, &["task", "show", &id])
+        .output()
+        .unwrap();
     let show = String::from_utf8_lossy(&show.stdout).into_owned();
     assert!(show.contains("└ researcher: working"), "{show}");
     assert!(show.contains("└ tester: blocked (approval)"), "{show}");
     // The sidebar: a row each under the agent.
     let frame = env
-        .cmd_in(&env.repo, &["sidebar", "--once", "--task", &id, "--width", "60"])
+        .cmd_in(
+            &env.repo,
+            &["sidebar", "--once", "--task", &id, "--width", "60"],
+        )
         .output()
         .unwrap();
     let frame = String::from_utf8_lossy(&frame.stdout).into_owned();

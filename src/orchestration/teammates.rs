@@ -40,7 +40,12 @@ pub fn observe(tmux: &Tmux, rules: &Rules, task: &Task, panes: &[PaneInfo]) -> V
     let Some(lead) = crate::orchestration::attention::session::agent_pane(task, panes) else {
         return vec![];
     };
-    if panes.iter().filter(|p| p.window_id == lead.window_id).count() < 2 {
+    if panes
+        .iter()
+        .filter(|p| p.window_id == lead.window_id)
+        .count()
+        < 2
+    {
         return vec![];
     }
     let rows = tmux
@@ -124,7 +129,50 @@ pub fn load(dir: &Path) -> Vec<Teammate> {
 /// One line per teammate, for text output and the sidebar: `└ name: state (detail)`.
 pub fn line(t: &Teammate) -> String {
     match &t.detail {
-        Some(d) => format!("└ {}: {} ({})", t.name, t.state.as_str(), crate::text::safe_line(d)),
+        Some(d) => format!(
+            "└ {}: {} ({})",
+            t.name,
+            t.state.as_str(),
+            crate::text::safe_line(d)
+        ),
         None => format!("└ {}: {}", t.name, t.state.as_str()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_teammate_s_screen_tells_its_state() {
+        let rules = Rules::builtin("claude");
+        assert_eq!(
+            judge(
+                rules,
+                "Bash command\nDo you want to proceed?\n❯ 1. Yes\n  2. No\n"
+            ),
+            (State::Blocked, Some("approval".into()))
+        );
+        assert_eq!(
+            judge(rules, "✻ Researching… (esc to interrupt)\n"),
+            (State::Working, None)
+        );
+        assert_eq!(
+            judge(rules, "❯ \n? for shortcuts\n"),
+            (State::Waiting, None)
+        );
+        let d = tempfile::tempdir().unwrap();
+        assert!(load(d.path()).is_empty());
+        let t = Teammate {
+            pane_id: "%3".into(),
+            name: "tester".into(),
+            state: State::Blocked,
+            detail: Some("approval".into()),
+        };
+        save(d.path(), std::slice::from_ref(&t)).unwrap();
+        assert_eq!(load(d.path()), vec![t.clone()]);
+        assert_eq!(line(&t), "└ tester: blocked (approval)");
+        save(d.path(), &[]).unwrap();
+        assert!(!d.path().join(FILE).exists());
     }
 }

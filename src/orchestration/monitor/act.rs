@@ -572,16 +572,12 @@ impl<'a> Monitor<'a> {
             .get(&task.harness)
             .and_then(|h| h.resume.clone())
             .unwrap_or_else(|| "ask".into());
-        let Some((keys, confirm)) = crate::execution::harness::claude::resume_keys(&choice)
-        else {
+        let Some((keys, confirm)) = crate::execution::harness::claude::resume_keys(&choice) else {
             return Ok(false);
         };
-        let answered = self.tasks.answer_dialog(
-            task,
-            agent::Blocker::ResumeChoice,
-            keys,
-            confirm,
-        )?;
+        let answered =
+            self.tasks
+                .answer_dialog(task, agent::Blocker::ResumeChoice, keys, confirm)?;
         if answered {
             self.tasks.store.append_history(
                 task,

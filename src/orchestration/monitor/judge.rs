@@ -254,9 +254,7 @@ impl<'a> Monitor<'a> {
         // Just started (SessionStart): a resumed claude may open its resume dialog after
         // the hook.
         let started = info.hook_event.as_deref() == Some("SessionStart");
-        if task.harness == "claude"
-            && (info.hook_state.is_none() || busy || was_stuck || started)
-        {
+        if task.harness == "claude" && (info.hook_state.is_none() || busy || was_stuck || started) {
             seen.look = Some(pane.pane_id.clone());
         }
         // Another harness whose screen config.toml (or orange) tells how to read: every

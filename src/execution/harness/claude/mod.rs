@@ -339,6 +339,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_resume_choice_is_claude_s_and_one_of_three() {
+        use crate::execution::config::Config;
+        for ok in ["ask", "summary", "full"] {
+            let c = Config::parse(&format!("[harness.claude]\nresume = \"{ok}\"\n")).unwrap();
+            assert_eq!(c.harness["claude"].resume.as_deref(), Some(ok));
+        }
+        assert!(Config::parse("[harness.claude]\nresume = \"maybe\"\n").is_err());
+        assert!(Config::parse("[harness.pi]\nresume = \"full\"\n").is_err());
+        assert_eq!(resume_keys("summary"), Some((&[][..], "Enter")));
+        assert_eq!(resume_keys("full"), Some((&["Down"][..], "Enter")));
+        assert_eq!(resume_keys("ask"), None);
+        assert!(shows_a_turn("✻ Working… (esc to interrupt)"));
+        assert!(!shows_a_turn("? for shortcuts"));
+    }
+
+    #[test]
     fn hooks_merge_into_existing_settings_once() {
         let s = settings_with_hooks(
             Some(
