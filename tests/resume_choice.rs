@@ -36,6 +36,17 @@ fn keys(env: &TaskEnv, t: &Value) -> String {
     std::fs::read_to_string(ws.join("keys.log")).unwrap_or_default()
 }
 
+/// One monitor pass, then wait until the agent's screen shows `said` (what it answers).
+fn pass_until(env: &TaskEnv, t: &Value, said: &str) {
+    let pane = t["tmux_pane_id"].as_str().unwrap();
+    env.ok(&["monitor", "--once"]);
+    common::wait_for("the answer to reach it", 20, || {
+        env.tmux
+            .ok(&["capture-pane", "-p", "-t", pane])
+            .contains(said)
+    });
+}
+
 #[test]
 fn the_resume_dialog_is_blocked_and_left_to_the_person_by_default() {
     let (env, t) = start(None);
@@ -68,13 +79,7 @@ fn the_resume_dialog_is_blocked_and_left_to_the_person_by_default() {
 fn resume_full_in_config_answers_the_dialog_once() {
     let (env, t) = start(Some("full"));
     let id = t["id"].as_str().unwrap().to_string();
-    let pane = t["tmux_pane_id"].as_str().unwrap().to_string();
-    env.ok(&["monitor", "--once"]);
-    common::wait_for("the answer to reach it", 20, || {
-        env.tmux
-            .ok(&["capture-pane", "-p", "-t", &pane])
-            .contains("resumed in full")
-    });
+    pass_until(&env, &t, "resumed in full");
     // Down (ESC [ B), then Enter: the second choice.
     assert_eq!(keys(&env, &t), "1b\n5b\n42\n0d\n");
     let answered: Vec<Value> = env.task(&id)["history"]
@@ -91,12 +96,6 @@ fn resume_full_in_config_answers_the_dialog_once() {
 #[test]
 fn resume_summary_in_config_confirms_the_focused_choice() {
     let (env, t) = start(Some("summary"));
-    let pane = t["tmux_pane_id"].as_str().unwrap().to_string();
-    env.ok(&["monitor", "--once"]);
-    common::wait_for("the answer to reach it", 20, || {
-        env.tmux
-            .ok(&["capture-pane", "-p", "-t", &pane])
-            .contains("resumed from summary")
-    });
+    pass_until(&env, &t, "resumed from summary");
     assert_eq!(keys(&env, &t), "0d\n");
 }
