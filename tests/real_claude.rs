@@ -1802,3 +1802,75 @@ fn task_send_reaches_claude_as_one_turn_and_respawn_force_resumes_it() {
         sent,
     );
 }
+
+/// Claude Code's agent teams (`CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1`, `teammateMode:
+/// "tmux"`): the lead's Agent call with a `name` splits the task's window and starts the
+/// teammate there. The teammate shows under the task with its state; what orange types
+/// goes to the lead, even with the teammate's pane active.
+#[test]
+fn a_real_teammate_shows_under_its_task_and_keystrokes_reach_only_the_lead() {
+    if !claude_installed() {
+        return;
+    }
+    let rig = Rig::with(
+        "teams",
+        Home::SET_UP,
+        vec![
+            Reply::tool(
+                "Agent",
+                json!({"description": "research it", "name": "researcher", "prompt": "Look around and report.", "subagent_type": "general-purpose"}),
+            ),
+            Reply::text("On it."),
+            Reply::text("Reported."),
+            Reply::text("Hello back."),
+        ],
+        &[("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS", "1")],
+        is_root(),
+    );
+    let home = PathBuf::from(&rig.env.extra.iter().find(|(k, _)| k == "HOME").unwrap().1);
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
+    std::fs::write(
+        home.join(".claude/settings.json"),
+        r#"{"teammateMode":"tmux"}"#,
+    )
+    .unwrap();
+    let id = rig.create("real/teams", "Research with a teammate");
+    let lead = rig.pane(&id);
+    let conv = rig.conversation(&id);
+    let t = rig.wait_task("a teammate row", &id, |t| {
+        t["teammates"].as_array().is_some_and(|a| !a.is_empty())
+    });
+    let mate = t["teammates"][0].clone();
+    let mate_pane = mate["pane_id"].as_str().unwrap().to_string();
+    assert_ne!(mate_pane, lead, "{t}");
+    assert!(!mate["name"].as_str().unwrap_or("").is_empty(), "{t}");
+    // claude split the lead's own window.
+    let window = |p: &str| rig.env.tmux.ok(&["display", "-p", "-t", p, "#{window_id}"]);
+    assert_eq!(window(&mate_pane), window(&lead));
+    assert_eq!(rig.pane(&id), lead, "still bound to the lead pane");
+    // Both turns end (the lead's and the teammate's): three turns sent.
+    rig.wait_turns(&id, 3);
+    let t = rig.wait_task("the lead and its teammate waiting", &id, |t| {
+        t["agent"]["state"] == "waiting" && t["teammates"][0]["state"] == "waiting"
+    });
+    let show = text(&rig, &["task", "show", &id]);
+    assert!(show.contains("teammates ("), "{show}\n{t}");
+    // The teammate's pane is the active one: task send still types into the lead.
+    rig.env.tmux.ok(&["select-pane", "-t", &mate_pane]);
+    let sent = rig.env.ok(&["task", "send", &id, "hello lead"]);
+    assert_eq!(sent["outcome"], "sent", "{sent}");
+    assert!(
+        rig.api.wait_until(PATIENCE, |reqs| reqs
+            .iter()
+            .any(|r| r.last_user_text().contains("hello lead"))),
+        "the message was never sent to the API"
+    );
+    let got: Vec<_> = rig
+        .api
+        .turns()
+        .into_iter()
+        .filter(|r| r.last_user_text().contains("hello lead"))
+        .collect();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].session_id(), Some(conv.as_str()), "the lead got it");
+}

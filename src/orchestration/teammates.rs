@@ -40,12 +40,12 @@ pub fn observe(tmux: &Tmux, rules: &Rules, task: &Task, panes: &[PaneInfo]) -> V
     let Some(lead) = crate::orchestration::attention::session::agent_pane(task, panes) else {
         return vec![];
     };
-    if panes
-        .iter()
-        .filter(|p| p.window_id == lead.window_id)
-        .count()
-        < 2
-    {
+    // Others in its window, sidebars (orange itself) aside: only then one more tmux call.
+    if !panes.iter().any(|p| {
+        p.window_id == lead.window_id
+            && p.pane_id != lead.pane_id
+            && p.pane_current_command != "orange"
+    }) {
         return vec![];
     }
     let rows = tmux
@@ -63,10 +63,12 @@ pub fn observe(tmux: &Tmux, rules: &Rules, task: &Task, panes: &[PaneInfo]) -> V
     rows.into_iter()
         .filter(|r| r.len() == 5 && r[0] != lead.pane_id && r[1] != "1")
         .map(|r| {
-            let name = if r[2].trim().is_empty() || r[2] == hostname() {
+            // Claude Code titles its pane with a status glyph first ("✳ general-purpose").
+            let title = r[2].trim_start_matches(|c: char| !c.is_alphanumeric());
+            let name = if title.trim().is_empty() || r[2] == hostname() {
                 r[3].clone()
             } else {
-                r[2].clone()
+                title.to_string()
             };
             let (state, detail) = if r[4] == "1" {
                 (State::Dead, None)
