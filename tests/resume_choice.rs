@@ -99,3 +99,14 @@ fn resume_summary_in_config_confirms_the_focused_choice() {
     pass_until(&env, &t, "resumed from summary");
     assert_eq!(keys(&env, &t), "0d\n");
 }
+
+#[test]
+fn the_resume_choice_is_claude_s_and_one_of_three() {
+    use orange::execution::config::Config;
+    for ok in ["ask", "summary", "full"] {
+        let c = Config::parse(&format!("[harness.claude]\nresume = \"{ok}\"\n")).unwrap();
+        assert_eq!(c.harness["claude"].resume.as_deref(), Some(ok));
+    }
+    assert!(Config::parse("[harness.claude]\nresume = \"maybe\"\n").is_err());
+    assert!(Config::parse("[harness.pi]\nresume = \"full\"\n").is_err());
+}
