@@ -33,7 +33,9 @@ fn start(resume: Option<&str>) -> (TaskEnv, Value) {
 
 fn keys(env: &TaskEnv, t: &Value) -> String {
     let ws = env.ws_path(t["workspace"].as_str().unwrap());
-    std::fs::read_to_string(ws.join("keys.log")).unwrap_or_default()
+    // The agent makes it as it draws the dialog: missing, it never read a key.
+    common::wait_for("the agent's key log", 20, || ws.join("keys.log").exists());
+    std::fs::read_to_string(ws.join("keys.log")).unwrap()
 }
 
 /// One monitor pass, then wait until the agent's screen shows `said` (what it answers).

@@ -9,14 +9,17 @@
 
 use crate::common::{self, fixtures, TaskEnv};
 use serde_json::Value;
+use std::path::Path;
 
 /// Split the lead's window (the new pane becomes the active one), title it `name`, run
-/// `script` there; the new pane's id.
-fn teammate(env: &TaskEnv, lead: &str, name: &str, script: &str) -> String {
+/// `script` there in `cwd`; the new pane's id.
+fn teammate(env: &TaskEnv, lead: &str, cwd: &Path, name: &str, script: &str) -> String {
     let pane = env.tmux.ok(&[
         "split-window",
         "-t",
         lead,
+        "-c",
+        cwd.to_str().unwrap(),
         "-P",
         "-F",
         "#{pane_id}",
@@ -59,12 +62,14 @@ fn teammates_show_under_the_task_and_keystrokes_reach_only_the_lead() {
     let busy = teammate(
         &env,
         &lead,
+        &ws,
         "researcher",
         "printf '* Researching... (esc to interrupt)\\n'; exec cat > researcher.log",
     );
     let asks = teammate(
         &env,
         &lead,
+        &ws,
         "tester",
         "printf 'Bash command\\n  rm -rf build\\nDo you want to proceed?\\n> 1. Yes\\n  2. No\\nEsc to cancel\\n'; exec cat > tester.log",
     );
@@ -133,8 +138,11 @@ fn teammates_show_under_the_task_and_keystrokes_reach_only_the_lead() {
             .unwrap_or_default()
             .contains("Please continue")
     });
+    // Each teammate's program reads what is typed into its pane (into its log, which it
+    // made when it started): nothing reached them.
     for log in ["researcher.log", "tester.log"] {
-        let got = std::fs::read_to_string(ws.join(log)).unwrap_or_default();
+        let got = std::fs::read_to_string(ws.join(log))
+            .unwrap_or_else(|e| panic!("{log}: the teammate never started there: {e}"));
         assert!(got.is_empty(), "{log} got keystrokes: {got:?}");
     }
     // A teammate that leaves: its row goes on the next pass.
