@@ -621,6 +621,67 @@ fn an_approval_prompt_blocks_and_no_keystroke_reaches_it() {
     assert_eq!(rig.api.turns().len(), 3, "no second nudge");
 }
 
+/// Claude Code 2.1 holds back its `permission_prompt` Notification while the person typed
+/// in the last 6 s (anthropics/claude-code#58909): the approval is told by the
+/// PermissionRequest hook, at once and with the tool's name, whatever was typed just
+/// before; the next hook (PostToolUse, Stop) clears it.
+#[test]
+fn an_approval_asked_just_after_typing_is_told_by_its_hook() {
+    if !claude_installed() {
+        return;
+    }
+    let rig = Rig::new(
+        "approval-typed",
+        Home::SET_UP,
+        vec![
+            Reply::slow(Duration::from_secs(3), Reply::bash("touch typed.txt")),
+            Reply::text("Touched."),
+        ],
+    );
+    std::fs::write(
+        rig.env.home.join("config.toml"),
+        "[harness.claude]\npermission_mode = \"manual\"\n",
+    )
+    .unwrap();
+    let id = rig.create("real/approval-typed", "Touch typed.txt");
+    rig.wait_turns(&id, 1);
+    // While the reply is slow, the person types into the pane (no Enter).
+    let pane = rig.pane(&id);
+    rig.env
+        .tmux
+        .ok(&["send-keys", "-t", &pane, "-l", "draft note"]);
+    rig.screen_shows(&id, "draft note");
+    let sent = rig
+        .api
+        .wait_sent(0, PATIENCE)
+        .expect("the tool call was sent");
+    rig.status_shows("approval after typing", &id, "blocked: approval", sent);
+    let t = rig.task(&id);
+    assert_eq!(t["agent"]["state"], "blocked", "{t}");
+    assert_eq!(t["agent"]["blocker"], "approval", "{t}");
+    assert_eq!(t["agent"]["hook_event"], "PermissionRequest", "{t}");
+    assert!(
+        t["agent"]["detail"].as_str().unwrap_or("").contains("Bash"),
+        "the tool is named: {t}"
+    );
+    // Several monitor passes later (the screen shows the dialog too): still told by the
+    // hook, which said it first.
+    common::wait_for("the approval prompt on screen", 10, || {
+        rig.screen(&id).contains("Do you want to proceed?")
+    });
+    common::holds_for("the hook's word stands", GRACES, || {
+        let t = rig.task(&id);
+        t["agent"]["state"] == "blocked" && t["agent"]["signal"] == "hook"
+    });
+    // The person approves: the next hooks (PostToolUse, Stop) clear the block.
+    rig.env.tmux.ok(&["send-keys", "-t", &pane, "Enter"]);
+    let t = rig.wait_task("the block to clear", &id, |t| {
+        t["agent"]["state"] != "blocked"
+    });
+    assert!(t["agent"].get("blocker").is_none(), "{t}");
+    assert!(rig.workspace(&id).join("typed.txt").exists());
+}
+
 #[test]
 fn a_claude_started_without_a_prompt_waits_for_the_first_one_typed_in_its_pane() {
     if !claude_installed() {
@@ -1740,4 +1801,76 @@ fn task_send_reaches_claude_as_one_turn_and_respawn_force_resumes_it() {
         "waiting for input",
         sent,
     );
+}
+
+/// Claude Code's agent teams (`CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1`, `teammateMode:
+/// "tmux"`): the lead's Agent call with a `name` splits the task's window and starts the
+/// teammate there. The teammate shows under the task with its state; what orange types
+/// goes to the lead, even with the teammate's pane active.
+#[test]
+fn a_real_teammate_shows_under_its_task_and_keystrokes_reach_only_the_lead() {
+    if !claude_installed() {
+        return;
+    }
+    let rig = Rig::with(
+        "teams",
+        Home::SET_UP,
+        vec![
+            Reply::tool(
+                "Agent",
+                json!({"description": "research it", "name": "researcher", "prompt": "Look around and report.", "subagent_type": "general-purpose"}),
+            ),
+            Reply::text("On it."),
+            Reply::text("Reported."),
+            Reply::text("Hello back."),
+        ],
+        &[("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS", "1")],
+        is_root(),
+    );
+    let home = PathBuf::from(&rig.env.extra.iter().find(|(k, _)| k == "HOME").unwrap().1);
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
+    std::fs::write(
+        home.join(".claude/settings.json"),
+        r#"{"teammateMode":"tmux"}"#,
+    )
+    .unwrap();
+    let id = rig.create("real/teams", "Research with a teammate");
+    let lead = rig.pane(&id);
+    let conv = rig.conversation(&id);
+    let t = rig.wait_task("a teammate row", &id, |t| {
+        t["teammates"].as_array().is_some_and(|a| !a.is_empty())
+    });
+    let mate = t["teammates"][0].clone();
+    let mate_pane = mate["pane_id"].as_str().unwrap().to_string();
+    assert_ne!(mate_pane, lead, "{t}");
+    assert!(!mate["name"].as_str().unwrap_or("").is_empty(), "{t}");
+    // claude split the lead's own window.
+    let window = |p: &str| rig.env.tmux.ok(&["display", "-p", "-t", p, "#{window_id}"]);
+    assert_eq!(window(&mate_pane), window(&lead));
+    assert_eq!(rig.pane(&id), lead, "still bound to the lead pane");
+    // Both turns end (the lead's and the teammate's): three turns sent.
+    rig.wait_turns(&id, 3);
+    let t = rig.wait_task("the lead and its teammate waiting", &id, |t| {
+        t["agent"]["state"] == "waiting" && t["teammates"][0]["state"] == "waiting"
+    });
+    let show = text(&rig, &["task", "show", &id]);
+    assert!(show.contains("teammates ("), "{show}\n{t}");
+    // The teammate's pane is the active one: task send still types into the lead.
+    rig.env.tmux.ok(&["select-pane", "-t", &mate_pane]);
+    let sent = rig.env.ok(&["task", "send", &id, "hello lead"]);
+    assert_eq!(sent["outcome"], "sent", "{sent}");
+    assert!(
+        rig.api.wait_until(PATIENCE, |reqs| reqs
+            .iter()
+            .any(|r| r.last_user_text().contains("hello lead"))),
+        "the message was never sent to the API"
+    );
+    let got: Vec<_> = rig
+        .api
+        .turns()
+        .into_iter()
+        .filter(|r| r.last_user_text().contains("hello lead"))
+        .collect();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].session_id(), Some(conv.as_str()), "the lead got it");
 }

@@ -160,6 +160,16 @@ pub fn show(
         ));
     }
     text.push_str(&agent_text(&view.agent, &view.task.id));
+    if !view.teammates.is_empty() {
+        text.push_str("teammates (panes its agent split off; keystrokes go to the lead only):\n");
+        for t in &view.teammates {
+            text.push_str(&format!(
+                "  {} [{}]\n",
+                crate::orchestration::teammates::line(t),
+                t.pane_id
+            ));
+        }
+    }
     text.push_str(&held_text(&view.task.held));
     text.push_str(&tokens_text(view.tokens.as_ref(), &view.task.harness));
     text.push_str(&changes_text(changes, SHOW_FILES));

@@ -173,6 +173,11 @@ pub struct HarnessConfig {
     /// `plan`). Kept by respawn and restore.
     #[serde(default)]
     pub permission_mode: Option<String>,
+    /// claude only: how to answer its "Resume from summary / Resume full session" dialog
+    /// (`summary`, `full`; default `ask`: the person answers, the task shows
+    /// `blocked: resume choice`).
+    #[serde(default)]
+    pub resume: Option<String>,
     #[serde(default)]
     pub policy: Policy,
     /// The sandbox this harness's agents run in (over the global `sandbox`).
@@ -246,6 +251,19 @@ impl Config {
                     return Err(format!(
                         "harness.claude.permission_mode {mode:?}: one of {}",
                         claude::PERMISSION_MODES.join(", ")
+                    ));
+                }
+            }
+            if let Some(r) = &h.resume {
+                if name != "claude" {
+                    return Err(format!(
+                        "harness.{name}.resume: only the built-in claude has one"
+                    ));
+                }
+                if !claude::RESUME_CHOICES.contains(&r.as_str()) {
+                    return Err(format!(
+                        "harness.claude.resume {r:?}: one of {}",
+                        claude::RESUME_CHOICES.join(", ")
                     ));
                 }
             }

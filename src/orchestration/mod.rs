@@ -15,6 +15,7 @@ pub mod reconcile;
 pub mod repair;
 pub mod screen;
 pub mod task;
+pub mod teammates;
 pub mod usage;
 
 /// Old path of `monitor::notify`, kept until the branches that use it are merged.

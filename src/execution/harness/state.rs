@@ -98,6 +98,9 @@ pub enum Blocker {
     /// The agent's program (or one it runs) was not found inside its sandbox: it exited
     /// 127, or bwrap could not start it.
     NotInSandbox,
+    /// Claude Code resumed a long, old conversation and asks how: "Resume from summary /
+    /// Resume full session as-is / Don't ask again".
+    ResumeChoice,
 }
 
 impl Blocker {
@@ -112,6 +115,7 @@ impl Blocker {
             Blocker::RootRefusal => "root_refusal",
             Blocker::Prompt => "prompt",
             Blocker::NotInSandbox => "not_in_sandbox",
+            Blocker::ResumeChoice => "resume_choice",
         }
     }
 
@@ -127,6 +131,7 @@ impl Blocker {
             Blocker::RootRefusal => "root refused",
             Blocker::Prompt => "prompt",
             Blocker::NotInSandbox => "not found in sandbox",
+            Blocker::ResumeChoice => "resume choice",
         }
     }
 
@@ -156,6 +161,9 @@ impl Blocker {
             ),
             Blocker::NotInSandbox => format!(
                 "the program was not found inside the sandbox (/tmp and /run are private there): add its directory to sandbox_readable in config.toml, then `orange task respawn {task}`"
+            ),
+            Blocker::ResumeChoice => format!(
+                "Claude Code asks how to resume this long conversation (from a summary, or in full): attach (`orange task attach {task}`) and choose, or set `resume = \"summary\"` or `\"full\"` under [harness.claude] in config.toml and orange answers it"
             ),
             Blocker::RootRefusal => format!(
                 "claude refuses --dangerously-skip-permissions when run as root: run orange as a normal user, or, inside a sandbox, set IS_SANDBOX=1 in the tmux environment (`tmux set-environment -g IS_SANDBOX 1`), then `orange task respawn {task}`"

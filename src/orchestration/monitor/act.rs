@@ -284,6 +284,9 @@ impl<'a> Monitor<'a> {
         info: &mut AgentInfo,
         report: &mut PassReport,
     ) -> Result<()> {
+        if state == State::Blocked && self.answer_resume(task, info)? {
+            return Ok(());
+        }
         if state == State::Blocked {
             let b = info.blocker.map(|b| b.as_str()).unwrap_or("dialog");
             self.tasks.store.append_history(
@@ -592,6 +595,34 @@ impl<'a> Monitor<'a> {
 
     /// Visible in the status line and sidebar, a history event, the bell in the task's
     /// window; no further automatic action.
+    /// Claude's resume dialog, answered as `[harness.claude] resume` chose (`summary`,
+    /// `full`) through `task send`'s path (only into that very dialog). Whether it was.
+    fn answer_resume(&mut self, task: &Task, info: &AgentInfo) -> Result<bool> {
+        if info.blocker != Some(agent::Blocker::ResumeChoice) {
+            return Ok(false);
+        }
+        let choice = self
+            .config
+            .harness
+            .get(&task.harness)
+            .and_then(|h| h.resume.clone())
+            .unwrap_or_else(|| "ask".into());
+        let Some((keys, confirm)) = crate::execution::harness::claude::resume_keys(&choice) else {
+            return Ok(false);
+        };
+        let answered =
+            self.tasks
+                .answer_dialog(task, agent::Blocker::ResumeChoice, keys, confirm)?;
+        if answered {
+            self.tasks.store.append_history(
+                task,
+                "agent.answered",
+                json!({"blocker": "resume_choice", "choice": choice, "via": "config.toml"}),
+            )?;
+        }
+        Ok(answered)
+    }
+
     fn escalate(
         &mut self,
         task: &Task,

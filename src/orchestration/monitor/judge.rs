@@ -51,6 +51,11 @@ impl Seen {
     /// whatever the last hook said; a retry shows only while it looks busy.
     pub(super) fn apply(&mut self, s: screen::Screen) {
         match s {
+            // The same block a hook told first (claude's PermissionRequest, with the
+            // tool's name): the hook's word stands.
+            screen::Screen::Blocked(b, _)
+                if self.signal == Some(Signal::Hook)
+                    && self.blocker.as_ref().is_some_and(|(h, _)| *h == b) => {}
             screen::Screen::Blocked(b, line) => {
                 self.state = Some(State::Blocked);
                 self.signal = Some(Signal::Screen);
@@ -247,7 +252,10 @@ impl<'a> Monitor<'a> {
         // first hook: the first-run screens; blocked or retrying: to see that end.
         let was_stuck = matches!(info.state, Some(State::Blocked | State::Retrying));
         let busy = seen.state == Some(State::Working);
-        if task.harness == "claude" && (info.hook_state.is_none() || busy || was_stuck) {
+        // Just started (SessionStart): a resumed claude may open its resume dialog after
+        // the hook.
+        let started = info.hook_event.as_deref() == Some("SessionStart");
+        if task.harness == "claude" && (info.hook_state.is_none() || busy || was_stuck || started) {
             seen.look = Some(pane.pane_id.clone());
         }
         // Another harness whose screen config.toml (or orange) tells how to read: every

@@ -189,6 +189,20 @@ impl<'a> Monitor<'a> {
         let info = self.agent_record(&task, &dir);
         let policy = Resolved::of(&self.config, &task);
         let seen = self.judge(&task, &info, panes, now, policy.idle_grace);
+        let mates = crate::orchestration::teammates::observe(
+            &self.tmux,
+            self.rules_of(&task.harness),
+            &task,
+            panes,
+        );
+        if let Err(e) = crate::orchestration::teammates::save(&dir, &mates) {
+            store::log(
+                self.home,
+                "warn",
+                "teammates not recorded",
+                json!({"task": task.id, "error": e.to_string(), "code": e.code()}),
+            );
+        }
         // Token use: only what its transcripts gained since the last pass is read.
         if let (Some(conv), Some(ws)) = (&task.agent_session_id, self.workspace_path(&task)) {
             if let Err(e) = crate::orchestration::usage::update(&dir, &ws, conv) {

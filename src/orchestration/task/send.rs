@@ -227,6 +227,32 @@ impl TaskService<'_> {
         self.type_locked(task, text, force)
     }
 
+    /// Answer the dialog `expected` on the agent's screen with `keys` then `confirm` (what
+    /// config.toml chose, e.g. claude's `resume = "full"`): under the task's send lock,
+    /// into its own pane only, and only when a last look finds that very dialog there —
+    /// never into an agent that shows anything else. Whether it was answered.
+    pub fn answer_dialog(
+        &mut self,
+        task: &Task,
+        expected: Blocker,
+        keys: &[&str],
+        confirm: &str,
+    ) -> Result<bool> {
+        let Ok(_send) = self.send_lock(task, std::time::Duration::ZERO) else {
+            return Ok(false);
+        };
+        let Some(pane) = task.tmux_pane_id.clone() else {
+            return Ok(false);
+        };
+        let rules = screen::Rules::of(&task.harness, self.config()?);
+        let shown = self.tmux.capture_pane(&pane, 0)?;
+        if !matches!(rules.classify(&shown), Some(Screen::Blocked(b, _)) if b == expected) {
+            return Ok(false);
+        }
+        self.tmux.send_text_then(&pane, "", keys, confirm)?;
+        Ok(true)
+    }
+
     /// The lock that serializes what is typed into one agent.
     fn send_lock(&self, task: &Task, wait: std::time::Duration) -> Result<LockGuard> {
         let path = self

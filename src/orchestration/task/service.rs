@@ -36,6 +36,10 @@ pub struct TaskView {
     pub tokens: Option<crate::orchestration::usage::Tokens>,
     /// When it needs you, what moves it on (`attention::next`); `null` otherwise.
     pub next_step: Option<NextStep>,
+    /// The panes its agent split off its window (Claude Code's agent teams), each with
+    /// its state; absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub teammates: Vec<crate::orchestration::teammates::Teammate>,
 }
 
 /// What happens to tasks: the one service every command and the monitor go through.
@@ -108,12 +112,15 @@ impl<'a> TaskService<'a> {
         // Judged as the widgets and the notifications judge it: the same step everywhere.
         let next_step = item_of(&self.store, &task, &session, &Agents::new())
             .and_then(|i| NextStep::of_item(&i, None));
+        let teammates =
+            crate::orchestration::teammates::load(&self.store.dir(&task.project, &task.id));
         TaskView {
             task,
             session,
             agent,
             tokens,
             next_step,
+            teammates,
         }
     }
 

@@ -61,6 +61,10 @@ pub fn assemble(
             }
             (s, _, _) => s.as_str().to_string(),
         });
+    m.teammates = crate::orchestration::teammates::load(&store.dir(&task.project, &task.id))
+        .iter()
+        .map(crate::orchestration::teammates::line)
+        .collect();
     m.tokens =
         crate::orchestration::usage::tokens(&store.dir(&task.project, &task.id), &task.harness);
     m.port = port_of(home, task);

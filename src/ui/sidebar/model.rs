@@ -34,6 +34,10 @@ pub struct Model {
     /// What the agent is doing (`working`, `waiting`, `dead`, `error: …`), when known.
     #[serde(default)]
     pub agent: Option<String>,
+    /// The agent's teammates (panes it split off its window), a row each under it:
+    /// `└ name: state`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub teammates: Vec<String>,
     /// Token use from the agent's log; `None`: unknown (its harness does not report it).
     #[serde(default)]
     pub tokens: Option<crate::orchestration::usage::Tokens>,
@@ -98,6 +102,7 @@ impl Model {
             exit_signal: None,
             harness: String::new(),
             agent: None,
+            teammates: vec![],
             tokens: None,
             port: None,
             pr: None,

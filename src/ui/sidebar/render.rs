@@ -281,6 +281,15 @@ fn header_lines(m: &Model, width: usize) -> Vec<Line> {
         };
         out.push(Line::text("Agent: ", Style::Plain).push(a, style));
     }
+    for t in &m.teammates {
+        let style = match t.rsplit(": ").next().unwrap_or("") {
+            s if s.starts_with("working") => Style::Yellow,
+            s if s.starts_with("waiting") => Style::Cyan,
+            s if s.starts_with("blocked") || s.starts_with("error") || s == "dead" => Style::Red,
+            _ => Style::Plain,
+        };
+        out.push(Line::text(format!("  {t}"), style));
+    }
     out.push(Line::text(format!("Harness: {}", m.harness), Style::Plain));
     // Narrow panes lose the label before the numbers.
     out.push(match &m.tokens {

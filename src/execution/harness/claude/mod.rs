@@ -33,6 +33,21 @@ pub const DEFAULT_PERMISSION_MODE: &str = "bypassPermissions";
 
 pub struct Claude;
 
+/// `[harness.claude] resume`: how its resume dialog is answered (`ask`: by the person).
+pub const RESUME_CHOICES: &[&str] = &["ask", "summary", "full"];
+
+/// The keys that answer Claude Code 2.1's resume dialog with `choice` (its options, in
+/// order: "Resume from summary (instant, recommended)" focused, "Resume full session
+/// as-is", "Don't ask again"): the keys before, and the key that confirms. `None`: the
+/// person answers.
+pub fn resume_keys(choice: &str) -> Option<(&'static [&'static str], &'static str)> {
+    match choice {
+        "summary" => Some((&[], "Enter")),
+        "full" => Some((&["Down"], "Enter")),
+        _ => None,
+    }
+}
+
 impl AgentKind for Claude {
     fn name(&self) -> &'static str {
         "claude"
@@ -224,6 +239,14 @@ const SCREEN_BLOCKERS: &[(Blocker, &[&str])] = &[
         ],
     ),
     (
+        Blocker::ResumeChoice,
+        &[
+            "resume from summary (instant, recommended)",
+            "resume full session as-is",
+            "resuming the full session uses a lot of your usage limits",
+        ],
+    ),
+    (
         Blocker::Approval,
         &[
             "do you want to proceed?",
@@ -248,6 +271,12 @@ static SCREEN: ScreenTexts = ScreenTexts {
     dialog_marks: DIALOG_MARKS,
     retrying: &["retrying"],
 };
+
+/// Claude Code 2.1 shows a turn in progress with "esc to interrupt" under its prompt (a
+/// teammate's pane, which sends orange no hooks, is read so).
+pub fn shows_a_turn(screen: &str) -> bool {
+    screen.to_ascii_lowercase().contains("esc to interrupt")
+}
 
 /// The Claude Code hook events orange installs.
 pub const HOOK_EVENTS: &[&str] = &[
@@ -308,6 +337,15 @@ pub fn settings_with_hooks(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resume_choices_have_their_keys() {
+        assert_eq!(resume_keys("summary"), Some((&[][..], "Enter")));
+        assert_eq!(resume_keys("full"), Some((&["Down"][..], "Enter")));
+        assert_eq!(resume_keys("ask"), None);
+        assert!(shows_a_turn("✻ Working… (esc to interrupt)"));
+        assert!(!shows_a_turn("? for shortcuts"));
+    }
 
     #[test]
     fn hooks_merge_into_existing_settings_once() {

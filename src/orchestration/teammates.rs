@@ -1,0 +1,180 @@
+//! An agent's teammates: the panes its program splits off its own window (Claude Code's
+//! agent teams: `split-window -d -t <lead pane>` for each teammate, titled with its name).
+//! The task stays bound to its lead pane by id (`task.tmux_pane_id`: every keystroke, the
+//! monitor's verdict); the other panes of that window — sidebars aside — are its
+//! teammates, each shown under the task with the state its screen tells. The monitor
+//! writes them (`teammates.json` in the task's directory); `task show` and the sidebar
+//! read them.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::adapters::store;
+use crate::adapters::tmux::{PaneInfo, Tmux};
+use crate::orchestration::agent::State;
+use crate::orchestration::screen::{Rules, Screen};
+use crate::orchestration::task::Task;
+
+/// The pane option a sidebar pane carries (set by `ui::plugin`): never a teammate.
+const SIDEBAR_MARK: &str = "@orange_sidebar";
+const FILE: &str = "teammates.json";
+
+/// One teammate pane beside the lead.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Teammate {
+    pub pane_id: String,
+    /// Its pane title (Claude Code titles a teammate's pane with its name), else the
+    /// program it runs.
+    pub name: String,
+    pub state: State,
+    /// What its screen shows that decided (a dialog's label, a retry).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// The teammates of `task`'s agent now: the other panes of its lead pane's window, each
+/// judged by its screen. Empty when the lead pane is unknown or alone in its window (no
+/// tmux call then: `panes` is the pass's snapshot).
+pub fn observe(tmux: &Tmux, rules: &Rules, task: &Task, panes: &[PaneInfo]) -> Vec<Teammate> {
+    let Some(lead) = crate::orchestration::attention::session::agent_pane(task, panes) else {
+        return vec![];
+    };
+    // Others in its window, sidebars (orange itself) aside: only then one more tmux call.
+    if !panes.iter().any(|p| {
+        p.window_id == lead.window_id
+            && p.pane_id != lead.pane_id
+            && p.pane_current_command != "orange"
+    }) {
+        return vec![];
+    }
+    let rows = tmux
+        .window_pane_values(
+            &lead.window_id,
+            &[
+                "pane_id",
+                SIDEBAR_MARK,
+                "pane_title",
+                "pane_current_command",
+                "pane_dead",
+            ],
+        )
+        .unwrap_or_default();
+    rows.into_iter()
+        .filter(|r| r.len() == 5 && r[0] != lead.pane_id && r[1] != "1")
+        .map(|r| {
+            // Claude Code titles its pane with a status glyph first ("✳ general-purpose").
+            let title = r[2].trim_start_matches(|c: char| !c.is_alphanumeric());
+            let name = if title.trim().is_empty() || r[2] == hostname() {
+                r[3].clone()
+            } else {
+                title.to_string()
+            };
+            let (state, detail) = if r[4] == "1" {
+                (State::Dead, None)
+            } else {
+                judge(rules, &tmux.capture_pane(&r[0], 0).unwrap_or_default())
+            };
+            Teammate {
+                pane_id: r[0].clone(),
+                name: crate::text::safe_line(&name).into_owned(),
+                state,
+                detail,
+            }
+        })
+        .collect()
+}
+
+/// tmux's default pane title is the host's name: no name at all.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// A teammate's state from its screen: a dialog, a retry, an error or a declared state;
+/// else Claude Code's own mark of a turn in progress; else waiting.
+fn judge(rules: &Rules, screen: &str) -> (State, Option<String>) {
+    match rules.classify(screen) {
+        Some(Screen::Blocked(b, _)) => (State::Blocked, Some(b.label().to_string())),
+        Some(Screen::Retrying(d)) => (State::Retrying, Some(d)),
+        Some(Screen::Error(line)) => (State::Error, Some(line)),
+        Some(Screen::Working(_)) => (State::Working, None),
+        Some(Screen::Waiting(_)) => (State::Waiting, None),
+        None if crate::execution::harness::claude::shows_a_turn(screen) => (State::Working, None),
+        None => (State::Waiting, None),
+    }
+}
+
+/// Write what was observed (nothing when it did not change; the file goes when no
+/// teammate is left).
+pub fn save(dir: &Path, teammates: &[Teammate]) -> crate::error::Result<()> {
+    if load(dir) == teammates {
+        return Ok(());
+    }
+    let path = dir.join(FILE);
+    if teammates.is_empty() {
+        let _ = std::fs::remove_file(&path);
+        return Ok(());
+    }
+    store::write_json_atomic(&path, &teammates)
+}
+
+/// The teammates the monitor last saw (none when it saw none).
+pub fn load(dir: &Path) -> Vec<Teammate> {
+    std::fs::read(dir.join(FILE))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+/// One line per teammate, for text output and the sidebar: `└ name: state (detail)`.
+pub fn line(t: &Teammate) -> String {
+    match &t.detail {
+        Some(d) => format!(
+            "└ {}: {} ({})",
+            t.name,
+            t.state.as_str(),
+            crate::text::safe_line(d)
+        ),
+        None => format!("└ {}: {}", t.name, t.state.as_str()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_teammate_s_screen_tells_its_state() {
+        let rules = Rules::builtin("claude");
+        assert_eq!(
+            judge(
+                rules,
+                "Bash command\nDo you want to proceed?\n❯ 1. Yes\n  2. No\n"
+            ),
+            (State::Blocked, Some("approval".into()))
+        );
+        assert_eq!(
+            judge(rules, "✻ Researching… (esc to interrupt)\n"),
+            (State::Working, None)
+        );
+        assert_eq!(
+            judge(rules, "❯ \n? for shortcuts\n"),
+            (State::Waiting, None)
+        );
+        let d = tempfile::tempdir().unwrap();
+        assert!(load(d.path()).is_empty());
+        let t = Teammate {
+            pane_id: "%3".into(),
+            name: "tester".into(),
+            state: State::Blocked,
+            detail: Some("approval".into()),
+        };
+        save(d.path(), std::slice::from_ref(&t)).unwrap();
+        assert_eq!(load(d.path()), vec![t.clone()]);
+        assert_eq!(line(&t), "└ tester: blocked (approval)");
+        save(d.path(), &[]).unwrap();
+        assert!(!d.path().join(FILE).exists());
+    }
+}
