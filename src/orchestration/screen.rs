@@ -118,6 +118,8 @@ impl Rules {
                 })
                 .collect(),
             retrying: texts(t.retrying),
+            error: texts(t.error),
+            working: texts(t.working),
             ..Rules::default()
         }
     }

@@ -28,7 +28,9 @@ pub fn agent_hook(
     let task = tasks.infer(cwd)?;
     let payload: serde_json::Value =
         serde_json::from_str(payload).unwrap_or(serde_json::Value::Null);
-    let Some(says) = agent::state_of_hook(event, &payload) else {
+    let Some(says) =
+        crate::execution::harness::kind_of(&task.harness).state_of_hook(event, &payload)
+    else {
         return Ok(
             json!({"task": task.id, "event": event, "ignored": "event says nothing about the agent's turn"}),
         );
@@ -44,6 +46,19 @@ pub fn agent_hook(
             );
         }
     }
+    // A program that chooses its own conversation id (codex) tells it at its start: the
+    // task keeps it, and respawn and restore resume that very conversation by its id.
+    let learned = if event == "SessionStart" && task.agent_session_id.is_none() {
+        payload
+            .get("session_id")
+            .and_then(|s| s.as_str())
+            .filter(|s| !s.is_empty() && !crate::execution::sandbox::inside())
+            .map(|sid| learn_session(&tasks.store, &task, sid))
+            .transpose()?
+            .flatten()
+    } else {
+        None
+    };
     let dir = tasks.store.dir(&task.project, &task.id);
     // The first prompt typed into an agent started without one becomes the summary: before
     // the state is written (a summary change makes older observations stale).
@@ -86,6 +101,28 @@ pub fn agent_hook(
     }
     agent::save(&dir, &info)?;
     Ok(
-        json!({"task": task.id, "event": event, "state": says.state, "blocker": says.blocker, "error": says.error, "detail": says.detail, "first_prompt": first_prompt}),
+        json!({"task": task.id, "event": event, "state": says.state, "blocker": says.blocker, "error": says.error, "detail": says.detail, "first_prompt": first_prompt, "session_id": learned}),
     )
+}
+
+/// Record `sid`, the conversation its agent's SessionStart hook named, as the task's
+/// (under the project's lock; only while it knows none): `Some(sid)` when recorded.
+fn learn_session(
+    store: &crate::orchestration::task::TaskStore,
+    task: &crate::orchestration::task::Task,
+    sid: &str,
+) -> Result<Option<String>> {
+    let _lock = store.lock(&task.project)?;
+    let mut t = store.load(&task.project, &task.id)?;
+    if t.agent_session_id.is_some() {
+        return Ok(None);
+    }
+    t.agent_session_id = Some(sid.to_string());
+    store.save(&t)?;
+    store.append_history(
+        &t,
+        "agent.session",
+        json!({"session_id": sid, "via": "hook"}),
+    )?;
+    Ok(Some(sid.to_string()))
 }

@@ -64,9 +64,13 @@ impl Seen {
             }
             screen::Screen::Retrying(_) => {}
             // A declared error line says more than the screen's activity; a hook or the
-            // transcript (newer, and the agent's own word) says more than it.
+            // transcript (newer, and the agent's own word) says more than it — but for a
+            // hook that last said "working": a program whose hooks tell no failed turn
+            // (codex: no Stop after it gives up) shows it only on its screen.
             screen::Screen::Error(_)
-                if !matches!(self.signal, None | Some(Signal::Screen | Signal::None)) => {}
+                if !matches!(self.signal, None | Some(Signal::Screen | Signal::None))
+                    && !(self.signal == Some(Signal::Hook)
+                        && self.state == Some(State::Working)) => {}
             screen::Screen::Error(line) => {
                 self.state = Some(State::Error);
                 self.signal = Some(Signal::Screen);

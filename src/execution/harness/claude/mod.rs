@@ -247,6 +247,8 @@ static SCREEN: ScreenTexts = ScreenTexts {
     marked: &[Blocker::Approval],
     dialog_marks: DIALOG_MARKS,
     retrying: &["retrying"],
+    error: &[],
+    working: &[],
 };
 
 /// The Claude Code hook events orange installs.
