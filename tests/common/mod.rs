@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod client;
+pub mod responses_standin;
 pub mod sshd;
 pub mod standin;
 

@@ -288,7 +288,8 @@ pub fn classify_api_error(status: Option<u16>, msg: &str) -> ErrorKind {
         "permission_error",
     ]) {
         ErrorKind::Unauthorized
-    } else if has(&["overloaded"]) {
+    } else if has(&["overloaded", "high demand"]) {
+        // codex 0.169 words a 5xx it gave up on "We're currently experiencing high demand".
         ErrorKind::Overloaded
     } else if has(&["rate limit", "rate_limit", "too many requests"]) {
         ErrorKind::RateLimited
