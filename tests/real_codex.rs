@@ -185,11 +185,31 @@ impl Rig {
         needle: &str,
         pred: impl Fn(&Value) -> bool,
     ) -> Value {
+        self.wait_moment_since(moment, id, needle, None, pred)
+    }
+
+    /// [`Rig::wait_moment`]; with `since` (when it became true), how long the status line
+    /// took to show it goes to `$ORANGE_LATENCY_LOG` (the docs' table; never asserted).
+    fn wait_moment_since(
+        &self,
+        moment: &str,
+        id: &str,
+        needle: &str,
+        since: Option<Instant>,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
         let start = Instant::now();
+        let mut shown: Option<Instant> = None;
         loop {
             let line = self.status_line(id);
+            if line.contains(needle) {
+                shown.get_or_insert_with(Instant::now);
+            }
             let t = self.task(id);
             if line.contains(needle) && pred(&t) {
+                if let (Some(since), Some(shown)) = (since, shown) {
+                    record(self.test, moment, &line, shown.duration_since(since));
+                }
                 return t;
             }
             assert!(
@@ -242,6 +262,22 @@ impl Rig {
             .filter(|e| e["event"] == event)
             .cloned()
             .collect()
+    }
+}
+
+/// One moment of the latency table: appended to `$ORANGE_LATENCY_LOG` when set.
+fn record(test: &str, moment: &str, reported: &str, latency: Duration) {
+    let Some(path) = std::env::var_os("ORANGE_LATENCY_LOG") else {
+        return;
+    };
+    let line = serde_json::json!({"test": test, "moment": moment, "reported": reported, "seconds": (latency.as_secs_f64() * 1000.0).round() / 1000.0});
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+    {
+        use std::io::Write;
+        let _ = writeln!(f, "{line}");
     }
 }
 
@@ -330,10 +366,15 @@ fn codex_works_in_its_pane_ends_its_turn_and_respawn_resumes_it() {
     let explain = rig.explain(&id);
     assert!(explain.contains("working"), "{explain}");
     // The end of its turn: waiting for input (Stop).
+    let released = Instant::now();
     rig.api.release();
-    let t = rig.wait_moment("end of turn", &id, "waiting for input", |t| {
-        agent_is(t, "waiting")
-    });
+    let t = rig.wait_moment_since(
+        "end of turn",
+        &id,
+        "waiting for input",
+        Some(released),
+        |t| agent_is(t, "waiting"),
+    );
     assert_eq!(t["agent"]["signal"], "hook", "{t}");
     assert_eq!(t["status"], "working", "{t}");
     let explain = rig.explain(&id);
@@ -344,7 +385,10 @@ fn codex_works_in_its_pane_ends_its_turn_and_respawn_resumes_it() {
     rig.env.tmux.ok(&["send-keys", "-t", &pane, "-l", "/exit"]);
     common::wait_for("/exit typed", 10, || rig.screen(&id).contains("/exit"));
     rig.env.tmux.ok(&["send-keys", "-t", &pane, "Enter"]);
-    let t = rig.wait_moment("/exit", &id, "exited", |t| agent_is(t, "dead"));
+    let exited = Instant::now();
+    let t = rig.wait_moment_since("/exit", &id, "exited", Some(exited), |t| {
+        agent_is(t, "dead")
+    });
     assert_eq!(t["session"]["exit_status"], 0, "{t}");
     let explain = rig.explain(&id);
     assert!(explain.contains("orange task respawn"), "{explain}");
@@ -370,13 +414,14 @@ fn codex_works_in_its_pane_ends_its_turn_and_respawn_resumes_it() {
     });
     // kill -9 (its launcher and the native codex: the pane's process group): dead.
     let pid = rig.agent_pid(&id);
+    let killed = Instant::now();
     Command::new("kill")
         .args(["-KILL", "--", &format!("-{pid}")])
         .status()
         .unwrap();
     // Its second end without an outcome (the /exit was the first, as for claude): the
     // task is stuck, the agent dead by signal 9.
-    let t = rig.wait_moment("kill -9", &id, "stuck", |t| {
+    let t = rig.wait_moment_since("kill -9", &id, "stuck", Some(killed), |t| {
         agent_is(t, "dead") && t["session"]["exit_signal"] == 9
     });
     assert!(
@@ -403,13 +448,24 @@ fn codex_retrying_then_giving_up_on_an_error_is_seen() {
     let rig = Rig::new("codex_errors", Home::SetUp, script);
     let id = rig.create("codex/errors", "say hello", &[]);
     rig.wait_turns(&id, 2);
-    let t = rig.wait_moment("retrying", &id, "retrying", |t| agent_is(t, "retrying"));
+    let retried = rig.api.turns()[1].at;
+    let t = rig.wait_moment_since("retrying", &id, "retrying", Some(retried), |t| {
+        agent_is(t, "retrying")
+    });
     assert_eq!(t["agent"]["signal"], "screen", "{t}");
     assert!(rig.screen(&id).contains("Reconnecting"));
     rig.api.release();
+    // It gives up after its last attempt (its own backoff first): from that request on.
     let t = rig.wait_moment("gave up", &id, "error: overloaded", |t| {
         agent_is(t, "error")
     });
+    let last = rig.api.turns().last().unwrap().at;
+    record(
+        rig.test,
+        "gave up (from its last request; upper bound)",
+        "error: overloaded",
+        last.elapsed(),
+    );
     assert_eq!(t["agent"]["error_kind"], "overloaded", "{t}");
     assert!(
         t["agent"]["detail"]
