@@ -20,7 +20,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::responses_standin::{Reply, ResponsesStandIn};
-use common::{Env, TaskEnv};
+use common::{record, strip_styles, Env, TaskEnv};
 use serde_json::Value;
 
 /// A bound on waiting for a moment (never a timing assertion).
@@ -253,53 +253,6 @@ impl Rig {
             .tmux
             .ok(&["display", "-p", "-t", &self.pane(id), "#{pane_pid}"])
     }
-
-    fn history(&self, id: &str, event: &str) -> Vec<Value> {
-        self.task(id)["history"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["event"] == event)
-            .cloned()
-            .collect()
-    }
-}
-
-/// One moment of the latency table: appended to `$ORANGE_LATENCY_LOG` when set.
-fn record(test: &str, moment: &str, reported: &str, latency: Duration) {
-    let Some(path) = std::env::var_os("ORANGE_LATENCY_LOG") else {
-        return;
-    };
-    let line = serde_json::json!({"test": test, "moment": moment, "reported": reported, "seconds": (latency.as_secs_f64() * 1000.0).round() / 1000.0});
-    if let Ok(mut f) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-    {
-        use std::io::Write;
-        let _ = writeln!(f, "{line}");
-    }
-}
-
-fn strip_styles(s: &str) -> String {
-    let mut out = String::new();
-    let mut depth = 0;
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '#' && chars.peek() == Some(&'[') {
-            depth += 1;
-            chars.next();
-            continue;
-        }
-        if depth > 0 {
-            if c == ']' {
-                depth -= 1;
-            }
-            continue;
-        }
-        out.push(c);
-    }
-    out.trim().to_string()
 }
 
 /// The agent's state and the signal that told it (`task show --json`).
@@ -512,8 +465,15 @@ fn a_headless_codex_that_ends_its_turn_has_finished() {
     let t = rig.wait_moment("finished", &id, "review", |t| t["status"] == "reviewing");
     assert_eq!(t["session"]["exit_status"], 0, "{t}");
     assert_eq!(t["crash_count"].as_u64().unwrap_or(0), 0, "{t}");
-    assert!(rig.history(&id, "agent.crashed").is_empty(), "{t}");
-    assert_eq!(rig.history(&id, "agent.finished").len(), 1, "{t}");
+    assert!(
+        rig.env.history_events(&id, "agent.crashed").is_empty(),
+        "{t}"
+    );
+    assert_eq!(
+        rig.env.history_events(&id, "agent.finished").len(),
+        1,
+        "{t}"
+    );
     assert!(rig.workspace(&id).join("headless.txt").exists());
     // Its session id came from its SessionStart hook (headless too).
     assert!(t["agent_session_id"].as_str().is_some(), "{t}");

@@ -77,10 +77,7 @@ pub struct Recorded {
 
 impl Recorded {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        super::standin::header_in(&self.headers, name)
     }
 
     /// A conversation turn (it carries codex's tools).

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::error::{OrangeError, Result};
-use crate::execution::harness::files::{content_text, home, json_lines, same_dir, written_since};
+use crate::execution::harness::files::{
+    content_text, folder_key, home, json_lines, same_dir, written_since,
+};
 use crate::execution::harness::kind::{
     check, AgentKind, Conversation, Doctor, DoctorAsk, Options, ScreenTexts, Start,
 };
@@ -196,21 +198,13 @@ pub fn state_of_hook(event: &str, payload: &serde_json::Value) -> Option<HookSay
     }
 }
 
-/// The key under which codex records a folder's trust: its canonical path.
-fn trust_key(repo: &Path) -> String {
-    repo.canonicalize()
-        .unwrap_or_else(|_| repo.to_path_buf())
-        .to_string_lossy()
-        .into_owned()
-}
-
 /// `[projects."<repo>"] trust_level = "trusted"` in codex's config.toml text.
 fn is_trusted(text: &str, repo: &Path) -> bool {
     toml::from_str::<toml::Value>(text)
         .ok()
         .and_then(|v| {
             v.get("projects")?
-                .get(trust_key(repo))?
+                .get(folder_key(repo))?
                 .get("trust_level")?
                 .as_str()
                 .map(|s| s == "trusted")
@@ -235,7 +229,7 @@ pub fn record_trust(path: &Path, repo: &Path) -> Result<bool> {
     if is_trusted(&text, repo) {
         return Ok(false);
     }
-    let key = trust_key(repo);
+    let key = folder_key(repo);
     if parsed.get("projects").and_then(|p| p.get(&key)).is_some() {
         return Err(OrangeError::StateCorrupt {
             path: path.to_path_buf(),
