@@ -527,3 +527,52 @@ fn codex_without_credentials_is_blocked_on_login() {
         !agent_is(&rig.task(&id), "working")
     });
 }
+
+/// `/clear` starts a new codex session in the same pane (SessionStart, source "clear", a
+/// new id): the task follows it, and the new session's hooks still tell its state (a
+/// nested agent's would be ignored).
+#[test]
+fn after_clear_the_task_follows_codex_s_new_session() {
+    if !codex_installed() {
+        return;
+    }
+    let rig = Rig::new(
+        "codex_clear",
+        Home::SetUp,
+        vec![
+            Reply::text("First answer."),
+            Reply::slow(HELD, Reply::text("Second answer.")),
+        ],
+    );
+    let id = rig.create("codex/clear", "say hello", &[]);
+    let t = rig.wait_moment("first turn ended", &id, "waiting for input", |t| {
+        agent_is(t, "waiting") && t["agent_session_id"].is_string()
+    });
+    let first = t["agent_session_id"].as_str().unwrap().to_string();
+    let pane = rig.pane(&id);
+    rig.env.tmux.ok(&["send-keys", "-t", &pane, "-l", "/clear"]);
+    common::wait_for("/clear typed", 10, || rig.screen(&id).contains("/clear"));
+    rig.env.tmux.ok(&["send-keys", "-t", &pane, "Enter"]);
+    let t = rig.wait_moment("cleared", &id, "", |t| {
+        t["agent_session_id"].as_str().is_some_and(|s| s != first)
+    });
+    let second = t["agent_session_id"].as_str().unwrap().to_string();
+    let learned = rig.env.history_events(&id, "agent.session");
+    assert_eq!(learned.last().unwrap()["via"], "hook (/clear)", "{t}");
+    rig.env
+        .tmux
+        .ok(&["send-keys", "-t", &pane, "-l", "after the clear"]);
+    common::wait_for("typed", 10, || rig.screen(&id).contains("after the clear"));
+    rig.env.tmux.ok(&["send-keys", "-t", &pane, "Enter"]);
+    rig.wait_turns(&id, 2);
+    let turn = rig.api.turns()[1].clone();
+    assert_eq!(turn.header("session-id"), Some(second.as_str()));
+    let t = rig.wait_moment("new session works", &id, "working", |t| {
+        agent_is(t, "working") && t["agent"]["hook_event"] == "UserPromptSubmit"
+    });
+    assert_eq!(t["agent"]["signal"], "hook", "{t}");
+    rig.api.release();
+    rig.wait_moment("new session's turn ended", &id, "waiting for input", |t| {
+        agent_is(t, "waiting") && t["agent"]["hook_event"] == "Stop"
+    });
+}

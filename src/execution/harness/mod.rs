@@ -344,6 +344,18 @@ mod tests {
             ]
         );
         assert!(Config::parse("[harness.claude]\npermission_mode = \"yolo\"\n").is_err());
+        // A one-shot mode only where the program has one.
+        let headless = Config::parse("[harness.codex]\nmode = \"headless\"\n").unwrap();
+        assert_eq!(
+            Harness::named("codex", &headless).unwrap().mode,
+            Mode::Headless
+        );
+        assert_eq!(
+            Harness::named("pi", &headless).unwrap().mode,
+            Mode::Interactive
+        );
+        assert!(Config::parse("[harness.claude]\nmode = \"headless\"\n").is_err());
+        assert!(Config::parse("[harness.codex]\nmode = \"oneshot\"\n").is_err());
         assert!(Config::parse("[harness.pi]\npermission_mode = \"manual\"\n").is_err());
     }
 

@@ -25,7 +25,7 @@ pub fn agent_hook(
     cwd: &Path,
 ) -> Result<serde_json::Value> {
     let tasks = TaskService::new(home);
-    let task = tasks.infer(cwd)?;
+    let mut task = tasks.infer(cwd)?;
     let payload: serde_json::Value =
         serde_json::from_str(payload).unwrap_or(serde_json::Value::Null);
     let Some(says) =
@@ -35,6 +35,29 @@ pub fn agent_hook(
             json!({"task": task.id, "event": event, "ignored": "event says nothing about the agent's turn"}),
         );
     };
+    // A program that chooses its own conversation id (codex) tells it at its start: the
+    // task keeps it, and respawn and restore resume that very conversation by its id.
+    // After `/clear` the agent in the pane goes on in a new conversation (codex and
+    // claude: SessionStart, source "clear", a new id): the task follows it.
+    let sid = payload
+        .get("session_id")
+        .and_then(|s| s.as_str())
+        .filter(|s| !s.is_empty());
+    let cleared = payload.get("source").and_then(|s| s.as_str()) == Some("clear");
+    let learned = match sid {
+        Some(sid)
+            if event == "SessionStart"
+                && (task.agent_session_id.is_none() || cleared)
+                && task.agent_session_id.as_deref() != Some(sid)
+                && !crate::execution::sandbox::inside() =>
+        {
+            learn_session(&tasks.store, &task, sid, cleared)?
+        }
+        _ => None,
+    };
+    if let Some(l) = &learned {
+        task.agent_session_id = Some(l.clone());
+    }
     // A nested agent runs its hooks with its own session id: it must not flip its parent.
     if let (Some(mine), Some(theirs)) = (
         task.agent_session_id.as_deref(),
@@ -46,19 +69,6 @@ pub fn agent_hook(
             );
         }
     }
-    // A program that chooses its own conversation id (codex) tells it at its start: the
-    // task keeps it, and respawn and restore resume that very conversation by its id.
-    let learned = if event == "SessionStart" && task.agent_session_id.is_none() {
-        payload
-            .get("session_id")
-            .and_then(|s| s.as_str())
-            .filter(|s| !s.is_empty() && !crate::execution::sandbox::inside())
-            .map(|sid| learn_session(&tasks.store, &task, sid))
-            .transpose()?
-            .flatten()
-    } else {
-        None
-    };
     let dir = tasks.store.dir(&task.project, &task.id);
     // The first prompt typed into an agent started without one becomes the summary: before
     // the state is written (a summary change makes older observations stale).
@@ -106,15 +116,17 @@ pub fn agent_hook(
 }
 
 /// Record `sid`, the conversation its agent's SessionStart hook named, as the task's
-/// (under the project's lock; only while it knows none): `Some(sid)` when recorded.
+/// (under the project's lock; while it knows none, or after `/clear`): `Some(sid)` when
+/// recorded.
 fn learn_session(
     store: &crate::orchestration::task::TaskStore,
     task: &crate::orchestration::task::Task,
     sid: &str,
+    cleared: bool,
 ) -> Result<Option<String>> {
     let _lock = store.lock(&task.project)?;
     let mut t = store.load(&task.project, &task.id)?;
-    if t.agent_session_id.is_some() {
+    if t.agent_session_id.is_some() && !cleared {
         return Ok(None);
     }
     t.agent_session_id = Some(sid.to_string());
@@ -122,7 +134,7 @@ fn learn_session(
     store.append_history(
         &t,
         "agent.session",
-        json!({"session_id": sid, "via": "hook"}),
+        json!({"session_id": sid, "via": if cleared { "hook (/clear)" } else { "hook" }}),
     )?;
     Ok(Some(sid.to_string()))
 }
