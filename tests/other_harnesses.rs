@@ -441,6 +441,17 @@ impl Run {
             let _ = env.tmux.tmux(&["set-environment", "-g", "-u", k]);
         }
         env.add_project(&[]);
+        if harness == "codex" {
+            // codex runs interactive by default (tests/real_codex.rs drives that): these
+            // tests keep its one-shot `codex exec` (config.toml's mode), in a repository
+            // whose trust orange recorded (else its interface asks first).
+            std::fs::write(
+                env.home.join("config.toml"),
+                "[harness.codex]\nmode = \"headless\"\n",
+            )
+            .unwrap();
+            env.ok(&["doctor", "--harness", "codex", "--trust"]);
+        }
         let marker = format!("orange-probe-{harness}-{}", std::process::id());
         Some(Run {
             _slot: slot,
@@ -879,13 +890,8 @@ fn first_typed_prompt(harness: &'static str) {
     let id = v["id"].as_str().unwrap().to_string();
     assert_eq!(v["awaiting_prompt"], true, "{v}");
     let pane = v["tmux_pane_id"].as_str().unwrap().to_string();
-    // Its interface is up. codex (its fresh home here) first asks whether to trust the
-    // folder: the person says yes, as they would in the pane.
+    // Its interface is up (codex: in the repository whose trust orange recorded).
     if harness == "codex" {
-        common::wait_for("codex's folder trust question", 30, || {
-            run.peek(&id).contains("Trust this folder")
-        });
-        run.env.tmux.ok(&["send-keys", "-t", &pane, "Enter"]);
         common::wait_for("codex's prompt field", 30, || {
             let screen = run.peek(&id);
             screen.contains("Ask Codex") && !screen.contains("Trust this folder")
@@ -919,7 +925,13 @@ fn first_typed_prompt(harness: &'static str) {
         .filter(|e| e["event"] == "summary.changed")
         .collect();
     assert_eq!(changed.len(), 1, "{t}");
-    assert_eq!(changed[0]["via"], "transcript", "{t}");
+    // codex's UserPromptSubmit hook tells it first; pi's session file.
+    let via = if harness == "codex" {
+        "hook"
+    } else {
+        "transcript"
+    };
+    assert_eq!(changed[0]["via"], via, "{t}");
     run.kill(&id);
     run.finish();
 }

@@ -17,13 +17,12 @@
 
 use crate::common;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::standin::{Reply, StandIn};
-use common::{Env, TaskEnv};
+use common::{record, strip_styles, Env, TaskEnv};
 use serde_json::{json, Value};
 
 const KEY: &str = "sk-ant-test-0123456789abcdefghij";
@@ -360,42 +359,6 @@ impl Rig {
             .filter(|a| !a.is_empty())
             .map(|a| String::from_utf8_lossy(a).into_owned())
             .collect()
-    }
-}
-
-fn strip_styles(s: &str) -> String {
-    let mut out = String::new();
-    let mut depth = 0;
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '#' && chars.peek() == Some(&'[') {
-            depth += 1;
-            chars.next();
-            continue;
-        }
-        if depth > 0 {
-            if c == ']' {
-                depth -= 1;
-            }
-            continue;
-        }
-        out.push(c);
-    }
-    out.trim().to_string()
-}
-
-/// One moment of the latency table: appended to `$ORANGE_LATENCY_LOG` when set.
-fn record(test: &str, moment: &str, reported: &str, latency: Duration) {
-    let Some(path) = std::env::var_os("ORANGE_LATENCY_LOG") else {
-        return;
-    };
-    let line = json!({"test": test, "moment": moment, "reported": reported, "seconds": (latency.as_secs_f64() * 1000.0).round() / 1000.0});
-    if let Ok(mut f) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(Path::new(&path))
-    {
-        let _ = writeln!(f, "{line}");
     }
 }
 

@@ -37,6 +37,7 @@ mod progress;
 mod project;
 mod readme;
 mod real_claude;
+mod real_codex;
 mod remote;
 mod resume_choice;
 mod sandbox;

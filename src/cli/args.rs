@@ -592,6 +592,12 @@ pub struct TaskCreateArgs {
     /// and a private /tmp) or none. Default: the project's, the harness's, config.toml's
     #[arg(long, value_name = "bwrap|none")]
     pub sandbox: Option<String>,
+    /// Run the agent headless, one-shot (pi -p, codex exec, opencode run) instead of its
+    /// interactive interface: it exits at the end of its turn, and an exit 0 then means it
+    /// finished (the task goes to review). Default: [harness.NAME] mode in config.toml,
+    /// else interactive
+    #[arg(long)]
+    pub headless: bool,
 }
 
 // orange lane …
@@ -746,8 +752,9 @@ pub struct DoctorArgs {
     /// The harness to check (default: config's default_harness, else the first installed)
     #[arg(long, value_name = "H")]
     pub harness: Option<String>,
-    /// Record the project's repository as trusted in Claude Code's ~/.claude.json (only
-    /// that key changes; a backup is kept; a file that does not parse is left alone)
+    /// Record the project's repository (and so its worktrees) as trusted in the harness's
+    /// own config: Claude Code's ~/.claude.json, codex's $CODEX_HOME/config.toml (only
+    /// that entry changes; a backup is kept; a file that does not parse is left alone)
     #[arg(long)]
     pub trust: bool,
 }

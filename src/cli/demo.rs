@@ -464,6 +464,7 @@ fn start_tasks(home: &Home, plain: &Tmux, repo: &Path) -> Result<(Vec<Task>, Val
                 context: None,
                 spawn: true,
                 sandbox: None,
+                headless: false,
             },
         )?;
         let t = created.task;

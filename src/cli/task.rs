@@ -121,7 +121,7 @@ fn create(ctx: &Ctx, tasks: &mut TaskService, a: TaskCreateArgs) -> Result<Done>
         }
         other => other.map(str::to_string),
     };
-    let inputs = json!({"project": project.name, "branch": a.branch, "summary": a.summary, "harness": a.harness, "no_spawn": a.no_spawn, "sandbox": a.sandbox});
+    let inputs = json!({"project": project.name, "branch": a.branch, "summary": a.summary, "harness": a.harness, "no_spawn": a.no_spawn, "sandbox": a.sandbox, "headless": a.headless});
     let created = audited(ctx, "task.create", inputs, || {
         tasks.create(
             &project,
@@ -132,6 +132,7 @@ fn create(ctx: &Ctx, tasks: &mut TaskService, a: TaskCreateArgs) -> Result<Done>
                 context,
                 spawn: !a.no_spawn,
                 sandbox: a.sandbox,
+                headless: a.headless,
             },
         )
     })?;

@@ -36,7 +36,11 @@ fn describe(v: &TaskView) -> String {
         v.task.project,
         v.task.branch,
         v.task.status,
-        v.task.harness,
+        if v.task.headless {
+            format!("{}, headless", v.task.harness)
+        } else {
+            v.task.harness.clone()
+        },
         v.session.icon(),
         v.session.state
     )

@@ -10,6 +10,8 @@ use crate::execution::harness::claude;
 
 /// The harnesses orange knows without a `command` (a config entry may tune them).
 pub const BUILTIN: &[&str] = &["claude", "pi", "codex", "opencode"];
+/// The built-in harnesses with a one-shot (headless) mode: `pi -p`, `codex exec`, `opencode run`.
+pub const HEADLESS: &[&str] = &["pi", "codex", "opencode"];
 
 #[derive(Debug, Default, Clone, Deserialize)]
 pub struct Config {
@@ -195,6 +197,10 @@ pub struct HarnessConfig {
     /// The key that submits a nudge (tmux key name; default `Enter`).
     #[serde(default)]
     pub nudge_submit: Option<String>,
+    /// A built-in's mode: `interactive` (default) or `headless` (one-shot: `codex exec`,
+    /// `pi -p`, `opencode run`); `task create --headless` chooses it per task.
+    #[serde(default)]
+    pub mode: Option<crate::execution::harness::kind::Mode>,
 }
 
 /// Patterns (regular expressions, case-insensitive, matched against each of the last 30
@@ -266,6 +272,14 @@ impl Config {
                         claude::RESUME_CHOICES.join(", ")
                     ));
                 }
+            }
+            if h.mode == Some(crate::execution::harness::kind::Mode::Headless)
+                && !HEADLESS.contains(&name.as_str())
+            {
+                return Err(format!(
+                    "harness.{name}.mode = \"headless\": only {} have a one-shot mode",
+                    HEADLESS.join(", ")
+                ));
             }
             if let Some(sp) = &h.screen {
                 for (what, list) in [

@@ -615,6 +615,7 @@ mod tests {
             permission_mode: None,
             nudge_message: None,
             nudge_submit: "Enter".into(),
+            mode: Default::default(),
         };
         let named = named_paths(&h(&format!("sh {} {{prompt}}", script.display())));
         assert!(named.contains(&script), "{named:?}");

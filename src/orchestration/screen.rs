@@ -118,6 +118,8 @@ impl Rules {
                 })
                 .collect(),
             retrying: texts(t.retrying),
+            error: texts(t.error),
+            working: texts(t.working),
             ..Rules::default()
         }
     }
@@ -255,6 +257,33 @@ pub fn last_lines(text: &str, n: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What codex 0.169 draws: its dialogs, a retry, an error it gave up on.
+    #[test]
+    fn codex_s_screens() {
+        let trust = "  Folder access\n  /w\n  Trust this folder? Codex can read, edit, and run files here\n› 1. Trust and continue\n  2. Back";
+        assert!(matches!(
+            classify("codex", trust),
+            Some(Screen::Blocked(Blocker::FolderTrust, _))
+        ));
+        let login = "  Welcome to Codex, OpenAI's command-line coding agent\n> 1. Sign in with ChatGPT\n  2. Sign in with Device Code";
+        assert!(matches!(
+            classify("codex", login),
+            Some(Screen::Blocked(Blocker::Login, _))
+        ));
+        let retry = "› do it\n• Reconnecting... 2/3 (2s • esc to interrupt)\n  └ We’re currently experiencing high demand";
+        assert!(matches!(
+            classify("codex", retry),
+            Some(Screen::Retrying(_))
+        ));
+        let gave_up = "› do it\n■ {\"error\": {\"message\": \"boom\"}}\n› Ask Codex to do anything";
+        assert!(matches!(classify("codex", gave_up), Some(Screen::Error(_))));
+        let again = format!("{gave_up}\n› again\n• Working (1s • esc to interrupt)");
+        assert!(matches!(
+            classify("codex", &again),
+            Some(Screen::Working(_))
+        ));
+    }
 
     #[test]
     fn dialogs_and_retries() {

@@ -11,8 +11,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::adapters::store;
-use crate::adapters::tmux::{PaneInfo, Tmux};
+use crate::adapters::tmux::Tmux;
 use crate::orchestration::agent::State;
+use crate::orchestration::attention::session::Panes;
 use crate::orchestration::screen::{Rules, Screen};
 use crate::orchestration::task::Task;
 
@@ -36,10 +37,11 @@ pub struct Teammate {
 /// The teammates of `task`'s agent now: the other panes of its lead pane's window, each
 /// judged by its screen. Empty when the lead pane is unknown or alone in its window (no
 /// tmux call then: `panes` is the pass's snapshot).
-pub fn observe(tmux: &Tmux, rules: &Rules, task: &Task, panes: &[PaneInfo]) -> Vec<Teammate> {
-    let Some(lead) = crate::orchestration::attention::session::agent_pane(task, panes) else {
+pub fn observe(tmux: &Tmux, rules: &Rules, task: &Task, index: &Panes<'_>) -> Vec<Teammate> {
+    let Some(lead) = index.agent_pane(task) else {
         return vec![];
     };
+    let panes = index.all();
     // Others in its window, sidebars (orange itself) aside: only then one more tmux call.
     if !panes.iter().any(|p| {
         p.window_id == lead.window_id

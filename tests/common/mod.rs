@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod client;
+pub mod responses_standin;
 pub mod sshd;
 pub mod standin;
 
@@ -705,4 +706,41 @@ pub fn output_with_stdin(mut c: Command, input: &[u8]) -> Output {
     let mut child = c.spawn().unwrap();
     child.stdin.take().unwrap().write_all(input).unwrap();
     child.wait_with_output().unwrap()
+}
+
+/// A tmux option's text without its `#[…]` styles.
+pub fn strip_styles(s: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '#' && chars.peek() == Some(&'[') {
+            depth += 1;
+            chars.next();
+            continue;
+        }
+        if depth > 0 {
+            if c == ']' {
+                depth -= 1;
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out.trim().to_string()
+}
+
+/// One moment of the latency table: appended to `$ORANGE_LATENCY_LOG` when set.
+pub fn record(test: &str, moment: &str, reported: &str, latency: Duration) {
+    let Some(path) = std::env::var_os("ORANGE_LATENCY_LOG") else {
+        return;
+    };
+    let line = serde_json::json!({"test": test, "moment": moment, "reported": reported, "seconds": (latency.as_secs_f64() * 1000.0).round() / 1000.0});
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+    {
+        let _ = std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes());
+    }
 }

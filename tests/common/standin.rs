@@ -153,6 +153,14 @@ fn default_error_message(status: u16) -> &'static str {
     }
 }
 
+/// The value of header `name` (any case) among `headers`.
+pub fn header_in<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
 /// One request the stand-in received.
 #[derive(Clone, Debug)]
 pub struct Recorded {
@@ -174,11 +182,7 @@ pub struct Recorded {
 
 impl Recorded {
     pub fn header(&self, name: &str) -> Option<&str> {
-        let name = name.to_ascii_lowercase();
-        self.headers
-            .iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.as_str())
+        header_in(&self.headers, name)
     }
     /// The text of the last user message's blocks (text and tool_result contents), joined.
     pub fn last_user_text(&self) -> String {

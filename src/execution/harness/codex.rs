@@ -1,14 +1,66 @@
-//! Everything orange knows of codex (`codex`): its command line (`exec` with a prompt,
-//! `resume --last` on respawn, never its own sandbox or approvals), where it keeps its
-//! state (`$CODEX_HOME`), and the first prompt in its own rollout file.
+//! Everything orange knows of codex (`codex`, 0.169): its command line (its interface in
+//! the task's pane with the prompt after `--`, or headless `codex exec`; `resume <session
+//! id>` on respawn, never `--last`; never its own sandbox or approvals), its own event
+//! channel (hooks passed per launch with `-c hooks.<Event>=…` and
+//! `--dangerously-bypass-hook-trust`, each calling `orange hook agent EVENT`; nothing is
+//! written to the user's config), its screens (folder trust, login, reconnecting, an error
+//! it gave up on), the trust `orange doctor --trust` records in its config.toml, where it
+//! keeps its state (`$CODEX_HOME`), and the first prompt in its own rollout file.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::execution::harness::files::{content_text, home, json_lines, same_dir, written_since};
-use crate::execution::harness::kind::{AgentKind, Options, Start};
+use crate::error::{OrangeError, Result};
+use crate::execution::harness::files::{
+    content_text, folder_key, home, json_lines, same_dir, written_since,
+};
+use crate::execution::harness::kind::{
+    check, AgentKind, Conversation, Doctor, DoctorAsk, Options, ScreenTexts, Start,
+};
+use crate::execution::harness::state::{Blocker, HookSays, State};
 
 pub struct Codex;
+
+/// The codex 0.169 hook events orange passes at each launch. SessionStart names the
+/// session (the task keeps it: respawn resumes it); Interrupt (Esc) ends a turn without
+/// Stop; SessionEnd says nothing the pane does not tell.
+pub const HOOK_EVENTS: &[&str] = &[
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "Stop",
+    "Interrupt",
+    "SessionEnd",
+];
+
+/// What codex 0.169's screens show (lowercase).
+static SCREEN: ScreenTexts = ScreenTexts {
+    blocked: &[
+        (
+            Blocker::FolderTrust,
+            &["trust this folder?", "1. trust and continue"],
+        ),
+        (
+            Blocker::Login,
+            &[
+                "sign in with chatgpt",
+                "sign in with device code",
+                "welcome to codex, openai's command-line coding agent",
+            ],
+        ),
+    ],
+    marked: &[],
+    dialog_marks: &[],
+    // `• Reconnecting... 2/5 (3s • esc to interrupt)` while it retries a failed request.
+    retrying: &["reconnecting..."],
+    // `■ <the error>` once it gave up (no hook tells it). An interrupt draws `■ Conversation
+    // interrupted` too, but its Interrupt hook says the turn ended first.
+    error: &["■ "],
+    // `• Working (4s • esc to interrupt)`: a turn under way.
+    working: &["esc to interrupt"],
+};
 
 impl AgentKind for Codex {
     fn name(&self) -> &'static str {
@@ -19,18 +71,34 @@ impl AgentKind for Codex {
         "@openai/codex"
     }
 
-    /// codex 0.169 has no `--full-auto`: it runs without approvals and without its own
-    /// sandbox (orange's is the sandbox).
+    /// Interactive: `[resume <id>]`; headless with a prompt: `exec [resume <id>]`. codex
+    /// 0.169 has no `--full-auto`: it runs without approvals and without its own sandbox
+    /// (orange's is the sandbox), and with orange's hooks, trusted for this launch only.
     fn options(&self, o: &Options) -> Vec<String> {
         let mut v: Vec<String> = vec![];
-        match (o.start == Start::Respawn, o.prompt) {
-            (false, true) => v.push("exec".into()),
-            (true, true) => v.extend(["exec".into(), "resume".into(), "--last".into()]),
-            (false, false) => {}
-            (true, false) => v.extend(["resume".into(), "--last".into()]),
+        if o.headless && o.prompt {
+            v.push("exec".into());
+        }
+        if let Some(Conversation::Resume(id)) = o.conversation {
+            v.extend(["resume".into(), id.clone()]);
         }
         v.push("--dangerously-bypass-approvals-and-sandbox".into());
+        v.extend(hook_options(&orange_bin()));
         v
+    }
+
+    /// Respawn continues the conversation its SessionStart hook named (none known: a new
+    /// one; never "the last one" of the directory, which can be another task's).
+    fn conversation(
+        &self,
+        start: Start,
+        known: Option<&str>,
+        _workspace: &Path,
+    ) -> Option<Conversation> {
+        match start {
+            Start::Respawn => known.map(|id| Conversation::Resume(id.to_string())),
+            Start::First => None,
+        }
     }
 
     /// The first user message of a rollout of the workspace written since the task was
@@ -47,6 +115,146 @@ impl AgentKind for Codex {
     fn state(&self, home: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
         (codex_home_in(Some(home)).into_iter().collect(), vec![])
     }
+
+    fn screen(&self) -> Option<&'static ScreenTexts> {
+        Some(&SCREEN)
+    }
+
+    fn state_of_hook(&self, event: &str, payload: &serde_json::Value) -> Option<HookSays> {
+        state_of_hook(event, payload)
+    }
+
+    /// The repository's trust (codex asks "Trust this folder?" until it is recorded; a
+    /// trusted repository's worktrees are not asked), recorded first with `--trust`.
+    fn doctor(&self, ask: &DoctorAsk) -> Result<Doctor> {
+        let mut out = Doctor::default();
+        let Some(config) = codex_home_in(home().as_deref()).map(|h| h.join("config.toml")) else {
+            return Ok(out);
+        };
+        let Some(repo) = ask.repo else {
+            return Ok(out);
+        };
+        if ask.trust && record_trust(&config, repo)? {
+            out.trust_recorded = Some(config.clone());
+        }
+        let trusted = is_trusted(&std::fs::read_to_string(&config).unwrap_or_default(), repo);
+        out.checks.push(check(
+            "trust",
+            trusted,
+            if trusted {
+                format!("{} is trusted ({})", repo.display(), config.display())
+            } else {
+                format!(
+                    "{} is not trusted yet: codex will ask \"Trust this folder?\"",
+                    repo.display()
+                )
+            },
+            Some(format!(
+                "`orange doctor --trust --harness codex` records it in {} ([projects.\"…\"] trust_level = \"trusted\"; a backup is kept)",
+                config.display()
+            )),
+        ));
+        Ok(out)
+    }
+}
+
+/// The orange that codex's hooks call: this very binary.
+fn orange_bin() -> String {
+    std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "orange".into())
+}
+
+/// `-c hooks.<Event>=[{hooks=[{type="command",command="'<orange>' hook agent <Event>"}]}]`
+/// for each of [`HOOK_EVENTS`], then `--dangerously-bypass-hook-trust`: codex runs hooks
+/// only once trusted, and keeps that trust in the user's config; this flag runs them for
+/// this launch without writing anything.
+pub fn hook_options(orange: &str) -> Vec<String> {
+    let mut v = vec!["--dangerously-bypass-hook-trust".to_string()];
+    for event in HOOK_EVENTS {
+        let command = format!(
+            "{} hook agent {event}",
+            crate::adapters::shell::quote(orange)
+        );
+        // A JSON string is a TOML basic string (the `-c` value is parsed as TOML).
+        let command = serde_json::to_string(&command).expect("a string serializes");
+        v.push("-c".into());
+        v.push(format!(
+            "hooks.{event}=[{{hooks=[{{type=\"command\",command={command}}}]}}]"
+        ));
+    }
+    v
+}
+
+/// What a codex 0.169 hook says of its turn: Claude Code's events (codex's take their
+/// names and payloads: `session_id`, `prompt`, `tool_name`, `last_assistant_message`),
+/// and Interrupt (Esc ended the turn; no Stop follows): waiting. SessionEnd says nothing
+/// (the pane tells the exit).
+pub fn state_of_hook(event: &str, payload: &serde_json::Value) -> Option<HookSays> {
+    match event {
+        "Interrupt" => Some(HookSays::state(State::Waiting)),
+        "SessionEnd" => None,
+        _ => crate::execution::harness::claude::transcript::state_of_hook(event, payload),
+    }
+}
+
+/// `[projects."<repo>"] trust_level = "trusted"` in codex's config.toml text.
+fn is_trusted(text: &str, repo: &Path) -> bool {
+    toml::from_str::<toml::Value>(text)
+        .ok()
+        .and_then(|v| {
+            v.get("projects")?
+                .get(folder_key(repo))?
+                .get("trust_level")?
+                .as_str()
+                .map(|s| s == "trusted")
+        })
+        .unwrap_or(false)
+}
+
+/// Record `repo` as trusted in codex's config.toml (its worktrees then are too): a
+/// `[projects."<repo>"]` table appended, nothing else touched, a backup kept
+/// (`config.toml.orange-backup`). A file that does not parse, or that names the
+/// repository with another trust level, is left as it is. Returns whether it changed.
+pub fn record_trust(path: &Path, repo: &Path) -> Result<bool> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(OrangeError::io(format!("reading {}", path.display()), e)),
+    };
+    let parsed: toml::Value = toml::from_str(&text).map_err(|e| OrangeError::StateCorrupt {
+        path: path.to_path_buf(),
+        detail: format!("does not parse ({e}); orange leaves it as it is"),
+    })?;
+    if is_trusted(&text, repo) {
+        return Ok(false);
+    }
+    let key = folder_key(repo);
+    if parsed.get("projects").and_then(|p| p.get(&key)).is_some() {
+        return Err(OrangeError::StateCorrupt {
+            path: path.to_path_buf(),
+            detail: format!(
+                "it names {key} with another trust level; orange leaves it as it is (set trust_level = \"trusted\" there yourself)"
+            ),
+        });
+    }
+    if !text.is_empty() {
+        let backup = path.with_file_name("config.toml.orange-backup");
+        std::fs::copy(path, &backup)
+            .map_err(|e| OrangeError::io(format!("backing up to {}", backup.display()), e))?;
+    } else if let Some(dir) = path.parent() {
+        crate::adapters::store::ensure_dir(dir)?;
+    }
+    let mut out = text.clone();
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    let quoted = serde_json::to_string(&key).expect("a string serializes");
+    out.push_str(&format!(
+        "\n# orange doctor --trust\n[projects.{quoted}]\ntrust_level = \"trusted\"\n"
+    ));
+    crate::adapters::store::write_bytes_atomic(path, out.as_bytes())?;
+    Ok(true)
 }
 
 /// Codex's own directory: `$CODEX_HOME` (absolute only), else `<home>/.codex`.
@@ -108,6 +316,56 @@ mod tests {
     use super::*;
     use crate::execution::harness::files::tests::write;
     use serde_json::json;
+
+    /// Each hook is a `-c` value codex parses as TOML: a table of one command.
+    #[test]
+    fn hooks_are_toml_that_calls_orange_hook_agent() {
+        let v = hook_options("/o d/orange");
+        assert_eq!(v[0], "--dangerously-bypass-hook-trust");
+        assert_eq!(v.len(), 1 + 2 * HOOK_EVENTS.len());
+        let stop = v.iter().find(|a| a.starts_with("hooks.Stop=")).unwrap();
+        let value: toml::Value =
+            toml::from_str(&format!("x = {}", &stop["hooks.Stop=".len()..])).unwrap();
+        assert_eq!(
+            value["x"][0]["hooks"][0]["command"].as_str(),
+            Some("'/o d/orange' hook agent Stop")
+        );
+    }
+
+    #[test]
+    fn interrupt_ends_a_turn_and_session_end_says_nothing() {
+        let p = json!({"session_id": "s"});
+        assert_eq!(
+            state_of_hook("Interrupt", &p).unwrap().state,
+            State::Waiting
+        );
+        assert!(state_of_hook("SessionEnd", &p).is_none());
+        assert_eq!(
+            state_of_hook("PreToolUse", &p).unwrap().state,
+            State::Working
+        );
+        let ask = state_of_hook("PermissionRequest", &json!({"tool_name": "Bash"})).unwrap();
+        assert_eq!(ask.blocker, Some(Blocker::Approval));
+    }
+
+    #[test]
+    fn trust_is_one_table_appended_once_with_a_backup() {
+        let d = tempfile::tempdir().unwrap();
+        let repo = d.path().join("repo");
+        std::fs::create_dir_all(&repo).unwrap();
+        let cfg = d.path().join("codex/config.toml");
+        assert!(record_trust(&cfg, &repo).unwrap());
+        assert!(!d.path().join("codex/config.toml.orange-backup").exists());
+        std::fs::write(&cfg, "model = \"m\"\n# mine\n").unwrap();
+        assert!(record_trust(&cfg, &repo).unwrap());
+        let text = std::fs::read_to_string(&cfg).unwrap();
+        assert!(text.starts_with("model = \"m\"\n# mine\n"), "{text}");
+        assert!(is_trusted(&text, &repo), "{text}");
+        assert!(!record_trust(&cfg, &repo).unwrap(), "once");
+        assert!(d.path().join("codex/config.toml.orange-backup").exists());
+        std::fs::write(&cfg, "model = [").unwrap();
+        assert!(record_trust(&cfg, &repo).is_err());
+    }
 
     /// What codex 0.169 writes as the first prompt is submitted.
     #[test]

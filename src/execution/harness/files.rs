@@ -18,6 +18,15 @@ pub fn home() -> Option<PathBuf> {
 }
 
 /// The same directory, however written (pi and codex record the path they were started in).
+/// How a program keys a folder in its own config (claude's trust, codex's): its
+/// canonical path (as given when it does not exist).
+pub fn folder_key(path: &Path) -> String {
+    path.canonicalize()
+        .unwrap_or_else(|_| path.to_path_buf())
+        .to_string_lossy()
+        .into_owned()
+}
+
 pub fn same_dir(recorded: &str, workspace: &Path) -> bool {
     let canonical = workspace.canonicalize().ok();
     Path::new(recorded) == workspace || canonical.as_deref() == Some(Path::new(recorded))

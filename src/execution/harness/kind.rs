@@ -12,13 +12,26 @@ use serde::Serialize;
 
 use crate::adapters::bwrap::Mount;
 use crate::error::Result;
-use crate::execution::harness::state::Blocker;
+use crate::execution::harness::state::{Blocker, HookSays};
 
 /// How an agent is being started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
     First,
     Respawn,
+}
+
+/// How a built-in agent runs: its interactive interface in the task's pane (the default:
+/// a person can attach and answer, the agent waits at the end of its turn), or headless,
+/// one-shot (`codex exec`, `pi -p`, `opencode run`: the agent exits at the end of its
+/// turn, and an exit 0 then means it finished, not that it crashed). Chosen per task
+/// (`task create --headless`) or per harness (`[harness.NAME] mode = "headless"`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    #[default]
+    Interactive,
+    Headless,
 }
 
 /// The agent's conversation (claude's): a new one with this id, or the one to continue.
@@ -74,6 +87,8 @@ pub struct Options<'a> {
     pub conversation: Option<&'a Conversation>,
     /// claude's permission mode (`None`: bypass, as the original orange did).
     pub permission_mode: Option<&'a str>,
+    /// Headless (one-shot) rather than interactive (see [`Mode`]).
+    pub headless: bool,
 }
 
 /// How the prompt follows a program's options: after `--`, or (a program without `--`) as
@@ -140,6 +155,11 @@ pub struct ScreenTexts {
     pub dialog_marks: &'static [&'static str],
     /// An API error it retries by itself.
     pub retrying: &'static [&'static str],
+    /// An error it gave up on (outranks a hook that last said "working": a program whose
+    /// hooks tell no failed turn, as codex's).
+    pub error: &'static [&'static str],
+    /// A turn under way (keeps an older error line above it from counting).
+    pub working: &'static [&'static str],
 }
 
 /// Everything orange knows of one kind of agent program. Every method but `name` has a
@@ -226,6 +246,12 @@ pub trait AgentKind: Sync {
     /// What its screens show.
     fn screen(&self) -> Option<&'static ScreenTexts> {
         None
+    }
+
+    /// What one of its hooks (`orange hook agent EVENT`, the event's JSON on stdin) says
+    /// about its turn. Claude Code's events by default (codex's hooks take their names).
+    fn state_of_hook(&self, event: &str, payload: &serde_json::Value) -> Option<HookSays> {
+        crate::execution::harness::claude::transcript::state_of_hook(event, payload)
     }
 
     /// Its own checks (after the program and its version).

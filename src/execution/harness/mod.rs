@@ -21,7 +21,7 @@ use crate::adapters::shell;
 use crate::error::{OrangeError, Result};
 use crate::execution::config::Config;
 
-pub use kind::{new_uuid, AgentKind, Conversation, Start};
+pub use kind::{new_uuid, AgentKind, Conversation, Mode, Start};
 
 /// Fallback order when no harness is named: the first one installed.
 pub const FALLBACK_ORDER: &[&str] = &["pi", "opencode", "claude", "codex"];
@@ -49,6 +49,9 @@ pub struct Harness {
     pub nudge_message: Option<String>,
     /// The key that submits a nudge (`Enter` unless config.toml says another).
     pub nudge_submit: String,
+    /// Interactive (default) or headless (one-shot): config.toml's `mode`, else the
+    /// task's (`task create --headless`, recorded in the task).
+    pub mode: Mode,
 }
 
 /// What orange knows of the program a harness named `name` runs: a built-in's knowledge
@@ -103,6 +106,7 @@ impl Harness {
                 permission_mode: None,
                 nudge_message: h.nudge_message.clone(),
                 nudge_submit: h.nudge_submit.clone().unwrap_or_else(|| "Enter".into()),
+                mode: Mode::Interactive,
             });
         }
         if BUILTIN.contains(&name) {
@@ -129,6 +133,11 @@ impl Harness {
                     .get(name)
                     .and_then(|h| h.nudge_submit.clone())
                     .unwrap_or_else(|| "Enter".into()),
+                mode: config
+                    .harness
+                    .get(name)
+                    .and_then(|h| h.mode)
+                    .unwrap_or_default(),
             });
         }
         let mut known: Vec<&str> = BUILTIN.to_vec();
@@ -204,6 +213,7 @@ impl Harness {
             start,
             conversation,
             permission_mode: self.permission_mode.as_deref(),
+            headless: self.mode == Mode::Headless,
         }));
         if let Some(p) = prompt {
             match kind.prompt_after() {
@@ -255,6 +265,7 @@ mod tests {
                 screen: None,
                 nudge_message: None,
                 nudge_submit: None,
+                mode: None,
             },
         );
         c.harness.insert(
@@ -271,6 +282,7 @@ mod tests {
                 screen: None,
                 nudge_message: None,
                 nudge_submit: None,
+                mode: None,
             },
         );
         c
@@ -334,12 +346,25 @@ mod tests {
             ]
         );
         assert!(Config::parse("[harness.claude]\npermission_mode = \"yolo\"\n").is_err());
+        // A one-shot mode only where the program has one.
+        let headless = Config::parse("[harness.codex]\nmode = \"headless\"\n").unwrap();
+        assert_eq!(
+            Harness::named("codex", &headless).unwrap().mode,
+            Mode::Headless
+        );
+        assert_eq!(
+            Harness::named("pi", &headless).unwrap().mode,
+            Mode::Interactive
+        );
+        assert!(Config::parse("[harness.claude]\nmode = \"headless\"\n").is_err());
+        assert!(Config::parse("[harness.codex]\nmode = \"oneshot\"\n").is_err());
         assert!(Config::parse("[harness.pi]\npermission_mode = \"manual\"\n").is_err());
     }
 
     #[test]
     fn pi_codex_and_opencode_commands_match_the_original() {
-        let c = Config::default();
+        let c0 = Config::default;
+        let c = c0();
         let argv = |h: &str, p: Option<&str>, l: Start| {
             Harness::named(h, &c)
                 .unwrap()
@@ -355,8 +380,45 @@ mod tests {
             ["pi", "-p", " -v x"]
         );
         assert_eq!(argv("pi", None, Start::First), ["pi"]);
+        // codex: interactive by default, headless on request; its hooks on every start
+        // (see codex.rs), resumed by its session id (never `--last`).
+        let codex = |p: Option<&str>, l: Start, c: Option<&Conversation>, headless: bool| {
+            let mut h = Harness::named("codex", &c0()).unwrap();
+            if headless {
+                h.mode = Mode::Headless;
+            }
+            let v = h.argv(p, l, c, &Default::default());
+            let hooks =
+                codex::hook_options(&std::env::current_exe().unwrap().display().to_string());
+            let at = v.iter().position(|a| *a == hooks[0]).expect("its hooks");
+            assert_eq!(v[at..at + hooks.len()], hooks[..]);
+            let mut rest = v[..at].to_vec();
+            rest.extend_from_slice(&v[at + hooks.len()..]);
+            rest
+        };
+        let resume = Conversation::Resume("019a-id".into());
         assert_eq!(
-            argv("codex", Some("p"), Start::First),
+            codex(Some("p"), Start::First, None, false),
+            [
+                "codex",
+                "--dangerously-bypass-approvals-and-sandbox",
+                "--",
+                "p"
+            ]
+        );
+        assert_eq!(
+            codex(Some("--version x"), Start::Respawn, Some(&resume), false),
+            [
+                "codex",
+                "resume",
+                "019a-id",
+                "--dangerously-bypass-approvals-and-sandbox",
+                "--",
+                "--version x"
+            ]
+        );
+        assert_eq!(
+            codex(Some("p"), Start::First, None, true),
             [
                 "codex",
                 "exec",
@@ -366,19 +428,20 @@ mod tests {
             ]
         );
         assert_eq!(
-            argv("codex", Some("p"), Start::Respawn),
+            codex(Some("p"), Start::Respawn, Some(&resume), true),
             [
                 "codex",
                 "exec",
                 "resume",
-                "--last",
+                "019a-id",
                 "--dangerously-bypass-approvals-and-sandbox",
                 "--",
                 "p"
             ]
         );
+        // No session id known: a new conversation, not "the last one" of the directory.
         assert_eq!(
-            argv("codex", None, Start::First),
+            codex(None, Start::Respawn, None, false),
             ["codex", "--dangerously-bypass-approvals-and-sandbox"]
         );
         assert_eq!(

@@ -142,10 +142,10 @@ impl Blocker {
                 "Claude Code's first-run setup is on screen, or it could not reach Anthropic's service during it: attach (`orange task attach {task}`) and finish it once, or run `claude` once in a terminal (with ANTHROPIC_API_KEY, approving the key there skips the connectivity check); `orange doctor` tells when it is done"
             ),
             Blocker::Login => format!(
-                "Claude Code asks you to log in: attach (`orange task attach {task}`) and log in, or give it ANTHROPIC_API_KEY"
+                "the agent asks you to log in: attach (`orange task attach {task}`) and log in, or give it its key (claude: ANTHROPIC_API_KEY; codex: `codex login`, or a [model_providers] entry in its config.toml)"
             ),
             Blocker::FolderTrust => format!(
-                "Claude Code asks whether to trust this folder: run `orange doctor --trust` in the repository (records the trust once for every worktree), or attach (`orange task attach {task}`) and answer"
+                "the agent asks whether to trust this folder: run `orange doctor --trust --harness <claude|codex>` in the repository (records the trust of every worktree in the program's own config), or attach (`orange task attach {task}`) and answer"
             ),
             Blocker::ApiKey => format!(
                 "Claude Code asks whether to use ANTHROPIC_API_KEY (default No): attach (`orange task attach {task}`) and choose Yes; it asks once per key"
@@ -296,7 +296,8 @@ pub fn classify_api_error(status: Option<u16>, msg: &str) -> ErrorKind {
         "permission_error",
     ]) {
         ErrorKind::Unauthorized
-    } else if has(&["overloaded"]) {
+    } else if has(&["overloaded", "high demand"]) {
+        // codex 0.169 words a 5xx it gave up on "We're currently experiencing high demand".
         ErrorKind::Overloaded
     } else if has(&["rate limit", "rate_limit", "too many requests"]) {
         ErrorKind::RateLimited

@@ -74,6 +74,11 @@ impl<'p> Panes<'p> {
         }
     }
 
+    /// Every pane, in tmux's order.
+    pub fn all(&self) -> &'p [PaneInfo] {
+        self.panes
+    }
+
     /// [`agent_pane`], looked up.
     pub fn agent_pane(&self, task: &Task) -> Option<&'p PaneInfo> {
         let sid = task.tmux_session_id.as_deref();

@@ -26,6 +26,9 @@ use super::{
     DEFAULT_NUDGE,
 };
 
+/// What a headless agent that exited 0 did (its detail, its history, the pass's reason).
+pub const FINISHED: &str = "finished: its one-shot turn ended (exit 0); review its work";
+
 /// How long a claude that has sent no hook since it started counts as starting up.
 const STARTUP_GRACE: Duration = Duration::from_secs(60);
 
@@ -409,6 +412,11 @@ impl<'a> Monitor<'a> {
             );
             return Ok(());
         }
+        // A headless (one-shot) agent that exits 0 has ended its turn: it finished, no crash.
+        // Its work waits for review (the person reads it, merges, or sends it on).
+        if current.headless && info.exit_status == Some(0) {
+            return self.on_finished(task, info, report);
+        }
         // It cannot start until the person acts (claude as root): no crash to count, no
         // respawn that would fail the same way.
         if let Some(b) = info.blocker.filter(|b| *b != agent::Blocker::Approval) {
@@ -439,6 +447,28 @@ impl<'a> Monitor<'a> {
             info,
             report,
         )
+    }
+
+    /// A headless agent finished its turn (exit 0): the task goes to review, with why.
+    fn on_finished(
+        &mut self,
+        task: &Task,
+        info: &mut AgentInfo,
+        report: &mut PassReport,
+    ) -> Result<()> {
+        info.detail = Some(FINISHED.to_string());
+        self.tasks
+            .store
+            .append_history(task, "agent.finished", json!({"detail": FINISHED}))?;
+        let t = self.tasks.store.load(&task.project, &task.id)?;
+        if t.status.can_become(Status::Reviewing) {
+            self.tasks
+                .set_status(&t, Status::Reviewing, "monitor: headless agent finished")?;
+        }
+        report
+            .actions
+            .push(json!({"task": task.id, "action": "review", "reason": FINISHED}));
+        Ok(())
     }
 
     /// What the agent reported in `.orange-outcome`, if it did.

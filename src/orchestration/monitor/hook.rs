@@ -25,14 +25,39 @@ pub fn agent_hook(
     cwd: &Path,
 ) -> Result<serde_json::Value> {
     let tasks = TaskService::new(home);
-    let task = tasks.infer(cwd)?;
+    let mut task = tasks.infer(cwd)?;
     let payload: serde_json::Value =
         serde_json::from_str(payload).unwrap_or(serde_json::Value::Null);
-    let Some(says) = agent::state_of_hook(event, &payload) else {
+    let Some(says) =
+        crate::execution::harness::kind_of(&task.harness).state_of_hook(event, &payload)
+    else {
         return Ok(
             json!({"task": task.id, "event": event, "ignored": "event says nothing about the agent's turn"}),
         );
     };
+    // A program that chooses its own conversation id (codex) tells it at its start: the
+    // task keeps it, and respawn and restore resume that very conversation by its id.
+    // After `/clear` the agent in the pane goes on in a new conversation (codex and
+    // claude: SessionStart, source "clear", a new id): the task follows it.
+    let sid = payload
+        .get("session_id")
+        .and_then(|s| s.as_str())
+        .filter(|s| !s.is_empty());
+    let cleared = payload.get("source").and_then(|s| s.as_str()) == Some("clear");
+    let learned = match sid {
+        Some(sid)
+            if event == "SessionStart"
+                && (task.agent_session_id.is_none() || cleared)
+                && task.agent_session_id.as_deref() != Some(sid)
+                && !crate::execution::sandbox::inside() =>
+        {
+            learn_session(&tasks.store, &task, sid, cleared)?
+        }
+        _ => None,
+    };
+    if let Some(l) = &learned {
+        task.agent_session_id = Some(l.clone());
+    }
     // A nested agent runs its hooks with its own session id: it must not flip its parent.
     if let (Some(mine), Some(theirs)) = (
         task.agent_session_id.as_deref(),
@@ -88,6 +113,30 @@ pub fn agent_hook(
     // Its agent's record changed: the monitor reads it again (and only it).
     store::poke_task(home, &task.project, &task.id);
     Ok(
-        json!({"task": task.id, "event": event, "state": says.state, "blocker": says.blocker, "error": says.error, "detail": says.detail, "first_prompt": first_prompt}),
+        json!({"task": task.id, "event": event, "state": says.state, "blocker": says.blocker, "error": says.error, "detail": says.detail, "first_prompt": first_prompt, "session_id": learned}),
     )
+}
+
+/// Record `sid`, the conversation its agent's SessionStart hook named, as the task's
+/// (under the project's lock; while it knows none, or after `/clear`): `Some(sid)` when
+/// recorded.
+fn learn_session(
+    store: &crate::orchestration::task::TaskStore,
+    task: &crate::orchestration::task::Task,
+    sid: &str,
+    cleared: bool,
+) -> Result<Option<String>> {
+    let _lock = store.lock(&task.project)?;
+    let mut t = store.load(&task.project, &task.id)?;
+    if t.agent_session_id.is_some() && !cleared {
+        return Ok(None);
+    }
+    t.agent_session_id = Some(sid.to_string());
+    store.save(&t)?;
+    store.append_history(
+        &t,
+        "agent.session",
+        json!({"session_id": sid, "via": if cleared { "hook (/clear)" } else { "hook" }}),
+    )?;
+    Ok(Some(sid.to_string()))
 }

@@ -70,9 +70,10 @@ impl Seen {
             }
             screen::Screen::Retrying(_) => {}
             // A declared error line says more than the screen's activity; a hook or the
-            // transcript (newer, and the agent's own word) says more than it.
-            screen::Screen::Error(_)
-                if !matches!(self.signal, None | Some(Signal::Screen | Signal::None)) => {}
+            // transcript (newer, and the agent's own word) says more than it — but for a
+            // hook that last said "working": a program whose hooks tell no failed turn
+            // (codex: no Stop after it gives up) shows it only on its screen.
+            screen::Screen::Error(_) if self.outranks_screen_error() => {}
             screen::Screen::Error(line) => {
                 self.state = Some(State::Error);
                 self.signal = Some(Signal::Screen);
@@ -94,6 +95,16 @@ impl Seen {
                 self.signal = Some(Signal::Screen);
                 self.since = None;
             }
+        }
+    }
+
+    /// What was seen says more than an error line on screen: a hook or the transcript,
+    /// but a hook that last said "working" (codex fires none when it gives up).
+    fn outranks_screen_error(&self) -> bool {
+        match self.signal {
+            None | Some(Signal::Screen | Signal::None) => false,
+            Some(Signal::Hook) => self.state != Some(State::Working),
+            _ => true,
         }
     }
 

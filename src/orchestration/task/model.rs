@@ -145,6 +145,11 @@ pub struct Task {
     /// waiting is not "needs you"; then the prompt's first line becomes the summary.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub awaiting_prompt: bool,
+    /// Its agent runs headless, one-shot (`task create --headless`, or config.toml's
+    /// `[harness.NAME] mode = "headless"` when it was created): its exit 0 at the end of
+    /// its turn means it finished (the task goes to review), not that it crashed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub headless: bool,
     pub created_at: String,
     pub updated_at: String,
     #[serde(default)]

@@ -14,7 +14,8 @@ use crate::adapters::process::{self, Stopped};
 use crate::adapters::store;
 use crate::adapters::tmux::PaneInfo;
 use crate::error::{OrangeError, Result};
-use crate::execution::harness::{Harness, Start};
+use crate::execution::config::HEADLESS;
+use crate::execution::harness::{Harness, Mode, Start};
 use crate::execution::launch::{self, Launch, Owner, Workspace};
 use crate::execution::pool;
 use crate::execution::sandbox;
@@ -41,6 +42,8 @@ pub struct CreateRequest {
     pub spawn: bool,
     /// `--sandbox`: overrides the project's, the harness's and config.toml's.
     pub sandbox: Option<String>,
+    /// `--headless`: one-shot, whatever config.toml's `mode` says.
+    pub headless: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -107,6 +110,13 @@ impl TaskService<'_> {
         let home = self.home;
         let config = self.config()?;
         let harness = Harness::resolve(req.harness.as_deref(), config)?;
+        if req.headless && !(harness.is_builtin() && HEADLESS.contains(&harness.name.as_str())) {
+            return Err(OrangeError::invalid(format!(
+                "--headless: harness {:?} has no one-shot mode (only {} have one)",
+                harness.name,
+                HEADLESS.join(", ")
+            )));
+        }
         let sandbox = sandbox::choose(req.sandbox.as_deref(), project, config, &harness.name)?;
         launch::check_sandbox(home, config, project, &harness, sandbox)?;
         if req.spawn {
@@ -144,6 +154,7 @@ impl TaskService<'_> {
             sandbox,
             summary,
             awaiting_prompt: req.summary.is_none(),
+            headless: req.headless || harness.mode == Mode::Headless,
             created_at: now.clone(),
             updated_at: now,
             ..Task::default()
@@ -160,7 +171,7 @@ impl TaskService<'_> {
         self.store.append_history(
             &task,
             "task.created",
-            json!({"branch": task.branch, "harness": task.harness, "sandbox": task.sandbox, "prompt": !task.awaiting_prompt}),
+            json!({"branch": task.branch, "harness": task.harness, "sandbox": task.sandbox, "prompt": !task.awaiting_prompt, "headless": task.headless}),
         )?;
         Ok(task)
     }
@@ -280,6 +291,14 @@ impl TaskService<'_> {
         if start == Start::First {
             check_out_branch(project, task, ws_path)?;
         }
+        // The mode recorded at creation, whatever config.toml says now.
+        let mut harness = harness.clone();
+        harness.mode = if task.headless {
+            Mode::Headless
+        } else {
+            Mode::Interactive
+        };
+        let harness = &harness;
         self.link_task_md(project, task, ws_path)?;
         let prompt = self.prompt_for(task, start);
         self.config()?;
@@ -325,6 +344,9 @@ impl TaskService<'_> {
         // permission mode) is on disk before it runs, for a repair to adopt it with.
         if let Some(c) = &ready.conversation {
             task.agent_session_id = Some(c.id().to_string());
+        } else if start == Start::First {
+            // A program that names its conversation itself (codex) tells it by its hook.
+            task.agent_session_id = None;
         }
         if start == Start::First {
             if let Some(mode) = &ready.permission_mode {

@@ -41,10 +41,7 @@ fn read_claude_json(path: &Path) -> Result<Option<Value>> {
 
 /// The key under which Claude Code records a folder's trust: its canonical path.
 fn trust_key(repo: &Path) -> String {
-    repo.canonicalize()
-        .unwrap_or_else(|_| repo.to_path_buf())
-        .to_string_lossy()
-        .into_owned()
+    crate::execution::harness::files::folder_key(repo)
 }
 
 fn is_trusted(cfg: &Value, repo: &Path) -> bool {

@@ -270,6 +270,8 @@ static SCREEN: ScreenTexts = ScreenTexts {
     marked: &[Blocker::Approval],
     dialog_marks: DIALOG_MARKS,
     retrying: &["retrying"],
+    error: &[],
+    working: &[],
 };
 
 /// Claude Code 2.1 shows a turn in progress with "esc to interrupt" under its prompt (a
