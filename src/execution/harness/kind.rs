@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::adapters::bwrap::Mount;
 use crate::error::Result;
-use crate::execution::harness::state::Blocker;
+use crate::execution::harness::state::{Blocker, HookSays};
 
 /// How an agent is being started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,10 +74,17 @@ pub struct Options<'a> {
     pub conversation: Option<&'a Conversation>,
     /// claude's permission mode (`None`: bypass, as the original orange did).
     pub permission_mode: Option<&'a str>,
+    /// The one-shot mode (the program exits at the end of its turn) instead of its
+    /// interactive interface.
+    pub headless: bool,
+    /// A directory orange owns for this agent (a task's `agent/`, writable in a sandbox):
+    /// where a program's per-task files go (pi's extension). `None`: none known.
+    pub agent_dir: Option<&'a Path>,
 }
 
 /// How the prompt follows a program's options: after `--`, or (a program without `--`) as
-/// it is, with a leading space when it starts with `-` (never taken for an option).
+/// it is, with a leading space when it starts with `-`, `@` or a space (never taken for an
+/// option or a file to attach).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PromptAfter {
     DashDash,
@@ -221,6 +228,13 @@ pub trait AgentKind: Sync {
     /// More environment inside the sandbox.
     fn sandbox_env(&self) -> Vec<(String, String)> {
         vec![]
+    }
+
+    /// What one of its events (`orange hook agent EVENT`, the JSON on standard input) says
+    /// of its turn; `None`: nothing. Claude Code's hook vocabulary unless the program has
+    /// its own channel.
+    fn hook_says(&self, event: &str, payload: &serde_json::Value) -> Option<HookSays> {
+        crate::execution::harness::claude::transcript::state_of_hook(event, payload)
     }
 
     /// What its screens show.
