@@ -284,6 +284,10 @@ fn weigh(
             seen.blocker = info
                 .hook_blocker
                 .map(|b| (b, info.hook_detail.clone().unwrap_or_default()));
+            // A channel that tells its retry (pi's `attempt 1/3: …`) says which attempt.
+            if h == State::Retrying {
+                seen.retry = info.hook_detail.clone();
+            }
             if h == State::Error {
                 seen.error = Some((
                     info.hook_error.unwrap_or(agent::ErrorKind::Other),
