@@ -263,6 +263,24 @@ fn strip_styles(s: &str) -> String {
     out.trim().to_string()
 }
 
+/// One moment of the "how soon the status line knows" table: appended to
+/// `$ORANGE_LATENCY_LOG` when set (as tests/real_claude.rs does).
+fn record(test: &str, moment: &str, since: Instant) {
+    let Some(path) = std::env::var_os("ORANGE_LATENCY_LOG") else {
+        return;
+    };
+    let secs = (since.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+    let line = json!({"test": test, "moment": moment, "seconds": secs});
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        use std::io::Write;
+        let _ = writeln!(f, "{line}");
+    }
+}
+
 fn no_retry() -> Value {
     json!({"provider": {"maxRetries": 0}})
 }
@@ -290,11 +308,13 @@ fn pi_works_edits_its_workspace_ends_its_turn_and_quits() {
     );
     let id = rig.create("real/pi-turn", prompt);
     rig.wait_turns(&id, 1);
+    let asked = rig.api.turns()[0].at;
     // orange's prompt: the summary first, then orange's note on the task.
     let seen = rig.api.turns()[0].last_user_text();
     assert!(seen.starts_with(prompt), "{seen:?}");
     // The answer streams slowly: working.
     let line = rig.status_shows("slow reply", &id, "working");
+    record(rig.test, "working (turn in progress)", asked);
     assert!(rig.api.sent_at(0).is_none(), "still streaming: {line}");
     let t = rig.task(&id);
     assert_eq!(t["agent"]["state"], "working", "{t}");
@@ -311,8 +331,9 @@ fn pi_works_edits_its_workspace_ends_its_turn_and_quits() {
         "{:?}",
         rig.api.turns()[1].body
     );
-    rig.api.wait_sent(1, PATIENCE).unwrap();
+    let sent = rig.api.wait_sent(1, PATIENCE).unwrap();
     rig.status_shows("end of turn", &id, "waiting for input");
+    record(rig.test, "end of turn", sent);
     assert_eq!(
         std::fs::read_to_string(rig.workspace(&id).join("made.txt")).unwrap(),
         "made\n"
@@ -337,7 +358,9 @@ fn pi_works_edits_its_workspace_ends_its_turn_and_quits() {
     );
     // /quit: pi exits 0.
     rig.type_line(&id, "/quit");
+    let typed = Instant::now();
     rig.status_shows("/quit", &id, "exited 0");
+    record(rig.test, "/quit", typed);
     let t = rig.wait_task("the exit recorded", &id, |t| t["agent"]["state"] == "dead");
     assert_eq!(t["session"]["state"], "dead", "{t}");
 }
@@ -382,8 +405,9 @@ fn pi_retries_an_error_then_gives_up_on_one() {
         json!({"maxRetries": 2, "baseDelayMs": 1500, "provider": {"maxRetries": 0}}),
     );
     let id = rig.create("real/pi-retry", "Say hello");
-    rig.api.wait_sent(0, PATIENCE).unwrap();
+    let first = rig.api.wait_sent(0, PATIENCE).unwrap();
     rig.status_shows("503: retrying", &id, "retrying");
+    record(rig.test, "503: retrying", first);
     let t = rig.task(&id);
     assert_eq!(t["agent"]["state"], "retrying", "{t}");
     assert!(
@@ -400,6 +424,11 @@ fn pi_retries_an_error_then_gives_up_on_one() {
     rig.wait_turns(&id, 3);
     rig.status_shows("500: retrying", &id, "retrying");
     rig.status_shows("500: error after the retries", &id, "error: server");
+    record(
+        rig.test,
+        "500: error after the last retry",
+        rig.api.sent_at(4).unwrap(),
+    );
     assert_eq!(rig.api.turns().len(), 5, "a first try and two retries");
     let t = rig.task(&id);
     assert_eq!(t["agent"]["state"], "error", "{t}");
@@ -435,7 +464,9 @@ fn a_killed_pi_is_dead_and_respawn_continues_its_conversation() {
         .args(["-KILL", &pid])
         .status()
         .unwrap();
+    let killed = Instant::now();
     rig.status_shows("kill -9", &id, "killed (signal 9)");
+    record(rig.test, "kill -9", killed);
     let t = rig.wait_task("dead", &id, |t| t["agent"]["state"] == "dead");
     assert_eq!(t["session"]["state"], "dead", "{t}");
     rig.env.ok(&["task", "respawn", &id]);
