@@ -4,6 +4,7 @@
 
 pub mod chat_standin;
 pub mod client;
+pub mod http_standin;
 pub mod sshd;
 pub mod standin;
 
