@@ -341,6 +341,7 @@ fn pi_works_edits_its_workspace_ends_its_turn_and_quits() {
     let t = rig.task(&id);
     assert_eq!(t["agent"]["state"], "waiting", "{t}");
     assert_eq!(t["agent"]["signal"], "hook", "{t}");
+    assert!(t["tokens"].is_null(), "pi does not report its tokens: {t}");
     let explain = rig.explain(&id);
     assert!(explain.contains("waiting"), "{explain}");
     // The command: its session file, orange's extension (the prompt went after one more
