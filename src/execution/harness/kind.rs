@@ -237,6 +237,13 @@ pub trait AgentKind: Sync {
         crate::execution::harness::claude::transcript::state_of_hook(event, payload)
     }
 
+    /// Its own event channel, which orange installs (its name for `task explain`), and how
+    /// long it may say "working" without an event while the screen is quiet before orange
+    /// calls it silent and reads the screen instead. `None`: no channel of its own.
+    fn channel(&self) -> Option<(&'static str, std::time::Duration)> {
+        None
+    }
+
     /// What its screens show.
     fn screen(&self) -> Option<&'static ScreenTexts> {
         None

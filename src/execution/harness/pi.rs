@@ -102,6 +102,15 @@ impl AgentKind for Pi {
         (vec![home.join(".pi")], vec![])
     }
 
+    /// pi's spinner moves the screen all through a turn (a slow answer, a long tool call):
+    /// "working" with a quiet screen and no event for 10 s is a channel gone silent.
+    fn channel(&self) -> Option<(&'static str, std::time::Duration)> {
+        Some((
+            "pi's channel (orange's extension)",
+            std::time::Duration::from_secs(10),
+        ))
+    }
+
     fn hook_says(&self, event: &str, payload: &Value) -> Option<HookSays> {
         says(
             event,
