@@ -13,6 +13,7 @@ mod common;
 
 mod agent_state;
 mod bad_input;
+mod chat_standin;
 mod claude_screens;
 mod cli;
 mod declared_states;
@@ -38,6 +39,7 @@ mod project;
 mod readme;
 mod real_claude;
 mod real_codex;
+mod real_pi;
 mod remote;
 mod resume_choice;
 mod sandbox;

@@ -145,6 +145,7 @@ impl<'a> Launch<'a> {
             task_id: self.owner.id().to_string(),
             port: slot.and_then(|(_, index)| port_for(self.project, index)),
             project: self.project.name.clone(),
+            agent_dir: Some(self.agent_dir.to_path_buf()),
         }
     }
 

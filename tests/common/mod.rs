@@ -2,7 +2,9 @@
 //! `$ORANGE_HOME` and `$HOME`, and helpers to run the `orange` binary.
 #![allow(dead_code)]
 
+pub mod chat_standin;
 pub mod client;
+pub mod http_standin;
 pub mod responses_standin;
 pub mod sshd;
 pub mod standin;

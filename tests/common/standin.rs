@@ -22,8 +22,8 @@
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::io::{self, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
@@ -31,10 +31,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use super::http_standin::{self as http, chunk, split_text, Request, POLL};
+
 /// The stand-in stops by itself after this long without a request.
 pub const IDLE_LIMIT: Duration = Duration::from_secs(600);
-/// How often blocked connection threads look at the stop flag.
-const POLL: Duration = Duration::from_millis(100);
 /// Interval of SSE `ping` events while a streamed [`Reply::Slow`] waits.
 const PING_EVERY: Duration = Duration::from_secs(5);
 
@@ -323,7 +323,7 @@ impl StandIn {
         let acc = inner.clone();
         let accept = thread::Builder::new()
             .name("standin-accept".into())
-            .spawn(move || accept_loop(listener, acc))
+            .spawn(move || http::accept_loop(listener, acc, "standin-conn"))
             .expect("spawn accept thread");
         let wd = inner.clone();
         thread::Builder::new()
@@ -447,207 +447,17 @@ impl Drop for StandIn {
     }
 }
 
-fn accept_loop(listener: TcpListener, inner: Arc<Inner>) {
-    for conn in listener.incoming() {
-        if inner.stopped() {
-            break;
-        }
-        let Ok(stream) = conn else { continue };
-        let c = inner.clone();
-        let _ = thread::Builder::new()
-            .name("standin-conn".into())
-            .spawn(move || {
-                let _ = serve(stream, &c);
-            });
+impl http::Handler for Inner {
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
     }
-}
-
-// ---------------------------------------------------------------------------------------
-// HTTP
-
-/// A reader over the connection that polls the stop flag while waiting for bytes.
-struct Conn<'a> {
-    s: TcpStream,
-    buf: Vec<u8>,
-    inner: &'a Inner,
-}
-
-impl Conn<'_> {
-    /// Read more bytes into `buf`; Ok(false) on EOF or stop.
-    fn fill(&mut self) -> io::Result<bool> {
-        let mut tmp = [0u8; 16384];
-        loop {
-            if self.inner.stopped() {
-                return Ok(false);
-            }
-            match self.s.read(&mut tmp) {
-                Ok(0) => return Ok(false),
-                Ok(n) => {
-                    self.buf.extend_from_slice(&tmp[..n]);
-                    return Ok(true);
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
-                    ) =>
-                {
-                    continue
-                }
-                Err(e) => return Err(e),
-            }
-        }
+    fn handle(&self, s: &mut TcpStream, req: Request) -> io::Result<()> {
+        handle(s, self, req)
     }
-    /// One line terminated by CRLF (or LF), without the terminator.
-    fn line(&mut self) -> io::Result<Option<String>> {
-        loop {
-            if let Some(p) = self.buf.iter().position(|&b| b == b'\n') {
-                let mut l: Vec<u8> = self.buf.drain(..=p).collect();
-                l.pop();
-                if l.last() == Some(&b'\r') {
-                    l.pop();
-                }
-                return Ok(Some(String::from_utf8_lossy(&l).into_owned()));
-            }
-            if !self.fill()? {
-                return Ok(None);
-            }
-        }
-    }
-    fn exact(&mut self, n: usize) -> io::Result<Option<Vec<u8>>> {
-        while self.buf.len() < n {
-            if !self.fill()? {
-                return Ok(None);
-            }
-        }
-        Ok(Some(self.buf.drain(..n).collect()))
-    }
-}
-
-struct Request {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-fn read_request(c: &mut Conn) -> io::Result<Option<Request>> {
-    let first = loop {
-        match c.line()? {
-            None => return Ok(None),
-            Some(l) if l.is_empty() => continue, // stray CRLF between requests
-            Some(l) => break l,
-        }
-    };
-    let mut parts = first.split_whitespace();
-    let method = parts.next().unwrap_or("").to_string();
-    let path = parts.next().unwrap_or("/").to_string();
-    let mut headers = Vec::new();
-    loop {
-        match c.line()? {
-            None => return Ok(None),
-            Some(l) if l.is_empty() => break,
-            Some(l) => {
-                if let Some((k, v)) = l.split_once(':') {
-                    headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-                }
-            }
-        }
-    }
-    let h = |name: &str| {
-        headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.clone())
-    };
-    if h("expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue")) {
-        c.s.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
-    }
-    let mut body = Vec::new();
-    if h("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked")) {
-        loop {
-            let Some(size_line) = c.line()? else {
-                return Ok(None);
-            };
-            let size_hex = size_line.split(';').next().unwrap_or("").trim();
-            let size = usize::from_str_radix(size_hex, 16)
-                .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad chunk size"))?;
-            if size == 0 {
-                // trailers until an empty line
-                loop {
-                    match c.line()? {
-                        None => return Ok(None),
-                        Some(l) if l.is_empty() => break,
-                        Some(_) => {}
-                    }
-                }
-                break;
-            }
-            let Some(data) = c.exact(size)? else {
-                return Ok(None);
-            };
-            body.extend_from_slice(&data);
-            let _ = c.line()?; // CRLF after the chunk
-        }
-    } else if let Some(n) = h("content-length").and_then(|v| v.parse::<usize>().ok()) {
-        let Some(data) = c.exact(n)? else {
-            return Ok(None);
-        };
-        body = data;
-    }
-    Ok(Some(Request {
-        method,
-        path,
-        headers,
-        body,
-    }))
-}
-
-fn serve(stream: TcpStream, inner: &Inner) -> io::Result<()> {
-    stream.set_read_timeout(Some(POLL))?;
-    stream.set_nodelay(true)?;
-    let mut c = Conn {
-        s: stream,
-        buf: Vec::new(),
-        inner,
-    };
-    while let Some(req) = read_request(&mut c)? {
-        if inner.stopped() {
-            break;
-        }
-        let close = req
-            .headers
-            .iter()
-            .any(|(k, v)| k == "connection" && v.eq_ignore_ascii_case("close"));
-        handle(&mut c.s, inner, req)?;
-        if close || inner.stopped() {
-            break;
-        }
-    }
-    let _ = c.s.shutdown(Shutdown::Both);
-    Ok(())
 }
 
 fn handle(s: &mut TcpStream, inner: &Inner, req: Request) -> io::Result<()> {
-    let encoded = req
-        .headers
-        .iter()
-        .find(|(k, _)| k == "content-encoding")
-        .map(|(_, v)| v.clone())
-        .filter(|v| !v.eq_ignore_ascii_case("identity"));
-    let body: Value = if req.body.is_empty() {
-        Value::Null
-    } else if let Some(enc) = encoded {
-        Value::String(format!(
-            "<undecoded content-encoding: {enc}, {} bytes>",
-            req.body.len()
-        ))
-    } else {
-        serde_json::from_slice(&req.body)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&req.body).into_owned()))
-    };
+    let body = http::json_body(&req);
     let path = path_only(&req.path).to_string();
     let turn = is_turn(&req.method, &req.path, &body);
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
@@ -716,66 +526,20 @@ fn handle(s: &mut TcpStream, inner: &Inner, req: Request) -> io::Result<()> {
     }
 }
 
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        413 => "Payload Too Large",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        529 => "Site Overloaded",
-        _ => "Status",
-    }
-}
-
 fn write_json(s: &mut TcpStream, status: u16, v: &Value, head: bool) -> io::Result<()> {
-    let body = v.to_string();
-    let hdr = format!(
-        "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nrequest-id: req_standin\r\nconnection: keep-alive\r\n\r\n",
-        reason(status),
-        body.len()
-    );
-    s.write_all(hdr.as_bytes())?;
-    if !head {
-        s.write_all(body.as_bytes())?;
-    }
-    s.flush()
+    http::write_json(s, status, v, head, "request-id")
 }
 
-/// Sleep `d`, polling the stop flag; while `ping` is given, send a ping event every 5 s.
+/// Sleep `d`, polling the stop flag; while `ping` is given, send a `ping` event every 5 s.
 /// Ok(false) if stopped.
 fn wait(s: &mut TcpStream, inner: &Inner, d: Duration, ping: bool) -> io::Result<bool> {
-    let end = Instant::now().checked_add(d); // None: forever (until stopped)
-    let mut next_ping = Instant::now() + PING_EVERY;
-    loop {
-        if inner.stopped() {
-            return Ok(false);
-        }
-        let now = Instant::now();
-        if end.is_some_and(|e| now >= e) {
-            return Ok(true);
-        }
-        if ping && now >= next_ping {
-            chunk(s, &sse("ping", &json!({"type":"ping"})))?;
-            next_ping = now + PING_EVERY;
-        }
-        thread::sleep(end.map_or(POLL, |e| POLL.min(e - now)));
-    }
+    let stopped = || inner.stopped();
+    let p = sse("ping", &json!({"type":"ping"}));
+    http::wait(s, &stopped, d, ping.then_some((p.as_str(), PING_EVERY)))
 }
 
 fn sse(event: &str, data: &Value) -> String {
     format!("event: {event}\ndata: {data}\n\n")
-}
-
-fn chunk(s: &mut TcpStream, data: &str) -> io::Result<()> {
-    s.write_all(format!("{:x}\r\n{data}\r\n", data.len()).as_bytes())?;
-    s.flush()
 }
 
 /// The usage every answer reports: a number of its own for each field (so that a sum that
@@ -926,20 +690,4 @@ fn answer(
     s.write_all(b"0\r\n\r\n")?;
     s.flush()?;
     Ok(true)
-}
-
-/// Split into pieces of about 40 bytes on char boundaries (several deltas, like the real API).
-fn split_text(t: &str) -> Vec<String> {
-    let mut v = Vec::new();
-    let mut cur = String::new();
-    for ch in t.chars() {
-        cur.push(ch);
-        if cur.len() >= 40 {
-            v.push(std::mem::take(&mut cur));
-        }
-    }
-    if !cur.is_empty() || v.is_empty() {
-        v.push(cur);
-    }
-    v
 }

@@ -120,7 +120,7 @@ impl AgentKind for Codex {
         Some(&SCREEN)
     }
 
-    fn state_of_hook(&self, event: &str, payload: &serde_json::Value) -> Option<HookSays> {
+    fn hook_says(&self, event: &str, payload: &serde_json::Value) -> Option<HookSays> {
         state_of_hook(event, payload)
     }
 

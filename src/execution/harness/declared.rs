@@ -39,6 +39,9 @@ pub struct Places {
     pub task_id: String,
     pub port: Option<u16>,
     pub project: String,
+    /// Not a placeholder: the directory orange owns for the agent (see
+    /// `kind::Options::agent_dir`), for a built-in program's own files.
+    pub agent_dir: Option<std::path::PathBuf>,
 }
 
 impl Places {
@@ -173,6 +176,7 @@ mod tests {
             task_id: "3fa2".into(),
             port: Some(3102),
             project: "app".into(),
+            agent_dir: None,
         }
     }
 

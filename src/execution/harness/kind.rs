@@ -89,10 +89,14 @@ pub struct Options<'a> {
     pub permission_mode: Option<&'a str>,
     /// Headless (one-shot) rather than interactive (see [`Mode`]).
     pub headless: bool,
+    /// A directory orange owns for this agent (a task's `agent/`, writable in a sandbox):
+    /// where a program's per-task files go (pi's extension). `None`: none known.
+    pub agent_dir: Option<&'a Path>,
 }
 
 /// How the prompt follows a program's options: after `--`, or (a program without `--`) as
-/// it is, with a leading space when it starts with `-` (never taken for an option).
+/// it is, with a leading space when it starts with `-`, `@` or a space (never taken for an
+/// option or a file to attach).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PromptAfter {
     DashDash,
@@ -243,15 +247,23 @@ pub trait AgentKind: Sync {
         vec![]
     }
 
-    /// What its screens show.
-    fn screen(&self) -> Option<&'static ScreenTexts> {
+    /// What one of its events (`orange hook agent EVENT`, the JSON on standard input) says
+    /// of its turn; `None`: nothing. Claude Code's hook vocabulary unless the program has
+    /// its own channel (codex's hooks take Claude Code's names, with two of their own).
+    fn hook_says(&self, event: &str, payload: &serde_json::Value) -> Option<HookSays> {
+        crate::execution::harness::claude::transcript::state_of_hook(event, payload)
+    }
+
+    /// Its own event channel, which orange installs (its name for `task explain`), and how
+    /// long it may say "working" without an event while the screen is quiet before orange
+    /// calls it silent and reads the screen instead. `None`: no channel of its own.
+    fn channel(&self) -> Option<(&'static str, std::time::Duration)> {
         None
     }
 
-    /// What one of its hooks (`orange hook agent EVENT`, the event's JSON on stdin) says
-    /// about its turn. Claude Code's events by default (codex's hooks take their names).
-    fn state_of_hook(&self, event: &str, payload: &serde_json::Value) -> Option<HookSays> {
-        crate::execution::harness::claude::transcript::state_of_hook(event, payload)
+    /// What its screens show.
+    fn screen(&self) -> Option<&'static ScreenTexts> {
+        None
     }
 
     /// Its own checks (after the program and its version).

@@ -205,7 +205,8 @@ impl Harness {
         // stop the agent that ran freely at every Bash call) and continues the
         // conversation where the program can. A prompt is always an argument, never an
         // option: `--` before it, or for a program without `--` a leading space when it
-        // starts with `-`.
+        // starts with `-`, `@` (pi: a file to attach) or a space (pi's extension takes
+        // exactly one leading space away again).
         let kind = self.kind();
         let mut v: Vec<String> = vec![self.name.clone()];
         v.extend(kind.options(&kind::Options {
@@ -214,11 +215,14 @@ impl Harness {
             conversation,
             permission_mode: self.permission_mode.as_deref(),
             headless: self.mode == Mode::Headless,
+            agent_dir: places.agent_dir.as_deref(),
         }));
         if let Some(p) = prompt {
             match kind.prompt_after() {
                 kind::PromptAfter::DashDash => v.extend(["--".to_string(), p.to_string()]),
-                kind::PromptAfter::Bare if p.starts_with('-') => v.push(format!(" {p}")),
+                kind::PromptAfter::Bare if p.starts_with(['-', '@', ' ']) => {
+                    v.push(format!(" {p}"))
+                }
                 kind::PromptAfter::Bare => v.push(p.to_string()),
             }
         }
@@ -370,15 +374,13 @@ mod tests {
                 .unwrap()
                 .argv(p, l, None, &Default::default())
         };
-        assert_eq!(argv("pi", Some("p"), Start::First), ["pi", "-p", "p"]);
-        assert_eq!(
-            argv("pi", Some("p"), Start::Respawn),
-            ["pi", "-p", "--continue", "p"]
-        );
-        assert_eq!(
-            argv("pi", Some("-v x"), Start::First),
-            ["pi", "-p", " -v x"]
-        );
+        // pi: interactive, never `--continue` (its session file is its conversation, see
+        // pi.rs); a prompt starting with `-`, `@` or a space gets one more space.
+        assert_eq!(argv("pi", Some("p"), Start::First), ["pi", "p"]);
+        assert_eq!(argv("pi", Some("p"), Start::Respawn), ["pi", "p"]);
+        assert_eq!(argv("pi", Some("-v x"), Start::First), ["pi", " -v x"]);
+        assert_eq!(argv("pi", Some("@f"), Start::First), ["pi", " @f"]);
+        assert_eq!(argv("pi", Some(" a"), Start::First), ["pi", "  a"]);
         assert_eq!(argv("pi", None, Start::First), ["pi"]);
         // codex: interactive by default, headless on request; its hooks on every start
         // (see codex.rs), resumed by its session id (never `--last`).

@@ -28,9 +28,8 @@ pub fn agent_hook(
     let mut task = tasks.infer(cwd)?;
     let payload: serde_json::Value =
         serde_json::from_str(payload).unwrap_or(serde_json::Value::Null);
-    let Some(says) =
-        crate::execution::harness::kind_of(&task.harness).state_of_hook(event, &payload)
-    else {
+    let kind = crate::execution::harness::kind_of(&task.harness);
+    let Some(says) = kind.hook_says(event, &payload) else {
         return Ok(
             json!({"task": task.id, "event": event, "ignored": "event says nothing about the agent's turn"}),
         );

@@ -40,6 +40,8 @@ pub(super) struct Seen {
     pub(super) since: Option<String>,
     /// A dead agent's last lines (scrollback included).
     pub(super) last_lines: Vec<String>,
+    /// The agent's own channel is silent: what `task explain` says about it.
+    pub(super) silent: Option<String>,
     /// The pane whose screen this pass must read.
     pub(super) look: Option<String>,
     /// A dead agent's pane: its id and the pid its program had.
@@ -248,7 +250,8 @@ impl<'a> Monitor<'a> {
             progress: log_grew && matches!(log.state, Some(LogState::Working { tool: true })),
             ..Seen::default()
         };
-        weigh(&mut seen, info, log, pane, now, grace);
+        let channel = crate::execution::harness::kind_of(&task.harness).channel();
+        weigh(&mut seen, info, log, pane, now, grace, channel);
         let stalled = seen.state == Some(State::Working) && !log_grew;
         // Working by the transcript but idle by claude's own account: a turn cut short
         // (Esc while the request waited) that no hook and no transcript line tells.
@@ -278,8 +281,9 @@ impl<'a> Monitor<'a> {
     }
 }
 
-/// The state of a live agent from its signals: the hook, unless the log has news after it;
-/// else the log; else the screen's activity (quiet for longer than `grace`: waiting).
+/// The state of a live agent from its signals: the hook, unless the log has news after it
+/// or the agent's own `channel` went silent; else the log; else the screen's activity
+/// (quiet for longer than `grace`: waiting).
 fn weigh(
     seen: &mut Seen,
     info: &AgentInfo,
@@ -287,7 +291,33 @@ fn weigh(
     pane: &PaneInfo,
     now: chrono::DateTime<chrono::Utc>,
     grace: Duration,
+    channel: Option<(&str, Duration)>,
 ) {
+    let quiet = Duration::from_secs(
+        now.timestamp()
+            .saturating_sub(pane.window_activity as i64)
+            .max(0) as u64,
+    );
+    // A channel that said "working" and then nothing for its limit while the screen is
+    // quiet: silent (its program lost it, or it broke); never a state frozen at working.
+    let silent = channel.filter(|(_, after)| {
+        info.hook_state == Some(State::Working)
+            && info
+                .hook_at
+                .as_deref()
+                .is_some_and(|t| super::age(t, now) >= *after)
+            && quiet >= grace
+    });
+    seen.silent = match (silent, channel) {
+        (Some((name, _)), _) => Some(format!(
+            "{name} has said nothing since {} (last: working) and the screen is quiet: orange reads the screen",
+            info.hook_at.as_deref().unwrap_or("")
+        )),
+        (None, Some((name, _))) if info.hook_at.is_none() => Some(format!(
+            "{name} has sent no event yet: orange reads the screen"
+        )),
+        _ => None,
+    };
     // Hooks are the best signal, unless the log has news after them: an error (no
     // hook may tell it), or a line written after the last hook (a hook can be lost or
     // late: the turn ended in the transcript while the last hook said working).
@@ -298,12 +328,16 @@ fn weigh(
         _ => false,
     };
     match (info.hook_state, log.state) {
-        (Some(h), from_log) if !log_is_newer => {
+        (Some(h), from_log) if !log_is_newer && silent.is_none() => {
             seen.state = Some(h);
             seen.signal = Some(Signal::Hook);
             seen.blocker = info
                 .hook_blocker
                 .map(|b| (b, info.hook_detail.clone().unwrap_or_default()));
+            // A channel that tells its retry (pi's `attempt 1/3: …`) says which attempt.
+            if h == State::Retrying {
+                seen.retry = info.hook_detail.clone();
+            }
             if h == State::Error {
                 seen.error = Some((
                     info.hook_error.unwrap_or(agent::ErrorKind::Other),
@@ -334,11 +368,7 @@ fn weigh(
         }
         (_, None) => {
             // Screen activity: quiet for longer than the grace → waiting (debounced).
-            let quiet = now
-                .timestamp()
-                .saturating_sub(pane.window_activity as i64)
-                .max(0) as u64;
-            let state = if Duration::from_secs(quiet) >= grace {
+            let state = if quiet >= grace {
                 State::Waiting
             } else {
                 State::Working
@@ -440,7 +470,12 @@ fn detail(state: State, seen: &Seen, info: &AgentInfo, task: &str) -> Option<Str
             .retry
             .as_ref()
             .map(|r| format!("retrying an API error by itself ({r})")),
-        State::Waiting => info.asked.as_ref().map(|q| format!("asked: {q}")),
+        State::Waiting => info
+            .asked
+            .as_ref()
+            .map(|q| format!("asked: {q}"))
+            .or_else(|| seen.silent.clone()),
+        State::Working => seen.silent.clone(),
         State::Dead => Some(death_detail(seen.exit, info, task)),
         _ => None,
     }
@@ -461,5 +496,64 @@ fn death_detail(exit: Option<PaneExit>, info: &AgentInfo, task: &str) -> String 
         (Some(b), _) => format!("{how}: {}", b.advice(task)),
         (None, Some(line)) => format!("{how}: {}", line.trim()),
         (None, None) => how,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// pi's channel said "working" 30 s ago and nothing since, its screen quiet for 20 s:
+    /// silent, the screen decides (waiting), and the note says so. Claude (no channel of
+    /// its own), a recent event or a moving screen: the hook decides.
+    #[test]
+    fn a_silent_channel_falls_back_to_the_screen_and_says_so() {
+        let now = chrono::Utc::now();
+        let at = |s: i64| (now - chrono::Duration::seconds(s)).to_rfc3339();
+        let info = |hook_s: i64| AgentInfo {
+            hook_state: Some(State::Working),
+            hook_at: Some(at(hook_s)),
+            ..AgentInfo::default()
+        };
+        let pane = |quiet_s: i64| PaneInfo {
+            window_activity: (now.timestamp() - quiet_s) as u64,
+            ..PaneInfo::default()
+        };
+        let grace = Duration::from_secs(3);
+        let pi = Some(("pi's channel", Duration::from_secs(10)));
+        let judge = |i: &AgentInfo, p: &PaneInfo, c| {
+            let mut seen = Seen::default();
+            weigh(&mut seen, i, FromLog::default(), p, now, grace, c);
+            seen
+        };
+        let s = judge(&info(30), &pane(20), pi);
+        assert_eq!(
+            (s.state, s.signal),
+            (Some(State::Waiting), Some(Signal::Screen))
+        );
+        assert!(s
+            .silent
+            .as_deref()
+            .unwrap()
+            .contains("has said nothing since"));
+        for (i, p, c) in [
+            (info(30), pane(20), None),
+            (info(5), pane(20), pi),
+            (info(30), pane(0), pi),
+        ] {
+            let s = judge(&i, &p, c);
+            assert_eq!(
+                (s.state, s.signal),
+                (Some(State::Working), Some(Signal::Hook))
+            );
+            assert_eq!(s.silent, None);
+        }
+        // No event at all yet: the screen decides, and the note says the channel is silent.
+        let s = judge(&AgentInfo::default(), &pane(0), pi);
+        assert_eq!(
+            (s.state, s.signal),
+            (Some(State::Working), Some(Signal::Screen))
+        );
+        assert!(s.silent.as_deref().unwrap().contains("no event yet"));
     }
 }

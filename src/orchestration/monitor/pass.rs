@@ -204,7 +204,10 @@ impl<'a> Monitor<'a> {
             );
         }
         // Token use: only what its transcripts gained since the last pass is read.
-        if let (Some(conv), Some(ws)) = (&task.agent_session_id, self.workspace_path(&task)) {
+        let reports = crate::orchestration::usage::harness_reports(&task.harness);
+        if let (Some(conv), Some(ws), true) =
+            (&task.agent_session_id, self.workspace_path(&task), reports)
+        {
             if let Err(e) = crate::orchestration::usage::update(&dir, &ws, conv) {
                 store::log(
                     self.home,

@@ -131,6 +131,10 @@ impl<'a> TaskService<'a> {
         let (Some(conv), Some(ws)) = (&task.agent_session_id, &task.workspace) else {
             return Ok(());
         };
+        // pi's conversation is its session file: no transcript of claude's to read.
+        if !crate::orchestration::usage::harness_reports(&task.harness) {
+            return Ok(());
+        }
         let ws = if ws.starts_with('/') {
             std::path::PathBuf::from(ws)
         } else {
