@@ -38,6 +38,7 @@ mod project;
 mod readme;
 mod real_claude;
 mod remote;
+mod review;
 mod sandbox;
 mod sandbox_git;
 mod send;

@@ -16,6 +16,7 @@ pub mod plugin;
 pub mod project_cmd;
 pub mod remote;
 pub mod restore;
+pub mod review;
 pub mod serve;
 pub mod sidebar;
 pub mod status;
