@@ -309,3 +309,61 @@ fn approve_records_the_outcome_and_moves_the_task_on() {
     let (show, _, _) = text(&env, &["task", "show", &id]);
     assert!(show.contains("review approved"), "{show}");
 }
+
+/// `v` in a task's sidebar (the plugin loaded, a real client): the review in a popup — the
+/// person's editor on the diff, then the question, answered with Enter — and the round
+/// reaches the agent.
+#[test]
+fn v_in_the_sidebar_reviews_the_task_in_a_popup() {
+    if !common::require(
+        "script",
+        std::process::Command::new("script")
+            .arg("--version")
+            .output()
+            .is_ok(),
+        "util-linux script gives the attached client a terminal",
+    ) {
+        return;
+    }
+    let env = env();
+    crate::plugin::tell_server_home(&env);
+    let _plugin = crate::plugin::load_plugin(&env.tmux);
+    let id = raw_agent(&env, "review/key");
+    change(&env, &id);
+    hook(&env, &id, "Stop", json!({}));
+    let ed = editor(
+        &env,
+        "ed.sh",
+        r#"sed -i 's/^+two$/+two\n>> from the popup/' "$1""#,
+    );
+    env.tmux.ok(&["set-environment", "-g", "VISUAL", &ed]);
+    let window = format!("{}:", env.task(&id)["tmux_session_id"].as_str().unwrap());
+    let mut client =
+        common::client::Client::attach(&env, "app/review/key", &env.root().join("client.log"));
+    client.type_bytes(b"\x1c");
+    common::wait_for("the sidebar", 10, || {
+        crate::plugin::window_panes(&env.tmux, &window)
+            .iter()
+            .any(|p| p.2)
+    });
+    let sb = crate::plugin::window_panes(&env.tmux, &window)
+        .into_iter()
+        .find(|p| p.2)
+        .unwrap()
+        .0;
+    common::wait_for("the sidebar in focus", 10, || {
+        env.tmux.ok(&["display", "-p", "-t", &window, "#{pane_id}"]) == sb
+    });
+    client.type_bytes(b"v");
+    common::wait_for("the round, written in the popup", 20, || {
+        rounds(&env, &id).len() == 1
+    });
+    // The question: Enter sends it.
+    common::wait_for("the question on the client", 10, || {
+        String::from_utf8_lossy(&client.output()).contains("to the agent now? [Y/n]")
+    });
+    client.type_bytes(b"\r");
+    let m = &wait_submissions(&env, &id, 1)[0];
+    assert!(m.contains("src/a.txt:2: `two`\n   from the popup"), "{m}");
+    assert_eq!(rounds(&env, &id)[0]["delivery"], "sent");
+}

@@ -508,7 +508,7 @@ pub enum TaskCmd {
     /// the agent, the way `task send` sends: typed when it waits, held while it works,
     /// never into an agent on a dialog. A comment whose line the agent changed since is
     /// found again by its code line, or listed as no longer there — never dropped.
-    Review(super::review::ReviewArgs),
+    Review(super::review_args::ReviewArgs),
     /// Send the task's agent the nudge its idle policy would send, now
     ///
     /// The policy's on_idle message, else the harness's nudge_message, else "Please

@@ -17,6 +17,7 @@ pub mod project_cmd;
 pub mod remote;
 pub mod restore;
 pub mod review;
+pub mod review_args;
 pub mod serve;
 pub mod sidebar;
 pub mod status;
