@@ -173,6 +173,7 @@ confirm A_RESTART "Stop and restart the running agent of task $T? (y/n)" "$x"
 act x task merge "$T"
 confirm A_MERGE "Merge task $T? (y/n)" "$x"
 popup A_PR pr
+popup A_REVIEW review
 act x task cancel --yes "$T"
 confirm A_CANCEL "Cancel task $T? (y/n)" "$x"
 # m: actions for the task of this session; outside one, a short menu of its own (one
@@ -183,6 +184,7 @@ menu x "orange task $T" \
   "Show the task" i "$A_SHOW" \
   "Toggle the sidebar" s "$K_SIDEBAR" \
   "Send text to the agent…" t "$K_SEND" \
+  "Review the changes…" v "$A_REVIEW" \
   "" \
   "Respawn the agent" r "$A_RESPAWN" \
   "Stop and restart the running agent" R "$A_RESTART" \

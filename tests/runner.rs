@@ -42,6 +42,7 @@ mod real_codex;
 mod real_pi;
 mod remote;
 mod resume_choice;
+mod review;
 mod sandbox;
 mod sandbox_git;
 mod send;

@@ -19,7 +19,7 @@ use common::{id, wait_for, TaskEnv};
 use serde_json::{json, Value};
 
 /// An env with the `fake-raw` and `fake-tree` agents (tests/fixtures/fake-agent.sh).
-fn env() -> TaskEnv {
+pub(crate) fn env() -> TaskEnv {
     let env = TaskEnv::new();
     env.add_project(&[]);
     let agent = common::fixtures().join("fake-agent.sh");
@@ -33,7 +33,7 @@ fn env() -> TaskEnv {
 }
 
 /// A `fake-raw` agent, started and ready for input.
-fn raw_agent(env: &TaskEnv, branch: &str) -> String {
+pub(crate) fn raw_agent(env: &TaskEnv, branch: &str) -> String {
     let id = env.create_id(branch, "fake-raw");
     let pane = env.task(&id)["tmux_pane_id"].as_str().unwrap().to_string();
     wait_for("the raw agent to be ready", 20, || {
@@ -45,7 +45,7 @@ fn raw_agent(env: &TaskEnv, branch: &str) -> String {
 }
 
 /// Every byte typed into the raw agent's pane.
-fn raw(env: &TaskEnv, id: &str) -> Vec<u8> {
+pub(crate) fn raw(env: &TaskEnv, id: &str) -> Vec<u8> {
     std::fs::read(env.home.join("agent-log").join(id).join("raw")).unwrap_or_default()
 }
 
@@ -84,7 +84,7 @@ fn submissions(bytes: &[u8]) -> Vec<String> {
 }
 
 /// Wait until the raw agent saw `n` submissions; they.
-fn wait_submissions(env: &TaskEnv, id: &str, n: usize) -> Vec<String> {
+pub(crate) fn wait_submissions(env: &TaskEnv, id: &str, n: usize) -> Vec<String> {
     let mut seen = vec![];
     wait_for(
         &format!("{n} submission(s) to task {id}'s agent"),
@@ -104,7 +104,7 @@ fn wait_submissions(env: &TaskEnv, id: &str, n: usize) -> Vec<String> {
 
 /// `orange hook agent EVENT` as the agent's own hooks send it (Claude Code's events): in
 /// its workspace, the payload on stdin.
-fn hook(env: &TaskEnv, id: &str, event: &str, payload: Value) {
+pub(crate) fn hook(env: &TaskEnv, id: &str, event: &str, payload: Value) {
     let t = env.task(id);
     let ws = env.ws_path(t["workspace"].as_str().unwrap());
     let mut c = env.cmd_in(&ws, &["hook", "agent", event, "--json"]);
@@ -123,7 +123,7 @@ fn hook(env: &TaskEnv, id: &str, event: &str, payload: Value) {
 }
 
 /// `orange ARGS` in text (what a person reads): stdout, stderr, success.
-fn text(env: &TaskEnv, args: &[&str]) -> (String, String, bool) {
+pub(crate) fn text(env: &TaskEnv, args: &[&str]) -> (String, String, bool) {
     let out = env.cmd_in(&env.repo, args).output().unwrap();
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What orange's keys and menus run in a display-popup (tmux 3.3a does not expand formats in
 # a popup's command: the task comes from the session, the directory from `-d`).
-# usage: popup.sh BIN new|show|pr
+# usage: popup.sh BIN new|show|pr|review [TASK]
 #   new   ask for a branch and a task, then `orange task create` in the project of the
 #         current directory. What the user types goes from the terminal to `read` to
 #         orange's argv: never through tmux's parser, a format or a shell line (tmux
@@ -10,6 +10,8 @@
 #         person types the first prompt there.
 #   show  `orange task show` for the task of this session.
 #   pr    push the task's branch and open (or show) its pull request with gh.
+#   review  `orange task review` of the task (this session's, or TASK): the diff in the
+#         person's editor, the comments sent to the agent when they say so.
 # shellcheck source=tmux/lib.sh
 . "${BASH_SOURCE[0]%/*}/lib.sh"
 bin=$1 action=$2
@@ -26,7 +28,7 @@ if [[ ! -x $bin ]]; then
   echo
   pause
 fi
-task=$(tmux display-message -p '#{@orange_task}' 2>/dev/null)
+task=${3:-$(tmux display-message -p '#{@orange_task}' 2>/dev/null)}
 case $action in
 new)
   if ! project=$("$bin" plugin project 2>&1); then
@@ -65,6 +67,11 @@ new)
 show)
   [[ -n $task ]] || { echo "orange: not an orange task session"; pause; }
   "$bin" task show "$task"
+  pause
+  ;;
+review)
+  [[ -n $task ]] || { echo "orange: not an orange task session"; pause; }
+  "$bin" task review "$task"
   pause
   ;;
 pr)

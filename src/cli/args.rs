@@ -167,6 +167,10 @@ impl Command {
             C::Task(T::Respawn { id, force, yes, .. }) => asks(
                                                           row(Y,  Y,  Y,  Y,  Always,    Task,         Some(id)),
                                                           !*force || *yes, "Stop and restart the agent of"),
+            C::Task(T::Review(a)) if a.edits()        => no_serve(
+                                                          row(Y,  N,  Y,  Y,  Never,     Task,         Some(&a.id)),
+                                                          "`task review` in an editor (it needs a terminal: ssh -t)"),
+            C::Task(T::Review(a))                      => row(Y,  N,  Y,  Y,  Never,     Task,         Some(&a.id)),
             C::Task(T::Send { id, .. } | T::Nudge { id, .. })
                                                        => row(Y,  N,  Y,  Y,  Never,     Task,         Some(id)),
             C::Task(T::Update { id, .. } | T::Complete { id } | T::Stuck { id })
@@ -495,6 +499,16 @@ pub enum TaskCmd {
         #[arg(long, hide = true, value_name = "NAME", conflicts_with_all = ["text", "file"])]
         from_buffer: Option<String>,
     },
+    /// Review the task's changes: comments on lines of its diff, sent to its agent
+    ///
+    /// Opens the diff against the task's base in $VISUAL / $EDITOR (else vi) as a review
+    /// file: write a comment under any line, on lines starting with ">>". Saved, the
+    /// comments become a review round kept with the task (file, side, line and the code
+    /// line of each); sent (--send, or answer the question), the round is ONE message to
+    /// the agent, the way `task send` sends: typed when it waits, held while it works,
+    /// never into an agent on a dialog. A comment whose line the agent changed since is
+    /// found again by its code line, or listed as no longer there — never dropped.
+    Review(super::review_args::ReviewArgs),
     /// Send the task's agent the nudge its idle policy would send, now
     ///
     /// The policy's on_idle message, else the harness's nudge_message, else "Please

@@ -16,6 +16,8 @@ pub mod plugin;
 pub mod project_cmd;
 pub mod remote;
 pub mod restore;
+pub mod review;
+pub mod review_args;
 pub mod serve;
 pub mod sidebar;
 pub mod status;

@@ -1,4 +1,5 @@
-//! `orange task create|list|show|explain|peek|spawn|attach|respawn|send|nudge|update|complete|stuck|merge|cancel|delete`:
+//! `orange task create|list|show|explain|peek|spawn|attach|respawn|send|nudge|update|complete|stuck|merge|cancel|delete`
+//! (`review`: in `review.rs`):
 //! one function per verb. What they print is in `task_text`; the repairs before them and
 //! the effects after them are the table's (`args::Command::does`), fed by what each
 //! returns ([`Done`]).
@@ -55,6 +56,7 @@ pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Done> {
         TaskCmd::Nudge { id, force } => {
             send(ctx, t, &id, "", SendKind::Nudge, force).map(Done::from)
         }
+        TaskCmd::Review(a) => super::review::run(ctx, t, a).map(Done::from),
         TaskCmd::Attach { id } => attach(ctx, t, &id).map(Done::from),
         TaskCmd::Update {
             id,
@@ -399,7 +401,7 @@ fn send(
     force: bool,
 ) -> Result<Out> {
     let (op, inputs) = match kind {
-        SendKind::Message => (
+        SendKind::Message | SendKind::Review => (
             "task.send",
             json!({"id": id, "force": force, "chars": text.chars().count()}),
         ),
@@ -407,11 +409,11 @@ fn send(
     };
     let project = ctx.project.as_deref();
     let sent = audited(ctx, op, inputs, || match kind {
-        SendKind::Message => tasks.send(id, project, text, kind, force),
+        SendKind::Message | SendKind::Review => tasks.send(id, project, text, kind, force),
         SendKind::Nudge => tasks.nudge(id, project, force),
     })?;
     let what = match kind {
-        SendKind::Message => "message",
+        SendKind::Message | SendKind::Review => "message",
         SendKind::Nudge => "nudge",
     };
     let line = task_text::first_line(&sent.text, 60);

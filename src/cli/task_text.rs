@@ -264,6 +264,22 @@ fn event_text(e: &Event) -> String {
                 None => "respawned (forced)".to_string(),
             }
         }
+        "review.round" => format!(
+            "review round {}: {} written",
+            d.get("round").unwrap_or(&serde_json::Value::Null),
+            comments(d)
+        ),
+        "review.sent" => format!(
+            "review round {}: {} {}",
+            d.get("round").unwrap_or(&serde_json::Value::Null),
+            comments(d),
+            if s("delivery").as_deref() == Some("held") {
+                "held until its turn ends"
+            } else {
+                "sent"
+            }
+        ),
+        "review.approved" => format!("review approved{via}"),
         "task.failed" => format!("could not start: {}", s("error").unwrap_or_default()),
         _ => {
             let mut extra: Vec<String> = d
@@ -283,6 +299,12 @@ fn event_text(e: &Event) -> String {
             format!("{}{extra}{via}", e.event)
         }
     }
+}
+
+/// `3 comments`, `1 comment`: a review event's count.
+fn comments(d: &serde_json::Map<String, serde_json::Value>) -> String {
+    let n = d.get("comments").and_then(|v| v.as_u64()).unwrap_or(0);
+    format!("{n} comment{}", if n == 1 { "" } else { "s" })
 }
 
 /// `task explain`: which signal decided the agent's state, and when; what it says.

@@ -13,6 +13,7 @@ pub mod project;
 pub mod prompt;
 pub mod reconcile;
 pub mod repair;
+pub mod review;
 pub mod screen;
 pub mod task;
 pub mod teammates;

@@ -79,3 +79,54 @@ fn save_line_cache(path: &Path, cache: &LineCache) {
         let _ = crate::adapters::store::write_cache(path, &data);
     }
 }
+
+/// The text of the task's diff (unified, as `git diff` prints it) of exactly the files its
+/// change list names — without what the workspace's setup left, with its untracked files —
+/// against the same merge base: what a review file shows. Empty: no change.
+pub fn task_patch(home: &Home, task: &Task) -> Result<String> {
+    let Some(diff) = task_changes(home, task)? else {
+        return Ok(String::new());
+    };
+    let project = project::get(home, &task.project)?;
+    let worktree: Option<PathBuf> = match task.workspace.as_deref() {
+        Some(p) if p.starts_with('/') => Some(PathBuf::from(p)),
+        Some(ws) => Some(pool::find(home, ws)?.path),
+        None => None,
+    };
+    let mut tracked = Vec::new();
+    let mut untracked = Vec::new();
+    for f in &diff.files {
+        if f.untracked {
+            untracked.push(f.path.clone());
+        } else {
+            tracked.push(f.path.clone());
+            tracked.extend(f.from.clone());
+        }
+    }
+    git::patch(
+        &project.path,
+        worktree.as_deref(),
+        &diff.merge_base,
+        &task.branch,
+        &tracked,
+        &untracked,
+    )
+}
+
+/// The workspace's file at `path` (relative), as it is now: for finding review anchors
+/// again. `None` when the task has no workspace or the file is gone.
+pub fn workspace_file(home: &Home, task: &Task, path: &str) -> Option<String> {
+    let root = match task.workspace.as_deref()? {
+        p if p.starts_with('/') => PathBuf::from(p),
+        ws => pool::find(home, ws).ok()?.path,
+    };
+    if Path::new(path)
+        .components()
+        .any(|c| !matches!(c, std::path::Component::Normal(_)))
+    {
+        return None;
+    }
+    std::fs::read(root.join(path))
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+}

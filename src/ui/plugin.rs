@@ -352,6 +352,29 @@ pub fn send_prompt(tmux: &Tmux, task_id: &str, client: Option<&str>) -> Result<(
     tmux.prompt_then(client, &format!("send to task {task_id}: "), &then)
 }
 
+/// `v` in a task's sidebar: `task review` of the task in a popup on `client` (the
+/// plugin's popup.sh when it is loaded: it waits for a key after an error), started in
+/// the background (the sidebar goes on drawing while the person writes the review).
+pub fn review_popup(tmux: &Tmux, task_id: &str, client: Option<&str>) -> Result<()> {
+    let bin = shell_quote(&exe_path()?.display().to_string());
+    let inner = match tmux.get_option(OptionScope::Global, "@orange_dir")? {
+        Some(dir) if Path::new(&dir).join("tmux/popup.sh").is_file() => format!(
+            "{} {bin} review {}",
+            shell_quote(&format!("{dir}/tmux/popup.sh")),
+            shell_quote(task_id)
+        ),
+        _ => format!("{bin} task review {}", shell_quote(task_id)),
+    };
+    let client = client
+        .map(|c| format!(" -c {}", shell_quote(c)))
+        .unwrap_or_default();
+    tmux.run_shell_background(&format!(
+        "tmux display-popup{client} -E -w 90% -h 85% -T {} {}",
+        shell_quote(&format!(" orange: review task {task_id} ")),
+        shell_quote(&inner)
+    ))
+}
+
 /// The text [`send_prompt`] left in `buffer` (and `<buffer>-1`), both buffers deleted: the
 /// exact copy, unless tmux filled only `%1` (then `buffer` holds `%2` as written).
 pub fn prompt_text(tmux: &Tmux, buffer: &str) -> Result<String> {

@@ -421,3 +421,56 @@ pub fn unpushed_commits(path: &Path) -> Result<Option<usize>> {
     }
     Ok(Some(walk.take(1000).count()))
 }
+
+/// The unified diff (`-U3`, no color, no external diff driver, rename detection off) of
+/// `paths` in `worktree` against `base` (a commit), the working tree as it is; `untracked`
+/// paths (not in the index) as new files. `None` for `worktree`: the committed branch
+/// `head` in `repo`. Nothing of the user's diff configuration changes what is printed.
+pub fn patch(
+    repo: &Path,
+    worktree: Option<&Path>,
+    base: &str,
+    head: &str,
+    tracked: &[String],
+    untracked: &[String],
+) -> Result<String> {
+    let plain = [
+        "-c",
+        "core.quotePath=false",
+        "diff",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-renames",
+        "--no-textconv",
+        "--src-prefix=a/",
+        "--dst-prefix=b/",
+        "-U3",
+    ];
+    let mut out = String::new();
+    if !tracked.is_empty() {
+        let mut args: Vec<&str> = plain.to_vec();
+        args.push(base);
+        if worktree.is_none() {
+            args.push(head);
+        }
+        args.push("--");
+        args.extend(tracked.iter().map(String::as_str));
+        out.push_str(&run_ok(worktree.unwrap_or(repo), &args)?);
+    }
+    if let Some(wt) = worktree {
+        for path in untracked {
+            // `--no-index` exits 1 when the files differ: that is the answer, not a failure.
+            let mut args: Vec<&str> = plain.to_vec();
+            args.extend(["--no-index", "--", "/dev/null", path]);
+            let o = run(wt, &args)?;
+            if o.status.code().is_some_and(|c| c > 1) {
+                return Err(OrangeError::BackendCommandFailed(format!(
+                    "git diff of the new file {path} failed: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                )));
+            }
+            out.push_str(&String::from_utf8_lossy(&o.stdout));
+        }
+    }
+    Ok(out)
+}

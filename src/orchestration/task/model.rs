@@ -194,13 +194,16 @@ pub struct Held {
     pub kind: SendKind,
 }
 
-/// What is typed into an agent: a person's message, or the nudge (`task nudge`).
+/// What is typed into an agent: a person's message, the nudge (`task nudge`), or a review
+/// round (`task review`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SendKind {
     #[default]
     Message,
     Nudge,
+    /// A review round (`task review --send`): one message with every comment.
+    Review,
 }
 
 /// One line of `history.jsonl`.

@@ -172,10 +172,10 @@ impl TaskService<'_> {
             sent.held = self.hold(&task, message)?;
             return Ok(sent);
         }
-        let via = if kind == SendKind::Nudge {
-            "task nudge"
-        } else {
-            "task send"
+        let via = match kind {
+            SendKind::Nudge => "task nudge",
+            SendKind::Review => "task review",
+            SendKind::Message => "task send",
         };
         match self.deliver(&task, Some(message), force, via)? {
             Typed::Done => Ok(sent),
@@ -332,6 +332,7 @@ impl TaskService<'_> {
         for h in &all {
             let (event, mut data) = match h.kind {
                 SendKind::Message => ("message.sent", json!({"text": h.text})),
+                SendKind::Review => ("message.sent", json!({"text": h.text, "kind": "review"})),
                 SendKind::Nudge => (
                     "agent.nudged",
                     json!({"message": h.text, "reason": "by hand"}),

@@ -74,7 +74,7 @@ impl Pane {
             Wake::Back => self.focused = !(back(self) || to_agent(self)),
             Wake::Focus(on) => self.focused = on,
             // Any other key was typed here: the pane has the focus.
-            Wake::Refresh | Wake::Send => self.focused = true,
+            Wake::Refresh | Wake::Send | Wake::Review => self.focused = true,
             Wake::Tick | Wake::Quit | Wake::Interrupt => {}
         }
     }

@@ -408,13 +408,9 @@ impl<'a> Follow<'a> {
     /// `t`: tmux's command-prompt asks the person looking at this sidebar for a message
     /// for the task's agent (`ui::plugin::send_prompt`). A lane's agent takes none; a
     /// failure is said on the status line.
-    fn prompt_send(&self) {
-        if self.lane {
-            return;
-        }
-        let Some(pane) = own_pane() else {
-            return;
-        };
+    /// This sidebar's pane, and the client looking at its session (the first one).
+    fn own_client(&self) -> Option<(String, Option<String>)> {
+        let pane = own_pane()?;
         let client = self
             .pane_tmux
             .pane_values(&pane, &["session_id"])
@@ -422,7 +418,35 @@ impl<'a> Follow<'a> {
             .flatten()
             .and_then(|v| self.pane_tmux.clients_of(&v[0]).ok())
             .and_then(|c| c.into_iter().next());
+        Some((pane, client))
+    }
+
+    fn prompt_send(&self) {
+        if self.lane {
+            return;
+        }
+        let Some((pane, client)) = self.own_client() else {
+            return;
+        };
         if let Err(e) = crate::ui::plugin::send_prompt(&self.pane_tmux, &self.id, client.as_deref())
+        {
+            let msg = format!("orange: {e}");
+            let _ = self
+                .pane_tmux
+                .display_message_to(client.as_deref(), Some(&pane), &msg);
+        }
+    }
+
+    /// `v`: the task's review in a popup on the client looking at this sidebar.
+    fn review(&self) {
+        if self.lane {
+            return;
+        }
+        let Some((pane, client)) = self.own_client() else {
+            return;
+        };
+        if let Err(e) =
+            crate::ui::plugin::review_popup(&self.pane_tmux, &self.id, client.as_deref())
         {
             let msg = format!("orange: {e}");
             let _ = self
@@ -536,6 +560,10 @@ pub fn follow(
                 f.pane.key(Wake::Send);
                 f.prompt_send();
             }
+            Wake::Review => {
+                f.pane.key(Wake::Review);
+                f.review();
+            }
             Wake::Tick => {}
             // The focus keys (Tab, Enter, Esc) and the focus's reports.
             w @ (Wake::Agent | Wake::Back | Wake::Focus(_)) => f.pane.key(w),
@@ -618,7 +646,7 @@ pub fn remote(
             Wake::Interrupt => Screen::interrupted(term),
             Wake::Tick => {}
             // (A remote task's agent is sent text with `orange task send`.)
-            Wake::Send => {}
+            Wake::Send | Wake::Review => {}
             // Any other key, the focus keys (Tab, Enter, Esc) and the focus's reports.
             w @ (Wake::Refresh | Wake::Agent | Wake::Back | Wake::Focus(_)) => pane.key(w),
         }

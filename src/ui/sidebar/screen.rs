@@ -85,6 +85,8 @@ pub enum Wake {
     Refresh,
     /// `t`: type a message to the agent (tmux's command-prompt asks for it).
     Send,
+    /// `v`: review the task's changes (`task review` in a popup).
+    Review,
     /// Tab or Enter: to the agent's pane.
     Agent,
     /// Escape: back to the pane the person came from.
@@ -100,6 +102,7 @@ impl Wake {
             Input::Key(CTRL_C) => Wake::Interrupt,
             Input::Key(b'\t' | b'\r' | b'\n') => Wake::Agent,
             Input::Key(b't') => Wake::Send,
+            Input::Key(b'v') => Wake::Review,
             Input::Esc => Wake::Back,
             Input::Focus(on) => Wake::Focus(on),
             Input::Key(_) | Input::Seq => Wake::Refresh,
