@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::adapters::bwrap::Mount;
 use crate::error::Result;
-use crate::execution::harness::state::Blocker;
+use crate::execution::harness::state::{Blocker, HookSays};
 
 /// How an agent is being started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +82,10 @@ pub struct Options<'a> {
 pub enum PromptAfter {
     DashDash,
     Bare,
+    /// Glued to this option (`--prompt=…`): a program whose positional is no prompt
+    /// (opencode's is a directory) and whose parser takes a separate value starting with
+    /// `-` for an option.
+    Glued(&'static str),
 }
 
 /// One line of `orange doctor`.
@@ -221,6 +225,24 @@ pub trait AgentKind: Sync {
     /// More environment inside the sandbox.
     fn sandbox_env(&self) -> Vec<(String, String)> {
         vec![]
+    }
+
+    /// The environment it gets from orange (a config directory orange owns for the agent,
+    /// under `agent_dir`, written here), beside every agent's own ([`crate::execution::launch::env`]).
+    fn env(&self, _agent_dir: &Path) -> Result<Vec<(String, String)>> {
+        Ok(vec![])
+    }
+
+    /// What its own event (`orange hook agent EVENT`, the event's JSON) says of its turn:
+    /// by default Claude Code's hook vocabulary, the one orange's hooks spoke first.
+    fn hook_says(&self, event: &str, payload: &serde_json::Value) -> Option<HookSays> {
+        crate::execution::harness::claude::transcript::state_of_hook(event, payload)
+    }
+
+    /// The conversation an event announces (opencode's `session.created`): the task's
+    /// conversation from then on (what a respawn continues).
+    fn hook_conversation(&self, _event: &str, _payload: &serde_json::Value) -> Option<String> {
+        None
     }
 
     /// What its screens show.

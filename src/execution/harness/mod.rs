@@ -210,6 +210,7 @@ impl Harness {
                 kind::PromptAfter::DashDash => v.extend(["--".to_string(), p.to_string()]),
                 kind::PromptAfter::Bare if p.starts_with('-') => v.push(format!(" {p}")),
                 kind::PromptAfter::Bare => v.push(p.to_string()),
+                kind::PromptAfter::Glued(flag) => v.push(format!("{flag}{p}")),
             }
         }
         v

@@ -8,7 +8,9 @@ use serde_json::json;
 
 use crate::adapters::store::{self, Home};
 use crate::error::Result;
+use crate::execution::harness;
 use crate::orchestration::agent::{self, State};
+use crate::orchestration::task::model::Task;
 use crate::orchestration::prompt;
 use crate::orchestration::task::service::TaskService;
 
@@ -28,7 +30,32 @@ pub fn agent_hook(
     let task = tasks.infer(cwd)?;
     let payload: serde_json::Value =
         serde_json::from_str(payload).unwrap_or(serde_json::Value::Null);
-    let Some(says) = agent::state_of_hook(event, &payload) else {
+    let kind = harness::kind_of(&task.harness);
+    // A conversation the agent announces (opencode's session.created) is the task's from
+    // now on: recorded before the check below, which would take it for a nested one.
+    let task = match kind.hook_conversation(event, &payload) {
+        Some(id) if task.agent_session_id.as_deref() != Some(id.as_str()) => {
+            match adopt_conversation(&tasks, &task, &id) {
+                Ok(t) => t,
+                // (Inside a sandbox task.json is not writable: this start's events still
+                // count; a respawn starts a new conversation.)
+                Err(e) => {
+                    store::log(
+                        home,
+                        "warn",
+                        "agent conversation not recorded",
+                        json!({"task": task.id, "conversation": id, "error": e.to_string(), "code": e.code()}),
+                    );
+                    Task {
+                        agent_session_id: Some(id),
+                        ..task
+                    }
+                }
+            }
+        }
+        _ => task,
+    };
+    let Some(says) = kind.hook_says(event, &payload) else {
         return Ok(
             json!({"task": task.id, "event": event, "ignored": "event says nothing about the agent's turn"}),
         );
@@ -88,4 +115,14 @@ pub fn agent_hook(
     Ok(
         json!({"task": task.id, "event": event, "state": says.state, "blocker": says.blocker, "error": says.error, "detail": says.detail, "first_prompt": first_prompt}),
     )
+}
+
+/// Record `id` as the conversation of `task` (under its project's lock, on the task as it
+/// is on disk now): what a respawn and a restore continue.
+fn adopt_conversation(tasks: &TaskService, task: &Task, id: &str) -> Result<Task> {
+    let _lock = tasks.store.lock(&task.project)?;
+    let mut now = tasks.store.load(&task.project, &task.id)?;
+    now.agent_session_id = Some(id.to_string());
+    tasks.store.save(&now)?;
+    Ok(now)
 }
