@@ -2,6 +2,7 @@
 //! `$ORANGE_HOME` and `$HOME`, and helpers to run the `orange` binary.
 #![allow(dead_code)]
 
+pub mod chat_standin;
 pub mod client;
 pub mod sshd;
 pub mod standin;
