@@ -38,6 +38,7 @@ mod progress;
 mod project;
 mod readme;
 mod real_claude;
+mod real_opencode;
 mod remote;
 mod sandbox;
 mod sandbox_git;

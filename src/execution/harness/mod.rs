@@ -380,15 +380,36 @@ mod tests {
             argv("codex", None, Start::First),
             ["codex", "--dangerously-bypass-approvals-and-sandbox"]
         );
+        // opencode: its interface, the prompt glued to `--prompt=` (never an option, even
+        // one that starts with `-`), its own conversation by id on a respawn (never `-c`).
         assert_eq!(
             argv("opencode", Some("p"), Start::First),
-            ["opencode", "run", "--auto", "--", "p"]
+            ["opencode", "--auto", "--prompt=p"]
         );
         assert_eq!(
-            argv("opencode", Some("p"), Start::Respawn),
-            ["opencode", "run", "--auto", "--continue", "--", "p"]
+            argv("opencode", Some("--version x"), Start::First),
+            ["opencode", "--auto", "--prompt=--version x"]
+        );
+        let oc = Harness::named("opencode", &c).unwrap();
+        assert_eq!(
+            oc.argv(
+                Some("p"),
+                Start::Respawn,
+                Some(&Conversation::Resume("ses_1".into())),
+                &Default::default()
+            ),
+            ["opencode", "--auto", "-s", "ses_1", "--prompt=p"]
         );
         assert_eq!(argv("opencode", None, Start::First), ["opencode", "--auto"]);
+        assert_eq!(
+            opencode::headless_options(&kind::Options {
+                prompt: true,
+                start: Start::Respawn,
+                conversation: Some(&Conversation::Resume("ses_1".into())),
+                permission_mode: None,
+            }),
+            ["run", "--auto", "--session", "ses_1"]
+        );
         assert!(Harness::named("nope", &c).is_err());
     }
 

@@ -191,11 +191,20 @@ pub fn state_of_event(event: &str, p: &Value) -> Option<HookSays> {
                 .pointer("/data/statusCode")
                 .and_then(Value::as_u64)
                 .and_then(|s| u16::try_from(s).ok());
-            let kind = if name == "ProviderAuthError" {
-                crate::execution::harness::state::ErrorKind::Unauthorized
-            } else {
-                classify_api_error(status, &format!("{message} {name}"))
-            };
+            // No provider of the person's own: opencode 1.18 falls back to its own
+            // service (OpenCode Zen); failing there, or an auth error, is a login to do.
+            let own_service = text("/error/data/metadata/url")
+                .is_some_and(|u| u.contains("opencode.ai/zen"));
+            if name == "ProviderAuthError" || own_service {
+                return Some(HookSays {
+                    blocker: Some(Blocker::Login),
+                    detail: Some(format!(
+                        "{message} (opencode has no model provider of yours and fell back to its own service)"
+                    )),
+                    ..HookSays::state(State::Blocked)
+                });
+            }
+            let kind = classify_api_error(status, &format!("{message} {name}"));
             Some(HookSays {
                 error: Some(kind),
                 detail: Some(message),
@@ -313,6 +322,16 @@ mod tests {
         assert_eq!(
             (err.state, err.error),
             (State::Error, Some(ErrorKind::Unauthorized))
+        );
+        let login = s(
+            "opencode.session.error",
+            json!({"error": {"name": "APIError", "data": {"message": "Cannot connect to API: Unable to connect.",
+                "isRetryable": true, "metadata": {"url": "https://opencode.ai/zen/v1/chat/completions"}}}}),
+        )
+        .unwrap();
+        assert_eq!(
+            (login.state, login.blocker),
+            (State::Blocked, Some(Blocker::Login))
         );
         let stop = s(
             "opencode.session.error",

@@ -137,7 +137,7 @@ impl Blocker {
                 "Claude Code's first-run setup is on screen, or it could not reach Anthropic's service during it: attach (`orange task attach {task}`) and finish it once, or run `claude` once in a terminal (with ANTHROPIC_API_KEY, approving the key there skips the connectivity check); `orange doctor` tells when it is done"
             ),
             Blocker::Login => format!(
-                "Claude Code asks you to log in: attach (`orange task attach {task}`) and log in, or give it ANTHROPIC_API_KEY"
+                "the agent asks you to log in: attach (`orange task attach {task}`) and log in (Claude Code: or give it ANTHROPIC_API_KEY; opencode: `/connect` there, or `opencode auth login` in a terminal)"
             ),
             Blocker::FolderTrust => format!(
                 "Claude Code asks whether to trust this folder: run `orange doctor --trust` in the repository (records the trust once for every worktree), or attach (`orange task attach {task}`) and answer"
