@@ -363,7 +363,7 @@ impl Rig {
     }
 }
 
-fn strip_styles(s: &str) -> String {
+pub(crate) fn strip_styles(s: &str) -> String {
     let mut out = String::new();
     let mut depth = 0;
     let mut chars = s.chars().peekable();

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
+use crate::real_claude::strip_styles;
 use common::chat_standin::{ChatStandIn, Reply};
 use common::{Env, TaskEnv};
 use serde_json::{json, Value};
@@ -74,7 +75,7 @@ impl Drop for Rig {
 /// A config directory opencode needs no package install for (it installs
 /// `@opencode-ai/plugin` into every config directory it reads, and with the registries
 /// closed that would only fail slowly).
-fn installed_already(dir: &Path) {
+pub(crate) fn installed_already(dir: &Path) {
     std::fs::create_dir_all(dir.join("node_modules")).unwrap();
     let dep = json!({"@opencode-ai/plugin": "*"});
     std::fs::write(
@@ -151,7 +152,8 @@ impl Rig {
         env.add_project(&[]);
         std::fs::write(
             env.home.join("config.toml"),
-            "[policy]\nidle_grace = \"2s\"\nmax_nudges = 0\n",
+            // No nudge types into opencode, no escalation hides its state, while a test runs.
+            "[policy]\nidle_grace = \"600s\"\n",
         )
         .unwrap();
         let monitor = env
@@ -204,10 +206,10 @@ impl Rig {
             .as_str()
             .unwrap()
             .to_string();
-        let out =
-            self.env
-                .tmux
-                .tmux(&["show-options", "-qv", "-t", &session, "@orange_status"]);
+        let out = self
+            .env
+            .tmux
+            .tmux(&["show-options", "-qv", "-t", &session, "@orange_status"]);
         strip_styles(&String::from_utf8_lossy(&out.stdout))
     }
 
@@ -253,7 +255,11 @@ impl Rig {
 
     fn wait_turns(&self, id: &str, n: usize) {
         if !self.api.wait_requests(n, PATIENCE) {
-            self.fail(id, &format!("{n} turn(s)"), &self.api.turns().len().to_string());
+            self.fail(
+                id,
+                &format!("{n} turn(s)"),
+                &self.api.turns().len().to_string(),
+            );
         }
     }
 
@@ -274,27 +280,6 @@ impl Rig {
     fn send(&self, id: &str, text: &str) {
         self.env.ok(&["task", "send", id, text]);
     }
-}
-
-fn strip_styles(s: &str) -> String {
-    let mut out = String::new();
-    let mut depth = 0;
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '#' && chars.peek() == Some(&'[') {
-            depth += 1;
-            chars.next();
-            continue;
-        }
-        if depth > 0 {
-            if c == ']' {
-                depth -= 1;
-            }
-            continue;
-        }
-        out.push(c);
-    }
-    out.trim().to_string()
 }
 
 /// The question tool's arguments (opencode 1.18's `question`).
@@ -333,7 +318,11 @@ fn opencode_turns_tools_questions_and_errors_read_true() {
         ],
         true,
     );
-    let id = rig.create("oc/turns", "--version is no option: write the file", "opencode");
+    let id = rig.create(
+        "oc/turns",
+        "--version is no option: write the file",
+        "opencode",
+    );
     // Working: opencode sent the first turn, the prompt as its user message, glued to
     // `--prompt=` (a separate value starting with `-` would be taken for an option).
     rig.wait_turns(&id, 1);
@@ -437,8 +426,6 @@ fn opencode_exit_respawn_and_kill_read_true() {
     });
     let conv = t["agent_session_id"].as_str().unwrap().to_string();
     assert!(conv.starts_with("ses_"), "{t}");
-    // Another opencode conversation in the same directory, newer than the task's: `-c`
-    // would take it; `-s` does not.
     // /exit: opencode ends with status 0.
     rig.keys(&id, &["-l", "/exit"]);
     common::wait_for("/exit typed", 60, || rig.screen(&id).contains("/exit"));
@@ -453,7 +440,14 @@ fn opencode_exit_respawn_and_kill_read_true() {
         .tmux
         .ok(&["display", "-p", "-t", &pane, "#{pane_start_command}"]);
     assert!(start.contains(&conv), "respawned with -s {conv}: {start}");
-    assert!(!start.contains(" -c ") && !start.contains("--continue"), "{start}");
+    let words: Vec<&str> = start
+        .split_whitespace()
+        .skip_while(|w| !w.ends_with("opencode"))
+        .collect();
+    assert!(
+        !words.contains(&"-c") && !words.contains(&"--continue"),
+        "never the directory's last conversation: {start}"
+    );
     rig.wait_turns(&id, 2);
     let body = rig.api.turns()[1].body.to_string();
     assert!(
@@ -475,8 +469,8 @@ fn opencode_exit_respawn_and_kill_read_true() {
     assert_eq!(t["agent"]["signal"], "pane", "{t}");
 }
 
-/// A person who wants to approve tool calls (a harness without `--auto`, the project's
-/// opencode.json asking before bash): blocked on an approval from `permission.asked`, and
+/// A person who wants to approve tool calls (a harness without `--auto`, opencode's own
+/// config asking before bash): blocked on an approval from `permission.asked`, and
 /// working again once the person allows it in the pane.
 #[test]
 fn opencode_approval_is_blocked_until_answered() {
@@ -491,14 +485,11 @@ fn opencode_approval_is_blocked_until_answered() {
         ],
         true,
     );
-    // The project asks before any bash command.
-    std::fs::write(
-        rig.env.repo.join("opencode.json"),
-        json!({"permission": {"bash": "ask"}}).to_string(),
-    )
-    .unwrap();
-    common::git(&rig.env.repo, &["add", "opencode.json"]);
-    common::git(&rig.env.repo, &["commit", "-qm", "opencode asks"]);
+    // opencode asks before any bash command (its global config in the test's home).
+    let global = rig.home.join(".config/opencode/opencode.json");
+    let mut oc: Value = serde_json::from_str(&std::fs::read_to_string(&global).unwrap()).unwrap();
+    oc["permission"] = json!({"bash": "ask"});
+    std::fs::write(&global, oc.to_string()).unwrap();
     let mut cfg = std::fs::read_to_string(rig.env.home.join("config.toml")).unwrap();
     cfg.push_str("[harness.opencode]\ncommand = \"opencode --prompt={prompt}\"\n");
     std::fs::write(rig.env.home.join("config.toml"), cfg).unwrap();
@@ -534,5 +525,4 @@ fn opencode_without_credentials_is_blocked_on_login() {
     let explain = rig.explain(&id);
     assert!(explain.contains("opencode auth login"), "{explain}");
     assert!(rig.api.requests().is_empty(), "no model was asked");
-    let _ = rig.home.exists();
 }

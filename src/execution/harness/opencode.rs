@@ -193,8 +193,8 @@ pub fn state_of_event(event: &str, p: &Value) -> Option<HookSays> {
                 .and_then(|s| u16::try_from(s).ok());
             // No provider of the person's own: opencode 1.18 falls back to its own
             // service (OpenCode Zen); failing there, or an auth error, is a login to do.
-            let own_service = text("/error/data/metadata/url")
-                .is_some_and(|u| u.contains("opencode.ai/zen"));
+            let own_service =
+                text("/error/data/metadata/url").is_some_and(|u| u.contains("opencode.ai/zen"));
             if name == "ProviderAuthError" || own_service {
                 return Some(HookSays {
                     blocker: Some(Blocker::Login),

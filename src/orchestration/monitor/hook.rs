@@ -10,8 +10,8 @@ use crate::adapters::store::{self, Home};
 use crate::error::Result;
 use crate::execution::harness;
 use crate::orchestration::agent::{self, State};
-use crate::orchestration::task::model::Task;
 use crate::orchestration::prompt;
+use crate::orchestration::task::model::Task;
 use crate::orchestration::task::service::TaskService;
 
 use super::now_s;
