@@ -464,9 +464,16 @@ fn opencode_exit_respawn_and_kill_read_true() {
     let _ = std::process::Command::new("kill")
         .args(["-KILL", &pid])
         .status();
-    rig.status_shows("kill -9", &id, "killed (signal 9)");
-    let t = rig.wait_task("dead", &id, |t| t["agent"]["state"] == "dead");
+    let t = rig.wait_task("dead by kill -9", &id, |t| {
+        t["agent"]["state"] == "dead"
+            && t["agent"]["detail"]
+                .as_str()
+                .is_some_and(|d| d.starts_with("killed by signal 9"))
+    });
     assert_eq!(t["agent"]["signal"], "pane", "{t}");
+    // (/exit without an outcome was the first crash, this the second: the task is stuck,
+    // and the status line says so.)
+    rig.status_shows("kill -9: crashed twice", &id, "stuck");
 }
 
 /// A person who wants to approve tool calls (a harness without `--auto`, opencode's own

@@ -17,7 +17,7 @@ use crate::adapters::store::Home;
 use crate::adapters::tmux::session_char_ok;
 use crate::error::Result;
 use crate::execution::config::Config;
-use crate::execution::harness::{declared, Conversation, Harness, Start};
+use crate::execution::harness::{self, declared, Conversation, Harness, Start};
 use crate::execution::pool;
 use crate::execution::repo::Project;
 use crate::execution::sandbox;
@@ -122,7 +122,10 @@ impl<'a> Launch<'a> {
             harness.permission_mode = permission_mode.clone();
         }
         harness.setup_workspace(&self.project.path, self.workspace.path)?;
-        let kind_env = kind.env(self.agent_dir)?;
+        let resume = harness::resumes(conversation.as_ref())
+            .filter(|_| builtin && !kind.prompt_on_resume())
+            .zip(self.prompt.as_deref().filter(|p| !p.trim().is_empty()));
+        let kind_env = kind.env(self.agent_dir, resume)?;
         let argv = harness.argv(
             self.prompt.as_deref(),
             self.start,

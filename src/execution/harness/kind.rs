@@ -229,8 +229,20 @@ pub trait AgentKind: Sync {
 
     /// The environment it gets from orange (a config directory orange owns for the agent,
     /// under `agent_dir`, written here), beside every agent's own ([`crate::execution::launch::env`]).
-    fn env(&self, _agent_dir: &Path) -> Result<Vec<(String, String)>> {
+    /// `resume`: the conversation it continues and the prompt, for a program that takes no
+    /// prompt on its command line then ([`AgentKind::prompt_on_resume`]).
+    fn env(
+        &self,
+        _agent_dir: &Path,
+        _resume: Option<(&str, &str)>,
+    ) -> Result<Vec<(String, String)>> {
         Ok(vec![])
+    }
+
+    /// Its command line takes the prompt when it continues a conversation (opencode 1.18
+    /// ignores `--prompt` with `-s`: its [`AgentKind::env`] delivers it).
+    fn prompt_on_resume(&self) -> bool {
+        true
     }
 
     /// What its own event (`orange hook agent EVENT`, the event's JSON) says of its turn:

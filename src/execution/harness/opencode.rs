@@ -35,6 +35,9 @@ pub const PLUGIN: &str = include_str!("opencode_plugin.js");
 /// The config directory's name in the task's agent directory.
 const CONFIG_DIR: &str = "opencode";
 
+/// The prompt the plugin sends into a resumed conversation (`{"session", "prompt"}`).
+const RESUME_FILE: &str = "resume.json";
+
 impl AgentKind for Opencode {
     fn name(&self) -> &'static str {
         "opencode"
@@ -87,12 +90,31 @@ impl AgentKind for Opencode {
         )
     }
 
-    fn env(&self, agent_dir: &Path) -> Result<Vec<(String, String)>> {
+    /// On a resume, the prompt goes to the conversation through opencode's own API, from
+    /// orange's plugin (`resume.json`, read once).
+    fn env(&self, agent_dir: &Path, resume: Option<(&str, &str)>) -> Result<Vec<(String, String)>> {
         let dir = write_config_dir(agent_dir)?;
+        let file = dir.join(RESUME_FILE);
+        match resume {
+            Some((session, prompt)) => write_bytes_atomic(
+                &file,
+                serde_json::json!({"session": session, "prompt": prompt})
+                    .to_string()
+                    .as_bytes(),
+            )?,
+            None => {
+                let _ = std::fs::remove_file(&file);
+            }
+        }
         Ok(vec![(
             "OPENCODE_CONFIG_DIR".into(),
             dir.display().to_string(),
         )])
+    }
+
+    /// opencode 1.18.33 opens the conversation of `-s` and leaves `--prompt` unsent.
+    fn prompt_on_resume(&self) -> bool {
+        false
     }
 
     fn hook_says(&self, event: &str, payload: &Value) -> Option<HookSays> {
@@ -375,5 +397,19 @@ mod tests {
             .is_some());
         // Again: the same files, nothing fails.
         write_config_dir(d.path()).unwrap();
+        // A resume leaves the prompt for the plugin; a first start leaves none.
+        let env = Opencode.env(d.path(), Some(("ses_1", "-- go on"))).unwrap();
+        assert_eq!(
+            env,
+            [("OPENCODE_CONFIG_DIR".to_string(), dir.display().to_string())]
+        );
+        let r: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(RESUME_FILE)).unwrap()).unwrap();
+        assert_eq!(
+            r,
+            serde_json::json!({"session": "ses_1", "prompt": "-- go on"})
+        );
+        Opencode.env(d.path(), None).unwrap();
+        assert!(!dir.join(RESUME_FILE).exists());
     }
 }

@@ -8,6 +8,8 @@
 // busy, so the error stays what orange sees. Nothing here may break opencode: every
 // failure is swallowed.
 import { spawn } from "node:child_process"
+import { readFileSync, unlinkSync } from "node:fs"
+import { join } from "node:path"
 
 const FORWARD = new Set([
   "session.created",
@@ -21,7 +23,40 @@ const FORWARD = new Set([
   "question.rejected",
 ])
 
-export const OrangePlugin = async () => {
+// A resumed conversation (`opencode -s`) gets orange's prompt through opencode's own API:
+// opencode 1.18 leaves `--prompt` unsent there. resume.json is read once and removed, and
+// the prompt is sent on the first event, once the server runs.
+const takeResume = () => {
+  try {
+    const file = join(process.env.OPENCODE_CONFIG_DIR || "", "resume.json")
+    const r = JSON.parse(readFileSync(file, "utf8"))
+    unlinkSync(file)
+    return r.session && r.prompt ? r : undefined
+  } catch {
+    return undefined
+  }
+}
+
+export const OrangePlugin = async ({ client }) => {
+  let resume = takeResume()
+  const sendResume = () => {
+    const r = resume
+    resume = undefined
+    if (!r) return
+    const parts = [{ type: "text", text: r.prompt }]
+    setTimeout(() => {
+      try {
+        Promise.resolve(
+          client.session.promptAsync({
+            sessionID: r.session,
+            parts,
+            path: { id: r.session },
+            body: { parts },
+          }),
+        ).catch(() => {})
+      } catch {}
+    }, 0)
+  }
   const bin = process.env.ORANGE_BIN || "orange"
   const children = new Set()
   const failed = new Set()
@@ -51,6 +86,7 @@ export const OrangePlugin = async () => {
     props?.sessionID ?? props?.info?.id ?? props?.info?.sessionID ?? props?.part?.sessionID
   return {
     event: async ({ event }) => {
+      sendResume()
       if (!event || !FORWARD.has(event.type)) return
       const props = event.properties ?? {}
       if (event.type === "session.created" && props.info?.parentID) {
