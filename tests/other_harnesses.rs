@@ -337,10 +337,8 @@ stream_max_retries = 0
     crate::real_opencode::installed_already(&oc);
 
     let h = |p: PathBuf| p.display().to_string();
-    // A closed loopback port: registries (opencode installs packages into its config dir
-    // on first run) fail at once instead of reaching the network.
-    let nowhere = "http://127.0.0.1:9/";
-    let set: Vec<(&str, String)> = vec![
+    // (opencode's: real_opencode::OPENCODE_OFFLINE, registries at a closed loopback port.)
+    let mut set: Vec<(&str, String)> = vec![
         ("HOME", h(home.clone())),
         ("XDG_CONFIG_HOME", h(xdg(".config"))),
         ("XDG_DATA_HOME", h(xdg(".local/share"))),
@@ -350,19 +348,14 @@ stream_max_retries = 0
         ("PI_OFFLINE", "1".into()),
         ("PI_SKIP_VERSION_CHECK", "1".into()),
         ("PI_TELEMETRY", "0".into()),
-        ("OPENCODE_DISABLE_AUTOUPDATE", "1".into()),
-        ("OPENCODE_DISABLE_MODELS_FETCH", "1".into()),
-        ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1".into()),
-        ("OPENCODE_DISABLE_SHARE", "1".into()),
-        ("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1".into()),
-        ("OPENCODE_DISABLE_CLAUDE_CODE", "1".into()),
-        ("OPENCODE_DISABLE_EXTERNAL_SKILLS", "1".into()),
-        ("NPM_CONFIG_REGISTRY", nowhere.into()),
-        ("npm_config_registry", nowhere.into()),
-        ("BUN_CONFIG_REGISTRY", nowhere.into()),
         ("NO_PROXY", "127.0.0.1,localhost".into()),
         ("no_proxy", "127.0.0.1,localhost".into()),
     ];
+    set.extend(
+        crate::real_opencode::OPENCODE_OFFLINE
+            .iter()
+            .map(|(k, v)| (*k, v.to_string())),
+    );
     (home, set)
 }
 

@@ -29,6 +29,21 @@ const PATIENCE: Duration = Duration::from_secs(240);
 /// One real opencode at a time (see other_harnesses.rs: several at once starve each other).
 static SLOT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// What keeps opencode off the network (update checks, model lists, LSP downloads, sharing,
+/// its default plugins) and its package installs at a closed loopback port.
+pub(crate) const OPENCODE_OFFLINE: &[(&str, &str)] = &[
+    ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
+    ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
+    ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1"),
+    ("OPENCODE_DISABLE_SHARE", "1"),
+    ("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1"),
+    ("OPENCODE_DISABLE_CLAUDE_CODE", "1"),
+    ("OPENCODE_DISABLE_EXTERNAL_SKILLS", "1"),
+    ("NPM_CONFIG_REGISTRY", "http://127.0.0.1:9/"),
+    ("npm_config_registry", "http://127.0.0.1:9/"),
+    ("BUN_CONFIG_REGISTRY", "http://127.0.0.1:9/"),
+];
+
 /// Whatever the test process had that could reach a real account or another config.
 const UNSET: &[&str] = &[
     "OPENAI_API_KEY",
@@ -126,16 +141,6 @@ impl Rig {
             ("XDG_DATA_HOME", h(xdg(".local/share"))),
             ("XDG_CACHE_HOME", h(xdg(".cache"))),
             ("XDG_STATE_HOME", h(xdg(".local/state"))),
-            ("OPENCODE_DISABLE_AUTOUPDATE", "1".into()),
-            ("OPENCODE_DISABLE_MODELS_FETCH", "1".into()),
-            ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1".into()),
-            ("OPENCODE_DISABLE_SHARE", "1".into()),
-            ("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1".into()),
-            ("OPENCODE_DISABLE_CLAUDE_CODE", "1".into()),
-            ("OPENCODE_DISABLE_EXTERNAL_SKILLS", "1".into()),
-            ("NPM_CONFIG_REGISTRY", nowhere.into()),
-            ("npm_config_registry", nowhere.into()),
-            ("BUN_CONFIG_REGISTRY", nowhere.into()),
             // opencode without a provider of its own falls back to its service on the
             // internet: through a proxy that is a closed loopback port, it fails at once.
             ("HTTPS_PROXY", nowhere.into()),
@@ -145,6 +150,8 @@ impl Rig {
             ("NO_PROXY", "127.0.0.1,localhost".into()),
             ("no_proxy", "127.0.0.1,localhost".into()),
         ];
+        let mut extra = extra;
+        extra.extend(OPENCODE_OFFLINE.iter().map(|(k, v)| (*k, v.to_string())));
         let env = TaskEnv::real(base, &extra);
         for k in UNSET {
             let _ = env.tmux.tmux(&["set-environment", "-g", "-u", k]);
