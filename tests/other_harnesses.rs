@@ -27,7 +27,7 @@
 //! Afterwards no process may be left running with the agents' private HOME.
 //!
 //! An agent that exits by itself after the model's error (one-shot modes: `pi -p`,
-//! `codex exec`, `opencode run`) must exit non-zero and say why; an interactive one that
+//! `codex exec`) must exit non-zero and say why; an interactive one (opencode's interface)
 //! stays up is ended by the test (SIGTERM to its pane's process). Either way orange must
 //! record the death.
 
@@ -331,11 +331,14 @@ stream_max_retries = 0
     )
     .unwrap();
 
+    // opencode installs `@opencode-ai/plugin` into every config directory it reads and,
+    // with the registries closed, waits long for it before loading plugins (orange's
+    // among them; OPENCODE_PURE would skip them all): this one is "installed" already.
+    crate::real_opencode::installed_already(&oc);
+
     let h = |p: PathBuf| p.display().to_string();
-    // A closed loopback port: registries (opencode installs packages into its config dir
-    // on first run) fail at once instead of reaching the network.
-    let nowhere = "http://127.0.0.1:9/";
-    let set: Vec<(&str, String)> = vec![
+    // (opencode's: real_opencode::OPENCODE_OFFLINE, registries at a closed loopback port.)
+    let mut set: Vec<(&str, String)> = vec![
         ("HOME", h(home.clone())),
         ("XDG_CONFIG_HOME", h(xdg(".config"))),
         ("XDG_DATA_HOME", h(xdg(".local/share"))),
@@ -345,20 +348,14 @@ stream_max_retries = 0
         ("PI_OFFLINE", "1".into()),
         ("PI_SKIP_VERSION_CHECK", "1".into()),
         ("PI_TELEMETRY", "0".into()),
-        ("OPENCODE_DISABLE_AUTOUPDATE", "1".into()),
-        ("OPENCODE_DISABLE_MODELS_FETCH", "1".into()),
-        ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1".into()),
-        ("OPENCODE_DISABLE_SHARE", "1".into()),
-        ("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1".into()),
-        ("OPENCODE_DISABLE_CLAUDE_CODE", "1".into()),
-        ("OPENCODE_DISABLE_EXTERNAL_SKILLS", "1".into()),
-        ("OPENCODE_PURE", "1".into()),
-        ("NPM_CONFIG_REGISTRY", nowhere.into()),
-        ("npm_config_registry", nowhere.into()),
-        ("BUN_CONFIG_REGISTRY", nowhere.into()),
         ("NO_PROXY", "127.0.0.1,localhost".into()),
         ("no_proxy", "127.0.0.1,localhost".into()),
     ];
+    set.extend(
+        crate::real_opencode::OPENCODE_OFFLINE
+            .iter()
+            .map(|(k, v)| (*k, v.to_string())),
+    );
     (home, set)
 }
 
@@ -938,8 +935,8 @@ fn first_typed_prompt(harness: &'static str) {
 
 /// A summary that starts with `-` is still the prompt: the program must not parse it as
 /// one of its options (all three refuse to start on `pi -p "--version …"`, `codex exec …
-/// "--version …"`, `opencode run "--version …"`; codex and opencode take `--` before the
-/// prompt, pi does not (a leading space works)).
+/// "--version …"`, `opencode --prompt "--version …"`; codex takes `--` before the prompt,
+/// opencode's is glued (`--prompt=--version …`), pi has no `--` (a leading space works)).
 fn dash_summary(harness: &'static str) {
     let Some(run) = Run::new(harness) else { return };
     let branch = format!("{harness}/dash");

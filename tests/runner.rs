@@ -39,6 +39,7 @@ mod project;
 mod readme;
 mod real_claude;
 mod real_codex;
+mod real_opencode;
 mod real_pi;
 mod remote;
 mod resume_choice;

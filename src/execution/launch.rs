@@ -17,7 +17,7 @@ use crate::adapters::store::Home;
 use crate::adapters::tmux::session_char_ok;
 use crate::error::Result;
 use crate::execution::config::Config;
-use crate::execution::harness::{declared, Conversation, Harness, Start};
+use crate::execution::harness::{self, declared, Conversation, Harness, Start};
 use crate::execution::pool;
 use crate::execution::repo::Project;
 use crate::execution::sandbox;
@@ -86,6 +86,8 @@ pub struct Ready<'a> {
     pub conversation: Option<Conversation>,
     /// Its permission mode (a program that has one): what a respawn must keep.
     pub permission_mode: Option<String>,
+    /// What its program needs in its environment beside [`env`] (`AgentKind::env`).
+    pub kind_env: Vec<(String, String)>,
 }
 
 /// A started agent.
@@ -120,6 +122,12 @@ impl<'a> Launch<'a> {
             harness.permission_mode = permission_mode.clone();
         }
         harness.setup_workspace(&self.project.path, self.workspace.path)?;
+        let resume = harness::resumes(conversation.as_ref())
+            .filter(|_| {
+                builtin && !kind.prompt_on_resume(harness.mode == harness::kind::Mode::Headless)
+            })
+            .zip(self.prompt.as_deref().filter(|p| !p.trim().is_empty()));
+        let kind_env = kind.env(self.agent_dir, resume)?;
         let argv = harness.argv(
             self.prompt.as_deref(),
             self.start,
@@ -132,6 +140,7 @@ impl<'a> Launch<'a> {
             argv,
             conversation,
             permission_mode,
+            kind_env,
         })
     }
 
@@ -189,10 +198,12 @@ impl Ready<'_> {
                 name = format!("{name}-{}", l.owner.id());
             }
         }
+        let mut env = env(l.home, l.project, l.owner, l.branch, l.workspace);
+        env.extend(self.kind_env);
         let spec = NewSession {
             name,
             cwd: l.workspace.path.to_path_buf(),
-            env: env(l.home, l.project, l.owner, l.branch, l.workspace),
+            env,
             command: self.argv,
             width: None,
             height: None,

@@ -101,6 +101,10 @@ pub struct Options<'a> {
 pub enum PromptAfter {
     DashDash,
     Bare,
+    /// Glued to this option (`--prompt=…`): a program whose positional is no prompt
+    /// (opencode's is a directory) and whose parser takes a separate value starting with
+    /// `-` for an option.
+    Glued(&'static str),
 }
 
 /// One line of `orange doctor`.
@@ -182,7 +186,8 @@ pub trait AgentKind: Sync {
         vec![]
     }
 
-    fn prompt_after(&self) -> PromptAfter {
+    /// How the prompt follows its options, interactive or `headless`.
+    fn prompt_after(&self, _headless: bool) -> PromptAfter {
         PromptAfter::DashDash
     }
 
@@ -247,6 +252,24 @@ pub trait AgentKind: Sync {
         vec![]
     }
 
+    /// The environment it gets from orange (a config directory orange owns for the agent,
+    /// under `agent_dir`, written here), beside every agent's own ([`crate::execution::launch::env`]).
+    /// `resume`: the conversation it continues and the prompt, for a program that takes no
+    /// prompt on its command line then ([`AgentKind::prompt_on_resume`]).
+    fn env(
+        &self,
+        _agent_dir: &Path,
+        _resume: Option<(&str, &str)>,
+    ) -> Result<Vec<(String, String)>> {
+        Ok(vec![])
+    }
+
+    /// Its command line takes the prompt when it continues a conversation (opencode 1.18
+    /// ignores `--prompt` with `-s`: its [`AgentKind::env`] delivers it).
+    fn prompt_on_resume(&self, _headless: bool) -> bool {
+        true
+    }
+
     /// What one of its events (`orange hook agent EVENT`, the JSON on standard input) says
     /// of its turn; `None`: nothing. Claude Code's hook vocabulary unless the program has
     /// its own channel (codex's hooks take Claude Code's names, with two of their own).
@@ -258,6 +281,12 @@ pub trait AgentKind: Sync {
     /// long it may say "working" without an event while the screen is quiet before orange
     /// calls it silent and reads the screen instead. `None`: no channel of its own.
     fn channel(&self) -> Option<(&'static str, std::time::Duration)> {
+        None
+    }
+
+    /// The conversation an event announces (opencode's `session.created`): the task's
+    /// conversation from then on (what a respawn continues).
+    fn hook_conversation(&self, _event: &str, _payload: &serde_json::Value) -> Option<String> {
         None
     }
 

@@ -67,6 +67,14 @@ pub fn kind_of(name: &str) -> &'static dyn AgentKind {
     }
 }
 
+/// The conversation a start continues, if it continues one.
+pub fn resumes(conversation: Option<&Conversation>) -> Option<&str> {
+    match conversation {
+        Some(Conversation::Resume(id)) => Some(id),
+        _ => None,
+    }
+}
+
 impl Harness {
     /// The harness named `name`, else config's default, else the first installed one.
     pub fn resolve(name: Option<&str>, config: &Config) -> Result<Harness> {
@@ -208,22 +216,26 @@ impl Harness {
         // starts with `-`, `@` (pi: a file to attach) or a space (pi's extension takes
         // exactly one leading space away again).
         let kind = self.kind();
+        let headless = self.mode == Mode::Headless;
+        let prompt =
+            prompt.filter(|_| kind.prompt_on_resume(headless) || resumes(conversation).is_none());
         let mut v: Vec<String> = vec![self.name.clone()];
         v.extend(kind.options(&kind::Options {
             prompt: prompt.is_some(),
             start,
             conversation,
             permission_mode: self.permission_mode.as_deref(),
-            headless: self.mode == Mode::Headless,
+            headless,
             agent_dir: places.agent_dir.as_deref(),
         }));
         if let Some(p) = prompt {
-            match kind.prompt_after() {
+            match kind.prompt_after(headless) {
                 kind::PromptAfter::DashDash => v.extend(["--".to_string(), p.to_string()]),
                 kind::PromptAfter::Bare if p.starts_with(['-', '@', ' ']) => {
                     v.push(format!(" {p}"))
                 }
                 kind::PromptAfter::Bare => v.push(p.to_string()),
+                kind::PromptAfter::Glued(flag) => v.push(format!("{flag}{p}")),
             }
         }
         v
@@ -446,15 +458,43 @@ mod tests {
             codex(None, Start::Respawn, None, false),
             ["codex", "--dangerously-bypass-approvals-and-sandbox"]
         );
+        // opencode: its interface, the prompt glued to `--prompt=` (never an option, even
+        // one that starts with `-`), its own conversation by id on a respawn (never `-c`).
         assert_eq!(
             argv("opencode", Some("p"), Start::First),
-            ["opencode", "run", "--auto", "--", "p"]
+            ["opencode", "--auto", "--prompt=p"]
         );
         assert_eq!(
+            argv("opencode", Some("--version x"), Start::First),
+            ["opencode", "--auto", "--prompt=--version x"]
+        );
+        let oc = Harness::named("opencode", &c).unwrap();
+        assert_eq!(
+            oc.argv(
+                Some("p"),
+                Start::Respawn,
+                Some(&Conversation::Resume("ses_1".into())),
+                &Default::default()
+            ),
+            ["opencode", "--auto", "-s", "ses_1"]
+        );
+        // (opencode leaves `--prompt` unsent with `-s`: its plugin sends it; see opencode.rs.)
+        assert_eq!(
             argv("opencode", Some("p"), Start::Respawn),
-            ["opencode", "run", "--auto", "--continue", "--", "p"]
+            ["opencode", "--auto", "--prompt=p"]
         );
         assert_eq!(argv("opencode", None, Start::First), ["opencode", "--auto"]);
+        assert_eq!(
+            opencode::headless_options(&kind::Options {
+                prompt: true,
+                start: Start::Respawn,
+                conversation: Some(&Conversation::Resume("ses_1".into())),
+                permission_mode: None,
+                headless: true,
+                agent_dir: None,
+            }),
+            ["run", "--auto", "--session", "ses_1"]
+        );
         assert!(Harness::named("nope", &c).is_err());
     }
 

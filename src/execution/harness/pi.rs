@@ -65,7 +65,7 @@ impl AgentKind for Pi {
     }
 
     /// pi has no `--`.
-    fn prompt_after(&self) -> PromptAfter {
+    fn prompt_after(&self, _headless: bool) -> PromptAfter {
         PromptAfter::Bare
     }
 

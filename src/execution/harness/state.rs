@@ -142,7 +142,7 @@ impl Blocker {
                 "Claude Code's first-run setup is on screen, or it could not reach Anthropic's service during it: attach (`orange task attach {task}`) and finish it once, or run `claude` once in a terminal (with ANTHROPIC_API_KEY, approving the key there skips the connectivity check); `orange doctor` tells when it is done"
             ),
             Blocker::Login => format!(
-                "the agent asks you to log in: attach (`orange task attach {task}`) and log in (pi: /login), or give it its key (claude: ANTHROPIC_API_KEY; codex: `codex login`, or a [model_providers] entry in its config.toml; pi: a provider's key or ~/.pi/agent/models.json), then `orange task respawn {task}` if it exited"
+                "the agent asks you to log in: attach (`orange task attach {task}`) and log in (pi: /login; opencode: `/connect`, or `opencode auth login` in a terminal), or give it its key (claude: ANTHROPIC_API_KEY; codex: `codex login`, or a [model_providers] entry in its config.toml; pi: a provider's key or ~/.pi/agent/models.json), then `orange task respawn {task}` if it exited"
             ),
             Blocker::FolderTrust => format!(
                 "the agent asks whether to trust this folder: run `orange doctor --trust --harness <claude|codex>` in the repository (records the trust of every worktree in the program's own config), or attach (`orange task attach {task}`) and answer"

@@ -29,6 +29,23 @@ pub fn agent_hook(
     let payload: serde_json::Value =
         serde_json::from_str(payload).unwrap_or(serde_json::Value::Null);
     let kind = crate::execution::harness::kind_of(&task.harness);
+    // A conversation the agent announces (opencode's session.created) is the task's from
+    // now on: recorded before the check below, which would take it for a nested one.
+    if let Some(id) = kind.hook_conversation(event, &payload) {
+        if task.agent_session_id.as_deref() != Some(id.as_str()) {
+            // (Inside a sandbox task.json is not writable: this start's events still
+            // count; a respawn starts a new conversation.)
+            if let Err(e) = learn_session(&tasks.store, &task, &id, true, "plugin") {
+                store::log(
+                    home,
+                    "warn",
+                    "agent conversation not recorded",
+                    json!({"task": task.id, "conversation": id, "error": e.to_string(), "code": e.code()}),
+                );
+            }
+            task.agent_session_id = Some(id);
+        }
+    }
     let Some(says) = kind.hook_says(event, &payload) else {
         return Ok(
             json!({"task": task.id, "event": event, "ignored": "event says nothing about the agent's turn"}),
@@ -50,7 +67,13 @@ pub fn agent_hook(
                 && task.agent_session_id.as_deref() != Some(sid)
                 && !crate::execution::sandbox::inside() =>
         {
-            learn_session(&tasks.store, &task, sid, cleared)?
+            learn_session(
+                &tasks.store,
+                &task,
+                sid,
+                cleared,
+                if cleared { "hook (/clear)" } else { "hook" },
+            )?
         }
         _ => None,
     };
@@ -116,26 +139,24 @@ pub fn agent_hook(
     )
 }
 
-/// Record `sid`, the conversation its agent's SessionStart hook named, as the task's
-/// (under the project's lock; while it knows none, or after `/clear`): `Some(sid)` when
-/// recorded.
+/// Record `sid`, the conversation its agent named (a SessionStart hook, opencode's
+/// session.created), as the task's, under the project's lock: while it knows none, or
+/// always with `replace` (after `/clear`, a plugin's announcement). `Some(sid)` when
+/// recorded; history `agent.session` says `via` what.
 fn learn_session(
     store: &crate::orchestration::task::TaskStore,
     task: &crate::orchestration::task::Task,
     sid: &str,
-    cleared: bool,
+    replace: bool,
+    via: &str,
 ) -> Result<Option<String>> {
     let _lock = store.lock(&task.project)?;
     let mut t = store.load(&task.project, &task.id)?;
-    if t.agent_session_id.is_some() && !cleared {
+    if t.agent_session_id.is_some() && !replace {
         return Ok(None);
     }
     t.agent_session_id = Some(sid.to_string());
     store.save(&t)?;
-    store.append_history(
-        &t,
-        "agent.session",
-        json!({"session_id": sid, "via": if cleared { "hook (/clear)" } else { "hook" }}),
-    )?;
+    store.append_history(&t, "agent.session", json!({"session_id": sid, "via": via}))?;
     Ok(Some(sid.to_string()))
 }

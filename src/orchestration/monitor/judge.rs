@@ -344,6 +344,10 @@ fn weigh(
                     info.hook_detail.clone().unwrap_or_default(),
                 ));
             }
+            // (A retry the agent's own event tells: opencode's session.status retry.)
+            if h == State::Retrying {
+                seen.retry = info.hook_detail.clone();
+            }
             if h == State::Waiting {
                 seen.asked = match from_log {
                     Some(LogState::Waiting { question }) => question,
