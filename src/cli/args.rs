@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub use super::task_args::{ReviewArgs, TaskCreateArgs};
+
 #[derive(Debug, Parser)]
 #[command(
     name = "orange",
@@ -508,7 +510,7 @@ pub enum TaskCmd {
     /// the agent, the way `task send` sends: typed when it waits, held while it works,
     /// never into an agent on a dialog. A comment whose line the agent changed since is
     /// found again by its code line, or listed as no longer there — never dropped.
-    Review(super::review_args::ReviewArgs),
+    Review(ReviewArgs),
     /// Send the task's agent the nudge its idle policy would send, now
     ///
     /// The policy's on_idle message, else the harness's nudge_message, else "Please
@@ -579,39 +581,6 @@ pub enum TaskCmd {
         #[arg(long)]
         yes: bool,
     },
-}
-
-#[derive(Debug, Args)]
-pub struct TaskCreateArgs {
-    /// Branch for the task (default: orange-tasks/<id>); an existing local or remote
-    /// branch is reused
-    pub branch: Option<String>,
-    /// What the agent should do (its first prompt; quotes, $(…) and newlines are safe).
-    /// Left out: the agent starts interactive, with no prompt; the first prompt you type
-    /// in its pane becomes the summary
-    #[arg(allow_hyphen_values = true)]
-    pub summary: Option<String>,
-    /// Agent harness: claude, pi, codex, opencode, or one from config.toml
-    /// (default: config's default_harness, else the first installed of pi, opencode, claude, codex)
-    #[arg(long)]
-    pub harness: Option<String>,
-    /// Extra context for TASK.md's ## Context: "-" reads standard input
-    #[arg(long, value_name = "TEXT|-", allow_hyphen_values = true)]
-    pub context: Option<String>,
-    /// Create the task as pending (queued) without starting the agent
-    #[arg(long)]
-    pub no_spawn: bool,
-    /// Run the agent in a sandbox: bwrap (bubblewrap: the system and $HOME read-only;
-    /// writable only the workspace, the git dirs its commits need, the agent's own state
-    /// and a private /tmp) or none. Default: the project's, the harness's, config.toml's
-    #[arg(long, value_name = "bwrap|none")]
-    pub sandbox: Option<String>,
-    /// Run the agent headless, one-shot (pi -p, codex exec, opencode run) instead of its
-    /// interactive interface: it exits at the end of its turn, and an exit 0 then means it
-    /// finished (the task goes to review). Default: [harness.NAME] mode in config.toml,
-    /// else interactive
-    #[arg(long)]
-    pub headless: bool,
 }
 
 // orange lane …

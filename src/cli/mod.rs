@@ -17,11 +17,11 @@ pub mod project_cmd;
 pub mod remote;
 pub mod restore;
 pub mod review;
-pub mod review_args;
 pub mod serve;
 pub mod sidebar;
 pub mod status;
 pub mod task;
+pub mod task_args;
 pub mod task_text;
 pub mod workspace;
 

@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::json;
 
 use super::context::{audited, Ctx};
-pub use super::review_args::ReviewArgs;
+pub use super::task_args::ReviewArgs;
 use crate::adapters::editor;
 use crate::error::{OrangeError, Result};
 use crate::orchestration::review::{self, file, Author, Comment, Delivery, Round, Side};

@@ -1,0 +1,74 @@
+//! The arguments of the task verbs that take many (`task create`, `task review`), in a
+//! file of their own: `args` names them, their commands read them.
+
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct TaskCreateArgs {
+    /// Branch for the task (default: orange-tasks/<id>); an existing local or remote
+    /// branch is reused
+    pub branch: Option<String>,
+    /// What the agent should do (its first prompt; quotes, $(…) and newlines are safe).
+    /// Left out: the agent starts interactive, with no prompt; the first prompt you type
+    /// in its pane becomes the summary
+    #[arg(allow_hyphen_values = true)]
+    pub summary: Option<String>,
+    /// Agent harness: claude, pi, codex, opencode, or one from config.toml
+    /// (default: config's default_harness, else the first installed of pi, opencode, claude, codex)
+    #[arg(long)]
+    pub harness: Option<String>,
+    /// Extra context for TASK.md's ## Context: "-" reads standard input
+    #[arg(long, value_name = "TEXT|-", allow_hyphen_values = true)]
+    pub context: Option<String>,
+    /// Create the task as pending (queued) without starting the agent
+    #[arg(long)]
+    pub no_spawn: bool,
+    /// Run the agent in a sandbox: bwrap (bubblewrap: the system and $HOME read-only;
+    /// writable only the workspace, the git dirs its commits need, the agent's own state
+    /// and a private /tmp) or none. Default: the project's, the harness's, config.toml's
+    #[arg(long, value_name = "bwrap|none")]
+    pub sandbox: Option<String>,
+    /// Run the agent headless, one-shot (pi -p, codex exec, opencode run) instead of its
+    /// interactive interface: it exits at the end of its turn, and an exit 0 then means it
+    /// finished (the task goes to review). Default: [harness.NAME] mode in config.toml,
+    /// else interactive
+    #[arg(long)]
+    pub headless: bool,
+}
+
+/// `task review` (see `orange task review --help`).
+#[derive(Debug, Clone, Args)]
+pub struct ReviewArgs {
+    /// The task: its id, a unique prefix of it, or its branch
+    pub id: String,
+    /// A comment on line LINE of PATH as the task's workspace has it now (repeatable):
+    /// written without an editor, for scripts
+    #[arg(
+        long,
+        num_args = 2,
+        value_names = ["PATH:LINE", "TEXT"],
+        allow_hyphen_values = true
+    )]
+    pub comment: Vec<String>,
+    /// Send the round to the agent now: typed when it waits, held while it works, never
+    /// into an agent on a dialog (without it, a terminal asks)
+    #[arg(long)]
+    pub send: bool,
+    /// Send round N, recorded before, instead of writing a new one
+    #[arg(long, value_name = "N", requires = "send", conflicts_with = "comment")]
+    pub round: Option<u32>,
+    /// With --send: type it whatever the agent's state (never into a dead agent)
+    #[arg(long, requires = "send")]
+    pub force: bool,
+    /// Record the review's outcome, approved: the task moves on to `reviewing` (ready to
+    /// merge); with no --comment, no editor opens
+    #[arg(long)]
+    pub approve: bool,
+}
+
+impl ReviewArgs {
+    /// It opens an editor (and so needs a terminal).
+    pub fn edits(&self) -> bool {
+        self.comment.is_empty() && self.round.is_none() && !self.approve
+    }
+}
