@@ -153,3 +153,59 @@ fn teammates_show_under_the_task_and_keystrokes_reach_only_the_lead() {
     assert_eq!(mates.len(), 1, "{v}");
     assert_eq!(mates[0]["name"], "tester", "{v}");
 }
+
+/// A sidebar beside the agent is no teammate, and the running monitor learns it once: its
+/// passes after the first make the one tmux call of a pass with nothing else in the
+/// window.
+#[test]
+fn a_sidebar_is_no_teammate_and_costs_one_look_once() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let t = env.ok(&[
+        "task",
+        "create",
+        "mates/side",
+        "Wait",
+        "--harness",
+        "fake-wait",
+    ]);
+    let id = common::id(&t);
+    env.wait_session(&id, "live");
+    let lead = env.task(&id)["tmux_pane_id"].as_str().unwrap().to_string();
+    // A pane marked as the plugin marks a sidebar.
+    let side = env.tmux.ok(&[
+        "split-window",
+        "-d",
+        "-t",
+        &lead,
+        "-P",
+        "-F",
+        "#{pane_id}",
+        "sleep",
+        "600",
+    ]);
+    env.tmux
+        .ok(&["set-option", "-p", "-t", &side, "@orange_sidebar", "1"]);
+    let (bin, log) = common::counting_tmux(&env.root());
+    let out = env
+        .cmd_in(&env.repo, &["monitor", "--passes", "4", "--json"])
+        .env("PATH", format!("{}:{}", bin.display(), env.path))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let calls = common::calls(&log);
+    let looks = calls
+        .iter()
+        .filter(|c| c.contains("#{@orange_sidebar}"))
+        .count();
+    assert_eq!(
+        looks, 1,
+        "one look at the window, the first pass: {calls:?}"
+    );
+    let t = env.task(&id);
+    assert!(
+        t.get("teammates")
+            .is_none_or(|m| m.as_array().is_none_or(|a| a.is_empty())),
+        "{t}"
+    );
+}

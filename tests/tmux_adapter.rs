@@ -682,8 +682,10 @@ fn observe_reads_marks_per_session_and_globals_once() {
         (a.id.as_str(), a.pane_pid)
     );
     assert!(pa.pane_active && !pa.pane_dead && pa.window_activity > 1_600_000_000);
-    // Not asked: where the pane is, how big, its command.
-    assert_eq!((pa.pane_width, pa.window_id.as_str()), (0, ""));
+    // Its window is asked (an agent's teammates are its window's other panes); not asked:
+    // where else the pane is, how big, its command.
+    assert!(pa.window_id.starts_with('@'), "{}", pa.window_id);
+    assert_eq!((pa.pane_width, pa.pane_current_command.as_str()), (0, ""));
     t.kill_server().unwrap();
     assert_eq!(
         t.observe(&["@orange_t"], &["@orange_g"]).unwrap(),

@@ -6,6 +6,7 @@
 //! writes them (`teammates.json` in the task's directory); `task show` and the sidebar
 //! read them.
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -35,18 +36,24 @@ pub struct Teammate {
 }
 
 /// The teammates of `task`'s agent now: the other panes of its lead pane's window, each
-/// judged by its screen. Empty when the lead pane is unknown or alone in its window (no
-/// tmux call then: `panes` is the pass's snapshot).
-pub fn observe(tmux: &Tmux, rules: &Rules, task: &Task, index: &Panes<'_>) -> Vec<Teammate> {
+/// judged by its screen. Empty when the lead pane is unknown or alone in its window but
+/// for sidebars (no tmux call then: `index` is the pass's snapshot). `sidebars`: the panes
+/// known to be sidebars (learned here, kept by the monitor: a pane id is never reused by
+/// a server), so a window with only its sidebar beside the agent costs one call, once.
+pub fn observe(
+    tmux: &Tmux,
+    rules: &Rules,
+    task: &Task,
+    index: &Panes<'_>,
+    sidebars: &mut HashSet<String>,
+) -> Vec<Teammate> {
     let Some(lead) = index.agent_pane(task) else {
         return vec![];
     };
     let panes = index.all();
     // Others in its window, sidebars (orange itself) aside: only then one more tmux call.
     if !panes.iter().any(|p| {
-        p.window_id == lead.window_id
-            && p.pane_id != lead.pane_id
-            && p.pane_current_command != "orange"
+        p.window_id == lead.window_id && p.pane_id != lead.pane_id && !sidebars.contains(&p.pane_id)
     }) {
         return vec![];
     }
@@ -62,6 +69,9 @@ pub fn observe(tmux: &Tmux, rules: &Rules, task: &Task, index: &Panes<'_>) -> Ve
             ],
         )
         .unwrap_or_default();
+    for r in rows.iter().filter(|r| r.len() == 5 && r[1] == "1") {
+        sidebars.insert(r[0].clone());
+    }
     rows.into_iter()
         .filter(|r| r.len() == 5 && r[0] != lead.pane_id && r[1] != "1")
         .map(|r| {

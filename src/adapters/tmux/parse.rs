@@ -158,9 +158,10 @@ pub(super) const PANE: &[(&str, Setter)] = pane_fields![
     pane_dead: flag,
     pane_dead_status: opt_num,
     pane_dead_signal: opt_num,
+    // (the window: where an agent's teammates are)
+    window_id: text,
     // PaneFields::Placed
     session_attached: count_flag,
-    window_id: text,
     window_index: num,
     pane_index: num,
     pane_width: num,
@@ -171,14 +172,15 @@ pub(super) const PANE: &[(&str, Setter)] = pane_fields![
 ];
 
 /// How many of [`PANE`]'s fields, from the first, the observer reads.
-const OBSERVED_FIELDS: usize = 9;
+const OBSERVED_FIELDS: usize = 10;
 /// How many of [`PANE`]'s fields, at its end, make the server read `/proc`.
 const PROC_FIELDS: usize = 2;
 
 /// How much of [`PANE`] a listing asks (each level asks the fields of the one before too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum PaneFields {
-    /// What the observer reads each pass: the session, the pane, its activity, its life.
+    /// What the observer reads each pass: the session, the pane, its activity, its life,
+    /// its window.
     Observed,
     /// And where the pane is (window, indexes, size) and whether its session is attached.
     Placed,

@@ -109,6 +109,8 @@ pub struct Monitor<'a> {
     /// How each harness's screen is read (config.toml's patterns and the built-in ones),
     /// compiled once, when a pass first needs them ([`Self::prepare_rules`]).
     rules: std::collections::HashMap<String, screen::Rules>,
+    /// Panes known to be sidebars (see `teammates::observe`).
+    sidebars: std::collections::HashSet<String>,
 }
 
 impl<'a> Monitor<'a> {
@@ -133,6 +135,7 @@ impl<'a> Monitor<'a> {
             tasks: TaskService::new(home).with_tmux(tmux.clone()),
             config: Config::load(home)?,
             rules: Default::default(),
+            sidebars: Default::default(),
             tmux,
             tasks_read_at: 0,
             kept,

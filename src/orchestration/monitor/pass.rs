@@ -189,12 +189,15 @@ impl<'a> Monitor<'a> {
         let info = self.agent_record(&task, &dir);
         let policy = Resolved::of(&self.config, &task);
         let seen = self.judge(&task, &info, panes, now, policy.idle_grace);
+        let mut sidebars = std::mem::take(&mut self.sidebars);
         let mates = crate::orchestration::teammates::observe(
             &self.tmux,
             self.rules_of(&task.harness),
             &task,
             panes,
+            &mut sidebars,
         );
+        self.sidebars = sidebars;
         if let Err(e) = crate::orchestration::teammates::save(&dir, &mates) {
             store::log(
                 self.home,
