@@ -1716,8 +1716,28 @@ fn task_send_reaches_claude_as_one_turn_and_respawn_force_resumes_it() {
     rig.status_shows("end of turn", &id, "waiting for input", sent);
     let message = "Two lines for you:\nfirst \"quoted\" $(not run) `nor this` #{session_name} 100%%\x1b[31m\nsecond; the end";
     let v = rig.env.ok(&["task", "send", &id, message]);
-    assert_eq!(v["outcome"], "sent", "{v}");
-    assert_eq!(v["agent_state"], "waiting", "{v}");
+    // (Seen once in a soak: held, the agent "working" right after the status line said
+    // waiting. What orange knew then is printed, to find which signal said so.)
+    let knew = || {
+        let dir = rig.env.home.join(format!("tasks/app/{id}"));
+        format!(
+            "{v}\nagent.json: {}\ntask: {}\ntranscript tail: {:?}",
+            std::fs::read_to_string(dir.join("agent.json")).unwrap_or_default(),
+            rig.task(&id),
+            std::fs::read_to_string(orange::orchestration::agent::claude_log_path_in(
+                &rig.env.root().join("claude-home/.claude"),
+                &rig.workspace(&id),
+                &conv,
+            ))
+            .unwrap_or_default()
+            .lines()
+            .rev()
+            .take(4)
+            .collect::<Vec<_>>()
+        )
+    };
+    assert_eq!(v["outcome"], "sent", "{}", knew());
+    assert_eq!(v["agent_state"], "waiting", "{}", knew());
     rig.wait_turns(&id, 2);
     let want = "Two lines for you:\nfirst \"quoted\" $(not run) `nor this` #{session_name} 100%%[31m\nsecond; the end";
     let got = rig.api.turns()[1].last_user_text();
