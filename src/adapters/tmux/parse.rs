@@ -144,7 +144,7 @@ macro_rules! pane_fields {
 }
 
 /// Every field of a [`PaneInfo`], once, in three parts: what the observer reads each pass
-/// (identity, activity, life), then where the pane is and how big, then the two fields
+/// (identity, activity, life, window), then where the pane is and how big, then the two fields
 /// that make the server read `/proc` for every pane. A listing asks a prefix of this list
 /// ([`PaneFields`]): each field tmux expands costs the server about as much for every
 /// pane, so the observer's query asks only the first part.
@@ -399,7 +399,7 @@ mod tests {
                 .iter()
                 .map(|(n, _)| *n)
                 .collect::<Vec<_>>(),
-            ["pane_dead_signal", "session_attached"],
+            ["window_id", "session_attached"],
             "the observer's part of PANE ends where the comment says"
         );
     }

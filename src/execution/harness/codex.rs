@@ -116,6 +116,12 @@ impl AgentKind for Codex {
         (codex_home_in(Some(home)).into_iter().collect(), vec![])
     }
 
+    /// Its hooks; silent when they said "working" and nothing for 10 s while the screen
+    /// stayed quiet past the idle grace (codex's own spinner and timer move while it works).
+    fn channel(&self) -> Option<(&'static str, std::time::Duration)> {
+        Some(("codex's hooks", std::time::Duration::from_secs(10)))
+    }
+
     fn screen(&self) -> Option<&'static ScreenTexts> {
         Some(&SCREEN)
     }

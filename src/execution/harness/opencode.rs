@@ -138,6 +138,14 @@ impl AgentKind for Opencode {
             .map(str::to_string)
     }
 
+    /// Its plugin; silent as pi's extension is (see [`AgentKind::channel`]).
+    fn channel(&self) -> Option<(&'static str, std::time::Duration)> {
+        Some((
+            "opencode's channel (orange's plugin)",
+            std::time::Duration::from_secs(10),
+        ))
+    }
+
     fn screen(&self) -> Option<&'static ScreenTexts> {
         Some(&SCREEN)
     }
