@@ -111,6 +111,9 @@ pub struct Monitor<'a> {
     rules: std::collections::HashMap<String, screen::Rules>,
     /// Panes known to be sidebars (see `teammates::observe`).
     sidebars: std::collections::HashSet<String>,
+    /// Whether each task had teammates at its last pass (its `teammates.json` is only
+    /// written, or looked at, when that may change: never per pass for a lone agent).
+    had_teammates: std::collections::HashMap<String, bool>,
 }
 
 impl<'a> Monitor<'a> {
@@ -136,6 +139,7 @@ impl<'a> Monitor<'a> {
             config: Config::load(home)?,
             rules: Default::default(),
             sidebars: Default::default(),
+            had_teammates: Default::default(),
             tmux,
             tasks_read_at: 0,
             kept,

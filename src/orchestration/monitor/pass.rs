@@ -198,7 +198,17 @@ impl<'a> Monitor<'a> {
             &mut sidebars,
         );
         self.sidebars = sidebars;
-        if let Err(e) = crate::orchestration::teammates::save(&dir, &mates) {
+        // Unknown yet (this monitor's first look: a file may be left from before), or
+        // teammates now or at the last pass: the file follows; a lone agent costs nothing.
+        let had = self
+            .had_teammates
+            .insert(task.id.clone(), !mates.is_empty());
+        let saved = if had != Some(false) || !mates.is_empty() {
+            crate::orchestration::teammates::save(&dir, &mates)
+        } else {
+            Ok(())
+        };
+        if let Err(e) = saved {
             store::log(
                 self.home,
                 "warn",
