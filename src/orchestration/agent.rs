@@ -140,6 +140,9 @@ impl AgentInfo {
                 v.asked = self.hook_detail.clone();
                 v.detail = v.asked.as_ref().map(|q| format!("asked: {q}"));
             }
+            // A channel that tells its retry (pi, opencode) says which attempt, whether
+            // the monitor's pass or the hook came last.
+            State::Retrying => v.detail = self.hook_detail.clone(),
             _ => {}
         }
         v
@@ -298,4 +301,28 @@ pub fn read_log_tail(path: &Path) -> Option<(String, u64)> {
     let whole = buf.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
     buf.truncate(whole);
     Some((String::from_utf8_lossy(&buf).into_owned(), start))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A retry a channel told (pi's, opencode's `attempt N`) keeps its detail whether the
+    /// monitor's last observation or the hook came last (seen once in CI: the hook came
+    /// 0.1 s after the pass, and the detail was dropped).
+    #[test]
+    fn a_retry_told_by_a_hook_after_the_pass_keeps_its_attempt() {
+        let info = AgentInfo {
+            state: Some(State::Retrying),
+            at: "2026-11-27T02:15:45.174898Z".into(),
+            detail: Some("Rate limit (attempt 1)".into()),
+            hook_state: Some(State::Retrying),
+            hook_at: Some("2026-11-27T02:15:45.294389Z".into()),
+            hook_detail: Some("Rate limit (attempt 2)".into()),
+            ..AgentInfo::default()
+        };
+        let now = info.current();
+        assert_eq!(now.state, Some(State::Retrying));
+        assert_eq!(now.detail.as_deref(), Some("Rate limit (attempt 2)"));
+    }
 }
