@@ -34,6 +34,7 @@ mod other_harnesses;
 mod plugin;
 mod pool;
 mod pool_concurrency;
+mod pr;
 mod progress;
 mod project;
 mod readme;

@@ -35,14 +35,15 @@ pub fn accept_loop<H: Handler>(listener: TcpListener, h: Arc<H>, name: &str) {
     }
 }
 
-/// A reader over the connection that polls the stop flag while waiting for bytes.
-struct Conn<'a> {
-    s: TcpStream,
+/// A reader over the connection (plain TCP, or TLS over it: tests/common/gh_standin.rs)
+/// that polls the stop flag while waiting for bytes.
+struct Conn<'a, S> {
+    s: S,
     buf: Vec<u8>,
     stopped: &'a dyn Fn() -> bool,
 }
 
-impl Conn<'_> {
+impl<S: Read> Conn<'_, S> {
     /// Read more bytes into `buf`; Ok(false) on EOF or stop.
     fn fill(&mut self) -> io::Result<bool> {
         let mut tmp = [0u8; 16384];
@@ -104,7 +105,7 @@ pub struct Request {
     pub body: Vec<u8>,
 }
 
-fn read_request(c: &mut Conn) -> io::Result<Option<Request>> {
+fn read_request<S: Read + Write>(c: &mut Conn<S>) -> io::Result<Option<Request>> {
     let first = loop {
         match c.line()? {
             None => return Ok(None),
@@ -179,26 +180,37 @@ fn read_request(c: &mut Conn) -> io::Result<Option<Request>> {
 fn serve<H: Handler>(stream: TcpStream, h: &H) -> io::Result<()> {
     stream.set_read_timeout(Some(POLL))?;
     stream.set_nodelay(true)?;
-    let stopped = || h.stopped();
+    let s = stream.try_clone()?;
+    let r = serve_stream(s, &|| h.stopped(), &mut |s, req| h.handle(s, req));
+    let _ = stream.shutdown(Shutdown::Both);
+    r
+}
+
+/// Read requests from `s` (keep-alive) until EOF, `Connection: close` or `stopped`,
+/// answering each with `answer`.
+pub fn serve_stream<S: Read + Write>(
+    s: S,
+    stopped: &dyn Fn() -> bool,
+    answer: &mut dyn FnMut(&mut S, Request) -> io::Result<()>,
+) -> io::Result<()> {
     let mut c = Conn {
-        s: stream,
+        s,
         buf: Vec::new(),
-        stopped: &stopped,
+        stopped,
     };
     while let Some(req) = read_request(&mut c)? {
-        if h.stopped() {
+        if stopped() {
             break;
         }
         let close = req
             .headers
             .iter()
             .any(|(k, v)| k == "connection" && v.eq_ignore_ascii_case("close"));
-        h.handle(&mut c.s, req)?;
-        if close || h.stopped() {
+        answer(&mut c.s, req)?;
+        if close || stopped() {
             break;
         }
     }
-    let _ = c.s.shutdown(Shutdown::Both);
     Ok(())
 }
 
@@ -244,7 +256,7 @@ pub fn reason(status: u16) -> &'static str {
 
 /// A JSON response; `id_header` names the request id header (`request-id`, `x-request-id`).
 pub fn write_json(
-    s: &mut TcpStream,
+    s: &mut impl Write,
     status: u16,
     v: &Value,
     head: bool,
