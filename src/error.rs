@@ -62,6 +62,16 @@ pub enum OrangeError {
         detail: String,
         advice: String,
     },
+    /// A pull-request feature needs the GitHub CLI, and it is not on PATH.
+    #[error("gh is not installed: pull requests need the GitHub CLI (https://cli.github.com; Debian: apt install gh)")]
+    GhNotInstalled,
+    /// gh is there but has no credentials for the host.
+    #[error("gh is not logged in: run `gh auth login` (or set GH_TOKEN; GH_ENTERPRISE_TOKEN for a GitHub Enterprise host){0}")]
+    GhNotLoggedIn(String),
+    /// A task's pull request cannot be merged now (checks failing or pending, changes
+    /// requested, conflicts); `--force` merges anyway.
+    #[error("{0}")]
+    PrNotReady(String),
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -91,6 +101,9 @@ impl OrangeError {
             OrangeError::HostUnreachable { .. } => "host_unreachable",
             OrangeError::Remote { code, .. } => code,
             OrangeError::Io { .. } => "io_error",
+            OrangeError::GhNotInstalled => "gh_not_installed",
+            OrangeError::GhNotLoggedIn(_) => "gh_not_logged_in",
+            OrangeError::PrNotReady(_) => "pr_not_ready",
             OrangeError::AgentNotReady { .. } => "agent_not_ready",
         }
     }
@@ -128,6 +141,9 @@ impl OrangeError {
             "host_unreachable",
             "io_error",
             "agent_not_ready",
+            "gh_not_installed",
+            "gh_not_logged_in",
+            "pr_not_ready",
         ];
         CODES
             .iter()

@@ -80,3 +80,217 @@ fn the_real_gh_talks_to_the_standin_over_tls() {
         .iter()
         .all(|r| r.authorization.as_deref() == Some("token standin-token")));
 }
+
+/// A task env whose orange commands (and gh under them) talk to `sd`, with a project
+/// registered and the repository's `github` remote pointing gh at the stand-in.
+fn pr_env(sd: &GhStandin) -> TaskEnv {
+    let mut env = TaskEnv::new();
+    // The real gh: not tests/fixtures/bin's fake one (the fake agents need nothing there).
+    env.path = format!(
+        "{}:{}",
+        crate::common::bin().parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    env.extra.extend(sd.env());
+    sd.add_remote(&env.repo);
+    env.add_project(&[]);
+    env
+}
+
+/// A task on `branch` with one commit in its workspace: its id.
+fn task_with_commit(env: &TaskEnv, branch: &str) -> String {
+    let id = env.create_id(branch, "fake-wait");
+    let ws = env.ws_path(env.task(&id)["workspace"].as_str().unwrap());
+    std::fs::write(ws.join("feature.txt"), "new\n").unwrap();
+    git(&ws, &["add", "feature.txt"]);
+    git(&ws, &["commit", "-qm", "feature"]);
+    id
+}
+
+/// The commit `branch` is at in the bare origin, if it is there.
+fn origin_has(env: &TaskEnv, branch: &str) -> Option<String> {
+    let out = git_output(
+        &env.origin,
+        &[
+            "rev-parse",
+            "--verify",
+            "-q",
+            &format!("refs/heads/{branch}"),
+        ],
+    );
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+#[test]
+fn task_pr_pushes_the_branch_and_opens_one_pull_request() {
+    if !have_gh() {
+        return;
+    }
+    let sd = GhStandin::start();
+    let env = pr_env(&sd);
+    let id = task_with_commit(&env, "fix-login");
+    let marker = env.root().join("pwned");
+    let title = format!(
+        "Fix \"login\" $(touch {}) `id`\nsecond line",
+        marker.display()
+    );
+    let v = env.ok(&["task", "pr", &id, "--title", &title, "--draft"]);
+    assert_eq!(v["created"], true, "{v}");
+    assert_eq!(v["pr"]["number"], 1, "{v}");
+    // The branch reached the real bare origin, at the workspace's commit.
+    let ws = env.ws_path(env.task(&id)["workspace"].as_str().unwrap());
+    assert_eq!(
+        origin_has(&env, "fix-login"),
+        Some(git(&ws, &["rev-parse", "HEAD"]))
+    );
+    // gh made it with exactly that title (an argument, never a shell line).
+    let pr = sd.pr(1);
+    assert_eq!(pr.title, title);
+    assert_eq!(
+        (pr.head.as_str(), pr.base.as_str(), pr.draft),
+        ("fix-login", "main", true)
+    );
+    assert!(!marker.exists(), "the title ran a command");
+    assert_eq!(sd.count("PullRequestCreate"), 1, "{:?}", sd.calls());
+    let create = sd
+        .requests()
+        .into_iter()
+        .find(|r| r.operation.as_deref() == Some("PullRequestCreate"))
+        .unwrap();
+    assert_eq!(
+        create.body["variables"]["input"]["headRefName"],
+        "fix-login"
+    );
+    // Kept with the task, and in its history.
+    let t = env.task(&id);
+    assert_eq!(t["pr"]["number"], 1, "{t}");
+    assert!(
+        t["pr"]["url"]
+            .as_str()
+            .unwrap()
+            .ends_with("/acme/widget/pull/1"),
+        "{t}"
+    );
+    assert_eq!(env.history_events(&id, "pr.created").len(), 1);
+    let text = env
+        .cmd_in(&env.repo, &["task", "show", &id])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&text.stdout);
+    assert!(shown.contains("pr: #1 draft"), "{shown}");
+    assert!(shown.contains("PR #1 created: https://"), "{shown}");
+
+    // Again: the open one is linked, not made twice.
+    let out = env
+        .cmd_in(&env.repo, &["task", "pr", &id])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("linked the open pull request #1"), "{said}");
+    assert_eq!(sd.count("PullRequestCreate"), 1, "{:?}", sd.calls());
+    assert_eq!(sd.with(|w| w.prs.len()), 1);
+}
+
+#[test]
+fn task_pr_without_gh_or_logged_out_says_so_and_pushes_nothing() {
+    if !have_gh() {
+        return;
+    }
+    let sd = GhStandin::start();
+    let mut env = pr_env(&sd);
+    let id = task_with_commit(&env, "no-gh");
+    // No gh on PATH: orange, git and tmux only.
+    let saved = env.path.clone();
+    env.path = crate::common::gh_standin::path_without_gh(&env.root(), &saved);
+    let (ok, v) = env.json(&["task", "pr", &id]);
+    let msg = expect_error(&["task", "pr"], (ok, v), "gh_not_installed");
+    assert_eq!(msg.matches("gh is not installed").count(), 1, "{msg}");
+    let out = env
+        .cmd_in(&env.repo, &["task", "pr", &id])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("gh is not installed").count(), 1, "{err}");
+    env.path = saved;
+    // Logged out: what to do.
+    env.extra = sd.env_logged_out();
+    let msg = env.err(&["task", "pr", &id], "gh_not_logged_in");
+    assert!(
+        msg.contains("gh auth login") && msg.contains("GH_TOKEN"),
+        "{msg}"
+    );
+    assert_eq!(origin_has(&env, "no-gh"), None, "nothing was pushed");
+    assert!(
+        sd.requests()
+            .iter()
+            .all(|r| r.authorization.as_deref() != Some("token standin-token")),
+        "no request carried a token"
+    );
+    assert!(env.task(&id)["pr"].is_null());
+}
+
+#[test]
+fn task_merge_merges_the_pr_with_gh_when_checks_pass_and_refuses_otherwise() {
+    if !have_gh() {
+        return;
+    }
+    use crate::common::gh_standin::Check;
+    let sd = GhStandin::start();
+    let env = pr_env(&sd);
+    env.append_config("[pr]\nmerge = \"squash\"\n");
+    let id = task_with_commit(&env, "ship-it");
+    env.ok(&["task", "pr", &id]);
+    sd.edit_pr(1, |p| {
+        p.checks = vec![
+            Check::passed("build"),
+            Check::failed("test"),
+            Check::running("lint"),
+        ];
+        p.review_decision = "CHANGES_REQUESTED".into();
+    });
+    let msg = env.err(&["task", "merge", &id], "pr_not_ready");
+    assert!(
+        msg.contains("1 of 3 checks failed")
+            && msg.contains("changes are requested")
+            && msg.contains("--force"),
+        "{msg}"
+    );
+    assert_eq!(sd.pr(1).state, "OPEN");
+    assert_eq!(sd.count("PullRequestMerge"), 0);
+    assert_ne!(env.task(&id)["status"], "done");
+    // Green and approved: merged on GitHub by the configured method, then the task ends.
+    sd.edit_pr(1, |p| {
+        p.checks = vec![Check::passed("build"), Check::passed("test")];
+        p.review_decision = "APPROVED".into();
+    });
+    let v = env.ok(&["task", "merge", &id]);
+    assert_eq!(v["merge"]["via"], "pr", "{v}");
+    assert_eq!(sd.pr(1).state, "MERGED");
+    assert_eq!(sd.pr(1).merge_method.as_deref(), Some("SQUASH"));
+    let t = env.task(&id);
+    assert_eq!(t["status"], "done", "{t}");
+    assert!(t["workspace"].is_null(), "{t}");
+    assert_eq!(t["pr"]["pr_state"], "MERGED", "{t}");
+    assert_eq!(env.history_events(&id, "pr.merged").len(), 1);
+}
+
+#[test]
+fn task_merge_force_merges_a_pr_whose_checks_fail() {
+    if !have_gh() {
+        return;
+    }
+    use crate::common::gh_standin::Check;
+    let sd = GhStandin::start();
+    let env = pr_env(&sd);
+    let id = task_with_commit(&env, "forced");
+    env.ok(&["task", "pr", &id]);
+    sd.edit_pr(1, |p| p.checks = vec![Check::failed("test")]);
+    env.err(&["task", "merge", &id], "pr_not_ready");
+    let v = env.ok(&["task", "merge", &id, "--force"]);
+    assert_eq!(v["merge"]["via"], "pr", "{v}");
+    assert_eq!(sd.pr(1).merge_method.as_deref(), Some("MERGE"));
+    assert_eq!(env.history_events(&id, "pr.merged")[0]["forced"], true);
+}

@@ -639,13 +639,12 @@ fn merge_skips_the_local_merge_when_the_pr_is_merged_and_says_when_pr_status_is_
         "no local merge"
     );
     // Without gh on PATH: orange works and says PR status is unknown.
-    let path_without_gh = std::env::var("PATH").unwrap();
-    let bin_dir = common::bin().parent().unwrap().to_path_buf();
+    let path_without_gh = common::gh_standin::path_without_gh(&env.root(), &env.path);
     let mut c = env.cmd_in(
         &env.repo,
         &["task", "merge", &id(&b), "--strategy", "merge", "--json"],
     );
-    c.env("PATH", format!("{}:{}", bin_dir.display(), path_without_gh));
+    c.env("PATH", path_without_gh);
     let (ok, v) = common::parse_json_output(&["merge"], &c.output().unwrap());
     assert!(ok, "{v}");
     assert_eq!(v["merge"]["via"], "merge");

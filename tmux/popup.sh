@@ -9,7 +9,7 @@
 #         An empty task starts the agent with no prompt and takes the client to it: the
 #         person types the first prompt there.
 #   show  `orange task show` for the task of this session.
-#   pr    push the task's branch and open (or show) its pull request with gh.
+#   pr    `orange task pr`: push the task's branch, open (or link) its pull request.
 #   review  `orange task review` of the task (this session's, or TASK): the diff in the
 #         person's editor, the comments sent to the agent when they say so.
 # shellcheck source=tmux/lib.sh
@@ -76,25 +76,8 @@ review)
   ;;
 pr)
   [[ -n $task ]] || { echo "orange: not an orange task session"; pause; }
-  ws=$(tmux show-environment ORANGE_WORKSPACE 2>/dev/null)
-  ws=${ws#ORANGE_WORKSPACE=}
-  cd "${ws:-.}" || pause
-  branch=$(git symbolic-ref --quiet --short HEAD) || {
-    echo "orange: the workspace is on a detached HEAD: nothing to push"
-    pause
-  }
-  command -v gh >/dev/null 2>&1 || {
-    echo "orange: gh (the GitHub CLI) is not installed: https://cli.github.com"
-    pause
-  }
-  echo "\$ git push -u origin $branch"
-  git push -u origin "$branch" || pause
-  if gh pr view "$branch" >/dev/null 2>&1; then
-    gh pr view "$branch"
-  else
-    echo "\$ gh pr create --fill --head $branch"
-    gh pr create --fill --head "$branch"
-  fi
+  # orange pushes the branch and opens (or links) the pull request: git and gh run there.
+  "$bin" task pr "$task"
   pause
   ;;
 *)

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub use super::pr_args::PrArgs;
 pub use super::task_args::{ReviewArgs, TaskCreateArgs};
 
 #[derive(Debug, Parser)]
@@ -177,6 +178,7 @@ impl Command {
                                                        => row(Y,  N,  Y,  Y,  Never,     Task,         Some(id)),
             C::Task(T::Update { id, .. } | T::Complete { id } | T::Stuck { id })
                                                        => row(Y,  N,  Y,  Y,  Always,    Task,         id.as_ref()),
+            C::Task(T::Pr(a))                          => row(Y,  N,  Y,  Y,  Never,     Task,         Some(&a.id)),
             C::Task(T::Merge { id, dry_run: true, .. })=> row(N,  N,  Y,  Y,  Never,     Task,         Some(id)),
             C::Task(T::Merge { id, .. })               => row(Y,  N,  Y,  Y,  Always,    Task,         Some(id)),
             C::Task(T::Cancel { id, yes })             => asks(
@@ -550,7 +552,17 @@ pub enum TaskCmd {
         /// the workspace you are in)
         id: Option<String>,
     },
+    /// Push the task's branch and open its pull request with gh (or link the open one)
+    ///
+    /// `git push` to origin, then `gh pr create` (gh must be installed and logged in:
+    /// `gh auth login`, or GH_TOKEN). A pull request already open for the branch is
+    /// linked, not made twice. Its number and URL are kept with the task.
+    Pr(PrArgs),
     /// Merge the task's branch into the default branch, return its workspace, mark it done
+    ///
+    /// A task with an open pull request is merged on GitHub with `gh pr merge` (the
+    /// method of config.toml's `[pr] merge`: merge, squash or rebase) when its checks
+    /// pass and no change is requested; otherwise refused unless --force.
     Merge {
         /// The task: its id, a unique prefix of it, or its branch
         id: String,
@@ -560,6 +572,9 @@ pub enum TaskCmd {
         /// Do not look for a pull request with gh
         #[arg(long)]
         local: bool,
+        /// Merge its pull request even when checks fail or changes are requested
+        #[arg(long)]
+        force: bool,
         /// Merge nothing: show what merging would bring (the task's changes) or why it
         /// would refuse
         #[arg(long)]

@@ -13,6 +13,8 @@ pub mod host;
 pub mod lane;
 pub mod monitor;
 pub mod plugin;
+pub mod pr;
+pub mod pr_args;
 pub mod project_cmd;
 pub mod remote;
 pub mod restore;

@@ -57,6 +57,7 @@ pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Done> {
             send(ctx, t, &id, "", SendKind::Nudge, force).map(Done::from)
         }
         TaskCmd::Review(a) => super::review::run(ctx, t, a).map(Done::from),
+        TaskCmd::Pr(a) => super::pr::run(ctx, t, a).map(Done::from),
         TaskCmd::Attach { id } => attach(ctx, t, &id).map(Done::from),
         TaskCmd::Update {
             id,
@@ -73,8 +74,9 @@ pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Done> {
             id,
             strategy,
             local,
+            force,
             ..
-        } => merge(ctx, t, id, strategy, local),
+        } => merge(ctx, t, id, strategy, local, force),
         TaskCmd::Cancel { id, yes } => cancel(ctx, t, id, yes),
         TaskCmd::Delete { id, yes } => delete(ctx, t, id, yes).map(Done::from),
     }
@@ -504,10 +506,11 @@ fn merge(
     id: String,
     strategy: String,
     local: bool,
+    force: bool,
 ) -> Result<Done> {
-    let inputs = json!({"id": id, "strategy": strategy, "local": local});
+    let inputs = json!({"id": id, "strategy": strategy, "local": local, "force": force});
     let (t, info, next) = audited(ctx, "task.merge", inputs, || {
-        tasks.merge(&id, ctx.project.as_deref(), strategy == "ff", local)
+        tasks.merge(&id, ctx.project.as_deref(), strategy == "ff", local, force)
     })?;
     let mut text = format!(
         "merged task {} ({}) via {}",

@@ -156,6 +156,12 @@ pub fn show(
             view.task.sandbox.as_str()
         ));
     }
+    if let Some(pr) = view.task.pr.as_ref() {
+        if let Some(line) = crate::ui::sidebar::model::pr_text(pr) {
+            let url = pr.get("url").and_then(|u| u.as_str()).unwrap_or("");
+            text.push_str(&format!("pr: {line}  {url}\n"));
+        }
+    }
     text.push_str(&next_text(view));
     if let Some(f) = &view.task.failure {
         text.push_str(&format!(
@@ -280,6 +286,13 @@ fn event_text(e: &Event) -> String {
             }
         ),
         "review.approved" => format!("review approved{via}"),
+        ev if ev.starts_with("pr.") => {
+            let mut t = crate::ui::sidebar::model::describe_event(e);
+            if let Some(u) = s("url") {
+                t.push_str(&format!(": {u}"));
+            }
+            t
+        }
         "task.failed" => format!("could not start: {}", s("error").unwrap_or_default()),
         _ => {
             let mut extra: Vec<String> = d

@@ -35,6 +35,17 @@ pub struct Config {
     pub sandbox: Option<String>,
     #[serde(flatten)]
     pub sandbox_paths: SandboxPaths,
+    /// Pull requests: `[pr] merge = "squash"`.
+    #[serde(default)]
+    pub pr: PrConfig,
+}
+
+/// `[pr]`: how `task merge` merges a task's pull request.
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct PrConfig {
+    /// `gh pr merge`'s method: merge (default), squash or rebase.
+    #[serde(default)]
+    pub merge: Option<String>,
 }
 
 /// More paths a sandboxed agent may write or read (`~/` is the home directory), at the

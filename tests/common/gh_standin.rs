@@ -120,6 +120,9 @@ struct Shared {
     connects: Arc<Mutex<Vec<String>>>,
 }
 
+/// The only credentials the stand-in takes (`GH_ENTERPRISE_TOKEN=standin-token`).
+const TOKEN_HEADER: &str = "token standin-token";
+
 /// The stand-in's host name, as gh sees it (reached through the proxy).
 pub const HOST: &str = "github.orange.test";
 
@@ -378,8 +381,10 @@ fn answer(sh: &Shared, s: &mut impl Write, req: Request) -> io::Result<()> {
         body: body.clone(),
         authorization: authorization.clone(),
     });
-    if authorization.is_none() {
-        let v = json!({"message": "Requires authentication"});
+    // gh 2.23 with GH_HOST set and no token still asks (GH_HOST counts as a known host),
+    // with an empty `token `: GitHub answers 401, and so does the stand-in.
+    if authorization.as_deref() != Some(TOKEN_HEADER) {
+        let v = json!({"message": "Bad credentials"});
         return write_json(s, 401, &v, false, "x-github-request-id");
     }
     let (status, v) = match (req.method.as_str(), path.as_str()) {
@@ -596,4 +601,21 @@ fn rest_get(w: &World, path: &str) -> (u16, Value) {
         }
     }
     (404, json!({"message": "Not Found (stand-in)"}))
+}
+
+/// A `PATH` without gh: orange's directory and `dir/bin-without-gh`, which holds links to
+/// the programs orange runs besides it (git, tmux, a shell) found on `path`.
+pub fn path_without_gh(dir: &std::path::Path, path: &str) -> String {
+    let bin = dir.join("bin-without-gh");
+    std::fs::create_dir_all(&bin).unwrap();
+    for p in ["git", "tmux", "sh", "bash"] {
+        if let Some(real) = super::find_program(path, p) {
+            let _ = std::os::unix::fs::symlink(real, bin.join(p));
+        }
+    }
+    format!(
+        "{}:{}",
+        super::bin().parent().unwrap().display(),
+        bin.display()
+    )
 }

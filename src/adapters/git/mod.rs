@@ -254,6 +254,23 @@ pub fn fetch(repo_path: &Path, branch: &str) -> Option<String> {
     }
 }
 
+/// `git push --set-upstream origin BRANCH` (what a pull request is opened from): the
+/// branch as it is committed; an error says why git refused (no origin, rejected).
+pub fn push(repo_path: &Path, branch: &str) -> Result<()> {
+    if !has_remote(repo_path, "origin") {
+        return Err(OrangeError::BackendCommandFailed(format!(
+            "{} has no remote named origin to push {branch} to",
+            repo_path.display()
+        )));
+    }
+    let spec = format!("refs/heads/{branch}:refs/heads/{branch}");
+    run_ok(
+        repo_path,
+        ["push", "--quiet", "--set-upstream", "origin", &spec],
+    )
+    .map(|_| ())
+}
+
 fn has_remote(repo_path: &Path, name: &str) -> bool {
     open(repo_path)
         .map(|r| r.find_remote(name).is_ok())

@@ -15,14 +15,16 @@ use crate::orchestration::task::service::TaskService;
 use crate::{adapters::gh, adapters::git};
 
 impl TaskService<'_> {
-    /// Merge the task's branch (or skip when its PR is merged), then return its workspace,
-    /// kill its session, mark it done and start the next queued task.
+    /// Merge the task's branch (or its open PR with gh, then nothing locally; skip when its
+    /// PR is merged), then return its workspace, kill its session, mark it done and start
+    /// the next queued task.
     pub fn merge(
         &mut self,
         id: &str,
         project: Option<&str>,
         ff_only: bool,
         local: bool,
+        force: bool,
     ) -> Result<(Task, serde_json::Value, NextSpawn)> {
         let task = self.get(id, project)?;
         let project = project::get(self.home, &task.project)?;
@@ -41,12 +43,10 @@ impl TaskService<'_> {
                     reason: "--local: PR not checked".into(),
                 }
             } else {
-                gh::pr_for_branch(&project.path, &task.branch)
+                // Its open PR merged on GitHub (when ready, or forced) first.
+                self.land_pr(&project, &mut task, force)?
             };
             let (via, commit) = merge_branch(&project, &task, &pr, ff_only)?;
-            if let gh::Pr::Found { .. } = &pr {
-                task.pr = serde_json::to_value(&pr).ok();
-            }
             let info = json!({"via": via, "commit": commit, "pr": pr});
             crate::adapters::fault::point("merge.merged");
             self.end(&mut task, Status::Done, "task.merged", info.clone())?;

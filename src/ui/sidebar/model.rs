@@ -174,7 +174,8 @@ pub fn remote_model(
     m
 }
 
-/// `#12 open` from the PR value stored in task.json (gh's shape: number, pr_state).
+/// `#12 open · checks 3/4 ✗ · changes requested` from the PR value stored in task.json
+/// (`adapters::gh::PrStatus`; older records: gh's number and pr_state only).
 pub fn pr_text(pr: &serde_json::Value) -> Option<String> {
     let number = pr.get("number").and_then(|n| n.as_u64())?;
     let state = pr
@@ -183,11 +184,35 @@ pub fn pr_text(pr: &serde_json::Value) -> Option<String> {
         .and_then(|s| s.as_str())
         .unwrap_or("")
         .to_lowercase();
-    Some(match state.as_str() {
+    let draft = pr.get("draft").and_then(|d| d.as_bool()) == Some(true);
+    let mut parts = vec![match state.as_str() {
         "merged" => format!("#{number} merged ✓"),
         "" | "found" => format!("#{number}"),
+        "open" if draft => format!("#{number} draft"),
         s => format!("#{number} {s}"),
-    })
+    }];
+    let n = |k: &str| {
+        pr.get("checks")
+            .and_then(|c| c.get(k))
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0)
+    };
+    if state != "merged" && n("total") > 0 {
+        let mark = if n("failed") > 0 {
+            "✗"
+        } else if n("pending") > 0 {
+            "…"
+        } else {
+            "✓"
+        };
+        parts.push(format!("checks {}/{} {mark}", n("passed"), n("total")));
+    }
+    match pr.get("review").and_then(|r| r.as_str()) {
+        Some("CHANGES_REQUESTED") if state != "merged" => parts.push("changes requested".into()),
+        Some("APPROVED") if state != "merged" => parts.push("approved".into()),
+        _ => {}
+    }
+    Some(parts.join(" · "))
 }
 
 /// One `history.jsonl` event as the sidebar lists it.
@@ -232,7 +257,19 @@ pub fn describe_event(e: &Event) -> String {
             Some(num) => format!("PR #{num} created"),
             None => "PR created".into(),
         },
-        "pr.merged" => "PR merged".into(),
+        "pr.merged" => match n("number") {
+            Some(num) => format!("PR #{num} merged"),
+            None => "PR merged".into(),
+        },
+        "pr.linked" => match n("number") {
+            Some(num) => format!("PR #{num} linked"),
+            None => "PR linked".into(),
+        },
+        "pr.checks_failed" => "checks failed".into(),
+        "pr.checks_passed" => "checks passed".into(),
+        "pr.changes_requested" => "changes requested".into(),
+        "pr.approved" => "approved".into(),
+        "pr.closed" => "PR closed".into(),
         "summary.changed" => "summary changed".into(),
         "branch.changed" => match s("to") {
             Some(to) => format!("branch → {to}"),
