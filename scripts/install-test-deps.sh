@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what the test suite needs and a fresh machine may lack: Debian packages (tmux,
-# git, shellcheck, TPM, bubblewrap, OpenSSH), the real agent CLIs from npm (Claude Code, pi, codex,
+# git, shellcheck, TPM, bubblewrap, OpenSSH, gh), the real agent CLIs from npm (Claude Code, pi, codex,
 # opencode) and zellij from crates.io, at the versions pinned in scripts/test-deps.versions.
 # Idempotent: what is present at the pinned version is left alone.
 set -euo pipefail
@@ -18,6 +18,8 @@ command -v npm >/dev/null 2>&1 || need+=(npm)
 # The remote-host tests run a real sshd on 127.0.0.1 (and the ssh client).
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
+# The pull-request tests run the real GitHub CLI against a stand-in API on 127.0.0.1.
+command -v gh >/dev/null 2>&1 || need+=(gh)
 if [ ${#need[@]} -gt 0 ]; then
   echo "apt-get install: ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -58,7 +60,7 @@ if [ ${#npm_missing[@]} -gt 0 ]; then
 fi
 
 tmux -V
-for p in git claude pi codex opencode zellij bwrap; do
+for p in git gh claude pi codex opencode zellij bwrap; do
   if command -v "$p" >/dev/null 2>&1; then
     printf '%-9s %s\n' "$p" "$("$p" --version 2>&1 | head -n 1)"
   else
