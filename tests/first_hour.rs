@@ -404,10 +404,7 @@ fn the_sidebar_never_contradicts_the_status_and_says_when_the_pr_is_unknown() {
         .cmd_in(&env.repo, &["sidebar", "--once", "--task", &id, "--json"])
         .env(
             "PATH",
-            format!(
-                "{}:/usr/bin:/bin",
-                common::bin().parent().unwrap().display()
-            ),
+            common::gh_standin::path_without_gh(&env.root(), &env.path),
         )
         .output()
         .unwrap();

@@ -206,7 +206,9 @@ fn task_pr_without_gh_or_logged_out_says_so_and_pushes_nothing() {
     let saved = env.path.clone();
     env.path = crate::common::gh_standin::path_without_gh(&env.root(), &saved);
     let (ok, v) = env.json(&["task", "pr", &id]);
-    let msg = expect_error(&["task", "pr"], (ok, v), "gh_not_installed");
+    assert!(!ok, "{v}");
+    assert_eq!(v["error"]["code"], "gh_not_installed", "{v}");
+    let msg = v["error"]["message"].as_str().unwrap();
     assert_eq!(msg.matches("gh is not installed").count(), 1, "{msg}");
     let out = env
         .cmd_in(&env.repo, &["task", "pr", &id])
