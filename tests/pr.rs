@@ -296,3 +296,144 @@ fn task_merge_force_merges_a_pr_whose_checks_fail() {
     assert_eq!(sd.pr(1).merge_method.as_deref(), Some("MERGE"));
     assert_eq!(env.history_events(&id, "pr.merged")[0]["forced"], true);
 }
+
+/// `monitor --once` for `env`, its clock `skew` ahead (`ORANGE_CLOCK_SKEW`).
+fn monitor_once(env: &TaskEnv, skew: &str) {
+    let out = env
+        .cmd_in(&env.repo, &["monitor", "--once", "--json"])
+        .env("ORANGE_CLOCK_SKEW", skew)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// The notifier's keys told so far (`run/notified-*.json`).
+fn told(env: &TaskEnv) -> Vec<String> {
+    std::fs::read_dir(env.home.join("run"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("notified-"))
+        .filter_map(|e| serde_json::from_slice::<Value>(&std::fs::read(e.path()).ok()?).ok())
+        .flat_map(|v| {
+            v["told"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|k| k.as_str().map(String::from))
+        })
+        .collect()
+}
+
+#[test]
+fn the_monitor_refreshes_prs_with_one_gh_call_per_project_at_most_once_a_minute() {
+    if !have_gh() {
+        return;
+    }
+    use crate::common::gh_standin::Check;
+    let sd = GhStandin::start();
+    let env = pr_env(&sd);
+    let a = task_with_commit(&env, "red-ci");
+    let b = task_with_commit(&env, "asked-changes");
+    env.ok(&["task", "pr", &a]);
+    env.ok(&["task", "pr", &b]);
+    sd.edit_pr(1, |p| {
+        p.checks = vec![Check::passed("build"), Check::failed("test")]
+    });
+    sd.edit_pr(2, |p| p.review_decision = "CHANGES_REQUESTED".into());
+    monitor_once(&env, "0s");
+    // ONE gh pr list for the project's two tasks.
+    assert_eq!(sd.count("PullRequestList"), 1, "{:?}", sd.calls());
+    assert_eq!(env.history_events(&a, "pr.checks_failed").len(), 1);
+    assert_eq!(env.history_events(&b, "pr.changes_requested").len(), 1);
+    // Shown: task show, task list's column, the sidebar.
+    let t = env.task(&a);
+    assert_eq!(t["pr"]["checks"]["failed"], 1, "{t}");
+    let next = t["next_step"].to_string();
+    assert!(next.contains("--from-pr"), "{t}");
+    let list = env.cmd_in(&env.repo, &["task", "list"]).output().unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        list.contains("PR") && list.contains("#1 open · checks 1/2 ✗"),
+        "{list}"
+    );
+    assert!(list.contains("#2 open · changes requested"), "{list}");
+    let (ok, m) = env.json(&["sidebar", "--once", "--task", &b]);
+    assert!(ok, "{m}");
+    assert_eq!(m["pr"], "#2 open · changes requested", "{m}");
+    // Each needs you, told once per change.
+    let keys = told(&env);
+    assert!(
+        keys.iter()
+            .any(|k| k.contains(&a) && k.ends_with("#checks_failed"))
+            && keys
+                .iter()
+                .any(|k| k.contains(&b) && k.ends_with("#changes_requested")),
+        "{keys:?}"
+    );
+    // Within the minute: no gh call, whatever the stand-in says now.
+    sd.edit_pr(1, |p| {
+        p.checks = vec![Check::passed("build"), Check::passed("test")];
+        p.review_decision = "APPROVED".into();
+    });
+    monitor_once(&env, "0s");
+    assert_eq!(sd.count("PullRequestList"), 1, "{:?}", sd.calls());
+    // A minute on (the monitor's clock ahead, no sleep): asked again, the change recorded.
+    monitor_once(&env, "61s");
+    assert_eq!(sd.count("PullRequestList"), 2, "{:?}", sd.calls());
+    assert_eq!(env.history_events(&a, "pr.checks_passed").len(), 1);
+    assert_eq!(env.history_events(&a, "pr.approved").len(), 1);
+    assert_eq!(
+        env.history_events(&a, "pr.checks_failed").len(),
+        1,
+        "not told twice"
+    );
+    assert_eq!(env.task(&a)["pr"]["review"], "APPROVED");
+    // Merged on GitHub: recorded as such.
+    sd.edit_pr(2, |p| p.state = "MERGED".into());
+    monitor_once(&env, "122s");
+    assert_eq!(env.history_events(&b, "pr.merged").len(), 1);
+}
+
+#[test]
+fn review_from_pr_turns_the_prs_review_comments_into_a_round() {
+    if !have_gh() {
+        return;
+    }
+    use crate::common::gh_standin::ReviewComment;
+    let sd = GhStandin::start();
+    let env = pr_env(&sd);
+    let id = task_with_commit(&env, "commented");
+    // Before a PR: a clear error.
+    let msg = env.err(&["task", "review", &id, "--from-pr"], "invalid_argument");
+    assert!(msg.contains("task pr"), "{msg}");
+    env.ok(&["task", "pr", &id]);
+    sd.edit_pr(1, |p| {
+        p.comments = vec![ReviewComment {
+            path: "feature.txt".into(),
+            line: 1,
+            side: "RIGHT".into(),
+            body: "say \"old\" here\u{1b}[31m".into(),
+            user: "octo".into(),
+        }]
+    });
+    let v = env.ok(&["task", "review", &id, "--from-pr"]);
+    let c = &v["round"]["comments"][0];
+    assert_eq!(c["path"], "feature.txt", "{v}");
+    assert_eq!(c["line"], 1, "{v}");
+    assert_eq!(c["code"], "new", "{v}");
+    assert!(
+        c["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("octo: say \"old\" here"),
+        "{v}"
+    );
+    assert_eq!(v["round"]["by"], "pull_request", "{v}");
+    assert_eq!(
+        sd.count("GET /api/v3/repos/acme/widget/pulls/1/comments"),
+        1,
+        "{:?}",
+        sd.calls()
+    );
+}

@@ -63,6 +63,15 @@ pub struct PrStatus {
     pub mergeable: String,
 }
 
+impl PrStatus {
+    /// The PR kept in a task's record (task.json's `pr`), when it names one.
+    pub fn of_record(v: Option<&serde_json::Value>) -> Option<PrStatus> {
+        serde_json::from_value::<PrStatus>(v?.clone())
+            .ok()
+            .filter(|p| p.number > 0)
+    }
+}
+
 /// The fields of `gh pr list|view --json` orange reads.
 pub const PR_FIELDS: &str =
     "number,url,headRefName,state,isDraft,reviewDecision,statusCheckRollup,mergeable";

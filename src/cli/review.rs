@@ -51,7 +51,13 @@ pub fn run(ctx: &Ctx, tasks: &mut TaskService, a: ReviewArgs) -> Result<Out> {
                 })?,
         )
     } else {
-        let (comments, by) = if !a.comment.is_empty() {
+        let (comments, by) = if a.from_pr {
+            let comments = from_pr(ctx, &task)?;
+            if comments.is_empty() {
+                text.push_str("no review comment on the task's pull request: nothing recorded\n");
+            }
+            (comments, Author::PullRequest)
+        } else if !a.comment.is_empty() {
             (from_flags(ctx, &task, &a.comment)?, Author::CommandLine)
         } else if a.edits() {
             let (comments, edited) = in_editor(ctx, &task)?;
@@ -168,6 +174,46 @@ fn from_flags(ctx: &Ctx, task: &Task, pairs: &[String]) -> Result<Vec<Comment>> 
             })
         })
         .collect()
+}
+
+/// The review comments of the task's pull request, each anchored to its file and line
+/// (the code line read from the workspace for the new side), its author named.
+fn from_pr(ctx: &Ctx, task: &Task) -> Result<Vec<Comment>> {
+    let pr = crate::orchestration::task::pr::recorded(task).ok_or_else(|| {
+        OrangeError::invalid(format!(
+            "task {} has no pull request: `orange task pr {}` opens one",
+            task.id, task.id
+        ))
+    })?;
+    let project = crate::orchestration::project::get(&ctx.home, &task.project)?;
+    let comments = crate::adapters::gh::review_comments(&project.path, pr.number)?;
+    Ok(comments
+        .into_iter()
+        .filter(|c| !c.body.trim().is_empty())
+        .map(|c| {
+            let side = match c.side.as_deref() {
+                Some("LEFT") => Side::Old,
+                _ => Side::New,
+            };
+            let line = c.line.or(c.original_line).map(|l| l as u32);
+            let code = match (side, line) {
+                (Side::New, Some(l)) if l > 0 => changes::workspace_file(&ctx.home, task, &c.path)
+                    .and_then(|f| f.lines().nth(l as usize - 1).map(str::to_string))
+                    .unwrap_or_default(),
+                _ => String::new(),
+            };
+            let who = c.user.map(|u| format!("{}: ", u.login)).unwrap_or_default();
+            Comment {
+                path: c.path,
+                side: line.map(|_| side),
+                line,
+                code,
+                text: format!("{who}{}", c.body.trim()),
+                moved_from: None,
+                lost: false,
+            }
+        })
+        .collect())
 }
 
 /// The review file in the person's editor: its comments, and whether the diff was edited.

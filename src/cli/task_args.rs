@@ -60,6 +60,10 @@ pub struct ReviewArgs {
     /// With --send: type it whatever the agent's state (never into a dead agent)
     #[arg(long, requires = "send")]
     pub force: bool,
+    /// The review comments of the task's pull request (`gh api`) as the round, each on
+    /// its file and line: what its reviewers asked, for the agent
+    #[arg(long, conflicts_with_all = ["comment", "round"])]
+    pub from_pr: bool,
     /// Record the review's outcome, approved: the task moves on to `reviewing` (ready to
     /// merge); with no --comment, no editor opens
     #[arg(long)]
@@ -69,6 +73,6 @@ pub struct ReviewArgs {
 impl ReviewArgs {
     /// It opens an editor (and so needs a terminal).
     pub fn edits(&self) -> bool {
-        self.comment.is_empty() && self.round.is_none() && !self.approve
+        self.comment.is_empty() && self.round.is_none() && !self.approve && !self.from_pr
     }
 }

@@ -59,12 +59,19 @@ pub fn row(v: &TaskView, all: bool) -> Vec<String> {
         },
         v.task.branch.clone(),
         v.task.harness.clone(),
+        pr_cell(v.task.pr.as_ref()),
         first_line(&v.task.summary, 48),
     ];
     if all {
         r.insert(0, v.task.project.clone());
     }
     r
+}
+
+/// The PR column of `task list`: `#12 open · checks 3/4 ✗ · changes requested`, or `-`.
+fn pr_cell(pr: Option<&Value>) -> String {
+    pr.and_then(crate::ui::sidebar::model::pr_text)
+        .unwrap_or_else(|| "-".into())
 }
 
 /// A remote task's row in `task list` (PROJECT@HOST first when `with_project`): a task of a
@@ -94,6 +101,7 @@ pub fn remote_row(v: &Value, with_project: bool) -> Vec<String> {
         s(&v["agent"]["state"]),
         s(&v["branch"]),
         s(&v["harness"]),
+        pr_cell(v.get("pr")),
         first_line(v["summary"].as_str().unwrap_or(""), 48),
     ];
     if with_project {
@@ -109,14 +117,14 @@ pub fn list(rows: &[Vec<String>], all: bool) -> String {
     } else if all {
         table(
             &[
-                "PROJECT", "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "SUMMARY",
+                "PROJECT", "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "PR", "SUMMARY",
             ],
             rows,
         )
     } else {
         table(
             &[
-                "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "SUMMARY",
+                "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "PR", "SUMMARY",
             ],
             rows,
         )

@@ -254,6 +254,32 @@ fn signal_reason(sig: i32) -> String {
     format!("{name} (signal {sig})")
 }
 
+/// How the reason of a task its pull request holds starts: `PR #12: checks failed`,
+/// `PR #12: changes requested` (see [`pr_reason`]).
+pub const PR_REASON: &str = "PR #";
+const CHANGES_REQUESTED: &str = "changes requested";
+
+/// A task that works, waits for input or for review, whose open pull request's checks
+/// failed or whose reviewer asked for changes, needs you: the reason for it, or None (a
+/// dead, blocked or failing agent says more by itself).
+pub fn pr_reason(bucket: Bucket, reason: &str, pr: Option<&serde_json::Value>) -> Option<String> {
+    let quiet = reason == WAITING_FOR_INPUT || reason == FIRST_PROMPT;
+    if !(matches!(bucket, Bucket::Working | Bucket::Review) || quiet) {
+        return None;
+    }
+    let pr = crate::adapters::gh::PrStatus::of_record(pr).filter(|p| p.state == "OPEN")?;
+    if pr.review == "CHANGES_REQUESTED" {
+        Some(format!("{PR_REASON}{}: {CHANGES_REQUESTED}", pr.number))
+    } else if pr.checks.failed > 0 {
+        Some(format!(
+            "{PR_REASON}{}: checks failed ({}/{})",
+            pr.number, pr.checks.failed, pr.checks.total
+        ))
+    } else {
+        None
+    }
+}
+
 /// The reasons of an agent whose turn ended and that waits for input (see [`classify`]).
 pub(super) const WAITING_FOR_INPUT: &str = "waiting for input";
 const QUESTION: &str = "question for you";
@@ -278,6 +304,10 @@ pub enum Need {
     Waiting,
     /// Work ready for review.
     Review,
+    /// Its pull request's checks failed.
+    ChecksFailed,
+    /// A reviewer of its pull request asked for changes.
+    ChangesRequested,
 }
 
 impl Need {
@@ -289,6 +319,8 @@ impl Need {
             Need::Escalated => "escalated",
             Need::Waiting => "waiting",
             Need::Review => "review",
+            Need::ChecksFailed => "checks_failed",
+            Need::ChangesRequested => "changes_requested",
         }
     }
 }
@@ -301,6 +333,10 @@ pub fn need(item: &Item) -> Option<Need> {
     }
     Some(match item.bucket {
         Bucket::Dead => Need::Dead,
+        _ if item.reason.starts_with(PR_REASON) && item.reason.ends_with(CHANGES_REQUESTED) => {
+            Need::ChangesRequested
+        }
+        _ if item.reason.starts_with(PR_REASON) => Need::ChecksFailed,
         Bucket::Review => Need::Review,
         _ if item.reason.starts_with("blocked") => Need::Blocked,
         _ if item.reason.starts_with("error") => Need::Error,

@@ -21,6 +21,9 @@ pub enum Action {
     Retry,
     /// Its account's usage limit: go on once the limit resets.
     Resume,
+    /// Its pull request's checks failed or a reviewer asked for changes: send that to
+    /// its agent as a review round.
+    PrFeedback,
 }
 
 impl Action {
@@ -33,6 +36,7 @@ impl Action {
             Action::LogIn => "log in",
             Action::Retry => "retry",
             Action::Resume => "resume after the reset",
+            Action::PrFeedback => "send the PR's feedback",
         }
     }
 
@@ -43,6 +47,7 @@ impl Action {
             Action::Restart => format!("orange task respawn {id} --force"),
             Action::Answer | Action::LogIn => format!("orange task attach {id}"),
             Action::Retry | Action::Resume => format!("orange task nudge {id}"),
+            Action::PrFeedback => format!("orange task review {id} --from-pr --send"),
         }
     }
 

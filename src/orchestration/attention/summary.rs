@@ -170,12 +170,17 @@ pub fn item_of(
     } else {
         None
     };
-    let (bucket, mut reason) = classify(task.status, session, agent.as_ref())?;
+    let (mut bucket, mut reason) = classify(task.status, session, agent.as_ref())?;
     // Started without a prompt, it waits for the first one: its person knows.
     if task.awaiting_prompt && reason == WAITING_FOR_INPUT {
         reason = FIRST_PROMPT.into();
     }
-    let next = next::action(task.status, session, agent.as_ref(), bucket, &reason);
+    let mut next = next::action(task.status, session, agent.as_ref(), bucket, &reason);
+    // Its pull request's checks failed or changes are requested: that needs you.
+    if let Some(r) = super::classify::pr_reason(bucket, &reason, task.pr.as_ref()) {
+        (bucket, reason) = (Bucket::Waiting, r);
+        next = Some(super::step::Action::PrFeedback);
+    }
     Some(Item {
         kind: ItemKind::Task,
         id: task.id.clone(),

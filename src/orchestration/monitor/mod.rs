@@ -12,6 +12,7 @@
 //!   (`reread.rs`: the reads that keep it);
 //! - [`run`]: `orange monitor`, its loop and what follows each pass (publish, notify);
 //! - [`presence`]: whether a monitor watches a tmux server, and starting one when none does;
+//! - [`prs`]: the pull requests of open tasks, refreshed at most once a minute per project;
 //! - [`notify`]: telling the people attached what newly needs them.
 
 use std::time::Duration;
@@ -34,6 +35,7 @@ mod kept;
 pub mod notify;
 mod pass;
 pub mod presence;
+pub mod prs;
 mod reread;
 pub mod run;
 

@@ -67,6 +67,10 @@ impl<'a> Monitor<'a> {
         if self.apply_requests(&open, &mut report) {
             (open, unreadable) = self.read_open();
         }
+        // Their pull requests, when a project is due (one gh call for it).
+        if self.refresh_prs(&open, &mut report) {
+            (open, unreadable) = self.read_open();
+        }
         // A task saved after the look began (one just started) may have a session that
         // look could not see yet: judged on it, it would read as gone (a false death,
         // told to the person). Look once more; a session gone for good costs this only

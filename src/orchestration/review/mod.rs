@@ -59,6 +59,8 @@ pub enum Author {
     Person,
     /// With `--comment` (a script, or a person on the command line).
     CommandLine,
+    /// The review comments of the task's pull request (`--from-pr`).
+    PullRequest,
 }
 
 /// What became of a round sent to the agent.

@@ -31,10 +31,7 @@ pub struct Opened {
 
 /// The pull request kept with a task, when it has one.
 pub fn recorded(task: &Task) -> Option<gh::PrStatus> {
-    let v = task.pr.as_ref()?;
-    serde_json::from_value::<gh::PrStatus>(v.clone())
-        .ok()
-        .filter(|p| p.number > 0)
+    gh::PrStatus::of_record(task.pr.as_ref())
 }
 
 impl TaskService<'_> {
