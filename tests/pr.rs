@@ -437,3 +437,45 @@ fn review_from_pr_turns_the_prs_review_comments_into_a_round() {
         sd.calls()
     );
 }
+
+#[test]
+fn the_popups_pull_request_action_runs_task_pr() {
+    if !have_gh() {
+        return;
+    }
+    let sd = GhStandin::start();
+    let env = pr_env(&sd);
+    let id = task_with_commit(&env, "from-popup");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tmux/popup.sh");
+    let mut vars: Vec<(String, String)> = sd.env();
+    vars.push(("PATH".into(), env.path.clone()));
+    vars.push(("ORANGE_HOME".into(), env.home.display().to_string()));
+    vars.push(("HOME".into(), env.user_home.display().to_string()));
+    vars.push(("GIT_CONFIG_GLOBAL".into(), "/dev/null".into()));
+    let mut args: Vec<String> = ["new-window", "-d", "-n", "popup-pr", "-c"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.push(env.repo.display().to_string());
+    for (k, v) in vars {
+        args.push("-e".into());
+        args.push(format!("{k}={v}"));
+    }
+    args.extend([
+        "bash".to_string(),
+        script.display().to_string(),
+        crate::common::bin().display().to_string(),
+        "pr".into(),
+        id.clone(),
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    env.tmux.ok(&args);
+    wait_for("the popup's PR", 20, || sd.count("PullRequestCreate") == 1);
+    let mut screen = String::new();
+    wait_for("the popup to say so", 20, || {
+        screen = env.tmux.ok(&["capture-pane", "-p", "-t", ":popup-pr"]);
+        screen.contains("opened pull request #1")
+    });
+    assert_eq!(env.task(&id)["pr"]["number"], 1);
+    assert!(origin_has(&env, "from-popup").is_some(), "{screen}");
+}

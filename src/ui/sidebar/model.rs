@@ -230,6 +230,11 @@ pub fn history_entry(e: &Event) -> HistoryEntry {
 pub fn describe_event(e: &Event) -> String {
     let s = |k: &str| e.data.get(k).and_then(|v| v.as_str()).map(str::to_string);
     let n = |k: &str| e.data.get(k).and_then(|v| v.as_u64());
+    // `PR #12 merged` (or `PR merged` when its number is not known).
+    let pr = |what: &str| match n("number") {
+        Some(num) => format!("PR #{num} {what}"),
+        None => format!("PR {what}"),
+    };
     match e.event.as_str() {
         "task.created" => "created".into(),
         "agent.spawned" => match s("harness") {
@@ -253,18 +258,9 @@ pub fn describe_event(e: &Event) -> String {
         },
         "task.merged" => "merged".into(),
         "task.cancelled" => "cancelled".into(),
-        "pr.created" => match n("number") {
-            Some(num) => format!("PR #{num} created"),
-            None => "PR created".into(),
-        },
-        "pr.merged" => match n("number") {
-            Some(num) => format!("PR #{num} merged"),
-            None => "PR merged".into(),
-        },
-        "pr.linked" => match n("number") {
-            Some(num) => format!("PR #{num} linked"),
-            None => "PR linked".into(),
-        },
+        "pr.created" => pr("created"),
+        "pr.merged" => pr("merged"),
+        "pr.linked" => pr("linked"),
         "pr.checks_failed" => "checks failed".into(),
         "pr.checks_passed" => "checks passed".into(),
         "pr.changes_requested" => "changes requested".into(),
