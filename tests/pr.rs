@@ -361,6 +361,29 @@ fn the_monitor_refreshes_prs_with_one_gh_call_per_project_at_most_once_a_minute(
     let (ok, m) = env.json(&["sidebar", "--once", "--task", &b]);
     assert!(ok, "{m}");
     assert_eq!(m["pr"], "#2 open · changes requested", "{m}");
+    let frame = env
+        .cmd_in(
+            &env.repo,
+            &["sidebar", "--once", "--task", &a, "--width", "60"],
+        )
+        .output()
+        .unwrap();
+    let frame = String::from_utf8_lossy(&frame.stdout);
+    assert!(frame.contains("PR: #1 open · checks 1/2 ✗"), "{frame}");
+    // The widgets and the picker (the snapshot's items): waiting for you, and why.
+    let status = env.ok(&["status", "--format", "json"]);
+    let item = |id: &str| {
+        status["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["id"] == id)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(item(&a)["bucket"], "waiting", "{status}");
+    assert_eq!(item(&a)["reason"], "PR #1: checks failed (1/2)", "{status}");
+    assert_eq!(item(&b)["reason"], "PR #2: changes requested", "{status}");
     // Each needs you, told once per change.
     let keys = told(&env);
     assert!(
