@@ -263,6 +263,19 @@ fn task_merge_merges_the_pr_with_gh_when_checks_pass_and_refuses_otherwise() {
     assert_eq!(sd.pr(1).state, "OPEN");
     assert_eq!(sd.count("PullRequestMerge"), 0);
     assert_ne!(env.task(&id)["status"], "done");
+    // Its PR known, gh gone: refused, never merged locally behind the PR's back.
+    let out = env
+        .cmd_in(&env.repo, &["task", "merge", &id, "--json"])
+        .env(
+            "PATH",
+            crate::common::gh_standin::path_without_gh(&env.root(), &env.path),
+        )
+        .output()
+        .unwrap();
+    let (ok, v) = parse_json_output(&["task", "merge"], &out);
+    assert!(!ok, "{v}");
+    assert_eq!(v["error"]["code"], "gh_not_installed", "{v}");
+    assert_ne!(env.task(&id)["status"], "done");
     // Green and approved: merged on GitHub by the configured method, then the task ends.
     sd.edit_pr(1, |p| {
         p.checks = vec![Check::passed("build"), Check::passed("test")];
