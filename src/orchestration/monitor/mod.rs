@@ -12,7 +12,8 @@
 //!   (`reread.rs`: the reads that keep it);
 //! - [`run`]: `orange monitor`, its loop and what follows each pass (publish, notify);
 //! - [`presence`]: whether a monitor watches a tmux server, and starting one when none does;
-//! - [`notify`]: telling the people attached what newly needs them.
+//! - [`notify`]: telling the people attached what newly needs them;
+//! - `fleet.rs`: the queue behind the caps on running agents, moved on at each pass.
 
 use std::time::Duration;
 
@@ -28,6 +29,7 @@ use crate::orchestration::task::service::TaskService;
 use crate::orchestration::task::Task;
 
 mod act;
+mod fleet;
 pub mod hook;
 mod judge;
 mod kept;
