@@ -152,3 +152,179 @@ fn a_create_killed_after_the_cap_was_counted_is_started_by_the_next_pass() {
     assert_eq!(t["status"], "working", "{t}");
     assert_eq!(live_agents(&env), 1);
 }
+
+// ---- Notifications that reach the phone, and answers that come back ----
+
+use common::notify_standin::{closed_port, NotifyStandin};
+
+/// `[notify]` with ntfy (token, reply topic, secret), a webhook and Slack on `s`.
+fn notify_config(s: &NotifyStandin, webhook: &str, slack: &str, topic: &str) -> String {
+    format!(
+        "[notify]\nwebhook = \"{}\"\nslack = \"{}\"\n[notify.ntfy]\ntopic = \"{topic}\"\ntoken = \"tok-123\"\nreply_topic = \"{}\"\nsecret = \"s3cret\"\npoll_every = \"0s\"\n",
+        s.url(webhook),
+        s.url(slack),
+        s.url("/reply"),
+    )
+}
+
+fn doctor_notify(env: &TaskEnv) -> Value {
+    let (_, d) = env.json(&["doctor", "--harness", "fake-wait"]);
+    d["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "notify")
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+#[test]
+fn a_task_that_needs_you_reaches_ntfy_the_webhook_and_slack_with_a_reply_button() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let s = NotifyStandin::start();
+    env.append_config(&notify_config(&s, "/hook", "/slack", &s.url("/alerts")));
+    // It says it is stuck: it needs you, and waits for an answer.
+    let t = id(&env.create(&["n/stuck", "get stuck", "--harness", "fake-stuck"]));
+    env.wait_status(&t, "stuck");
+    pass(&env);
+    wait_for("the three channels to be told", 20, || {
+        !s.on("/alerts").is_empty() && !s.on("/hook").is_empty() && !s.on("/slack").is_empty()
+    });
+    let ntfy = &s.on("/alerts")[0];
+    assert_eq!(ntfy.method, "POST");
+    assert!(
+        ntfy.body.contains("n/stuck needs you (stuck)"),
+        "{}",
+        ntfy.body
+    );
+    assert_eq!(ntfy.header("authorization"), Some("Bearer tok-123"));
+    let actions: Value = serde_json::from_str(ntfy.header("actions").unwrap()).unwrap();
+    assert_eq!(actions[0]["action"], "http", "{actions}");
+    assert_eq!(actions[0]["url"], s.url("/reply"), "{actions}");
+    assert_eq!(actions[0]["method"], "POST", "{actions}");
+    assert_eq!(actions[0]["body"], format!("{t}: continue"), "{actions}");
+    assert_eq!(actions[0]["headers"]["Title"], "s3cret", "{actions}");
+    let hook: Value = serde_json::from_str(&s.on("/hook")[0].body).unwrap();
+    assert_eq!(hook["task"], t.as_str(), "{hook}");
+    assert_eq!(hook["project"], "app", "{hook}");
+    assert_eq!(hook["branch"], "n/stuck", "{hook}");
+    assert_eq!(hook["state"], "waiting", "{hook}");
+    assert_eq!(hook["reason"], "stuck", "{hook}");
+    assert!(hook["host"].is_null() && hook["pr_url"].is_null(), "{hook}");
+    assert_eq!(hook["tasks"].as_array().unwrap().len(), 1, "{hook}");
+    let slack: Value = serde_json::from_str(&s.on("/slack")[0].body).unwrap();
+    assert!(
+        slack["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("orange: app/n/stuck needs you"),
+        "{slack}"
+    );
+    // Once per change: another pass tells nothing again.
+    pass(&env);
+    common::holds_for(
+        "no second notification",
+        std::time::Duration::from_secs(1),
+        || s.on("/alerts").len() == 1,
+    );
+    assert_eq!(doctor_notify(&env)["ok"], true);
+}
+
+#[test]
+fn a_hanging_a_failing_and_an_unreachable_channel_never_hold_the_pass() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let s = NotifyStandin::start();
+    let dead_topic = format!("http://127.0.0.1:{}/alerts", closed_port());
+    env.append_config(&notify_config(&s, "/hang", "/fail", &dead_topic));
+    let t = id(&env.create(&["n/dies", "die", "--harness", "fake-fail"]));
+    env.wait_session(&t, "dead");
+    // The pass that tells it ends while the webhook still holds its request open: it
+    // never waited for it.
+    let mut monitor = env
+        .cmd_in(&env.repo, &["monitor", "--once", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the webhook to hold the request", 20, || s.held() == 1);
+    let done = monitor.wait().unwrap();
+    assert!(done.success());
+    assert_eq!(
+        s.held(),
+        1,
+        "the request was still held when the pass ended"
+    );
+    // The other two failed: logged and counted, never silent.
+    wait_for("two failures counted", 20, || {
+        doctor_notify(&env)["detail"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("2 notification(s) failed"))
+    });
+    let check = doctor_notify(&env);
+    assert_eq!(check["ok"], false, "{check}");
+    let log = std::fs::read_to_string(env.home.join("orange.log")).unwrap();
+    assert!(log.contains("notify: a channel failed"), "{log}");
+    assert!(log.contains("HTTP 500"), "{log}");
+    s.release();
+}
+
+#[test]
+fn a_phone_answer_reaches_the_waiting_agent_once_and_others_are_refused() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let s = NotifyStandin::start();
+    env.append_config(&notify_config(&s, "/hook", "/slack", &s.url("/alerts")));
+    let t = id(&env.create(&["n/ask", "ask me", "--harness", "fake-wait"]));
+    env.agent_log(&t, "cwd");
+    // Its turn ended (as its hooks say): it waits for an answer.
+    crate::send::hook(&env, &t, "Stop", serde_json::json!({}));
+    // The first look at the reply topic: from now on.
+    pass(&env);
+    assert!(!s.on("/reply/json?poll=1").is_empty());
+    s.reply("", &format!("{t}: typed without the secret"));
+    s.reply("s3cret", "zz9zz9: for no such task");
+    let answer = s.reply("s3cret", &format!("{t}: yes, go on from the phone"));
+    pass(&env);
+    wait_for("the answer in the agent's input", 20, || {
+        env.input_lines(&t)
+            .iter()
+            .any(|l| l.contains("yes, go on from the phone"))
+    });
+    // A monitor killed right after delivering one, before it kept its id: the next pass
+    // does not deliver it again.
+    let second = s.reply("s3cret", &format!("{t}: and once more"));
+    let out = env
+        .cmd_in(&env.repo, &["monitor", "--once"])
+        .env("ORANGE_CRASH_AT", "reply.delivered")
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_none(), "it was to die: {out:?}");
+    pass(&env);
+    pass(&env);
+    wait_for("the second answer", 20, || {
+        env.input_lines(&t)
+            .iter()
+            .any(|l| l.contains("and once more"))
+    });
+    let lines = env.input_lines(&t);
+    let count = |text: &str| lines.iter().filter(|l| l.contains(text)).count();
+    assert_eq!(count("yes, go on from the phone"), 1, "{lines:?}");
+    assert_eq!(count("and once more"), 1, "{lines:?}");
+    assert_eq!(count("without the secret"), 0, "{lines:?}");
+    let sent = env.history_events(&t, "message.sent");
+    let replies: Vec<&str> = sent.iter().filter_map(|e| e["reply"].as_str()).collect();
+    assert_eq!(replies, [answer.as_str(), second.as_str()], "{sent:?}");
+    assert!(sent.iter().all(|e| e["via"] == "phone"), "{sent:?}");
+    let check = doctor_notify(&env);
+    assert!(
+        check["detail"]
+            .as_str()
+            .unwrap()
+            .contains("2 answer(s) refused"),
+        "{check}"
+    );
+    let log = std::fs::read_to_string(env.home.join("orange.log")).unwrap();
+    assert!(log.contains("without the secret"), "{log}");
+    assert!(log.contains("unknown task"), "{log}");
+}

@@ -112,6 +112,42 @@ pub fn add_monitor_check(report: &mut Report, watch: &Watch) {
     report.ok &= ok;
 }
 
+/// The notification channels of config.toml's `[notify]` (none configured: no check):
+/// curl to send with, and what failed so far (`run/notify-failures.json`), never silent.
+pub fn add_notify_check(
+    report: &mut Report,
+    home: &crate::adapters::store::Home,
+    notify: &crate::execution::fleet::NotifyConfig,
+) {
+    if !notify.any() {
+        return;
+    }
+    let curl = shell::on_path("curl");
+    let f = crate::orchestration::monitor::phone::failures(home);
+    let mut detail = format!(
+        "{} notification(s) failed, {} answer(s) refused",
+        f.failed, f.refused
+    );
+    if let Some(last) = &f.last {
+        detail.push_str(&format!(
+            "; last: {} at {}",
+            crate::text::safe_line(last["error"].as_str().unwrap_or("?")),
+            last["at"].as_str().unwrap_or("?")
+        ));
+    }
+    if !curl {
+        detail = format!("curl is not on PATH: nothing can be sent; {detail}");
+    }
+    let ok = curl && f.failed == 0;
+    report.checks.push(check(
+        "notify",
+        ok,
+        detail,
+        Some("install curl; see orange.log (`notify:` lines) for each failure, and check [notify] in config.toml".into()),
+    ));
+    report.ok &= ok;
+}
+
 /// The report as text: one line per check, with what to do under a failed one.
 pub fn render(r: &Report) -> String {
     let mut s = format!("orange doctor: harness {}\n", r.harness);

@@ -13,7 +13,9 @@
 //! - [`run`]: `orange monitor`, its loop and what follows each pass (publish, notify);
 //! - [`presence`]: whether a monitor watches a tmux server, and starting one when none does;
 //! - [`notify`]: telling the people attached what newly needs them;
-//! - `fleet.rs`: the queue behind the caps on running agents, moved on at each pass.
+//! - `fleet.rs`: the queue behind the caps on running agents, moved on at each pass;
+//! - [`phone`], [`replies`]: ntfy, webhook and Slack notifications, and answers from the
+//!   phone polled from ntfy.
 
 use std::time::Duration;
 
@@ -35,7 +37,9 @@ mod judge;
 mod kept;
 pub mod notify;
 mod pass;
+pub mod phone;
 pub mod presence;
+pub mod replies;
 mod reread;
 pub mod run;
 
