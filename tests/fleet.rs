@@ -62,14 +62,18 @@ fn a_project_cap_queues_in_order_says_why_and_starts_the_next_as_one_ends() {
     assert_eq!(show["queued"]["reason"], "queued: 2 running of 2", "{show}");
     // The sidebar: its list of tasks and the queued task's own notice.
     let side = env
-        .cmd_in(&env.repo, &["sidebar", "--once", "--task", &id(&c), "--width", "70"])
+        .cmd_in(
+            &env.repo,
+            &["sidebar", "--once", "--task", &id(&c), "--width", "70"],
+        )
         .output()
         .unwrap();
     let side = String::from_utf8_lossy(&side.stdout).to_string();
     assert!(side.contains("Queued: 2 running of 2"), "{side}");
     let (_, m) = env.json(&["sidebar", "--once", "--task", &id(&c)]);
     assert!(
-        m.to_string().contains("Queued: 2 running of 2 (max_running)"),
+        m.to_string()
+            .contains("Queued: 2 running of 2 (max_running)"),
         "{m}"
     );
     let status = env.ok(&["status", "--format", "json"]);

@@ -166,12 +166,9 @@ fn violations(env: &TaskEnv) -> Vec<String> {
         }
     }
     // Never more running agents than the project's max_running (set to MAX_RUNNING).
-    let out = env.tmux.tmux(&[
-        "list-panes",
-        "-a",
-        "-F",
-        "#{@orange_task}\t#{pane_dead}",
-    ]);
+    let out = env
+        .tmux
+        .tmux(&["list-panes", "-a", "-F", "#{@orange_task}\t#{pane_dead}"]);
     let live = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter(|l| !l.starts_with('\t') && l.ends_with("\t0"))
