@@ -298,8 +298,11 @@ fn a_phone_answer_reaches_the_waiting_agent_once_and_others_are_refused() {
     // The first look at the reply topic: from now on.
     pass(&env);
     assert!(!s.on("/reply/json?poll=1").is_empty());
+    let gone = id(&env.create(&["n/gone", "gone", "--harness", "fake-wait"]));
+    env.ok(&["task", "cancel", "--yes", &gone]);
     s.reply("", &format!("{t}: typed without the secret"));
     s.reply("s3cret", "zz9zz9: for no such task");
+    s.reply("s3cret", &format!("{gone}: for a cancelled task"));
     let answer = s.reply("s3cret", &format!("{t}: yes, go on from the phone"));
     pass(&env);
     wait_for("the answer in the agent's input", 20, || {
@@ -337,10 +340,15 @@ fn a_phone_answer_reaches_the_waiting_agent_once_and_others_are_refused() {
         check["detail"]
             .as_str()
             .unwrap()
-            .contains("2 answer(s) refused"),
+            .contains("3 answer(s) refused"),
         "{check}"
     );
     let log = std::fs::read_to_string(env.home.join("orange.log")).unwrap();
     assert!(log.contains("without the secret"), "{log}");
     assert!(log.contains("unknown task"), "{log}");
+    assert!(log.contains("the task is not running"), "{log}");
+    assert!(env
+        .input_lines(&gone)
+        .iter()
+        .all(|l| !l.contains("cancelled task")));
 }

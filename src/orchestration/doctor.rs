@@ -103,13 +103,21 @@ pub fn add_monitor_check(report: &mut Report, watch: &Watch) {
                 .to_string(),
         ),
     };
-    report.checks.push(check(
-        "monitor",
-        ok,
-        detail,
-        Some("run `orange monitor &` (starting a task here starts one too)".into()),
-    ));
-    report.ok &= ok;
+    add(
+        report,
+        check(
+            "monitor",
+            ok,
+            detail,
+            Some("run `orange monitor &` (starting a task here starts one too)".into()),
+        ),
+    );
+}
+
+/// One more check in the report, counted in its verdict.
+fn add(report: &mut Report, c: Check) {
+    report.ok &= c.ok;
+    report.checks.push(c);
 }
 
 /// The notification channels of config.toml's `[notify]` (none configured: no check):
@@ -138,14 +146,11 @@ pub fn add_notify_check(
     if !curl {
         detail = format!("curl is not on PATH: nothing can be sent; {detail}");
     }
-    let ok = curl && f.failed == 0;
-    report.checks.push(check(
-        "notify",
-        ok,
-        detail,
-        Some("install curl; see orange.log (`notify:` lines) for each failure, and check [notify] in config.toml".into()),
-    ));
-    report.ok &= ok;
+    let fix = "install curl; see orange.log (`notify:` lines) for each failure, and check [notify] in config.toml";
+    add(
+        report,
+        check("notify", curl && f.failed == 0, detail, Some(fix.into())),
+    );
 }
 
 /// The report as text: one line per check, with what to do under a failed one.

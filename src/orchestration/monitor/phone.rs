@@ -251,3 +251,61 @@ pub fn refused(home: &Home, why: &str, detail: Value) {
         json!({"channel": "ntfy-reply", "error": why, "detail": detail}),
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::execution::fleet::NtfyConfig;
+
+    #[test]
+    fn each_channel_gets_its_request_and_only_a_task_waiting_here_a_reply_button() {
+        let out = Outgoing {
+            message: "orange: app/x needs you (stuck)".into(),
+            tasks: vec![json!({"task": "ab12", "state": "waiting"})],
+            ask: vec!["ab12".into()],
+        };
+        let mut config = NotifyConfig {
+            ntfy: Some(NtfyConfig {
+                topic: "https://ntfy.example/alerts".into(),
+                ..NtfyConfig::default()
+            }),
+            webhook: Some("https://example.com/hook".into()),
+            slack: Some("https://hooks.example/x".into()),
+        };
+        let r = requests(&config, &out);
+        let names: Vec<&str> = r.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["ntfy", "webhook", "slack"]);
+        // No reply topic: no button, no token.
+        assert!(r[0]
+            .1
+            .headers
+            .iter()
+            .all(|(k, _)| k != "Actions" && k != "Authorization"));
+        let hook: Value = serde_json::from_str(&r[1].1.body).unwrap();
+        assert_eq!(hook["task"], "ab12");
+        assert_eq!(hook["message"], out.message);
+        assert_eq!(r[2].1.body, json!({"text": out.message}).to_string());
+        let n = config.ntfy.as_mut().unwrap();
+        n.reply_topic = Some("https://ntfy.example/replies".into());
+        n.secret = Some("s".into());
+        n.token = Some("t".into());
+        let r = requests(&config, &out);
+        let h = |k: &str| {
+            r[0].1
+                .headers
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(h("Authorization").as_deref(), Some("Bearer t"));
+        let actions: Value = serde_json::from_str(&h("Actions").unwrap()).unwrap();
+        assert_eq!(actions[0]["body"], "ab12: continue");
+        // Nothing waits for an answer: no button.
+        let dead = Outgoing { ask: vec![], ..out };
+        assert!(requests(&config, &dead)[0]
+            .1
+            .headers
+            .iter()
+            .all(|(k, _)| k != "Actions"));
+    }
+}

@@ -212,32 +212,21 @@ mod tests {
 
     #[test]
     fn an_answer_needs_the_secret_and_an_id() {
-        assert_eq!(
-            parse("s3cret", "3fa2: go on", "s3cret"),
-            Ok(("3fa2", "go on"))
-        );
-        assert_eq!(
-            parse("", "s3cret 3fa2: go: on", "s3cret"),
-            Ok(("3fa2", "go: on"))
-        );
-        assert_eq!(
-            parse("", "3fa2: go on", "s3cret"),
-            Err("without the secret")
-        );
-        assert_eq!(
-            parse("nope", "3fa2: go on", "s3cret"),
-            Err("without the secret")
-        );
-        assert_eq!(
-            parse("", "s3cretx 3fa2: go", "s3cret"),
-            Err("without the secret")
-        );
-        assert_eq!(
-            parse("s3cret", "just text", "s3cret"),
-            Err("not `ID: text`")
-        );
-        assert_eq!(parse("s3cret", "3fa2:   ", "s3cret"), Err("not `ID: text`"));
-        // No secret configured: nothing is accepted.
-        assert_eq!(parse("", "3fa2: go", ""), Err("without the secret"));
+        let secret = Err("without the secret");
+        let form = Err("not `ID: text`");
+        let cases: &[(&str, &str, &str, Result<(&str, &str), &str>)] = &[
+            ("s3cret", "3fa2: go on", "s3cret", Ok(("3fa2", "go on"))),
+            ("", "s3cret 3fa2: go: on", "s3cret", Ok(("3fa2", "go: on"))),
+            ("", "3fa2: go on", "s3cret", secret),
+            ("nope", "3fa2: go on", "s3cret", secret),
+            ("", "s3cretx 3fa2: go", "s3cret", secret),
+            ("s3cret", "just text", "s3cret", form),
+            ("s3cret", "3fa2:   ", "s3cret", form),
+            // No secret configured: nothing is accepted.
+            ("", "3fa2: go", "", secret),
+        ];
+        for (title, message, key, want) in cases {
+            assert_eq!(parse(title, message, key), *want, "{title:?} {message:?}");
+        }
     }
 }
