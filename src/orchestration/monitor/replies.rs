@@ -214,7 +214,8 @@ mod tests {
     fn an_answer_needs_the_secret_and_an_id() {
         let secret = Err("without the secret");
         let form = Err("not `ID: text`");
-        let cases: &[(&str, &str, &str, Result<(&str, &str), &str>)] = &[
+        type Parsed = Result<(&'static str, &'static str), &'static str>;
+        let cases: &[(&str, &str, &str, Parsed)] = &[
             ("s3cret", "3fa2: go on", "s3cret", Ok(("3fa2", "go on"))),
             ("", "s3cret 3fa2: go: on", "s3cret", Ok(("3fa2", "go: on"))),
             ("", "3fa2: go on", "s3cret", secret),
