@@ -203,6 +203,14 @@ fn a_task_that_needs_you_reaches_ntfy_the_webhook_and_slack_with_a_reply_button(
     // It says it is stuck: it needs you, and waits for an answer.
     let t = id(&env.create(&["n/stuck", "get stuck", "--harness", "fake-stuck"]));
     env.wait_status(&t, "stuck");
+    // A monitor killed after it wrote the notification, before its sender started: the
+    // next pass tells it (once), as it never kept that it told it.
+    let out = env
+        .cmd_in(&env.repo, &["monitor", "--once"])
+        .env("ORANGE_CRASH_AT", "notify.written")
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_none(), "it was to die: {out:?}");
     pass(&env);
     wait_for("the three channels to be told", 20, || {
         !s.on("/alerts").is_empty() && !s.on("/hook").is_empty() && !s.on("/slack").is_empty()

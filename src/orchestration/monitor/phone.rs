@@ -140,11 +140,33 @@ pub fn send(home: &Home, out: &Outgoing) {
         crate::orchestration::observe::snapshot::now_ms(),
         std::process::id()
     ));
-    let queued = store::ensure_dir(&dir)
-        .and_then(|_| store::write_json_atomic(&file, out))
-        .and_then(|_| http::deliver_detached(&file, SENDER_LIMIT));
-    if let Err(e) = queued {
+    let written = store::ensure_dir(&dir).and_then(|_| store::write_json_atomic(&file, out));
+    // Killed here, the pass never kept what it told: the next pass tells it again.
+    crate::adapters::fault::point("notify.written");
+    if let Err(e) = written.and_then(|_| http::deliver_detached(&file, SENDER_LIMIT)) {
         failed(home, "outbox", &e.to_string());
+    }
+    sweep(&dir);
+}
+
+/// What a monitor killed between writing a notification and starting its sender left in
+/// the outbox (a sender removes its file as it starts: one older than a sender may live
+/// was never sent). Removed, not sent: that pass kept no record of telling it, so the
+/// next pass told it again.
+fn sweep(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let stale = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > SENDER_LIMIT * 2);
+        if stale {
+            let _ = std::fs::remove_file(e.path());
+        }
     }
 }
 
