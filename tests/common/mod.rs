@@ -6,6 +6,7 @@ pub mod chat_standin;
 pub mod client;
 pub mod gh_standin;
 pub mod http_standin;
+pub mod notify_standin;
 pub mod responses_standin;
 pub mod sshd;
 pub mod standin;

@@ -13,7 +13,10 @@
 //! - [`run`]: `orange monitor`, its loop and what follows each pass (publish, notify);
 //! - [`presence`]: whether a monitor watches a tmux server, and starting one when none does;
 //! - [`prs`]: the pull requests of open tasks, refreshed at most once a minute per project;
-//! - [`notify`]: telling the people attached what newly needs them.
+//! - [`notify`]: telling the people attached what newly needs them;
+//! - `fleet.rs`: the queue behind the caps on running agents, moved on at each pass;
+//! - [`phone`], [`replies`]: ntfy, webhook and Slack notifications, and answers from the
+//!   phone polled from ntfy.
 
 use std::time::Duration;
 
@@ -29,13 +32,16 @@ use crate::orchestration::task::service::TaskService;
 use crate::orchestration::task::Task;
 
 mod act;
+mod fleet;
 pub mod hook;
 mod judge;
 mod kept;
 pub mod notify;
 mod pass;
+pub mod phone;
 pub mod presence;
 pub mod prs;
+pub mod replies;
 mod reread;
 pub mod run;
 
