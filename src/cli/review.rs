@@ -12,10 +12,10 @@ use super::context::{audited, Ctx};
 pub use super::task_args::ReviewArgs;
 use crate::adapters::editor;
 use crate::error::{OrangeError, Result};
-use crate::orchestration::review::{self, file, Author, Comment, Delivery, Round, Side};
+use crate::orchestration::review::{self, file, reviewer, Author, Comment, Round, Side};
 use crate::orchestration::task::send::{Outcome, Sent};
 use crate::orchestration::task::service::TaskService;
-use crate::orchestration::task::{SendKind, Status, Task};
+use crate::orchestration::task::{Status, Task};
 use crate::ui::changes;
 use crate::ui::output::Out;
 
@@ -32,6 +32,9 @@ struct Reviewed {
 
 pub fn run(ctx: &Ctx, tasks: &mut TaskService, a: ReviewArgs) -> Result<Out> {
     let task = tasks.get(&a.id, ctx.project.as_deref())?;
+    if let Some(h) = &a.agent {
+        return start_reviewer(ctx, tasks, &task, h, &a);
+    }
     let dir = tasks.store.dir(&task.project, &task.id);
     let mut done = Reviewed {
         id: task.id.clone(),
@@ -108,6 +111,45 @@ pub fn run(ctx: &Ctx, tasks: &mut TaskService, a: ReviewArgs) -> Result<Out> {
         eprintln!("orange: warning: {w}");
     }
     Ok(Out::new(&done, text))
+}
+
+/// `--agent H`: a reviewer started beside the task's agent; the monitor reads its
+/// findings when it ends (one is started if none runs).
+fn start_reviewer(
+    ctx: &Ctx,
+    tasks: &mut TaskService,
+    task: &Task,
+    harness: &str,
+    a: &ReviewArgs,
+) -> Result<Out> {
+    let ask = reviewer::Ask {
+        harness,
+        prompt: a.prompt.as_deref(),
+        send: a.send,
+        trigger: reviewer::Trigger::Command,
+        ready: None,
+    };
+    let r = audited(
+        ctx,
+        "task.review.agent",
+        json!({"id": task.id, "harness": harness, "send": a.send}),
+        || reviewer::start(tasks, task, ask.clone()),
+    )?;
+    // Its end is seen by the monitor: one runs.
+    let _ = crate::orchestration::monitor::presence::ensure(&ctx.home, &tasks.tmux);
+    let text =
+        format!(
+        "task {}: {} ({}), in its session's window `{}`; its findings become a review round{}\n",
+        task.id,
+        reviewer::line(&r),
+        match r.guard {
+            reviewer::Guard::Sandbox => "read-only in a bwrap sandbox",
+            reviewer::Guard::Check => "no sandbox here: the worktree is checked afterwards",
+        },
+        r.window_id.as_deref().unwrap_or("-"),
+        if a.send { ", sent to the agent at once" } else { ": `orange task review ID` opens it" }
+    );
+    Ok(Out::new(&json!({"id": task.id, "reviewer": r}), text))
 }
 
 fn count(n: usize) -> String {
@@ -218,8 +260,7 @@ fn record(
     Ok(round)
 }
 
-/// Send a round: its anchors found again in the files as they are now, then one message
-/// through `task send`'s path; the round keeps when and how, the history says it.
+/// Send a round through `task send`'s path (`review::send_round`), audited.
 fn send(
     ctx: &Ctx,
     tasks: &mut TaskService,
@@ -228,37 +269,16 @@ fn send(
     round: &mut Round,
     force: bool,
 ) -> Result<Sent> {
-    review::refind(&mut round.comments, |p| {
-        changes::workspace_file(&ctx.home, task, p)
-    });
-    let message = review::message(round);
-    let sent = audited(
+    audited(
         ctx,
         "task.review.send",
         json!({"id": task.id, "round": round.n, "force": force}),
         || {
-            tasks.send(
-                &task.id,
-                Some(&task.project),
-                &message,
-                SendKind::Review,
-                force,
-            )
+            review::send_round(tasks, task, dir, round, force, |p| {
+                changes::workspace_file(&ctx.home, task, p)
+            })
         },
-    )?;
-    round.sent_at = Some(crate::adapters::store::now_rfc3339());
-    round.delivery = Some(match sent.outcome {
-        Outcome::Sent => Delivery::Sent,
-        Outcome::Held => Delivery::Held,
-    });
-    review::save(dir, round)?;
-    let lost = round.comments.iter().filter(|c| c.lost).count();
-    tasks.store.append_history(
-        task,
-        "review.sent",
-        json!({"round": round.n, "comments": round.comments.len(), "delivery": round.delivery, "lost": lost}),
-    )?;
-    Ok(sent)
+    )
 }
 
 fn sent_text(round: &Round, sent: &Sent) -> String {

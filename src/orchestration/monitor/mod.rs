@@ -12,7 +12,8 @@
 //!   (`reread.rs`: the reads that keep it);
 //! - [`run`]: `orange monitor`, its loop and what follows each pass (publish, notify);
 //! - [`presence`]: whether a monitor watches a tmux server, and starting one when none does;
-//! - [`notify`]: telling the people attached what newly needs them.
+//! - [`notify`]: telling the people attached what newly needs them;
+//! - `review.rs`: reviewer agents: their ends read, `[review] on_complete` started.
 
 use std::time::Duration;
 
@@ -35,6 +36,7 @@ pub mod notify;
 mod pass;
 pub mod presence;
 mod reread;
+mod review;
 pub mod run;
 
 pub use hook::agent_hook;
