@@ -436,8 +436,9 @@ fn a_round_sent_to_a_waiting_claude_is_one_turn_and_it_acts_on_it() {
         "{turn}"
     );
     assert!(turn.contains("notes.txt:2: `two`"), "{turn}");
+    // The escape character is gone (what followed it is words), the $(…) is words.
     assert!(
-        turn.contains("use the digit $(touch pwned-by-review)"),
+        turn.contains("use the digit [31m$(touch pwned-by-review)"),
         "{turn}"
     );
     assert!(turn.contains("notes.txt:3: `three`"), "{turn}");
@@ -478,8 +479,27 @@ fn a_claude_reviewer_s_answer_becomes_a_round_and_leaves_the_worktree_as_it_was(
     let t = rig.wait_task("the reviewer to end", &id, |t| {
         t["reviewer"]["state"] == "done" || t["reviewer"]["state"] == "failed"
     });
-    assert_eq!(t["reviewer"]["state"], "done", "{t}");
-    assert_eq!(t["reviewer"]["round"], 1, "{t}");
+    let rpane = t["reviewer"]["pane_id"].as_str().unwrap_or("").to_string();
+    let rscreen = rig
+        .env
+        .tmux
+        .ok(&["capture-pane", "-p", "-J", "-S", "-40", "-t", &rpane]);
+    let said = format!(
+        "{t}\nreviewer's pane:\n{rscreen}\nhook: {:?}\nturns: {}",
+        std::fs::read_to_string(
+            rig.env
+                .home
+                .join(format!("tasks/app/{id}/reviewer/hook.json"))
+        ),
+        rig.api
+            .turns()
+            .iter()
+            .map(|r| r.last_user_text().chars().take(200).collect::<String>())
+            .collect::<Vec<_>>()
+            .join("\n---\n")
+    );
+    assert_eq!(t["reviewer"]["state"], "done", "{said}");
+    assert_eq!(t["reviewer"]["round"], 1, "{said}");
     // The reviewer's turn: its prompt held the diff; it was a conversation of its own.
     let turns = rig.api.turns();
     let asked = turns[2].last_user_text();

@@ -41,6 +41,16 @@ use super::{Author, Comment, Side};
 /// Set in a reviewer's environment: the file its findings go to.
 pub const FINDINGS_ENV: &str = "ORANGE_REVIEW_FINDINGS";
 
+/// How long a reviewer whose turn ended is given to write its answer down.
+const ANSWER_GRACE: Duration = Duration::from_secs(10);
+
+fn age(at: &str) -> Duration {
+    chrono::DateTime::parse_from_rfc3339(at)
+        .ok()
+        .and_then(|t| chrono::Utc::now().signed_duration_since(t).to_std().ok())
+        .unwrap_or(Duration::MAX)
+}
+
 /// Where a reviewer is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -146,6 +156,10 @@ pub struct Heard {
     pub worked: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The answer that ended its turn, as its hook told it (claude's Stop:
+    /// `last_assistant_message`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
 }
 
 /// What asks for a reviewer.
@@ -514,6 +528,12 @@ pub fn hook(home: &Home, task_id: &str, event: &str, payload: &str) -> Result<se
     h.event = event.to_string();
     h.at = store::now_rfc3339();
     h.detail = says.detail.clone();
+    if let Some(a) = payload
+        .get("last_assistant_message")
+        .and_then(|a| a.as_str())
+    {
+        h.answer = Some(a.chars().take(1 << 20).collect());
+    }
     store::write_json_atomic(&heard_path(&dir), &h)?;
     store::poke(home);
     Ok(json!({"task": task.id, "reviewer": true, "event": event, "state": says.state}))
@@ -584,7 +604,27 @@ pub fn check(tasks: &mut TaskService, task: &Task, panes: &[PaneInfo]) -> Result
     use crate::execution::harness::state::State as S;
     let said_done = heard.worked && heard.state == Some(S::Waiting);
     let said_error = heard.state == Some(S::Error);
-    let exited = pane.is_none_or(|p| p.pane_dead);
+    let exited = match pane {
+        Some(p) => p.pane_dead,
+        // Not in the look: made after it (a command started it meanwhile), or gone.
+        None => match r.pane_id.as_deref() {
+            Some(id) => tasks
+                .tmux
+                .pane_values(id, &["pane_dead"])?
+                .is_none_or(|v| v.first().is_some_and(|d| d == "1")),
+            None => true,
+        },
+    };
+    if exited && pane.is_none() && r.pane_id.is_some() {
+        // Seen dead only now: the next pass reads it with its exit status.
+        if tasks
+            .tmux
+            .pane_values(r.pane_id.as_deref().unwrap_or(""), &["pane_id"])?
+            .is_some()
+        {
+            return Ok(None);
+        }
+    }
     if !(said_done || said_error || exited) {
         return Ok(None);
     }
@@ -595,7 +635,13 @@ pub fn check(tasks: &mut TaskService, task: &Task, panes: &[PaneInfo]) -> Result
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .filter(|t| !t.trim().is_empty());
     let answer = written
+        .or_else(|| heard.answer.clone())
         .or_else(|| harness::kind_of(&r.harness).last_answer(r.conversation.as_deref(), &ws));
+    // Its turn ended but nothing of its answer is written yet (a transcript is flushed
+    // after the hook): a little longer, while it lives.
+    if answer.is_none() && !exited && !said_error && age(&heard.at) < ANSWER_GRACE {
+        return Ok(None);
+    }
     let found = answer.as_deref().map(findings::parse).unwrap_or_default();
     if r.guard == Guard::Check {
         r.changed = differences(&r.before, &tree_state(&ws)?);
