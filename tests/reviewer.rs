@@ -216,6 +216,31 @@ fn a_reviewer_s_findings_become_a_round_on_their_lines_sent_without_controls() {
         1,
         "not sent without --send"
     );
+    // `task review ID` opens the reviewer's round, its comment under its line; what the
+    // person saves is the round.
+    let editor = env.root().join("editor.sh");
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\ncp \"$1\" \"$1.seen\"\nsed -i 's/^>> one more$/>> one more, said better/' \"$1\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = env
+        .cmd_in(&env.repo, &["task", "review", &id])
+        .env("VISUAL", &editor)
+        .env_remove("EDITOR")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("review round 2 (the reviewer's): 1 comment kept"), "{said}");
+    let rs = rounds(&env, &id);
+    assert_eq!(rs.len(), 2, "no new round: {rs:?}");
+    assert_eq!(rs[1]["by"], "reviewer");
+    assert_eq!(rs[1]["comments"][0]["text"], "one more, said better");
+    assert_eq!(rs[1]["comments"][0]["line"], 1);
+    assert_eq!(rs[1]["comments"][0]["code"], "one");
 }
 
 #[test]

@@ -53,6 +53,26 @@ pub fn run(ctx: &Ctx, tasks: &mut TaskService, a: ReviewArgs) -> Result<Out> {
                     OrangeError::invalid(format!("task {} has no review round {n}", task.id))
                 })?,
         )
+    } else if let Some(round) = a
+        .edits()
+        .then(|| reviewer_round(&dir))
+        .transpose()?
+        .flatten()
+    {
+        // The reviewer's round, not sent yet: the person edits it.
+        let n = round.n;
+        let edited = edit_reviewer_round(ctx, tasks, &task, &dir, round, &mut done.warnings)?;
+        text.push_str(&format!(
+            "review round {n} (the reviewer's): {}\n",
+            match &edited {
+                Some(r) => format!("{} kept", count(r.comments.len())),
+                None => "no comment left in the file: kept as it was".into(),
+            }
+        ));
+        match edited {
+            Some(r) => Some(r),
+            None => review::rounds(&dir)?.into_iter().find(|r| r.n == n),
+        }
     } else {
         let (comments, by) = if !a.comment.is_empty() {
             (from_flags(ctx, &task, &a.comment)?, Author::CommandLine)
@@ -212,9 +232,63 @@ fn from_flags(ctx: &Ctx, task: &Task, pairs: &[String]) -> Result<Vec<Comment>> 
         .collect()
 }
 
+/// The task's last round when a reviewer agent wrote it and it was not sent yet.
+fn reviewer_round(dir: &Path) -> Result<Option<Round>> {
+    Ok(review::rounds(dir)?
+        .pop()
+        .filter(|r| r.by == Author::Reviewer && r.sent_at.is_none()))
+}
+
+/// The reviewer's round in the person's editor, its comments under their lines: what is
+/// saved replaces them (comments on files the diff does not hold are kept). `None`: no
+/// comment left, the round stays as it was.
+fn edit_reviewer_round(
+    ctx: &Ctx,
+    tasks: &mut TaskService,
+    task: &Task,
+    dir: &Path,
+    mut round: Round,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Round>> {
+    let (mut comments, edited, unplaced) = in_editor_with(ctx, task, &round.comments)?;
+    if edited {
+        warnings
+            .push("the diff part of the review file was changed: those changes are ignored".into());
+    }
+    if comments.is_empty() {
+        return Ok(None);
+    }
+    comments.extend(unplaced);
+    round.comments = comments;
+    audited(
+        ctx,
+        "task.review.edit",
+        json!({"id": task.id, "round": round.n, "comments": round.comments.len()}),
+        || {
+            review::save(dir, &round)?;
+            tasks.store.append_history(
+                task,
+                "review.edited",
+                json!({"round": round.n, "comments": round.comments.len()}),
+            )
+        },
+    )?;
+    Ok(Some(round))
+}
+
 /// The review file in the person's editor: its comments, and whether the diff was edited.
 /// An editor that fails records nothing.
 fn in_editor(ctx: &Ctx, task: &Task) -> Result<(Vec<Comment>, bool)> {
+    in_editor_with(ctx, task, &[]).map(|(c, e, _)| (c, e))
+}
+
+/// [`in_editor`] with `written` comments in the file already; also those it could not
+/// place (their file is not in the diff).
+fn in_editor_with(
+    ctx: &Ctx,
+    task: &Task,
+    written: &[Comment],
+) -> Result<(Vec<Comment>, bool, Vec<Comment>)> {
     let diff = changes::task_patch(&ctx.home, task)?;
     let title = format!("task {} ({}/{})", task.id, task.project, task.branch);
     let dir = ctx.home.run_dir().join("review");
@@ -224,7 +298,12 @@ fn in_editor(ctx: &Ctx, task: &Task) -> Result<(Vec<Comment>, bool)> {
         .suffix(".diff")
         .tempfile_in(&dir)
         .map_err(|e| OrangeError::io("creating the review file", e))?;
-    std::fs::write(file.path(), file::render(&title, &diff))
+    let (shown, unplaced) = if written.is_empty() {
+        (file::render(&title, &diff), vec![])
+    } else {
+        file::render_with(&title, &diff, written)
+    };
+    std::fs::write(file.path(), shown)
         .map_err(|e| OrangeError::io("writing the review file", e))?;
     editor::edit(file.path()).map_err(|e| match e {
         OrangeError::BackendCommandFailed(m) => {
@@ -234,7 +313,7 @@ fn in_editor(ctx: &Ctx, task: &Task) -> Result<(Vec<Comment>, bool)> {
     })?;
     let saved = read_lossy(file.path())?;
     let parsed = file::parse(&saved, &diff);
-    Ok((parsed.comments, parsed.diff_edited))
+    Ok((parsed.comments, parsed.diff_edited, unplaced))
 }
 
 fn read_lossy(path: &Path) -> Result<String> {
