@@ -234,7 +234,10 @@ fn a_reviewer_s_findings_become_a_round_on_their_lines_sent_without_controls() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let said = String::from_utf8_lossy(&out.stdout);
-    assert!(said.contains("review round 2 (the reviewer's): 1 comment kept"), "{said}");
+    assert!(
+        said.contains("review round 2 (the reviewer's): 1 comment kept"),
+        "{said}"
+    );
     let rs = rounds(&env, &id);
     assert_eq!(rs.len(), 2, "no new round: {rs:?}");
     assert_eq!(rs[1]["by"], "reviewer");

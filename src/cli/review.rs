@@ -169,7 +169,7 @@ fn start_reviewer(
         r.window_id.as_deref().unwrap_or("-"),
         if a.send { ", sent to the agent at once" } else { ": `orange task review ID` opens it" }
     );
-    Ok(Out::new(&json!({"id": task.id, "reviewer": r}), text))
+    Ok(Out::new(json!({"id": task.id, "reviewer": r}), text))
 }
 
 fn count(n: usize) -> String {

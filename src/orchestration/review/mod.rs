@@ -13,6 +13,7 @@
 
 pub mod file;
 pub mod findings;
+pub mod record;
 pub mod reviewer;
 
 use std::path::{Path, PathBuf};

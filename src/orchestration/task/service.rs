@@ -43,7 +43,7 @@ pub struct TaskView {
     /// Its reviewer agent (`task review --agent`, `[review] on_complete`), the last one;
     /// absent when it never had one.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reviewer: Option<crate::orchestration::review::reviewer::Reviewer>,
+    pub reviewer: Option<crate::orchestration::review::record::Reviewer>,
 }
 
 /// What happens to tasks: the one service every command and the monitor go through.
@@ -119,7 +119,7 @@ impl<'a> TaskService<'a> {
         let teammates =
             crate::orchestration::teammates::load(&self.store.dir(&task.project, &task.id));
         let reviewer =
-            crate::orchestration::review::reviewer::load(&self.store.dir(&task.project, &task.id));
+            crate::orchestration::review::record::load(&self.store.dir(&task.project, &task.id));
         TaskView {
             task,
             session,
