@@ -13,6 +13,7 @@
 
 use crate::common;
 use crate::real_claude::{claude_installed, Home, Rig};
+use crate::review::rounds;
 
 use std::path::PathBuf;
 
@@ -54,19 +55,6 @@ fn reviewer_ends(env: &TaskEnv, id: &str) -> Value {
     r
 }
 
-fn rounds(env: &TaskEnv, id: &str) -> Vec<Value> {
-    let dir = env.home.join(format!("tasks/app/{id}/reviews"));
-    let mut v: Vec<Value> = std::fs::read_dir(&dir)
-        .map(|d| {
-            d.flatten()
-                .map(|e| serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap())
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort_by_key(|r: &Value| r["n"].as_u64());
-    v
-}
-
 /// The names of the windows of the task's session.
 fn windows(env: &TaskEnv, id: &str) -> Vec<String> {
     let s = env.task(id)["tmux_session_id"]
@@ -91,6 +79,26 @@ fn notes(env: &TaskEnv, id: &str) -> PathBuf {
     let ws = ws(env, id);
     std::fs::write(ws.join("notes.txt"), "one\ntwo\nthree\n").unwrap();
     ws
+}
+
+/// More passes of the monitor do not start another reviewer: `started` in all, one
+/// round and one window of a reviewer for each.
+fn no_more_reviewers(env: &TaskEnv, id: &str, started: usize) {
+    common::holds_for(
+        "no second reviewer for the same readiness",
+        std::time::Duration::from_secs(2),
+        || {
+            env.ok(&["monitor", "--once"]);
+            env.history_events(id, "reviewer.started").len() == started
+        },
+    );
+    assert_eq!(rounds(env, id).len(), started);
+    let shown = windows(env, id);
+    assert_eq!(
+        shown.iter().filter(|w| w.starts_with("reviewer")).count(),
+        started,
+        "{shown:?}"
+    );
 }
 
 #[test]
@@ -198,11 +206,7 @@ fn a_reviewer_s_findings_become_a_round_on_their_lines_sent_without_controls() {
         "{:?}",
         windows(&env, &id)
     );
-    let out = env
-        .cmd_in(&env.repo, &["task", "explain", &id])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let (text, _, _) = crate::send::text(&env, &["task", "explain", &id]);
     assert!(
         text.contains("reviewer fake-review-write: done · round 1, 3 findings"),
         "{text}"
@@ -246,6 +250,18 @@ fn a_reviewer_s_findings_become_a_round_on_their_lines_sent_without_controls() {
     assert_eq!(rs[1]["comments"][0]["code"], "one");
 }
 
+/// A reviewer that writes to the worktree, its round to be sent at once.
+fn review_touch(env: &TaskEnv, id: &str) -> Value {
+    env.ok(&[
+        "task",
+        "review",
+        id,
+        "--agent",
+        "fake-review-touch",
+        "--send",
+    ])
+}
+
 #[test]
 fn a_reviewer_cannot_change_the_worktree_and_one_without_a_sandbox_is_caught() {
     let env = env();
@@ -255,14 +271,7 @@ fn a_reviewer_cannot_change_the_worktree_and_one_without_a_sandbox_is_caught() {
     let readme = std::fs::read_to_string(ws.join("README.md")).unwrap();
     findings(&env, "notes.txt:1: a finding\n");
     if bwrap_works() {
-        let v = env.ok(&[
-            "task",
-            "review",
-            &id,
-            "--agent",
-            "fake-review-touch",
-            "--send",
-        ]);
+        let v = review_touch(&env, &id);
         assert_eq!(v["reviewer"]["guard"], "sandbox", "{v}");
         let r = reviewer_ends(&env, &id);
         assert_eq!(r["state"], "done", "{r}");
@@ -275,14 +284,7 @@ fn a_reviewer_cannot_change_the_worktree_and_one_without_a_sandbox_is_caught() {
     }
     // Without a sandbox: the change is seen, said, and the round is not sent by itself.
     env.append_config("[review]\nsandbox = \"none\"\n");
-    let v = env.ok(&[
-        "task",
-        "review",
-        &id,
-        "--agent",
-        "fake-review-touch",
-        "--send",
-    ]);
+    let v = review_touch(&env, &id);
     assert_eq!(v["reviewer"]["guard"], "check", "{v}");
     let r = reviewer_ends(&env, &id);
     assert_eq!(r["changed"], serde_json::json!(["README.md"]), "{r}");
@@ -292,11 +294,7 @@ fn a_reviewer_cannot_change_the_worktree_and_one_without_a_sandbox_is_caught() {
         env.history_events(&id, "reviewer.changed_worktree").len(),
         1
     );
-    let out = env
-        .cmd_in(&env.repo, &["task", "show", &id])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let (text, _, _) = crate::send::text(&env, &["task", "show", &id]);
     assert!(
         text.contains("it changed the worktree: README.md"),
         "{text}"
@@ -330,22 +328,7 @@ fn on_complete_reviews_once_per_readiness_even_when_the_monitor_is_killed() {
     let r = reviewer_ends(&env, &id);
     assert_eq!(r["state"], "done", "{r}");
     assert_eq!(r["trigger"], "on_complete", "{r}");
-    common::holds_for(
-        "no second reviewer for the same readiness",
-        std::time::Duration::from_secs(2),
-        || {
-            env.ok(&["monitor", "--once"]);
-            env.history_events(&id, "reviewer.started").len() == 1
-        },
-    );
-    assert_eq!(rounds(&env, &id).len(), 1);
-    assert_eq!(
-        windows(&env, &id)
-            .iter()
-            .filter(|w| w.starts_with("reviewer"))
-            .count(),
-        1
-    );
+    no_more_reviewers(&env, &id, 1);
     // A new readiness (back to work, ready again): killed this time after its window was
     // made; the next pass finds that window again instead of making another.
     env.ok(&["task", "update", &id, "--status", "working"]);
@@ -358,22 +341,7 @@ fn on_complete_reviews_once_per_readiness_even_when_the_monitor_is_killed() {
     assert!(!out.status.success());
     let r = reviewer_ends(&env, &id);
     assert_eq!(r["state"], "done", "{r}");
-    common::holds_for(
-        "one reviewer for the second readiness",
-        std::time::Duration::from_secs(2),
-        || {
-            env.ok(&["monitor", "--once"]);
-            env.history_events(&id, "reviewer.started").len() == 2
-        },
-    );
-    assert_eq!(rounds(&env, &id).len(), 2);
-    assert_eq!(
-        windows(&env, &id)
-            .iter()
-            .filter(|w| w.starts_with("reviewer"))
-            .count(),
-        2
-    );
+    no_more_reviewers(&env, &id, 2);
 }
 
 #[test]

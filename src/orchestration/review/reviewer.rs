@@ -219,15 +219,7 @@ pub fn start(tasks: &mut TaskService, task: &Task, ask: Ask) -> Result<Reviewer>
     };
     match launch_window(tasks, task, &at, &own, prompt, &mut r) {
         Ok(w) => {
-            r.window_id = Some(w.window_id);
-            r.pane_id = Some(w.pane_id);
-            r.state = State::Working;
-            save(&dir, &r)?;
-            tasks.store.append_history(
-                task,
-                "reviewer.started",
-                json!({"harness": r.harness, "guard": r.guard, "trigger": r.trigger}),
-            )?;
+            working(tasks, task, &mut r, w, None)?;
             Ok(r)
         }
         Err(e) => {
@@ -238,6 +230,26 @@ pub fn start(tasks: &mut TaskService, task: &Task, ask: Ask) -> Result<Reviewer>
             Err(e)
         }
     }
+}
+
+/// Its window is made (`repaired`: found again by the next pass): it works; the history
+/// says it started.
+fn working(
+    tasks: &TaskService,
+    task: &Task,
+    r: &mut Reviewer,
+    w: crate::adapters::tmux::AgentWindow,
+    repaired: Option<&str>,
+) -> Result<()> {
+    r.window_id = Some(w.window_id);
+    r.pane_id = Some(w.pane_id);
+    r.state = State::Working;
+    save(&tasks.store.dir(&task.project, &task.id), r)?;
+    let mut data = json!({"harness": r.harness, "guard": r.guard, "trigger": r.trigger});
+    if let Some(how) = repaired {
+        data["repaired"] = how.into();
+    }
+    tasks.store.append_history(task, "reviewer.started", data)
 }
 
 /// Where a reviewer starts.
@@ -585,15 +597,7 @@ fn repair(tasks: &mut TaskService, task: &Task, mut r: Reviewer) -> Result<Optio
         None => vec![],
     };
     if let Some(w) = made.into_iter().next() {
-        r.window_id = Some(w.window_id);
-        r.pane_id = Some(w.pane_id);
-        r.state = State::Working;
-        save(&dir, &r)?;
-        tasks.store.append_history(
-            task,
-            "reviewer.started",
-            json!({"harness": r.harness, "guard": r.guard, "trigger": r.trigger, "repaired": "its window, found again"}),
-        )?;
+        working(tasks, task, &mut r, w, Some("its window, found again"))?;
         return Ok(None);
     }
     r.state = State::Failed;
