@@ -339,8 +339,20 @@ fn on_complete_reviews_once_per_readiness_even_when_the_monitor_is_killed() {
         .output()
         .unwrap();
     assert!(!out.status.success());
+    // Killed again once its round is made (the passes before it find its window again,
+    // then wait for its end): the next pass ends it with that round.
+    common::wait_for("a pass to die once the round is made", 30, || {
+        !env.cmd_in(&env.repo, &["monitor", "--once"])
+            .env("ORANGE_CRASH_AT", "reviewer.round")
+            .output()
+            .unwrap()
+            .status
+            .success()
+    });
+    assert_eq!(env.task(&id)["reviewer"]["state"], "working");
     let r = reviewer_ends(&env, &id);
     assert_eq!(r["state"], "done", "{r}");
+    assert_eq!(r["round"], 2, "{r}");
     no_more_reviewers(&env, &id, 2);
 }
 

@@ -546,15 +546,26 @@ pub fn check(tasks: &mut TaskService, task: &Task, panes: &[PaneInfo]) -> Result
         });
         return end(tasks, task, &mut r, state, detail).map(Some);
     }
-    let comments = anchor(found, &ws);
-    let round = super::create(&dir, Author::Reviewer, comments)?;
-    tasks.store.append_history(
-        task,
-        "review.round",
-        json!({"round": round.n, "comments": round.comments.len(), "by": round.by}),
-    )?;
-    r.round = Some(round.n);
-    r.findings = round.comments.len();
+    // A pass killed after it made the round made it once: that round, not another.
+    let made = r
+        .round
+        .and_then(|n| super::rounds(&dir).ok()?.into_iter().find(|x| x.n == n));
+    let round = match made {
+        Some(round) => round,
+        None => {
+            let round = super::create(&dir, Author::Reviewer, anchor(found, &ws))?;
+            r.round = Some(round.n);
+            r.findings = round.comments.len();
+            save(&dir, &r)?;
+            crate::adapters::fault::point("reviewer.round");
+            tasks.store.append_history(
+                task,
+                "review.round",
+                json!({"round": round.n, "comments": round.comments.len(), "by": round.by}),
+            )?;
+            round
+        }
+    };
     if !r.changed.is_empty() {
         tasks.store.append_history(
             task,
