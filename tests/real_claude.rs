@@ -25,10 +25,10 @@ use common::standin::{Reply, StandIn};
 use common::{record, strip_styles, Env, TaskEnv};
 use serde_json::{json, Value};
 
-const KEY: &str = "sk-ant-test-0123456789abcdefghij";
+pub(crate) const KEY: &str = "sk-ant-test-0123456789abcdefghij";
 /// How long a moment may take to show before the test gives up (not a timing assertion:
 /// a bound on waiting, far above what is expected on a loaded machine).
-const PATIENCE: Duration = Duration::from_secs(60);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(60);
 /// How long a test watches for something that must NOT happen (a nudge, a keystroke):
 /// longer than the idle graces the tests configure (1-2 s) and several monitor passes
 /// (every 500 ms).
@@ -41,7 +41,7 @@ fn is_root() -> bool {
 /// What the HOME of the claude under test holds (`~/.claude.json`): each missing piece
 /// brings back one of Claude Code's first-run screens.
 #[derive(Clone, Copy, PartialEq)]
-struct Home {
+pub(crate) struct Home {
     /// `hasCompletedOnboarding` (else: theme, security notes).
     onboarded: bool,
     /// The API key approved (else: "Use this API key?"; offline, before onboarding, a
@@ -52,7 +52,7 @@ struct Home {
 }
 
 impl Home {
-    const SET_UP: Home = Home {
+    pub(crate) const SET_UP: Home = Home {
         onboarded: true,
         key_approved: true,
         trusted: true,
@@ -64,9 +64,9 @@ impl Home {
     };
 }
 
-struct Rig {
-    env: TaskEnv,
-    api: StandIn,
+pub(crate) struct Rig {
+    pub(crate) env: TaskEnv,
+    pub(crate) api: StandIn,
     monitor: Option<Child>,
     test: &'static str,
 }
@@ -86,7 +86,7 @@ fn claude_on_path() -> bool {
 
 /// Every test here starts with this: false (the test returns) when the real Claude Code
 /// CLI is missing outside CI; missing in CI, the test fails (`common::require`).
-fn claude_installed() -> bool {
+pub(crate) fn claude_installed() -> bool {
     common::require(
         "claude (npm install -g @anthropic-ai/claude-code)",
         claude_on_path(),
@@ -95,7 +95,7 @@ fn claude_installed() -> bool {
 }
 
 impl Rig {
-    fn new(test: &'static str, home: Home, script: Vec<Reply>) -> Rig {
+    pub(crate) fn new(test: &'static str, home: Home, script: Vec<Reply>) -> Rig {
         Self::with(test, home, script, &[], is_root())
     }
 
@@ -177,7 +177,7 @@ impl Rig {
         }
     }
 
-    fn create(&self, branch: &str, summary: &str) -> String {
+    pub(crate) fn create(&self, branch: &str, summary: &str) -> String {
         let mut args = vec!["task", "create", branch];
         if !summary.is_empty() {
             args.push(summary);
@@ -187,11 +187,11 @@ impl Rig {
         v["id"].as_str().unwrap().to_string()
     }
 
-    fn task(&self, id: &str) -> Value {
+    pub(crate) fn task(&self, id: &str) -> Value {
         self.env.task(id)
     }
 
-    fn session(&self, id: &str) -> String {
+    pub(crate) fn session(&self, id: &str) -> String {
         self.task(id)["tmux_session_id"]
             .as_str()
             .unwrap()
@@ -222,14 +222,14 @@ impl Rig {
         strip_styles(&String::from_utf8_lossy(&out.stdout))
     }
 
-    fn screen(&self, id: &str) -> String {
+    pub(crate) fn screen(&self, id: &str) -> String {
         self.env
             .tmux
             .ok(&["capture-pane", "-p", "-J", "-t", &self.pane(id)])
     }
 
     /// Wait until `pred(task show)` holds; the task as last seen.
-    fn wait_task(&self, what: &str, id: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) fn wait_task(&self, what: &str, id: &str, pred: impl Fn(&Value) -> bool) -> Value {
         let mut t = Value::Null;
         common::poll(PATIENCE, || {
             t = self.task(id);
@@ -309,7 +309,7 @@ impl Rig {
     }
 
     /// Wait until claude sent `n` turns to the API (the screen says why when it did not).
-    fn wait_turns(&self, id: &str, n: usize) {
+    pub(crate) fn wait_turns(&self, id: &str, n: usize) {
         assert!(
             self.api.wait_requests(n, PATIENCE),
             "[{}] claude sent {} turn(s), not {n}; task: {}\nscreen:\n{}",
@@ -320,12 +320,12 @@ impl Rig {
         );
     }
 
-    fn workspace(&self, id: &str) -> PathBuf {
+    pub(crate) fn workspace(&self, id: &str) -> PathBuf {
         self.env
             .ws_path(self.task(id)["workspace"].as_str().unwrap())
     }
 
-    fn history(&self, id: &str, event: &str) -> Vec<Value> {
+    pub(crate) fn history(&self, id: &str, event: &str) -> Vec<Value> {
         self.task(id)["history"]
             .as_array()
             .unwrap()

@@ -48,7 +48,7 @@ fn review_with(env: &TaskEnv, editor: &str, args: &[&str]) -> std::process::Outp
     c.output().unwrap()
 }
 
-fn rounds(env: &TaskEnv, id: &str) -> Vec<Value> {
+pub(crate) fn rounds(env: &TaskEnv, id: &str) -> Vec<Value> {
     let dir = env.home.join(format!("tasks/app/{id}/reviews"));
     let mut v: Vec<Value> = std::fs::read_dir(&dir)
         .map(|d| {

@@ -46,6 +46,7 @@ mod real_pi;
 mod remote;
 mod resume_choice;
 mod review;
+mod reviewer;
 mod sandbox;
 mod sandbox_git;
 mod send;

@@ -40,6 +40,8 @@ pub use context::{audited, Ctx};
 
 /// Run a parsed command: on the remote host it belongs to, or here.
 pub fn dispatch(ctx: &Ctx, cmd: Command) -> Result<Out> {
+    // A reviewer's prompt holds the task's diff as a review file shows it.
+    crate::orchestration::review::reviewer::set_patch_source(crate::ui::changes::task_patch);
     let does = cmd.does();
     if let Some(h) = remote::route(ctx, &does)? {
         return remote::forward(ctx, &h, &cmd, &does);

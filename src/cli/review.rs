@@ -12,10 +12,10 @@ use super::context::{audited, Ctx};
 pub use super::task_args::ReviewArgs;
 use crate::adapters::editor;
 use crate::error::{OrangeError, Result};
-use crate::orchestration::review::{self, file, Author, Comment, Delivery, Round, Side};
+use crate::orchestration::review::{self, file, reviewer, Author, Comment, Round, Side};
 use crate::orchestration::task::send::{Outcome, Sent};
 use crate::orchestration::task::service::TaskService;
-use crate::orchestration::task::{SendKind, Status, Task};
+use crate::orchestration::task::{Status, Task};
 use crate::ui::changes;
 use crate::ui::output::Out;
 
@@ -32,6 +32,9 @@ struct Reviewed {
 
 pub fn run(ctx: &Ctx, tasks: &mut TaskService, a: ReviewArgs) -> Result<Out> {
     let task = tasks.get(&a.id, ctx.project.as_deref())?;
+    if let Some(h) = &a.agent {
+        return start_reviewer(ctx, tasks, &task, h, &a);
+    }
     let dir = tasks.store.dir(&task.project, &task.id);
     let mut done = Reviewed {
         id: task.id.clone(),
@@ -50,6 +53,26 @@ pub fn run(ctx: &Ctx, tasks: &mut TaskService, a: ReviewArgs) -> Result<Out> {
                     OrangeError::invalid(format!("task {} has no review round {n}", task.id))
                 })?,
         )
+    } else if let Some(round) = a
+        .edits()
+        .then(|| reviewer_round(&dir))
+        .transpose()?
+        .flatten()
+    {
+        // The reviewer's round, not sent yet: the person edits it.
+        let n = round.n;
+        let edited = edit_reviewer_round(ctx, tasks, &task, &dir, round, &mut done.warnings)?;
+        text.push_str(&format!(
+            "review round {n} (the reviewer's): {}\n",
+            match &edited {
+                Some(r) => format!("{} kept", count(r.comments.len())),
+                None => "no comment left in the file: kept as it was".into(),
+            }
+        ));
+        match edited {
+            Some(r) => Some(r),
+            None => review::rounds(&dir)?.into_iter().find(|r| r.n == n),
+        }
     } else {
         let (comments, by) = if a.from_pr {
             let comments = from_pr(ctx, &task)?;
@@ -114,6 +137,45 @@ pub fn run(ctx: &Ctx, tasks: &mut TaskService, a: ReviewArgs) -> Result<Out> {
         eprintln!("orange: warning: {w}");
     }
     Ok(Out::new(&done, text))
+}
+
+/// `--agent H`: a reviewer started beside the task's agent; the monitor reads its
+/// findings when it ends (one is started if none runs).
+fn start_reviewer(
+    ctx: &Ctx,
+    tasks: &mut TaskService,
+    task: &Task,
+    harness: &str,
+    a: &ReviewArgs,
+) -> Result<Out> {
+    let ask = reviewer::Ask {
+        harness,
+        prompt: a.prompt.as_deref(),
+        send: a.send,
+        trigger: reviewer::Trigger::Command,
+        ready: None,
+    };
+    let r = audited(
+        ctx,
+        "task.review.agent",
+        json!({"id": task.id, "harness": harness, "send": a.send}),
+        || reviewer::start(tasks, task, ask.clone()),
+    )?;
+    // Its end is seen by the monitor: one runs.
+    let _ = crate::orchestration::monitor::presence::ensure(&ctx.home, &tasks.tmux);
+    let text =
+        format!(
+        "task {}: {} ({}), in its session's window `{}`; its findings become a review round{}\n",
+        task.id,
+        reviewer::line(&r),
+        match r.guard {
+            reviewer::Guard::Sandbox => "read-only in a bwrap sandbox",
+            reviewer::Guard::Check => "no sandbox here: the worktree is checked afterwards",
+        },
+        r.window_id.as_deref().unwrap_or("-"),
+        if a.send { ", sent to the agent at once" } else { ": `orange task review ID` opens it" }
+    );
+    Ok(Out::new(json!({"id": task.id, "reviewer": r}), text))
 }
 
 fn count(n: usize) -> String {
@@ -216,9 +278,63 @@ fn from_pr(ctx: &Ctx, task: &Task) -> Result<Vec<Comment>> {
         .collect())
 }
 
+/// The task's last round when a reviewer agent wrote it and it was not sent yet.
+fn reviewer_round(dir: &Path) -> Result<Option<Round>> {
+    Ok(review::rounds(dir)?
+        .pop()
+        .filter(|r| r.by == Author::Reviewer && r.sent_at.is_none()))
+}
+
+/// The reviewer's round in the person's editor, its comments under their lines: what is
+/// saved replaces them (comments on files the diff does not hold are kept). `None`: no
+/// comment left, the round stays as it was.
+fn edit_reviewer_round(
+    ctx: &Ctx,
+    tasks: &mut TaskService,
+    task: &Task,
+    dir: &Path,
+    mut round: Round,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Round>> {
+    let (mut comments, edited, unplaced) = in_editor_with(ctx, task, &round.comments)?;
+    if edited {
+        warnings
+            .push("the diff part of the review file was changed: those changes are ignored".into());
+    }
+    if comments.is_empty() {
+        return Ok(None);
+    }
+    comments.extend(unplaced);
+    round.comments = comments;
+    audited(
+        ctx,
+        "task.review.edit",
+        json!({"id": task.id, "round": round.n, "comments": round.comments.len()}),
+        || {
+            review::save(dir, &round)?;
+            tasks.store.append_history(
+                task,
+                "review.edited",
+                json!({"round": round.n, "comments": round.comments.len()}),
+            )
+        },
+    )?;
+    Ok(Some(round))
+}
+
 /// The review file in the person's editor: its comments, and whether the diff was edited.
 /// An editor that fails records nothing.
 fn in_editor(ctx: &Ctx, task: &Task) -> Result<(Vec<Comment>, bool)> {
+    in_editor_with(ctx, task, &[]).map(|(c, e, _)| (c, e))
+}
+
+/// [`in_editor`] with `written` comments in the file already; also those it could not
+/// place (their file is not in the diff).
+fn in_editor_with(
+    ctx: &Ctx,
+    task: &Task,
+    written: &[Comment],
+) -> Result<(Vec<Comment>, bool, Vec<Comment>)> {
     let diff = changes::task_patch(&ctx.home, task)?;
     let title = format!("task {} ({}/{})", task.id, task.project, task.branch);
     let dir = ctx.home.run_dir().join("review");
@@ -228,7 +344,12 @@ fn in_editor(ctx: &Ctx, task: &Task) -> Result<(Vec<Comment>, bool)> {
         .suffix(".diff")
         .tempfile_in(&dir)
         .map_err(|e| OrangeError::io("creating the review file", e))?;
-    std::fs::write(file.path(), file::render(&title, &diff))
+    let (shown, unplaced) = if written.is_empty() {
+        (file::render(&title, &diff), vec![])
+    } else {
+        file::render_with(&title, &diff, written)
+    };
+    std::fs::write(file.path(), shown)
         .map_err(|e| OrangeError::io("writing the review file", e))?;
     editor::edit(file.path()).map_err(|e| match e {
         OrangeError::BackendCommandFailed(m) => {
@@ -238,7 +359,7 @@ fn in_editor(ctx: &Ctx, task: &Task) -> Result<(Vec<Comment>, bool)> {
     })?;
     let saved = read_lossy(file.path())?;
     let parsed = file::parse(&saved, &diff);
-    Ok((parsed.comments, parsed.diff_edited))
+    Ok((parsed.comments, parsed.diff_edited, unplaced))
 }
 
 fn read_lossy(path: &Path) -> Result<String> {
@@ -264,8 +385,7 @@ fn record(
     Ok(round)
 }
 
-/// Send a round: its anchors found again in the files as they are now, then one message
-/// through `task send`'s path; the round keeps when and how, the history says it.
+/// Send a round through `task send`'s path (`review::send_round`), audited.
 fn send(
     ctx: &Ctx,
     tasks: &mut TaskService,
@@ -274,37 +394,16 @@ fn send(
     round: &mut Round,
     force: bool,
 ) -> Result<Sent> {
-    review::refind(&mut round.comments, |p| {
-        changes::workspace_file(&ctx.home, task, p)
-    });
-    let message = review::message(round);
-    let sent = audited(
+    audited(
         ctx,
         "task.review.send",
         json!({"id": task.id, "round": round.n, "force": force}),
         || {
-            tasks.send(
-                &task.id,
-                Some(&task.project),
-                &message,
-                SendKind::Review,
-                force,
-            )
+            review::send_round(tasks, task, dir, round, force, |p| {
+                changes::workspace_file(&ctx.home, task, p)
+            })
         },
-    )?;
-    round.sent_at = Some(crate::adapters::store::now_rfc3339());
-    round.delivery = Some(match sent.outcome {
-        Outcome::Sent => Delivery::Sent,
-        Outcome::Held => Delivery::Held,
-    });
-    review::save(dir, round)?;
-    let lost = round.comments.iter().filter(|c| c.lost).count();
-    tasks.store.append_history(
-        task,
-        "review.sent",
-        json!({"round": round.n, "comments": round.comments.len(), "delivery": round.delivery, "lost": lost}),
-    )?;
-    Ok(sent)
+    )
 }
 
 fn sent_text(round: &Round, sent: &Sent) -> String {

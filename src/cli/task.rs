@@ -646,6 +646,11 @@ fn report(
     to: Status,
     op: &str,
 ) -> Result<Out> {
+    if std::env::var_os(crate::execution::launch::REVIEWER_ENV).is_some_and(|v| !v.is_empty()) {
+        return Err(crate::error::OrangeError::InvalidTransition(
+            "a reviewer does not report its task's outcome: write your findings instead".into(),
+        ));
+    }
     let t = match id {
         Some(id) => tasks.get(&id, ctx.project.as_deref())?,
         None => tasks.infer(&ctx.cwd)?,

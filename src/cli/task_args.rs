@@ -54,6 +54,20 @@ pub struct ReviewArgs {
     /// into an agent on a dialog (without it, a terminal asks)
     #[arg(long)]
     pub send: bool,
+    /// Start a reviewer agent (claude, pi, codex, opencode, or one from config.toml) in the
+    /// task's workspace, read-only, in a window of the task's session: its findings
+    /// (`path:line: comment`) become a round by the reviewer, which `task review ID`
+    /// opens; with --send, sent at once when it ends
+    #[arg(long, value_name = "HARNESS", conflicts_with_all = ["comment", "round", "approve"])]
+    pub agent: Option<String>,
+    /// With --agent: what the reviewer should look at in particular (added to its prompt)
+    #[arg(
+        long,
+        value_name = "TEXT",
+        requires = "agent",
+        allow_hyphen_values = true
+    )]
+    pub prompt: Option<String>,
     /// Send round N, recorded before, instead of writing a new one
     #[arg(long, value_name = "N", requires = "send", conflicts_with = "comment")]
     pub round: Option<u32>,
@@ -73,6 +87,10 @@ pub struct ReviewArgs {
 impl ReviewArgs {
     /// It opens an editor (and so needs a terminal).
     pub fn edits(&self) -> bool {
-        self.comment.is_empty() && self.round.is_none() && !self.approve && !self.from_pr
+        self.comment.is_empty()
+            && self.round.is_none()
+            && !self.approve
+            && !self.from_pr
+            && self.agent.is_none()
     }
 }

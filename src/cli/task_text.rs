@@ -188,6 +188,7 @@ pub fn show(
             ));
         }
     }
+    text.push_str(&reviewer_text(view));
     text.push_str(&held_text(&view.task.held));
     text.push_str(&tokens_text(view.tokens.as_ref(), &view.task.harness));
     text.push_str(&changes_text(changes, SHOW_FILES));
@@ -362,8 +363,57 @@ pub fn explain(view: &TaskView) -> String {
     if let Some(e) = &a.escalated {
         text.push_str(&format!("ESCALATED at {}: {}\n", e.at, e.reason));
     }
+    text.push_str(&reviewer_text(view));
     text.push_str(&next_text(view));
     text
+}
+
+/// The task's reviewer agent: its row, how it is kept read-only, what came of it.
+fn reviewer_text(view: &TaskView) -> String {
+    use crate::orchestration::review::reviewer::{self, Guard, State};
+    let Some(r) = &view.reviewer else {
+        return String::new();
+    };
+    let mut s = format!(
+        "{} (started {}{}; {})\n",
+        reviewer::line(r),
+        r.started_at,
+        r.ended_at
+            .as_deref()
+            .map(|e| format!(", ended {e}"))
+            .unwrap_or_default(),
+        match r.guard {
+            Guard::Sandbox => "read-only in a bwrap sandbox",
+            Guard::Check => "no sandbox: the worktree is compared before and after",
+        }
+    );
+    if let Some(w) = &r.window_id {
+        if r.state.running() {
+            s.push_str(&format!("  in its window {w} of the task's session\n"));
+        }
+    }
+    if let Some(d) = &r.detail {
+        s.push_str(&format!("  {}\n", crate::text::safe_line(d)));
+    }
+    if !r.changed.is_empty() {
+        s.push_str(&format!(
+            "  it changed the worktree: {} (its round was not sent)\n",
+            crate::text::safe_line(&r.changed.join(", "))
+        ));
+    }
+    match (r.state, r.round) {
+        (State::Done, Some(n)) => s.push_str(&format!(
+            "  its findings are review round {n}: `orange task review {id} --round {n} --send` sends it\n",
+            id = view.task.id
+        )),
+        (State::Failed, _) => s.push_str(&format!(
+            "  to do: `orange task review {} --agent {}` starts another\n",
+            view.task.id,
+            crate::text::safe_line(&r.harness)
+        )),
+        _ => {}
+    }
+    s
 }
 
 /// `next: respawn: prefix O m r · orange task respawn 3fa2`: the task's next step when it

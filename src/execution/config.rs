@@ -44,6 +44,9 @@ pub struct Config {
     /// Pull requests: `[pr] merge = "squash"`.
     #[serde(default)]
     pub pr: PrConfig,
+    /// `[review]`: what happens when a task becomes ready for review.
+    #[serde(default)]
+    pub review: ReviewConfig,
 }
 
 /// `[pr]`: how `task merge` merges a task's pull request.
@@ -52,6 +55,34 @@ pub struct PrConfig {
     /// `gh pr merge`'s method: merge (default), squash or rebase.
     #[serde(default)]
     pub merge: Option<String>,
+}
+
+/// `[review]` in config.toml.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewConfig {
+    /// `on_complete = { agent = "claude", send = false }`: a reviewer agent started by the
+    /// monitor each time a task becomes ready for review.
+    #[serde(default)]
+    pub on_complete: Option<OnComplete>,
+    /// `"none"`: reviewers run without a sandbox (their worktree checked afterwards);
+    /// unset or `"bwrap"`: in a read-only bwrap sandbox when one can run here.
+    #[serde(default)]
+    pub sandbox: Option<String>,
+}
+
+/// The reviewer `[review] on_complete` starts.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnComplete {
+    /// Its harness.
+    pub agent: String,
+    /// Its round is sent to the task's agent at once.
+    #[serde(default)]
+    pub send: bool,
+    /// What it should look at in particular.
+    #[serde(default)]
+    pub prompt: Option<String>,
 }
 
 /// More paths a sandboxed agent may write or read (`~/` is the home directory), at the

@@ -29,12 +29,18 @@ use crate::execution::session::{self, Mux};
 pub enum Owner<'a> {
     Task(&'a str),
     Lane(&'a str),
+    /// A second agent reviewing a task's work in its workspace: read-only in a sandbox,
+    /// and `ORANGE_REVIEWER` in its environment (its hooks are its own, never its task's).
+    Reviewer(&'a str),
 }
+
+/// Set in a reviewer's environment (its value: the task's id).
+pub const REVIEWER_ENV: &str = "ORANGE_REVIEWER";
 
 impl Owner<'_> {
     pub fn id(&self) -> &str {
         match self {
-            Owner::Task(id) | Owner::Lane(id) => id,
+            Owner::Task(id) | Owner::Lane(id) | Owner::Reviewer(id) => id,
         }
     }
 }
@@ -180,6 +186,7 @@ impl<'a> Launch<'a> {
                 },
                 extra_writable: &writable,
                 extra_readable: &readable,
+                read_only: matches!(self.owner, Owner::Reviewer(_)),
             },
             &argv,
         )
@@ -187,6 +194,28 @@ impl<'a> Launch<'a> {
 }
 
 impl Ready<'_> {
+    /// Start the agent in a new window named `window` of the existing tmux `session` (an
+    /// id or exact name) — a second agent beside a task's own — with the one environment
+    /// ([`env`]) and `more_env`. tmux only (a zellij task has no reviewer).
+    pub fn start_window(
+        self,
+        session: &str,
+        window: &str,
+        more_env: &[(String, String)],
+    ) -> Result<(crate::adapters::tmux::AgentWindow, Option<Conversation>)> {
+        let l = self.launch;
+        let Mux::Tmux(t) = l.mux else {
+            return Err(crate::error::OrangeError::invalid(
+                "a second agent beside a task needs tmux (this task runs in zellij)",
+            ));
+        };
+        let mut env = env(l.home, l.project, l.owner, l.branch, l.workspace);
+        env.extend(self.kind_env);
+        env.extend(more_env.iter().cloned());
+        let w = t.new_agent_window(session, window, l.workspace.path, &env, &self.argv)?;
+        Ok((w, self.conversation))
+    }
+
     /// Start the session: the agent's environment, its session name (see
     /// [`session_name`]: another session of the same name gets the owner's id after it),
     /// its marks.
@@ -278,10 +307,14 @@ pub fn env(
             env.push(var("ORANGE_PORT", &port.to_string()));
         }
     }
-    env.push(match owner {
-        Owner::Task(id) => var("ORANGE_TASK_ID", id),
-        Owner::Lane(id) => var("ORANGE_LANE_ID", id),
-    });
+    match owner {
+        Owner::Task(id) => env.push(var("ORANGE_TASK_ID", id)),
+        Owner::Lane(id) => env.push(var("ORANGE_LANE_ID", id)),
+        Owner::Reviewer(id) => {
+            env.push(var("ORANGE_TASK_ID", id));
+            env.push(var(REVIEWER_ENV, id));
+        }
+    }
     env.extend([
         var("ORANGE_PROJECT", &project.name),
         var("ORANGE_BRANCH", branch),

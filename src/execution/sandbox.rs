@@ -127,6 +127,9 @@ pub struct Context<'a> {
     /// `sandbox_writable` / `sandbox_readable` from config.toml (`~/` allowed).
     pub extra_writable: &'a [String],
     pub extra_readable: &'a [String],
+    /// A reviewer: the workspace and the repository's git directory read-only (only the
+    /// agent's own state, its `agent_dir` and `sandbox_writable` are writable).
+    pub read_only: bool,
 }
 
 /// The user's home, when there is a real one (not `/`).
@@ -155,7 +158,11 @@ fn canonical(p: &Path) -> PathBuf {
 /// them are created here, outside the sandbox.
 fn writable(ctx: &Context) -> Result<Vec<PathBuf>> {
     let home = home_dir();
-    let mut out = vec![canonical(ctx.workspace)];
+    let mut out = if ctx.read_only {
+        vec![]
+    } else {
+        vec![canonical(ctx.workspace)]
+    };
     // Of the task's directory: its agent's part (its hooks' agent.json, its requests), and
     // TASK.md (the agent's to edit); not task.json or history.jsonl, which orange replaces
     // by rename (a read-only bind of a file is undone when the file is replaced).
@@ -278,7 +285,14 @@ pub fn spec(ctx: &Context) -> Result<Spec> {
             .into_iter()
             .map(Mount::ReadOnly),
     );
-    mounts.extend(sandbox_git::mounts(ctx.home, &own, &common)?);
+    if ctx.read_only {
+        // The repository's git directory and the worktree stay as the system shows them:
+        // read-only (both are under orange's data or the repository, bound read-only).
+        mounts.push(Mount::ReadOnly(common.clone()));
+        mounts.push(Mount::ReadOnly(canonical(ctx.workspace)));
+    } else {
+        mounts.extend(sandbox_git::mounts(ctx.home, &own, &common)?);
+    }
     mounts.extend(writable.into_iter().map(Mount::Writable));
     let kind = kind_of(ctx.harness);
     // What the program needs beyond that (claude: its sessions/<pid>.json in its task's
@@ -293,11 +307,12 @@ pub fn spec(ctx: &Context) -> Result<Spec> {
     mounts.push(Mount::ReadOnly(own.join("commondir")));
     mounts.push(Mount::ReadOnly(own.join("gitdir")));
     let wt_config = own.join("config.worktree");
-    mounts.push(if wt_config.exists() {
-        Mount::ReadOnly(wt_config)
-    } else {
-        Mount::Null(wt_config)
-    });
+    if wt_config.exists() {
+        mounts.push(Mount::ReadOnly(wt_config));
+    } else if !ctx.read_only {
+        // (Read-only, nothing can be made there.)
+        mounts.push(Mount::Null(wt_config));
+    }
     mounts.extend(
         kind.sandbox_read_only(&home)?
             .into_iter()

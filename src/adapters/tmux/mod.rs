@@ -32,7 +32,8 @@
 //! names, exact targets, the checks before a name reaches tmux), exec.rs (running tmux),
 //! parse.rs (the formats and the ONE list of pane fields), and one `impl Tmux` block each
 //! in observe.rs (the whole server in one call), sessions.rs, panes.rs (capture, typing),
-//! options.rs, clients.rs, layout.rs (the plugin's panes and windows). This file only
+//! options.rs, clients.rs, layout.rs (the plugin's panes and windows), windows.rs (a second
+//! agent's window beside a task's own). This file only
 //! declares them and names what callers use.
 
 mod clients;
@@ -45,6 +46,7 @@ mod panes;
 mod parse;
 mod sessions;
 mod target;
+mod windows;
 
 pub use self::clients::{quote as tmux_quote, ClientInfo};
 pub use self::handle::{Server, Tmux};
@@ -53,6 +55,7 @@ pub use self::options::OptionScope;
 pub use self::parse::{PaneExit, PaneInfo, ServerId, SessionInfo};
 pub use self::sessions::SessionRow;
 pub use self::target::session_char_ok;
+pub use self::windows::AgentWindow;
 pub use crate::adapters::mux::{submit_pause, NewSession};
 pub use crate::adapters::shell::join as shell_join;
 pub use crate::adapters::shell::quote as shell_quote;

@@ -224,6 +224,12 @@ pub trait AgentKind: Sync {
         None
     }
 
+    /// The text of the last answer it gave in its `conversation` (what a reviewer said at
+    /// the end of its turn, when it wrote no findings file). `None`: not known.
+    fn last_answer(&self, _conversation: Option<&str>, _workspace: &Path) -> Option<String> {
+        None
+    }
+
     /// Its log tells the tokens it used (`usage.json`).
     fn reports_tokens(&self) -> bool {
         false

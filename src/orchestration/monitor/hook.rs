@@ -24,6 +24,13 @@ pub fn agent_hook(
     payload: &str,
     cwd: &Path,
 ) -> Result<serde_json::Value> {
+    // A reviewer's hooks (it works in its task's workspace, with its settings) are its own.
+    if let Some(id) = std::env::var(crate::execution::launch::REVIEWER_ENV)
+        .ok()
+        .filter(|s| !s.is_empty())
+    {
+        return crate::orchestration::review::reviewer::hook(home, &id, event, payload);
+    }
     let tasks = TaskService::new(home);
     let mut task = tasks.infer(cwd)?;
     let payload: serde_json::Value =

@@ -17,6 +17,7 @@
 //! - `fleet.rs`: the queue behind the caps on running agents, moved on at each pass;
 //! - [`phone`], [`replies`]: ntfy, webhook and Slack notifications, and answers from the
 //!   phone polled from ntfy.
+//! - `review.rs`: reviewer agents: their ends read, `[review] on_complete` started.
 
 use std::time::Duration;
 
@@ -43,6 +44,7 @@ pub mod presence;
 pub mod prs;
 pub mod replies;
 mod reread;
+mod review;
 pub mod run;
 
 pub use hook::agent_hook;

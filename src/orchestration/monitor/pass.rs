@@ -88,6 +88,7 @@ impl<'a> Monitor<'a> {
         let mut agents = self.judge_all(&open, &snap.panes, &mut report);
         let acted = self.as_acted_on(&open, &report, &mut agents);
         let open = acted.as_deref().unwrap_or(&open);
+        self.reviewers(open, &snap.panes, &mut report);
         snapshot::summarize_tasks(self.home, &mut snap, open, unreadable, &agents);
         self.keep_agents(agents);
         report.snapshot = Some(snap);

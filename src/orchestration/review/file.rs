@@ -37,6 +37,74 @@ pub fn render(title: &str, diff: &str) -> String {
     s
 }
 
+/// The review file with `comments` (a reviewer's round, to edit) written in it, each
+/// under its line (a comment about a whole file, or about a line the diff does not show,
+/// under its file's `diff --git` line); and the comments it could not place (their file
+/// is not in the diff), kept as they are.
+pub fn render_with(title: &str, diff: &str, comments: &[Comment]) -> (String, Vec<Comment>) {
+    let places = places(diff);
+    let mut placed = vec![false; comments.len()];
+    let mut body = String::new();
+    let write = |c: &Comment, prefix: &str, body: &mut String| {
+        for (i, l) in c.text.lines().enumerate() {
+            let lead = if i == 0 { prefix } else { "" };
+            body.push_str(&format!("{MARKER} {lead}{l}\n"));
+        }
+    };
+    for (line, place) in diff.lines().zip(&places) {
+        body.push_str(line);
+        body.push('\n');
+        let Some(place) = place else { continue };
+        for (i, c) in comments.iter().enumerate() {
+            if placed[i] || c.path != place.path {
+                continue;
+            }
+            let here = match (place.at, c.side, c.line) {
+                (Some((side, n)), Some(cs), Some(cl)) => side == cs && n == cl,
+                // The file's header: whole-file comments, and lines outside every hunk.
+                (None, _, _) if line.starts_with("diff --git ") => {
+                    c.line.is_none() || !shown(&places, &c.path, c.side, c.line)
+                }
+                _ => false,
+            };
+            if here {
+                placed[i] = true;
+                let prefix = match (place.at, c.line) {
+                    (None, Some(n)) => format!("(line {n}) "),
+                    _ => String::new(),
+                };
+                write(c, &prefix, &mut body);
+            }
+        }
+    }
+    let mut text = render(title, "");
+    if !diff.is_empty() {
+        // `render` said "no changes": the diff with the comments instead.
+        text = text.replace("# (no changes against the base)\n", "");
+    }
+    let unplaced: Vec<Comment> = comments
+        .iter()
+        .zip(&placed)
+        .filter(|(_, p)| !**p)
+        .map(|(c, _)| c.clone())
+        .collect();
+    if !unplaced.is_empty() {
+        text.push_str(&format!(
+            "# {} comment(s) on files not in this diff are kept as they are.\n\n",
+            unplaced.len()
+        ));
+    }
+    text.push_str(&body);
+    (text, unplaced)
+}
+
+/// Does the diff show this line of this file?
+fn shown(places: &[Option<Place>], path: &str, side: Option<Side>, line: Option<u32>) -> bool {
+    places.iter().flatten().any(|p| {
+        p.path == path && matches!((p.at, side, line), (Some((s, n)), Some(cs), Some(cl)) if s == cs && n == cl)
+    })
+}
+
 /// What a saved review file says.
 #[derive(Debug, Default, PartialEq)]
 pub struct Parsed {
@@ -216,6 +284,47 @@ pub fn parse(saved: &str, diff: &str) -> Parsed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reviewer_s_round_is_written_under_its_lines_and_read_back() {
+        let diff = "diff --git a/a.rs b/a.rs\n--- a/a.rs\n+++ b/a.rs\n@@ -1,2 +1,3 @@\n one\n+two\n three\n";
+        let c = |line: Option<u32>, text: &str, path: &str| Comment {
+            path: path.into(),
+            side: line.map(|_| Side::New),
+            line,
+            code: String::new(),
+            text: text.into(),
+            moved_from: None,
+            lost: false,
+        };
+        let comments = vec![
+            c(Some(2), "no two\nreally", "a.rs"),
+            c(Some(40), "far away", "a.rs"),
+            c(None, "whole", "a.rs"),
+            c(Some(1), "elsewhere", "b.rs"),
+        ];
+        let (text, unplaced) = render_with("t", diff, &comments);
+        assert!(
+            text.contains("+two\n>> no two\n>> really\n three"),
+            "{text}"
+        );
+        assert!(
+            text.contains("diff --git a/a.rs b/a.rs\n>> (line 40) far away\n>> whole\n"),
+            "{text}"
+        );
+        assert_eq!(unplaced.len(), 1);
+        assert_eq!(unplaced[0].path, "b.rs");
+        let back = parse(&text, diff);
+        assert!(!back.diff_edited, "{text}");
+        // Comments under one line are one (the file's rule), in the file's order.
+        assert_eq!(back.comments.len(), 2, "{:?}", back.comments);
+        assert_eq!(back.comments[0].text, "(line 40) far away\nwhole");
+        assert_eq!(
+            (back.comments[1].line, back.comments[1].code.as_str()),
+            (Some(2), "two")
+        );
+        assert_eq!(back.comments[1].text, "no two\nreally");
+    }
 
     const DIFF: &str = "diff --git a/src/a.rs b/src/a.rs
 index 1111111..2222222 100644

@@ -12,6 +12,9 @@
 //! - [`message`]: what the agent reads.
 
 pub mod file;
+pub mod findings;
+pub mod record;
+pub mod reviewer;
 
 use std::path::{Path, PathBuf};
 
@@ -61,6 +64,8 @@ pub enum Author {
     CommandLine,
     /// The review comments of the task's pull request (`--from-pr`).
     PullRequest,
+    /// A reviewer agent (`task review --agent`, `[review] on_complete`).
+    Reviewer,
 }
 
 /// What became of a round sent to the agent.
@@ -212,6 +217,42 @@ pub fn message(round: &Round) -> String {
         }
     }
     s
+}
+
+/// Send a round: its anchors found again in the files as they are now (`read`: a
+/// workspace file by its path), then ONE message through `task send`'s path; the round
+/// keeps when and how, the history says it.
+pub fn send_round(
+    tasks: &mut crate::orchestration::task::service::TaskService,
+    task: &crate::orchestration::task::Task,
+    task_dir: &Path,
+    round: &mut Round,
+    force: bool,
+    read: impl Fn(&str) -> Option<String>,
+) -> Result<crate::orchestration::task::send::Sent> {
+    use crate::orchestration::task::send::Outcome;
+    refind(&mut round.comments, read);
+    let text = message(round);
+    let sent = tasks.send(
+        &task.id,
+        Some(&task.project),
+        &text,
+        crate::orchestration::task::SendKind::Review,
+        force,
+    )?;
+    round.sent_at = Some(store::now_rfc3339());
+    round.delivery = Some(match sent.outcome {
+        Outcome::Sent => Delivery::Sent,
+        Outcome::Held => Delivery::Held,
+    });
+    save(task_dir, round)?;
+    let lost = round.comments.iter().filter(|c| c.lost).count();
+    tasks.store.append_history(
+        task,
+        "review.sent",
+        serde_json::json!({"round": round.n, "comments": round.comments.len(), "delivery": round.delivery, "lost": lost}),
+    )?;
+    Ok(sent)
 }
 
 #[cfg(test)]

@@ -40,6 +40,10 @@ pub struct TaskView {
     /// its state; absent when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub teammates: Vec<crate::orchestration::teammates::Teammate>,
+    /// Its reviewer agent (`task review --agent`, `[review] on_complete`), the last one;
+    /// absent when it never had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reviewer: Option<crate::orchestration::review::record::Reviewer>,
 }
 
 /// What happens to tasks: the one service every command and the monitor go through.
@@ -114,6 +118,8 @@ impl<'a> TaskService<'a> {
             .and_then(|i| NextStep::of_item(&i, None));
         let teammates =
             crate::orchestration::teammates::load(&self.store.dir(&task.project, &task.id));
+        let reviewer =
+            crate::orchestration::review::record::load(&self.store.dir(&task.project, &task.id));
         TaskView {
             task,
             session,
@@ -121,6 +127,7 @@ impl<'a> TaskService<'a> {
             tokens,
             next_step,
             teammates,
+            reviewer,
         }
     }
 

@@ -65,6 +65,9 @@ pub fn assemble(
         .iter()
         .map(crate::orchestration::teammates::line)
         .collect();
+    m.reviewer = crate::orchestration::review::record::load(&store.dir(&task.project, &task.id))
+        .as_ref()
+        .map(crate::orchestration::review::record::line);
     m.tokens =
         crate::orchestration::usage::tokens(&store.dir(&task.project, &task.id), &task.harness);
     m.port = port_of(home, task);

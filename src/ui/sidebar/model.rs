@@ -38,6 +38,9 @@ pub struct Model {
     /// `└ name: state`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub teammates: Vec<String>,
+    /// Its reviewer agent, a row under it: `reviewer claude: working`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reviewer: Option<String>,
     /// Token use from the agent's log; `None`: unknown (its harness does not report it).
     #[serde(default)]
     pub tokens: Option<crate::orchestration::usage::Tokens>,
@@ -103,6 +106,7 @@ impl Model {
             harness: String::new(),
             agent: None,
             teammates: vec![],
+            reviewer: None,
             tokens: None,
             port: None,
             pr: None,

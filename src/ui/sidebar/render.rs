@@ -290,6 +290,17 @@ fn header_lines(m: &Model, width: usize) -> Vec<Line> {
         };
         out.push(Line::text(format!("  {t}"), style));
     }
+    if let Some(r) = &m.reviewer {
+        let style = match r.split(": ").nth(1).unwrap_or("") {
+            s if s.starts_with("working") || s.starts_with("starting") => Style::Yellow,
+            s if s.starts_with("failed") || r.contains("changed the worktree") => Style::Red,
+            _ => Style::Cyan,
+        };
+        out.push(Line::text(
+            format!("  └ {}", crate::text::safe_line(r)),
+            style,
+        ));
+    }
     out.push(Line::text(format!("Harness: {}", m.harness), Style::Plain));
     // Narrow panes lose the label before the numbers.
     out.push(match &m.tokens {

@@ -131,6 +131,11 @@ impl AgentKind for Claude {
         transcript::first_prompt_in_log(&paths::log_path(workspace, conversation?))
     }
 
+    /// The text of the last assistant line of its conversation's transcript.
+    fn last_answer(&self, conversation: Option<&str>, workspace: &Path) -> Option<String> {
+        transcript::last_answer_in_log(&paths::log_path(workspace, conversation?))
+    }
+
     fn reports_tokens(&self) -> bool {
         true
     }

@@ -241,6 +241,37 @@ pub fn first_prompt_in_log(path: &Path) -> Option<String> {
     None
 }
 
+/// The last answer of a claude, from its transcript: the text blocks of the last main
+/// assistant line that has any (its final message; a tool call's line has none). Only the
+/// last 4 MiB are read. `None`: no answer (or no transcript).
+pub fn last_answer_in_log(path: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = store::open_regular(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    let from = len.saturating_sub(4 << 20);
+    f.seek(SeekFrom::Start(from)).ok()?;
+    let mut bytes = Vec::new();
+    f.take(4 << 20).read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    text.lines().rev().find_map(|line| {
+        if !line.contains("\"assistant\"") {
+            return None;
+        }
+        let v = serde_json::from_str::<serde_json::Value>(line).ok()?;
+        let sidechain = v.get("isSidechain").and_then(|x| x.as_bool()) == Some(true);
+        if v.get("type").and_then(|t| t.as_str()) != Some("assistant") || sidechain {
+            return None;
+        }
+        let blocks = v.get("message")?.get("content")?.as_array()?;
+        let said: Vec<&str> = blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(|t| t.as_str()) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(|t| t.as_str()))
+            .collect();
+        (!said.is_empty()).then(|| said.join("\n"))
+    })
+}
+
 /// The first string among `keys` in a hook's JSON payload.
 fn payload_str<'p>(payload: &'p serde_json::Value, keys: &[&str]) -> Option<&'p str> {
     keys.iter()
