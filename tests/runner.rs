@@ -24,6 +24,7 @@ mod fuzz_parsers;
 mod hostile_text;
 mod kill_loop;
 mod lane;
+mod limits;
 mod layers;
 mod monitor;
 mod next_step;

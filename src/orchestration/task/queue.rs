@@ -43,7 +43,10 @@ impl TaskService<'_> {
                 .into_iter()
                 .filter(|t| t.status == Status::Pending)
                 .collect();
-            for t in queued {
+            // A harness at the account's usage limit starts no new agent until the reset.
+            let now = crate::orchestration::limits::clock();
+            let limited = crate::orchestration::limits::all(self.home, now);
+            for t in queued.into_iter().filter(|t| !limited.contains_key(&t.harness)) {
                 match self.spawn_locked(project, &t.id) {
                     Ok(t) => {
                         self.store.append_history(
