@@ -130,7 +130,7 @@ fn a_limited_agent_is_held_then_resumed_at_the_reset_and_its_queue_starts() {
     common::wait_for("the resume typed in", 20, || {
         env.input_lines(&a) == vec!["continue".to_string()]
     });
-    assert_eq!(env.task(&b)["status"], "working", "the held task started");
+    assert_eq!(env.task(&b)["status"], "working", "the held task started: {r}");
     // The resume started a turn: verified, and the harness is free again.
     common::wait_for("the resumed turn seen", 20, || {
         pass_at(&env, "3m");
@@ -138,7 +138,7 @@ fn a_limited_agent_is_held_then_resumed_at_the_reset_and_its_queue_starts() {
     });
     let v = env.history_events(&a, "agent.limit_resumed");
     assert_eq!(v.len(), 1, "{v:?}");
-    assert_eq!(v[0]["data"]["verified"], true, "{v:?}");
+    assert_eq!(v[0]["verified"], true, "{v:?}");
     assert!(agent(&env, &a).get("limit").is_none_or(Value::is_null));
 }
 
@@ -161,7 +161,7 @@ fn a_resume_that_starts_no_turn_is_typed_once_more_then_escalated() {
     let esc = env.history_events(&a, "agent.escalated");
     assert_eq!(esc.len(), 1, "{esc:?}");
     assert!(
-        esc[0]["data"]["reason"]
+        esc[0]["reason"]
             .as_str()
             .unwrap()
             .contains("no turn started"),
