@@ -44,7 +44,14 @@ fn start(reset: &str, policy: &str) -> (TaskEnv, String) {
     let env = TaskEnv::new();
     env.add_project(&[]);
     std::fs::write(env.home.join("config.toml"), config(reset, policy)).unwrap();
-    let t = env.ok(&["task", "create", "lim/a", "do the thing", "--harness", "limitbot"]);
+    let t = env.ok(&[
+        "task",
+        "create",
+        "lim/a",
+        "do the thing",
+        "--harness",
+        "limitbot",
+    ]);
     let pane = t["tmux_pane_id"].as_str().unwrap().to_string();
     common::wait_for("the limit on the agent's screen", 20, || {
         env.tmux
@@ -130,7 +137,11 @@ fn a_limited_agent_is_held_then_resumed_at_the_reset_and_its_queue_starts() {
     common::wait_for("the resume typed in", 20, || {
         env.input_lines(&a) == vec!["continue".to_string()]
     });
-    assert_eq!(env.task(&b)["status"], "working", "the held task started: {r}");
+    assert_eq!(
+        env.task(&b)["status"],
+        "working",
+        "the held task started: {r}"
+    );
     // The resume started a turn: verified, and the harness is free again.
     common::wait_for("the resumed turn seen", 20, || {
         pass_at(&env, "3m");
@@ -167,7 +178,11 @@ fn a_resume_that_starts_no_turn_is_typed_once_more_then_escalated() {
             .contains("no turn started"),
         "{esc:?}"
     );
-    assert_eq!(env.input_lines(&a).len(), 2, "nothing typed after the escalation");
+    assert_eq!(
+        env.input_lines(&a).len(),
+        2,
+        "nothing typed after the escalation"
+    );
 }
 
 #[test]
@@ -310,7 +325,14 @@ fn real_claude_at_its_limit_is_limited_then_resumed_at_the_reset() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let t = env.ok(&["task", "create", "real/limit", "Say hello", "--harness", "claude"]);
+    let t = env.ok(&[
+        "task",
+        "create",
+        "real/limit",
+        "Say hello",
+        "--harness",
+        "claude",
+    ]);
     let a = id(&t);
     let pane = t["tmux_pane_id"].as_str().unwrap().to_string();
     // What claude shows, and what orange makes of it.
@@ -330,10 +352,16 @@ fn real_claude_at_its_limit_is_limited_then_resumed_at_the_reset() {
         (i["state"] == "limited" && i["limit"].is_object()).then_some(i)
     })
     .unwrap_or_else(|| panic!("never limited: {}", env.task(&a)));
-    assert_eq!(info["limit"]["read"], true, "the reset time was read: {info}");
+    assert_eq!(
+        info["limit"]["read"], true,
+        "the reset time was read: {info}"
+    );
     let until = at(&info["limit"]["until"]).timestamp() as u64;
     // Claude shows minutes: the reset it named is the stand-in's, to the minute.
-    assert!(until / 60 == reset / 60 || until / 60 == reset / 60 + 1, "{info} vs {reset}");
+    assert!(
+        until / 60 == reset / 60 || until / 60 == reset / 60 + 1,
+        "{info} vs {reset}"
+    );
     assert!(status_line(&env, &a).contains("⏸ limited until"));
     // The reset passes (the clock ahead): "continue" goes in, a turn starts and ends.
     pass_at(&env, "3m");

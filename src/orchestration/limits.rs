@@ -113,9 +113,7 @@ pub fn all(home: &Home, now: DateTime<Utc>) -> BTreeMap<String, Limited> {
 
 /// Whether `harness` is limited at `now`, and until when.
 pub fn held(home: &Home, harness: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    all(home, now)
-        .get(harness)
-        .and_then(|l| parse(&l.until))
+    all(home, now).get(harness).and_then(|l| parse(&l.until))
 }
 
 /// The monitor saw `task`'s agent of `harness` limited until `until`: the harness is held
@@ -166,10 +164,16 @@ mod tests {
         assert!(!h.read);
         assert_eq!(h.until, "2026-11-27T04:00:00Z");
         let at = parse(&h.resume_at).unwrap();
-        assert!(at >= parse(&h.until).unwrap() && at < parse(&h.until).unwrap() + chrono::Duration::seconds(60));
+        assert!(
+            at >= parse(&h.until).unwrap()
+                && at < parse(&h.until).unwrap() + chrono::Duration::seconds(60)
+        );
         let past = hold_of("resets Nov 26, 5am (UTC)", Duration::from_secs(3600), now);
         assert!(past.read);
         let at = parse(&past.resume_at).unwrap();
-        assert!(at >= now && at < now + chrono::Duration::seconds(60), "{past:?}");
+        assert!(
+            at >= now && at < now + chrono::Duration::seconds(60),
+            "{past:?}"
+        );
     }
 }

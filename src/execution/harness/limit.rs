@@ -43,17 +43,22 @@ pub fn reset_in(text: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         re(r"(?:(?P<mon>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?,?\s+(?:\d{4},?\s+)?)?(?:at\s+)?\b(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ampm>am|pm|a\.m\.|p\.m\.)?(?:\s*\((?P<tz>[^)]+)\))?")
     });
     if let Some(c) = delay.captures(text) {
-        if let Ok(d) = humantime::parse_duration(&c[1].replace(',', " ").replace(" and ", " "))
-        {
+        if let Ok(d) = humantime::parse_duration(&c[1].replace(',', " ").replace(" and ", " ")) {
             return Some(now + Duration::from_std(d).ok()?);
         }
     }
     // Only after the words that introduce it: the time is not any number in the text.
     let lower = text.to_ascii_lowercase();
-    let start = ["resets", "reset at", "try again at", "until", "available again at"]
-        .iter()
-        .filter_map(|k| lower.find(k).map(|i| i + k.len()))
-        .min()?;
+    let start = [
+        "resets",
+        "reset at",
+        "try again at",
+        "until",
+        "available again at",
+    ]
+    .iter()
+    .filter_map(|k| lower.find(k).map(|i| i + k.len()))
+    .min()?;
     let c = clock.captures(&text[start..])?;
     let h: u32 = c["h"].parse().ok()?;
     let m: u32 = c.name("m").map_or(Some(0), |m| m.as_str().parse().ok())?;
@@ -168,10 +173,18 @@ mod tests {
             Some(at("2026-11-27T05:38:00Z"))
         );
         assert_eq!(
-            reset_in("You’ve hit your usage limit. Try again at Nov 28th, 2026 3:05 PM.", now),
+            reset_in(
+                "You’ve hit your usage limit. Try again at Nov 28th, 2026 3:05 PM.",
+                now
+            ),
             Some(
                 Local
-                    .from_local_datetime(&NaiveDate::from_ymd_opt(2026, 11, 28).unwrap().and_hms_opt(15, 5, 0).unwrap())
+                    .from_local_datetime(
+                        &NaiveDate::from_ymd_opt(2026, 11, 28)
+                            .unwrap()
+                            .and_hms_opt(15, 5, 0)
+                            .unwrap()
+                    )
                     .earliest()
                     .unwrap()
                     .with_timezone(&Utc)

@@ -343,8 +343,7 @@ pub fn needs_you(item: &Item) -> bool {
     matches!(
         item.bucket,
         Bucket::Waiting | Bucket::Dead | Bucket::Review | Bucket::Limited
-    )
-        && item.reason != FIRST_PROMPT
+    ) && item.reason != FIRST_PROMPT
 }
 
 #[cfg(test)]

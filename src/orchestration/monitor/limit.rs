@@ -135,9 +135,13 @@ impl Monitor<'_> {
         if !due || info.escalated.is_some() {
             return Ok(());
         }
-        let verify_over = hold.resumed_at.as_deref().and_then(limits::parse).is_some_and(|t| {
-            now.signed_duration_since(t).to_std().unwrap_or_default() >= limits::VERIFY
-        });
+        let verify_over = hold
+            .resumed_at
+            .as_deref()
+            .and_then(limits::parse)
+            .is_some_and(|t| {
+                now.signed_duration_since(t).to_std().unwrap_or_default() >= limits::VERIFY
+            });
         if hold.resumed_at.is_some() && !verify_over {
             return Ok(());
         }
@@ -191,7 +195,9 @@ impl Monitor<'_> {
                 // Its project's queue held back by the limit may start now.
                 let next = self.tasks.spawn_next(&task.project);
                 if let Some(id) = next.spawned {
-                    report.actions.push(json!({"task": id, "action": "spawned", "reason": "the usage limit reset"}));
+                    report.actions.push(
+                        json!({"task": id, "action": "spawned", "reason": "the usage limit reset"}),
+                    );
                 }
                 Ok(())
             }

@@ -29,9 +29,9 @@ use crate::orchestration::task::Task;
 
 mod act;
 pub mod hook;
-mod limit;
 mod judge;
 mod kept;
+mod limit;
 pub mod notify;
 mod pass;
 pub mod presence;

@@ -46,7 +46,10 @@ impl TaskService<'_> {
             // A harness at the account's usage limit starts no new agent until the reset.
             let now = crate::orchestration::limits::clock();
             let limited = crate::orchestration::limits::all(self.home, now);
-            for t in queued.into_iter().filter(|t| !limited.contains_key(&t.harness)) {
+            for t in queued
+                .into_iter()
+                .filter(|t| !limited.contains_key(&t.harness))
+            {
                 match self.spawn_locked(project, &t.id) {
                     Ok(t) => {
                         self.store.append_history(
