@@ -202,7 +202,7 @@ impl<'a> Monitor<'a> {
         }
         self.respawned = false;
         if state == State::Limited || info.limit.is_some() {
-            self.hold_limit(&task, state, &seen, &mut info, &before, &policy, now)?;
+            self.hold_limit(&task, &seen, &mut info, &before, &policy, now)?;
         }
         report.states.push(
             json!({"task": task.id, "state": state, "signal": seen.signal, "detail": info.detail}),

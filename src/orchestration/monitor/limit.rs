@@ -47,13 +47,14 @@ impl Monitor<'_> {
     pub(super) fn hold_limit(
         &mut self,
         task: &Task,
-        state: State,
         seen: &Seen,
         info: &mut AgentInfo,
         before: &AgentInfo,
         policy: &Resolved,
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<()> {
+        // The state just recorded.
+        let state = info.state.unwrap_or(State::Unknown);
         // Told again after a resume (a hook newer than it): a turn started and met the
         // limit again: a new hold.
         let told_again = info.limit.as_ref().is_some_and(|h| {
