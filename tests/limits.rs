@@ -63,13 +63,7 @@ fn start(reset: &str, policy: &str) -> (TaskEnv, String) {
 
 /// One `monitor --once` on a clock `later` ahead; its report.
 fn pass_at(env: &TaskEnv, later: &str) -> Value {
-    let out = env
-        .cmd_in(&env.repo, &["monitor", "--once", "--json"])
-        .env("ORANGE_CLOCK_SKEW", later)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+    env.monitor_at(later)
 }
 
 fn agent(env: &TaskEnv, id: &str) -> Value {
