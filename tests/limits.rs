@@ -365,9 +365,15 @@ fn real_claude_at_its_limit_is_limited_then_resumed_at_the_reset() {
         env.task(&a)
     );
     assert!(api.turns()[1].last_user_text().contains("continue"));
-    common::wait_for("the resume verified", 60, || {
-        !env.history_events(&a, "agent.limit_resumed").is_empty()
+    let verified = common::poll(Duration::from_secs(60), || {
+        (!env.history_events(&a, "agent.limit_resumed").is_empty()).then_some(())
     });
+    assert!(
+        verified.is_some(),
+        "the resume was never verified: {}\nscreen:\n{}",
+        env.task(&a),
+        env.tmux.ok(&["capture-pane", "-p", "-J", "-t", &pane])
+    );
     let _ = monitor.kill();
     let _ = monitor.wait();
 }

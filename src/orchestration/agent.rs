@@ -299,6 +299,11 @@ pub fn save_observation(task_dir: &Path, info: &AgentInfo, read: &AgentInfo) -> 
         merged.progress_at = now.progress_at;
         merged.idle_nudges = 0;
     }
+    // A resume another pass typed meanwhile (a `monitor --once` beside the running one):
+    // kept, unless this pass changed the limit itself.
+    if now.limit != read.limit && info.limit == read.limit {
+        merged.limit = now.limit;
+    }
     save(task_dir, &merged)
 }
 
