@@ -42,6 +42,15 @@ pub enum OrangeError {
         id: String,
         source: Box<OrangeError>,
     },
+    /// A task cannot start now: as many agents run as the project's or the fleet's
+    /// `max_running` allows (it waits in the queue).
+    #[error("{scope} runs {running} of {cap} agents (max_running); the task starts when one ends")]
+    CapReached {
+        /// `project NAME` or `the fleet`.
+        scope: String,
+        running: usize,
+        cap: usize,
+    },
     /// A remote host could not be reached over SSH (nothing was changed here).
     #[error("host {host} is unreachable: {detail}")]
     HostUnreachable { host: String, detail: String },
@@ -79,6 +88,7 @@ impl OrangeError {
             OrangeError::LaneNotFound(_) => "lane_not_found",
             OrangeError::WorkspaceNotFound(_) => "workspace_not_found",
             OrangeError::PoolExhausted { .. } => "pool_exhausted",
+            OrangeError::CapReached { .. } => "cap_reached",
             OrangeError::WorktreeDirty { .. } => "worktree_dirty",
             OrangeError::LaneRunning(_) => "lane_running",
             OrangeError::InvalidTransition(_) => "invalid_transition",
@@ -102,6 +112,7 @@ impl OrangeError {
         !matches!(
             self,
             OrangeError::PoolExhausted { .. }
+                | OrangeError::CapReached { .. }
                 | OrangeError::LockTimeout { .. }
                 | OrangeError::StateCorrupt { .. }
                 | OrangeError::Io { .. }
@@ -117,6 +128,7 @@ impl OrangeError {
             "lane_not_found",
             "workspace_not_found",
             "pool_exhausted",
+            "cap_reached",
             "worktree_dirty",
             "lane_running",
             "invalid_transition",

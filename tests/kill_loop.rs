@@ -6,7 +6,10 @@
 //! - no workspace is bound twice, and an active task's workspace is bound to it;
 //! - no live agent session without a live record (its task active and pointing to it, or
 //!   its lane not closed);
-//! - a task that holds nothing (pending, failed, done) holds no bound workspace.
+//! - a task that holds nothing (pending, failed, done) holds no bound workspace;
+//! - no more task agents run than the project's `max_running` (the cap's count and the
+//!   start of an agent are under one lock; tests/fleet.rs kills a create at its fault
+//!   point `cap.counted`).
 //!
 //! Bounded (100 operations by default, `KILL_LOOP_ITERATIONS`); `KILL_LOOP_SEED` replays a
 //! run. `scripts/soak.sh` is the long version.
@@ -162,8 +165,25 @@ fn violations(env: &TaskEnv) -> Vec<String> {
             }
         }
     }
+    // Never more running agents than the project's max_running (set to MAX_RUNNING).
+    let out = env
+        .tmux
+        .tmux(&["list-panes", "-a", "-F", "#{@orange_task}\t#{pane_dead}"]);
+    let live = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.starts_with('\t') && l.ends_with("\t0"))
+        .count();
+    if live > MAX_RUNNING {
+        v.push(format!(
+            "{live} task agents run, over the project's max_running of {MAX_RUNNING}"
+        ));
+    }
     v
 }
+
+/// The project's cap on running agents in the loop (below its pool size of 3, so that
+/// both queue).
+const MAX_RUNNING: usize = 2;
 
 #[derive(Default, Debug)]
 struct Counts {
@@ -177,6 +197,12 @@ struct Counts {
 fn commands_killed_at_random_moments_leave_state_the_next_command_repairs() {
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "3"]);
+    env.ok(&[
+        "project",
+        "update",
+        "--max-running",
+        &MAX_RUNNING.to_string(),
+    ]);
     let seed: u64 = std::env::var("KILL_LOOP_SEED")
         .ok()
         .and_then(|s| s.parse().ok())

@@ -10,6 +10,7 @@ pub mod editor;
 pub mod fault;
 pub mod gh;
 pub mod git;
+pub mod http;
 pub mod mux;
 pub mod process;
 pub mod progress;

@@ -304,6 +304,8 @@ pub struct ProjectUpdateArgs {
     /// The sandbox the project's agents run in from now on: bwrap or none
     #[arg(long, value_name = "bwrap|none")]
     pub sandbox: Option<String>,
+    #[command(flatten)]
+    pub cap: super::fleet_args::ProjectCapArgs,
 }
 
 // orange host …

@@ -25,6 +25,7 @@ pub fn run(ctx: &Ctx, a: DoctorArgs) -> Result<Out> {
     if let Ok(watch) = presence::watch(&ctx.home, &Tmux::from_env()) {
         doctor::add_monitor_check(&mut report, &watch);
     }
+    doctor::add_notify_check(&mut report, &ctx.home, &config.notify);
     let text = doctor::render(&report);
     Ok(Out::new(report, text))
 }

@@ -8,6 +8,7 @@
 //! | `session-closed` | `--session NAME` | observe |
 //! | `client-session-changed` | `--session NAME --client NAME` | observe |
 //! | `refresh` | none | observe |
+//! | `deliver` | `FILE` (in `run/outbox/`) | send a notification on `[notify]`'s channels (the monitor starts it, detached) |
 //! | `agent` | `EVENT` (+ the agent's JSON on stdin) | the agent monitor's hook, then `status::changed` (poke; publish here if no monitor runs) |
 //!
 //! "Observe" pokes (`run/poke`): the monitor of this tmux server wakes, looks at every open
@@ -163,6 +164,15 @@ fn handle(ctx: &Ctx, event: &str, rest: &[String], flags: &HookFlags) -> Result<
             // changed was poked with its task.
             status::follow(&ctx.home, &tmux);
             Ok(json!({"event": event, "agent": result, "published": true}))
+        }
+        // The detached sender of a notification (`monitor::phone`): its channels, in
+        // the background of the pass that told it.
+        "deliver" => {
+            let file = rest
+                .first()
+                .map(std::path::PathBuf::from)
+                .ok_or_else(|| OrangeError::invalid("hook deliver needs the outbox file"))?;
+            crate::orchestration::monitor::phone::deliver_file(&ctx.home, &file)
         }
         _ => {
             status::log(

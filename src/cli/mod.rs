@@ -8,6 +8,7 @@ pub mod context;
 pub mod demo;
 pub mod doctor;
 pub mod entry;
+pub mod fleet_args;
 pub mod hook;
 pub mod host;
 pub mod lane;

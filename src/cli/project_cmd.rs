@@ -15,11 +15,14 @@ use crate::ui::output::{table, Out};
 
 fn describe(p: &Project) -> String {
     format!(
-        "{}  {}  (branch {}, pool {}{})",
+        "{}  {}  (branch {}, pool {}{}{})",
         p.name,
         p.path.display(),
         p.default_branch,
         p.pool_size,
+        p.max_running
+            .map(|n| format!(", at most {n} running"))
+            .unwrap_or_default(),
         p.setup_cmd
             .as_ref()
             .map(|s| format!(", setup {s:?}"))
@@ -141,7 +144,7 @@ fn update(ctx: &Ctx, a: ProjectUpdateArgs) -> Result<Out> {
         Some(n) => n,
         None => ctx.project()?.name,
     };
-    let inputs = json!({"name": name, "pool_size": a.pool_size, "setup_cmd": a.setup_cmd, "default_branch": a.default_branch});
+    let inputs = json!({"name": name, "pool_size": a.pool_size, "setup_cmd": a.setup_cmd, "default_branch": a.default_branch, "max_running": a.cap.max_running});
     let p = audited(ctx, "project.update", inputs, || {
         project::update_project(
             &ctx.home,
@@ -154,6 +157,7 @@ fn update(ctx: &Ctx, a: ProjectUpdateArgs) -> Result<Out> {
                 symlink: (!a.symlink.is_empty()).then_some(a.symlink),
                 port_base: a.port_base,
                 sandbox: a.sandbox,
+                max_running: a.cap.max_running,
             },
         )
     })?;

@@ -19,6 +19,7 @@ pub fn run(ctx: &Ctx, args: StatusArgs) -> Result<Out> {
     // Token use only for JSON: the status line's formats read no more files for it.
     if args.format == "json" || ctx.json {
         json["tokens"] = status::tokens_json(&ctx.home, &summary);
+        json["fleet"] = fleet_json(&ctx.home, &summary);
     }
     // Whether a monitor watches: for a script asking for JSON, or a person at a terminal
     // (said on stderr), never for a status line (it may cost tmux calls).
@@ -38,4 +39,31 @@ pub fn run(ctx: &Ctx, args: StatusArgs) -> Result<Out> {
         _ => status::render_plain(&summary),
     };
     Ok(Out::new(json, text))
+}
+
+/// `fleet` in the JSON: the agents running and the tasks queued on this machine, and the
+/// caps (`null`: none).
+fn fleet_json(
+    home: &crate::adapters::store::Home,
+    summary: &crate::orchestration::attention::summary::Summary,
+) -> serde_json::Value {
+    use crate::orchestration::attention::classify::{Bucket, ItemKind};
+    use crate::orchestration::attention::summary::is_running;
+    let caps = crate::orchestration::task::cap::Caps::read(home);
+    let local = |i: &&crate::orchestration::attention::classify::Item| {
+        i.kind == ItemKind::Task && i.host.is_none()
+    };
+    let running = summary.items.iter().filter(|i| is_running(i)).count();
+    let queued = summary
+        .items
+        .iter()
+        .filter(local)
+        .filter(|i| i.bucket == Bucket::Queued)
+        .count();
+    serde_json::json!({
+        "running": running,
+        "queued": queued,
+        "max_running": caps.fleet,
+        "projects": caps.projects,
+    })
 }

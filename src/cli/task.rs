@@ -17,6 +17,7 @@ use crate::error::{OrangeError, Result};
 use crate::execution::sandbox;
 use crate::orchestration::attention::session::SessionState;
 use crate::orchestration::monitor::presence;
+use crate::orchestration::task::cap;
 use crate::orchestration::task::queue::NextSpawn;
 use crate::orchestration::task::send::Outcome;
 use crate::orchestration::task::service::TaskService;
@@ -187,8 +188,27 @@ fn list(ctx: &Ctx, tasks: &mut TaskService, status: Option<String>, all: bool) -
         false => vec![],
     };
     let mut rows: Vec<Vec<String>> = list.iter().map(|v| task_text::row(v, all)).collect();
+    // Queued behind a cap: why, in the agent's column and the JSON.
+    let capped = cap::now(&ctx.home, &tasks.store);
+    let waits: Vec<Option<cap::Full>> = list
+        .iter()
+        .map(|v| {
+            let (caps, counts) = capped.as_ref()?;
+            (v.task.status == Status::Pending)
+                .then(|| caps.full(counts, &v.task.project))
+                .flatten()
+        })
+        .collect();
+    for (row, full) in rows.iter_mut().zip(&waits) {
+        if let Some(f) = full {
+            row[3 + usize::from(all)] = f.reason();
+        }
+    }
     rows.extend(remote.iter().map(|v| task_text::remote_row(v, true)));
-    let text = task_text::list(&rows, all);
+    let mut text = task_text::list(&rows, all);
+    if let Some((caps, counts)) = &capped {
+        text.push_str(&task_text::fleet_line(caps, counts, &list));
+    }
     // Agents no monitor watches: their states are not updated (said on stderr: stdout is
     // the list).
     if list.iter().any(|v| v.task.status.is_active()) {
@@ -199,6 +219,11 @@ fn list(ctx: &Ctx, tasks: &mut TaskService, status: Option<String>, all: bool) -
     }
     let mut json = serde_json::to_value(&list).unwrap_or_default();
     if let Some(a) = json.as_array_mut() {
+        for (row, full) in a.iter_mut().zip(&waits) {
+            if let Some(f) = full {
+                row["queued"] = f.json();
+            }
+        }
         a.extend(remote);
     }
     Ok(Out::new(json, text))
@@ -217,8 +242,16 @@ fn show(ctx: &Ctx, tasks: &mut TaskService, id: &str) -> Result<Out> {
     let changes = crate::ui::changes::git_part(&ctx.home, &t);
     let panes = tasks.panes();
     let view = with_keys_here(tasks, tasks.view(t, &panes), &panes);
-    let text = task_text::show(&view, &md, &md_path, &history, &changes);
+    let mut text = task_text::show(&view, &md, &md_path, &history, &changes);
     let mut v = serde_json::to_value(&view).unwrap();
+    if view.task.status == Status::Pending {
+        if let Some(full) = cap::now(&ctx.home, &tasks.store)
+            .and_then(|(caps, counts)| caps.full(&counts, &view.task.project))
+        {
+            text = task_text::with_queued_line(&text, &full);
+            v["queued"] = full.json();
+        }
+    }
     v["changes"] = json!(changes.diff);
     if let Some(e) = &changes.error {
         v["changes_error"] = json!(e);

@@ -11,7 +11,7 @@ use crate::execution::sandbox;
 use crate::orchestration::agent::{self, AgentInfo, Signal};
 use crate::orchestration::task::queue::NextSpawn;
 use crate::orchestration::task::service::TaskView;
-use crate::orchestration::task::{Event, Held};
+use crate::orchestration::task::{cap, Event, Held, Status};
 use crate::ui::changes::GitPart;
 use crate::ui::output::table;
 
@@ -476,4 +476,37 @@ pub fn changes_text(changes: &GitPart, max: usize) -> String {
         ));
     }
     text
+}
+
+/// Under `task list` when a cap applies: `running: 3 of 4 (fleet); 2 queued`.
+pub fn fleet_line(caps: &cap::Caps, counts: &cap::Counts, listed: &[TaskView]) -> String {
+    let queued = listed
+        .iter()
+        .filter(|v| v.task.status == Status::Pending)
+        .count();
+    let mut parts = vec![];
+    if let Some(c) = caps.fleet {
+        parts.push(format!("{} of {c} (fleet)", counts.running));
+    }
+    let mut projects: Vec<&String> = listed.iter().map(|v| &v.task.project).collect();
+    projects.dedup();
+    for p in projects {
+        if let Some(c) = caps.projects.get(p) {
+            let n = counts.per_project.get(p).copied().unwrap_or(0);
+            parts.push(format!("{n} of {c} ({p})"));
+        }
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!("running: {}; {queued} queued\n", parts.join(", "))
+}
+
+/// `task show` of a task queued behind a full cap: the reason, after its first line.
+pub fn with_queued_line(text: &str, full: &cap::Full) -> String {
+    let line = format!("{} (max_running); it starts when one ends\n", full.reason());
+    match text.split_once('\n') {
+        Some((first, rest)) => format!("{first}\n{line}{rest}"),
+        None => format!("{text}\n{line}"),
+    }
 }

@@ -35,6 +35,12 @@ pub struct Config {
     pub sandbox: Option<String>,
     #[serde(flatten)]
     pub sandbox_paths: SandboxPaths,
+    /// `[fleet]`: how many agents run at once over every project.
+    #[serde(default)]
+    pub fleet: crate::execution::fleet::FleetConfig,
+    /// `[notify]`: ntfy, webhook and Slack channels, and answers from the phone.
+    #[serde(default)]
+    pub notify: crate::execution::fleet::NotifyConfig,
 }
 
 /// More paths a sandboxed agent may write or read (`~/` is the home directory), at the
@@ -254,6 +260,7 @@ impl Config {
 
     pub fn parse(text: &str) -> Result<Config, String> {
         let cfg: Config = toml::from_str(text).map_err(|e| e.to_string())?;
+        crate::execution::fleet::validate(&cfg.fleet, &cfg.notify)?;
         for (name, h) in &cfg.harness {
             if h.command.as_ref().is_some_and(|c| c.trim().is_empty()) {
                 return Err(format!("harness.{name}.command is empty"));

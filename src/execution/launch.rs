@@ -340,6 +340,7 @@ mod tests {
             symlink: vec![],
             port_base: Some(4000),
             sandbox: None,
+            max_running: None,
             created_at: String::new(),
         };
         let names = |e: &[(String, String)]| e.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();

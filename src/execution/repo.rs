@@ -25,6 +25,10 @@ pub struct Project {
     /// The sandbox its agents run in (`project add/update --sandbox`), over config.toml's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// At most this many of its agents run at once (`project update --max-running N`);
+    /// more tasks wait in its queue. Apart from the pool size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_running: Option<usize>,
     #[serde(default)]
     pub created_at: String,
 }

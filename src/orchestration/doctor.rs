@@ -103,13 +103,54 @@ pub fn add_monitor_check(report: &mut Report, watch: &Watch) {
                 .to_string(),
         ),
     };
-    report.checks.push(check(
-        "monitor",
-        ok,
-        detail,
-        Some("run `orange monitor &` (starting a task here starts one too)".into()),
-    ));
-    report.ok &= ok;
+    add(
+        report,
+        check(
+            "monitor",
+            ok,
+            detail,
+            Some("run `orange monitor &` (starting a task here starts one too)".into()),
+        ),
+    );
+}
+
+/// One more check in the report, counted in its verdict.
+fn add(report: &mut Report, c: Check) {
+    report.ok &= c.ok;
+    report.checks.push(c);
+}
+
+/// The notification channels of config.toml's `[notify]` (none configured: no check):
+/// curl to send with, and what failed so far (`run/notify-failures.json`), never silent.
+pub fn add_notify_check(
+    report: &mut Report,
+    home: &crate::adapters::store::Home,
+    notify: &crate::execution::fleet::NotifyConfig,
+) {
+    if !notify.any() {
+        return;
+    }
+    let curl = shell::on_path("curl");
+    let f = crate::orchestration::monitor::phone::failures(home);
+    let mut detail = format!(
+        "{} notification(s) failed, {} answer(s) refused",
+        f.failed, f.refused
+    );
+    if let Some(last) = &f.last {
+        detail.push_str(&format!(
+            "; last: {} at {}",
+            crate::text::safe_line(last["error"].as_str().unwrap_or("?")),
+            last["at"].as_str().unwrap_or("?")
+        ));
+    }
+    if !curl {
+        detail = format!("curl is not on PATH: nothing can be sent; {detail}");
+    }
+    let fix = "install curl; see orange.log (`notify:` lines) for each failure, and check [notify] in config.toml";
+    add(
+        report,
+        check("notify", curl && f.failed == 0, detail, Some(fix.into())),
+    );
 }
 
 /// The report as text: one line per check, with what to do under a failed one.

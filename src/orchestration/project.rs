@@ -166,6 +166,7 @@ pub fn add(home: &Home, opts: AddOptions) -> Result<Project> {
             symlink: opts.symlink,
             port_base: opts.port_base,
             sandbox,
+            max_running: None,
             created_at: store::now_rfc3339(),
         };
         reg.projects.insert(name.clone(), project.clone());
@@ -181,6 +182,8 @@ pub struct UpdateOptions {
     pub symlink: Option<Vec<String>>,
     pub port_base: Option<u16>,
     pub sandbox: Option<String>,
+    /// `--max-running N` (0: no cap).
+    pub max_running: Option<usize>,
 }
 
 pub fn update_project(home: &Home, name: &str, opts: UpdateOptions) -> Result<Project> {
@@ -224,6 +227,9 @@ pub fn update_project(home: &Home, name: &str, opts: UpdateOptions) -> Result<Pr
         }
         if let Some(s) = sandbox {
             p.sandbox = Some(s);
+        }
+        if let Some(n) = opts.max_running {
+            p.max_running = (n > 0).then_some(n);
         }
         Ok(p.clone())
     })

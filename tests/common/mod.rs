@@ -5,6 +5,7 @@
 pub mod chat_standin;
 pub mod client;
 pub mod http_standin;
+pub mod notify_standin;
 pub mod responses_standin;
 pub mod sshd;
 pub mod standin;

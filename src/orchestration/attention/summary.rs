@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::adapters::store::Home;
 use crate::adapters::tmux::PaneInfo;
 use crate::orchestration::agent::{self, AgentInfo};
-use crate::orchestration::task::{Status, Task, TaskStore};
+use crate::orchestration::task::{cap, Status, Task, TaskStore};
 
 use super::classify::{classify, Bucket, Counts, Item, ItemKind, FIRST_PROMPT, WAITING_FOR_INPUT};
 use super::next;
@@ -230,9 +230,42 @@ pub fn of_tasks(
         .iter()
         .filter_map(|t| task_item(&store, t, &index, agents))
         .collect();
+    label_queued(home, &mut items);
     items.extend(lane_items(home, panes));
     s.add_items(items);
     s
+}
+
+/// A queued task says why it waits when a cap on running agents is full (`queued: 4
+/// running of 4`): counted from the items themselves (active, agent not dead), so every
+/// surface that reads the snapshot says the same. Costs nothing without a queued task.
+fn label_queued(home: &Home, items: &mut [Item]) {
+    if !items.iter().any(|i| i.bucket == Bucket::Queued) {
+        return;
+    }
+    let caps = cap::Caps::read(home);
+    if !caps.any() {
+        return;
+    }
+    let counts = cap::Counts::of(
+        items
+            .iter()
+            .filter(|i| is_running(i))
+            .map(|i| i.project.as_str()),
+    );
+    for item in items.iter_mut().filter(|i| i.bucket == Bucket::Queued) {
+        if let Some(full) = caps.full(&counts, &item.project) {
+            item.reason = full.reason();
+        }
+    }
+}
+
+/// A local task item whose agent runs (what the caps count).
+pub fn is_running(item: &Item) -> bool {
+    item.kind == ItemKind::Task
+        && item.host.is_none()
+        && item.bucket != Bucket::Dead
+        && Status::parse(&item.status).is_ok_and(|s| s.is_active())
 }
 
 impl Summary {

@@ -12,7 +12,10 @@
 //!   (`reread.rs`: the reads that keep it);
 //! - [`run`]: `orange monitor`, its loop and what follows each pass (publish, notify);
 //! - [`presence`]: whether a monitor watches a tmux server, and starting one when none does;
-//! - [`notify`]: telling the people attached what newly needs them.
+//! - [`notify`]: telling the people attached what newly needs them;
+//! - `fleet.rs`: the queue behind the caps on running agents, moved on at each pass;
+//! - [`phone`], [`replies`]: ntfy, webhook and Slack notifications, and answers from the
+//!   phone polled from ntfy.
 
 use std::time::Duration;
 
@@ -28,13 +31,16 @@ use crate::orchestration::task::service::TaskService;
 use crate::orchestration::task::Task;
 
 mod act;
+mod fleet;
 pub mod hook;
 mod judge;
 mod kept;
 mod limit;
 pub mod notify;
 mod pass;
+pub mod phone;
 pub mod presence;
+pub mod replies;
 mod reread;
 pub mod run;
 

@@ -19,6 +19,8 @@
 //!   client's terminal: desktop notifications from terminals that take them, through tmux
 //!   without `allow-passthrough`), `desktop` (`notify-send`, when on PATH, never waited on
 //!   for more than a few seconds), `off`. Unknown words are ignored (logged once).
+//! - Beyond the terminal: `[notify]` in config.toml (ntfy, webhook, slack; `phone.rs`),
+//!   told the same message at the same moment, sent in the background.
 //!
 //! Only the monitor's passes notify (the background monitor, `monitor --once`, a hook's
 //! pass when no monitor runs), under the pass lock: never two processes for one change.
@@ -56,6 +58,9 @@ pub struct Channels {
     pub message: bool,
     pub desktop: bool,
     pub osc: bool,
+    /// `off`: nothing at all, not even `[notify]`'s channels (ntfy, webhook, slack: on
+    /// when config.toml configures them; their words are accepted here).
+    pub off: bool,
 }
 
 impl Channels {
@@ -75,12 +80,16 @@ impl Channels {
                 "message" => c.message = true,
                 "desktop" => c.desktop = true,
                 "osc" => c.osc = true,
+                "ntfy" | "webhook" | "slack" => {}
                 "off" => off = true,
                 _ => unknown.push(word.to_string()),
             }
         }
         if off {
-            c = Channels::default();
+            c = Channels {
+                off: true,
+                ..Channels::default()
+            };
         }
         (c, unknown)
     }
@@ -314,7 +323,16 @@ pub fn after_pass(home: &Home, tmux: &Tmux, snap: &Snapshot) -> bool {
         }
         next.warned = Some(value);
     }
-    if channels.any() && !plan.fresh.is_empty() && deliver(home, tmux, channels, &plan.fresh) {
+    // `[notify]`'s channels (read only when there is something to tell).
+    let remote = (!plan.fresh.is_empty() && !channels.off)
+        .then(|| crate::execution::config::Config::load(home).ok())
+        .flatten()
+        .map(|c| c.notify)
+        .filter(|n| n.any());
+    if (channels.any() || remote.is_some())
+        && !plan.fresh.is_empty()
+        && deliver(home, tmux, channels, remote.is_some(), &plan.fresh)
+    {
         next.last_ms = now;
     }
     let settled = plan.fresh.is_empty() && plan.deferred == 0 && next == prev;
@@ -333,7 +351,13 @@ pub fn after_pass(home: &Home, tmux: &Tmux, snap: &Snapshot) -> bool {
 
 /// Tell `fresh` to the attached clients (and the desktop): one message. `false` when
 /// nothing was told (every item is looked at, or nobody to tell).
-fn deliver(home: &Home, tmux: &Tmux, channels: Channels, fresh: &[(&Item, Need)]) -> bool {
+fn deliver(
+    home: &Home,
+    tmux: &Tmux,
+    channels: Channels,
+    remote: bool,
+    fresh: &[(&Item, Need)],
+) -> bool {
     let clients = tmux.clients().unwrap_or_else(|e| {
         store::log(
             home,
@@ -352,10 +376,13 @@ fn deliver(home: &Home, tmux: &Tmux, channels: Channels, fresh: &[(&Item, Need)]
         return false;
     }
     let desktop = channels.desktop && shell::on_path("notify-send");
-    if clients.is_empty() && !desktop {
+    if clients.is_empty() && !desktop && !remote {
         return false;
     }
     let msg = render(&told);
+    if remote {
+        super::phone::send(home, &super::phone::outgoing(&told, &msg));
+    }
     let bytes = escapes(&msg, channels);
     if !bytes.is_empty() {
         for c in clients.iter().filter(|c| !c.control) {
@@ -399,6 +426,7 @@ fn deliver(home: &Home, tmux: &Tmux, channels: Channels, fresh: &[(&Item, Need)]
             "items": told.iter().map(|(i, n)| json!({"id": i.id, "project": i.project, "host": i.host, "need": n.as_str()})).collect::<Vec<_>>(),
             "clients": clients.len(),
             "desktop": desktop,
+            "remote": remote,
         }),
     );
     true

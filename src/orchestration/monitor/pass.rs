@@ -60,6 +60,11 @@ impl<'a> Monitor<'a> {
             self.read_pool()?;
         }
         self.after_repairs(&repairs, &mut report);
+        // A place under a cap freed by a death an earlier pass recorded.
+        if self.start_queued(&open, &mut report) {
+            (open, unreadable) = self.read_open();
+            self.read_pool()?;
+        }
         if self.server.is_none() {
             self.server = snap.server_id.clone();
         }

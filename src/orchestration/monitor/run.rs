@@ -299,6 +299,7 @@ impl Published {
         if publish || !self.settled {
             self.settled = notify::after_pass(home, tmux, &snap);
         }
+        super::replies::after_pass(home, tmux);
         let at = match last {
             Some((_, at)) if !write => at,
             _ => Instant::now(),
@@ -312,4 +313,5 @@ impl Published {
 pub fn publish_and_notify(home: &Home, tmux: &Tmux, snap: &Snapshot, widgets: Widgets) {
     publish(home, tmux, snap, widgets);
     notify::after_pass(home, tmux, snap);
+    super::replies::after_pass(home, tmux);
 }

@@ -2,7 +2,7 @@
 //! map, the ids, TASK.md's text, the prompts), the store under `tasks/<project>/<id>/`
 //! ([`store`]), and the task service ([`service::TaskService`]) — what happens to a task,
 //! in `service.rs` (its record and session state), `start.rs` (create, spawn, respawn),
-//! `queue.rs` (the FIFO queue), `merge.rs` (merge, cancel, delete) and `send.rs` (text
+//! `queue.rs` (the FIFO queue), `cap.rs` (max_running: when the queue waits), `merge.rs` (merge, cancel, delete) and `send.rs` (text
 //! typed into its agent: the one path every message and nudge takes).
 //!
 //! The model and the store are re-exported here (`task::Task`, `task::TaskStore`): every
@@ -10,6 +10,7 @@
 //! it uses the modules that read the model (attention, observer), which must not depend on
 //! it.
 
+pub mod cap;
 pub mod merge;
 pub mod model;
 pub mod queue;

@@ -184,7 +184,7 @@ pub struct Task {
 }
 
 /// A message held for a task's agent until its turn ends.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Held {
     /// The text, as it will be typed (made safe for an agent: `text::for_agent`).
     pub text: String,
@@ -192,6 +192,10 @@ pub struct Held {
     pub at: String,
     #[serde(default)]
     pub kind: SendKind,
+    /// An answer from the phone: its ntfy message id (in its history events too, so it
+    /// is never delivered twice).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<String>,
 }
 
 /// What is typed into an agent: a person's message, the nudge (`task nudge`), or a review

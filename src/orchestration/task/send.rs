@@ -7,6 +7,8 @@
 //!   error, or a state not known yet) → typed now; working or retrying → held in task.json
 //!   (`held`) until its turn ends; blocked on a dialog or an approval → refused (`--force`
 //!   types it anyway); dead → refused, naming the next step (`task respawn`).
+//! - [`TaskService::send_reply`]: an answer from the phone, the same way (never forced),
+//!   its ntfy message id kept with it and in its history events.
 //! - [`TaskService::deliver_held`]: the monitor, seeing the agent waiting, types in what is
 //!   held, as one message.
 //! - [`TaskService::type_into`]: the keystrokes: the text made safe for an agent
@@ -120,6 +122,32 @@ impl TaskService<'_> {
         kind: SendKind,
         force: bool,
     ) -> Result<Sent> {
+        self.send_as(id, project, text, kind, force, None)
+    }
+
+    /// An answer from the phone (ntfy message `reply`): [`Self::send`]'s path, never
+    /// forced (never into a blocked agent), its id in the history events it leaves.
+    pub fn send_reply(&mut self, task: &Task, text: &str, reply: &str) -> Result<Sent> {
+        let (id, project) = (task.id.clone(), task.project.clone());
+        self.send_as(
+            &id,
+            Some(&project),
+            text,
+            SendKind::Message,
+            false,
+            Some(reply),
+        )
+    }
+
+    fn send_as(
+        &mut self,
+        id: &str,
+        project: Option<&str>,
+        text: &str,
+        kind: SendKind,
+        force: bool,
+        reply: Option<&str>,
+    ) -> Result<Sent> {
         let text = text::for_agent(text);
         if text.is_empty() {
             return Err(OrangeError::invalid(
@@ -165,6 +193,7 @@ impl TaskService<'_> {
             text,
             at: store::now_precise(),
             kind,
+            reply: reply.map(str::to_string),
         };
         if matches!(state, Some(State::Working | State::Retrying)) && !force {
             sent.outcome = Outcome::Held;
@@ -173,6 +202,7 @@ impl TaskService<'_> {
             return Ok(sent);
         }
         let via = match kind {
+            _ if reply.is_some() => "phone",
             SendKind::Nudge => "task nudge",
             SendKind::Review => "task review",
             SendKind::Message => "task send",
@@ -293,11 +323,11 @@ impl TaskService<'_> {
     fn hold(&mut self, task: &Task, message: Held) -> Result<usize> {
         let _lock = self.store.lock(&task.project)?;
         let mut t = self.store.load(&task.project, &task.id)?;
-        self.store.append_history(
-            &t,
-            "message.held",
-            json!({"text": message.text, "kind": message.kind}),
-        )?;
+        let mut data = json!({"text": message.text, "kind": message.kind});
+        if let Some(r) = &message.reply {
+            data["reply"] = r.clone().into();
+        }
+        self.store.append_history(&t, "message.held", data)?;
         t.held.push(message);
         // Not `updated_at`: what is known of its agent stays true.
         self.store.save(&t)?;
@@ -339,6 +369,9 @@ impl TaskService<'_> {
                 ),
             };
             data["via"] = via.into();
+            if let Some(r) = &h.reply {
+                data["reply"] = r.clone().into();
+            }
             if held.contains(h) {
                 data["held_since"] = h.at.clone().into();
             }

@@ -96,6 +96,14 @@ impl TaskService<'_> {
                     note: Some(format!("the pool is full ({bound}/{size}); the task starts when a workspace is released")),
                 })
             }
+            Err(e @ OrangeError::CapReached { .. }) => {
+                let task = self.store.load(&project.name, &task.id)?;
+                Ok(Created {
+                    task,
+                    outcome: "queued",
+                    note: Some(e.to_string()),
+                })
+            }
             Err(e) => Err(e),
         }
     }
@@ -207,6 +215,8 @@ impl TaskService<'_> {
                 task.id, task.status
             )));
         }
+        // The cap counted and the agent started under one lock: never over it.
+        let _room = self.room_for(project_name, id)?;
         match self.start_pending(&mut task) {
             Ok(ws_name) => {
                 let from = task.status;
@@ -448,6 +458,9 @@ impl TaskService<'_> {
             return self.retry_failed(task).map(|t| (t, None));
         }
         check_respawnable(&task)?;
+        // A dead agent started again counts against the caps like a new one (checked
+        // before a live one is stopped: a refusal leaves it running).
+        let _room = self.room_for(&task.project, &task.id)?;
         let panes = self.panes();
         let mut stopped = None;
         if SessionView::of(&task, &panes).state == SessionState::Live {
@@ -525,7 +538,7 @@ impl TaskService<'_> {
         )?;
         match self.spawn_locked(&task.project, &task.id) {
             // Queued again: it starts when a workspace is released.
-            Err(OrangeError::PoolExhausted { .. }) => Ok(task),
+            Err(OrangeError::PoolExhausted { .. } | OrangeError::CapReached { .. }) => Ok(task),
             other => other,
         }
     }

@@ -76,6 +76,17 @@ pub fn assemble(
         crate::orchestration::usage::tokens(&store.dir(&task.project, &task.id), &task.harness);
     m.port = port_of(home, task);
     m.notice = notice(task, &agent, git);
+    // Queued behind a full cap on running agents: why it waits, not the pool.
+    if task.status == Status::Pending {
+        if let Some(full) = crate::orchestration::task::cap::now(home, &store)
+            .and_then(|(caps, counts)| caps.full(&counts, &task.project))
+        {
+            m.notice = Some(format!(
+                "Queued: {} running of {} (max_running); starts when one ends.",
+                full.running, full.cap
+            ));
+        }
+    }
     let now = crate::orchestration::limits::clock();
     if let (Status::Pending, Some(until)) = (
         task.status,
