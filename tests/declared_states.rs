@@ -62,12 +62,7 @@ fn pass(env: &TaskEnv, id: &str) -> Value {
 /// [`pass`], on a clock `later` ahead (`ORANGE_CLOCK_SKEW`): the screen has been quiet that
 /// much longer, without a sleep through the grace.
 fn pass_later(env: &TaskEnv, id: &str, later: &str) -> Value {
-    let out = env
-        .cmd_in(&env.repo, &["monitor", "--once", "--json"])
-        .env("ORANGE_CLOCK_SKEW", later)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    env.monitor_at(later);
     env.task(id)["agent"].clone()
 }
 

@@ -26,6 +26,7 @@ mod hostile_text;
 mod kill_loop;
 mod lane;
 mod layers;
+mod limits;
 mod monitor;
 mod next_step;
 mod no_prompt;

@@ -127,11 +127,11 @@ fn counts_for_a_mix_of_tasks_across_two_projects() {
     assert_eq!(s["unreadable"], 0);
     assert_eq!(
         s["projects"]["app"],
-        serde_json::json!({"working": 1, "waiting": 2, "dead": 1, "review": 1, "queued": 1})
+        serde_json::json!({"working": 1, "waiting": 2, "dead": 1, "review": 1, "queued": 1, "limited": 0})
     );
     assert_eq!(
         s["projects"]["lib"],
-        serde_json::json!({"working": 1, "waiting": 0, "dead": 1, "review": 0, "queued": 0})
+        serde_json::json!({"working": 1, "waiting": 0, "dead": 1, "review": 0, "queued": 0, "limited": 0})
     );
     assert_eq!(s["tasks"]["working"], 2);
     assert_eq!(s["lanes"]["working"], 0);

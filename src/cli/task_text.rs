@@ -54,6 +54,7 @@ pub fn row(v: &TaskView, all: bool) -> Vec<String> {
         format!("{} {}", v.session.icon(), v.session.state),
         match (v.agent.state, &v.agent.escalated) {
             (_, Some(_)) => "needs you".to_string(),
+            _ if v.held.is_some() => v.held.clone().unwrap_or_default(),
             (Some(st), _) if v.task.status.is_active() => st.as_str().to_string(),
             _ => "-".to_string(),
         },

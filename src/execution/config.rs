@@ -138,6 +138,13 @@ pub struct Policy {
     /// rate_limited, no_network, other, and `default` as the catch-all).
     #[serde(default)]
     pub on_error: Option<ErrorPolicy>,
+    /// At a usage limit's reset: `{ action = "resume", message = "continue" }` (the
+    /// default), `"wait"` (the person resumes it) or `"escalate"`.
+    #[serde(default)]
+    pub on_limit: Option<Action>,
+    /// How long to wait on a usage limit whose message names no reset time (default "1h").
+    #[serde(default)]
+    pub limit_wait: Option<String>,
 }
 
 /// `"escalate"`, or `{ action = "nudge", message = "…" }`, or
@@ -201,6 +208,8 @@ impl Policy {
             max_nudges: self.max_nudges.or(other.max_nudges),
             on_exit: self.on_exit.clone().or(other.on_exit.clone()),
             on_error: self.on_error.clone().or(other.on_error.clone()),
+            on_limit: self.on_limit.clone().or(other.on_limit.clone()),
+            limit_wait: self.limit_wait.clone().or(other.limit_wait.clone()),
         }
     }
 }
@@ -272,6 +281,11 @@ pub struct ScreenPatterns {
     /// An error it is retrying by itself.
     #[serde(default)]
     pub retrying: Vec<String>,
+    /// The account's usage limit: the task is `limited` until the reset time the line
+    /// names (a group named `reset`, else the first group, read as `3:00 PM`, `15:00`,
+    /// `in 2 hours`), or for `limit_wait` when it names none.
+    #[serde(default)]
+    pub limit: Vec<String>,
 }
 
 impl Config {
@@ -337,6 +351,7 @@ impl Config {
                     ("blocked", &sp.blocked),
                     ("error", &sp.error),
                     ("retrying", &sp.retrying),
+                    ("limit", &sp.limit),
                 ] {
                     for (i, p) in list.iter().enumerate() {
                         if p.is_empty() {

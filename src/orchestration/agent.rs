@@ -89,6 +89,28 @@ pub struct AgentInfo {
     /// Size of the Claude log at the last pass (the idle debounce: a log that grew is not idle).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_len: Option<u64>,
+    /// The usage limit it stopped on (state `limited`), and the monitor's resumes of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<LimitHold>,
+}
+
+/// A usage limit an agent stopped on: when it resets, and what the monitor did at the reset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LimitHold {
+    /// When the limit resets (RFC 3339): read from the agent's words, or — when they name
+    /// no time — the moment `limit_wait` after it stopped.
+    pub until: String,
+    /// The reset time was in the agent's words (else `limit_wait` chose it).
+    pub read: bool,
+    /// When the monitor acts: `until` plus this task's random stagger (up to 60 s), so
+    /// that a fleet limited at once does not resume at once.
+    pub resume_at: String,
+    /// Resumes typed in (at most two: a second when the first started no turn).
+    #[serde(default)]
+    pub resumed: u32,
+    /// When the last resume was typed in: a turn must start within 60 s of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_at: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -176,6 +198,7 @@ impl AgentInfo {
             handled_error,
             escalated,
             log_len,
+            limit,
         } = self;
         *state == other.state
             && *error_kind == other.error_kind
@@ -198,6 +221,7 @@ impl AgentInfo {
             && *nudges == other.nudges
             && *handled_death == other.handled_death
             && *handled_error == other.handled_error
+            && *limit == other.limit
             && *escalated == other.escalated
             && *log_len == other.log_len
     }
@@ -274,6 +298,11 @@ pub fn save_observation(task_dir: &Path, info: &AgentInfo, read: &AgentInfo) -> 
     if now.progress_at != read.progress_at {
         merged.progress_at = now.progress_at;
         merged.idle_nudges = 0;
+    }
+    // A resume another pass typed meanwhile (a `monitor --once` beside the running one):
+    // kept, unless this pass changed the limit itself.
+    if now.limit != read.limit && info.limit == read.limit {
+        merged.limit = now.limit;
     }
     save(task_dir, &merged)
 }

@@ -5,6 +5,7 @@ pub mod attention;
 pub mod doctor;
 pub mod host;
 pub mod lane;
+pub mod limits;
 /// The old path of the task service (`task::service`), kept for callers outside it.
 pub mod monitor;
 pub mod observe;

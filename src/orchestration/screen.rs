@@ -26,6 +26,9 @@ pub enum Screen {
     Retrying(String),
     /// An error the agent stopped on (a declared `error` pattern); the line.
     Error(String),
+    /// The account's usage limit (a declared `limit` pattern); the line, and the reset
+    /// time it names when the pattern captured one.
+    Limited(String, Option<String>),
     /// A declared `waiting` pattern is the latest thing on screen; the line.
     Waiting(String),
     /// A declared `working` pattern is the latest thing on screen; the line.
@@ -53,6 +56,8 @@ pub struct Rules {
     pub prompt: Vec<Regex>,
     pub retrying: Vec<Regex>,
     pub error: Vec<Regex>,
+    /// A usage limit (config.toml's `limit`), its reset time captured.
+    pub limit: Vec<Regex>,
     pub waiting: Vec<Regex>,
     pub working: Vec<Regex>,
 }
@@ -136,6 +141,7 @@ impl Rules {
         r.prompt.extend(b.prompt.iter().cloned());
         r.retrying.extend(b.retrying.iter().cloned());
         r.error.extend(b.error.iter().cloned());
+        r.limit.extend(b.limit.iter().cloned());
         r.waiting.extend(b.waiting.iter().cloned());
         r.working.extend(b.working.iter().cloned());
         r
@@ -147,6 +153,7 @@ impl Rules {
         self.prompt.extend(compile(&p.blocked));
         self.retrying.extend(compile(&p.retrying));
         self.error.extend(compile(&p.error));
+        self.limit.extend(compile(&p.limit));
         self.waiting.extend(compile(&p.waiting));
         self.working.extend(compile(&p.working));
     }
@@ -157,6 +164,7 @@ impl Rules {
             && self.prompt.is_empty()
             && self.retrying.is_empty()
             && self.error.is_empty()
+            && self.limit.is_empty()
             && self.waiting.is_empty()
             && self.working.is_empty()
     }
@@ -179,6 +187,12 @@ impl Rules {
             let hit = |set: &[Regex]| set.iter().any(|r| r.is_match(l));
             if hit(&self.prompt) {
                 Some(Screen::Blocked(Blocker::Prompt, clean(l)))
+            } else if let Some(c) = self.limit.iter().find_map(|r| r.captures(l)) {
+                let reset = c
+                    .name("reset")
+                    .or_else(|| c.get(1))
+                    .map(|m| m.as_str().to_string());
+                Some(Screen::Limited(clean(l), reset))
             } else if hit(&self.error) {
                 Some(Screen::Error(clean(l)))
             } else if hit(&self.retrying) {

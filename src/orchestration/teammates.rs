@@ -111,6 +111,7 @@ fn judge(rules: &Rules, screen: &str) -> (State, Option<String>) {
         Some(Screen::Blocked(b, _)) => (State::Blocked, Some(b.label().to_string())),
         Some(Screen::Retrying(d)) => (State::Retrying, Some(d)),
         Some(Screen::Error(line)) => (State::Error, Some(line)),
+        Some(Screen::Limited(line, _)) => (State::Limited, Some(line)),
         Some(Screen::Working(_)) => (State::Working, None),
         Some(Screen::Waiting(_)) => (State::Waiting, None),
         None if crate::execution::harness::claude::shows_a_turn(screen) => (State::Working, None),

@@ -128,6 +128,9 @@ fn counts_plain(c: &Counts, unreadable: u32) -> String {
     if c.queued > 0 {
         s.push(format!("queued {}", c.queued));
     }
+    if c.limited > 0 {
+        s.push(format!("limited {}", c.limited));
+    }
     if unreadable > 0 {
         s.push(format!("unreadable {unreadable}"));
     }
@@ -327,6 +330,7 @@ mod tests {
                 dead: d,
                 review: r,
                 queued: q,
+                limited: 0,
             },
             unreadable,
             ..Summary::default()

@@ -624,6 +624,18 @@ impl TaskEnv {
         last
     }
 
+    /// One `monitor --once --json` on a clock `later` ahead (`ORANGE_CLOCK_SKEW`): a test
+    /// stands past a grace or a reset without sleeping through it. Its report.
+    pub fn monitor_at(&self, later: &str) -> Value {
+        let out = self
+            .cmd_in(&self.repo, &["monitor", "--once", "--json"])
+            .env("ORANGE_CLOCK_SKEW", later)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+    }
+
     /// Append `text` to the test's config.toml.
     pub fn append_config(&self, text: &str) {
         use std::io::Write;

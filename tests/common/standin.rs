@@ -65,6 +65,13 @@ pub enum Reply {
     },
     /// Never answer (the connection stays open, silent) until the stand-in is dropped.
     Hang,
+    /// The account's usage limit, as api.anthropic.com (or a gateway) sends it: HTTP 429,
+    /// `rate_limit_error`, with `anthropic-ratelimit-unified-status: rejected`,
+    /// `-reset: <unix seconds>`, `-representative-claim: five_hour` and
+    /// `x-should-retry: false`. Claude Code 2.1.330 signed in to a gateway (or claude.ai)
+    /// shows `You've hit your 5-hour limit · resets 4:16am (UTC)`; with an API key it
+    /// shows only `API Error: Request rejected (429) · …`.
+    Limit { reset: u64 },
     /// The inner reply, for each of the next `n` turn requests (claude's own retries of an
     /// error consume the script: `Repeat(3, Status(529, ..))` answers three attempts).
     Repeat(usize, Box<Reply>),
@@ -587,6 +594,26 @@ fn answer(
             let body = json!({"type":"error","error":{"type":error_type(*code),"message":msg}});
             mark();
             write_json(s, *code, &body, false)?;
+            return Ok(true);
+        }
+        Reply::Limit { reset } => {
+            if !wait(s, inner, delay, false)? {
+                return Ok(false);
+            }
+            let body = json!({"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed your account's rate limit. Please try again later."}}).to_string();
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs();
+            let hdr = format!(
+                "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ncontent-length: {}\r\nrequest-id: req_standin\r\nretry-after: {}\r\nx-should-retry: false\r\nanthropic-ratelimit-unified-status: rejected\r\nanthropic-ratelimit-unified-reset: {reset}\r\nanthropic-ratelimit-unified-representative-claim: five_hour\r\nanthropic-ratelimit-unified-5h-status: rejected\r\nanthropic-ratelimit-unified-5h-reset: {reset}\r\nconnection: keep-alive\r\n\r\n",
+                body.len(),
+                reset.saturating_sub(now)
+            );
+            mark();
+            s.write_all(hdr.as_bytes())?;
+            s.write_all(body.as_bytes())?;
+            s.flush()?;
             return Ok(true);
         }
         Reply::Slow(..) | Reply::Repeat(..) => unreachable!("flattened"),

@@ -63,6 +63,13 @@ static SCREEN: ScreenTexts = ScreenTexts {
 };
 
 impl AgentKind for Codex {
+    /// codex 0.169: `You’ve hit your usage limit. … Try again at 3:05 PM.` (or with a
+    /// date, `Nov 28th, 2026 3:05 PM`), on its screen as the error it stopped on.
+    fn limit(&self, text: &str) -> bool {
+        let t = text.to_lowercase().replace('\u{2019}', "'");
+        t.contains("you've hit your usage limit")
+    }
+
     fn name(&self) -> &'static str {
         "codex"
     }

@@ -296,6 +296,14 @@ pub trait AgentKind: Sync {
         None
     }
 
+    /// Whether an error it stopped on (its words: a hook's, its transcript's or its
+    /// screen's) is the account's usage limit rather than an error: the task is then
+    /// `limited` until the reset those words name ([`super::limit::reset_in`]). A program
+    /// whose limit is not known says no.
+    fn limit(&self, _text: &str) -> bool {
+        false
+    }
+
     /// What its screens show.
     fn screen(&self) -> Option<&'static ScreenTexts> {
         None

@@ -9,6 +9,7 @@ pub mod codex;
 pub mod declared;
 mod files;
 pub mod kind;
+pub mod limit;
 pub mod opencode;
 pub mod pi;
 pub mod state;

@@ -39,6 +39,13 @@ const CONFIG_DIR: &str = "opencode";
 const RESUME_FILE: &str = "resume.json";
 
 impl AgentKind for Opencode {
+    /// opencode 1.18 (its own providers): `Usage limit reached. It will reset in 2 hours
+    /// 3 minutes. …` (or `<model> usage limit reached …`), in its session's error event.
+    fn limit(&self, text: &str) -> bool {
+        let t = text.to_lowercase();
+        t.contains("usage limit reached") && t.contains("reset")
+    }
+
     fn name(&self) -> &'static str {
         "opencode"
     }

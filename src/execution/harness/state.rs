@@ -18,6 +18,9 @@ pub enum State {
     Retrying,
     /// The agent process exited (see `exit_status`).
     Dead,
+    /// It stopped on the account's usage limit (the agent record keeps the reset time):
+    /// no new agent of its harness starts, and the monitor resumes it at the reset.
+    Limited,
     Error,
     Unknown,
 }
@@ -30,6 +33,7 @@ impl State {
             State::Blocked => "blocked",
             State::Retrying => "retrying",
             State::Dead => "dead",
+            State::Limited => "limited",
             State::Error => "error",
             State::Unknown => "unknown",
         }

@@ -17,15 +17,18 @@ pub enum Bucket {
     Dead,
     Review,
     Queued,
+    /// Its agent stopped on the account's usage limit until a reset (`limited until 15:00`).
+    Limited,
 }
 
 /// The buckets in display order.
-pub const BUCKETS: [Bucket; 5] = [
+pub const BUCKETS: [Bucket; 6] = [
     Bucket::Working,
     Bucket::Waiting,
     Bucket::Dead,
     Bucket::Review,
     Bucket::Queued,
+    Bucket::Limited,
 ];
 
 impl Bucket {
@@ -36,6 +39,7 @@ impl Bucket {
             Bucket::Dead => "dead",
             Bucket::Review => "review",
             Bucket::Queued => "queued",
+            Bucket::Limited => "limited",
         }
     }
 
@@ -47,6 +51,7 @@ impl Bucket {
             Bucket::Dead => "✗",
             Bucket::Review => "✓",
             Bucket::Queued => "⏸",
+            Bucket::Limited => "⏸",
         }
     }
 
@@ -58,6 +63,7 @@ impl Bucket {
             Bucket::Dead => "fg=red,bold",
             Bucket::Review => "fg=green",
             Bucket::Queued => "dim",
+            Bucket::Limited => "fg=cyan",
         }
     }
 }
@@ -70,6 +76,9 @@ pub struct Counts {
     pub dead: u32,
     pub review: u32,
     pub queued: u32,
+    /// Agents at a usage limit, waiting for its reset.
+    #[serde(default)]
+    pub limited: u32,
 }
 
 impl Counts {
@@ -80,6 +89,7 @@ impl Counts {
             Bucket::Dead => self.dead,
             Bucket::Review => self.review,
             Bucket::Queued => self.queued,
+            Bucket::Limited => self.limited,
         }
     }
 
@@ -90,6 +100,7 @@ impl Counts {
             Bucket::Dead => self.dead += 1,
             Bucket::Review => self.review += 1,
             Bucket::Queued => self.queued += 1,
+            Bucket::Limited => self.limited += 1,
         }
     }
 
@@ -220,6 +231,11 @@ pub fn classify(
                         let what = info.blocker.map(|b| b.label()).unwrap_or("dialog");
                         return Some((Bucket::Waiting, format!("blocked: {what}")));
                     }
+                    Some(agent::State::Limited) => {
+                        let now = crate::orchestration::limits::clock();
+                        let label = crate::orchestration::limits::label(info.limit.as_ref(), now);
+                        return Some((Bucket::Limited, label));
+                    }
                     Some(agent::State::Retrying) => {
                         return Some((Bucket::Working, "retrying".into()));
                     }
@@ -308,6 +324,8 @@ pub enum Need {
     ChecksFailed,
     /// A reviewer of its pull request asked for changes.
     ChangesRequested,
+    /// Its agent stopped at the account's usage limit (told once; resumed at the reset).
+    Limited,
 }
 
 impl Need {
@@ -321,6 +339,7 @@ impl Need {
             Need::Review => "review",
             Need::ChecksFailed => "checks_failed",
             Need::ChangesRequested => "changes_requested",
+            Need::Limited => "limited",
         }
     }
 }
@@ -338,6 +357,7 @@ pub fn need(item: &Item) -> Option<Need> {
         }
         _ if item.reason.starts_with(PR_REASON) => Need::ChecksFailed,
         Bucket::Review => Need::Review,
+        Bucket::Limited => Need::Limited,
         _ if item.reason.starts_with("blocked") => Need::Blocked,
         _ if item.reason.starts_with("error") => Need::Error,
         _ if item.reason.starts_with("escalated") => Need::Escalated,
@@ -356,8 +376,10 @@ pub fn turn_ended(item: &Item) -> bool {
 /// "next waiting" key cycles through. An agent started without a prompt that waits for its
 /// first one does not: waiting is what it was started for.
 pub fn needs_you(item: &Item) -> bool {
-    matches!(item.bucket, Bucket::Waiting | Bucket::Dead | Bucket::Review)
-        && item.reason != FIRST_PROMPT
+    matches!(
+        item.bucket,
+        Bucket::Waiting | Bucket::Dead | Bucket::Review | Bucket::Limited
+    ) && item.reason != FIRST_PROMPT
 }
 
 #[cfg(test)]

@@ -75,6 +75,7 @@ pub fn action(
                 Action::Answer
             })
         }
+        Bucket::Limited => Some(Action::Resume),
         Bucket::Working | Bucket::Review | Bucket::Queued => None,
     }
 }

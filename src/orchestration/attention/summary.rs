@@ -171,6 +171,16 @@ pub fn item_of(
         None
     };
     let (mut bucket, mut reason) = classify(task.status, session, agent.as_ref())?;
+    // Queued while its harness is at the account's usage limit: it starts after the reset.
+    if task.status == Status::Pending {
+        let now = crate::orchestration::limits::clock();
+        if let Some(until) = crate::orchestration::limits::held(store.home(), &task.harness, now) {
+            reason = format!(
+                "held: limit until {}",
+                crate::execution::harness::limit::short(until, now)
+            );
+        }
+    }
     // Started without a prompt, it waits for the first one: its person knows.
     if task.awaiting_prompt && reason == WAITING_FOR_INPUT {
         reason = FIRST_PROMPT.into();

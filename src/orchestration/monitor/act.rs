@@ -38,6 +38,10 @@ pub struct Resolved {
     pub on_idle: Action,
     pub on_exit: Action,
     pub max_nudges: u32,
+    /// At a usage limit's reset (default: resume, typing "continue").
+    pub on_limit: Action,
+    /// How long a limit whose words name no reset time holds.
+    pub limit_wait: Duration,
     policy: Policy,
 }
 
@@ -56,6 +60,16 @@ impl Resolved {
                 mode: None,
             }),
             max_nudges: policy.max_nudges.unwrap_or(DEFAULT_MAX_NUDGES),
+            on_limit: policy.on_limit.clone().unwrap_or(Action::Full {
+                action: "resume".into(),
+                message: Some("continue".into()),
+                mode: None,
+            }),
+            limit_wait: policy
+                .limit_wait
+                .as_deref()
+                .and_then(|g| humantime::parse_duration(g).ok())
+                .unwrap_or(crate::orchestration::limits::DEFAULT_LIMIT_WAIT),
             on_exit: policy
                 .on_exit
                 .clone()
@@ -111,6 +125,10 @@ fn due(
             info.handled_death.as_deref() != Some(seen.death.as_deref().unwrap_or_default())
         }
         State::Error | State::Blocked => !handled,
+        // A new limit (no hold yet), or its moment to resume (or to verify a resume) came.
+        State::Limited => info.limit.as_ref().is_none_or(|h| {
+            crate::orchestration::limits::parse(&h.resume_at).is_some_and(|t| now >= t)
+        }),
         State::Working | State::Retrying | State::Unknown => false,
     }
 }
@@ -169,6 +187,8 @@ impl<'a> Monitor<'a> {
             policy,
             seen,
         } = judged;
+        let mut seen = seen;
+        self.see_limit(&task, &info, &mut seen);
         crate::adapters::fault::pause("monitor.observed");
         let before = info.clone();
         let log_grew = seen.log_grew(&info);
@@ -181,6 +201,9 @@ impl<'a> Monitor<'a> {
             return Ok(None);
         }
         self.respawned = false;
+        if state == State::Limited || info.limit.is_some() {
+            self.hold_limit(&task, &seen, &mut info, &before, &policy, now)?;
+        }
         report.states.push(
             json!({"task": task.id, "state": state, "signal": seen.signal, "detail": info.detail}),
         );
@@ -210,6 +233,7 @@ impl<'a> Monitor<'a> {
                     self.on_trouble(&task, state, &policy, &mut info, report)?;
                 }
             }
+            State::Limited => self.on_limit(&task, &policy, &mut info, now, report)?,
             State::Working | State::Retrying | State::Unknown => {}
         }
         self.save(&task, &info, &before)?;
@@ -653,7 +677,7 @@ impl<'a> Monitor<'a> {
         Ok(answered)
     }
 
-    fn escalate(
+    pub(super) fn escalate(
         &mut self,
         task: &Task,
         why: &str,

@@ -53,11 +53,12 @@ pub fn agent_hook(
             task.agent_session_id = Some(id);
         }
     }
-    let Some(says) = kind.hook_says(event, &payload) else {
+    let Some(mut says) = kind.hook_says(event, &payload) else {
         return Ok(
             json!({"task": task.id, "event": event, "ignored": "event says nothing about the agent's turn"}),
         );
     };
+    says.state = crate::orchestration::limits::state_of(kind, says.state, says.detail.as_deref());
     // A program that chooses its own conversation id (codex) tells it at its start: the
     // task keeps it, and respawn and restore resume that very conversation by its id.
     // After `/clear` the agent in the pane goes on in a new conversation (codex and

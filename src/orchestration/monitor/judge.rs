@@ -42,6 +42,8 @@ pub(super) struct Seen {
     pub(super) last_lines: Vec<String>,
     /// The agent's own channel is silent: what `task explain` says about it.
     pub(super) silent: Option<String>,
+    /// The usage limit's words (state `limited`), and the reset a screen pattern captured.
+    pub(super) limit: Option<(String, Option<String>)>,
     /// The pane whose screen this pass must read.
     pub(super) look: Option<String>,
     /// A dead agent's pane: its id and the pid its program had.
@@ -76,6 +78,12 @@ impl Seen {
             // hook that last said "working": a program whose hooks tell no failed turn
             // (codex: no Stop after it gives up) shows it only on its screen.
             screen::Screen::Error(_) if self.outranks_screen_error() => {}
+            screen::Screen::Limited(..) if self.outranks_screen_error() => {}
+            screen::Screen::Limited(line, reset) => {
+                self.state = Some(State::Limited);
+                self.signal = Some(Signal::Screen);
+                self.limit = Some((line, reset));
+            }
             screen::Screen::Error(line) => {
                 self.state = Some(State::Error);
                 self.signal = Some(Signal::Screen);
@@ -338,6 +346,9 @@ fn weigh(
             if h == State::Retrying {
                 seen.retry = info.hook_detail.clone();
             }
+            if h == State::Limited {
+                seen.limit = Some((info.hook_detail.clone().unwrap_or_default(), None));
+            }
             if h == State::Error {
                 seen.error = Some((
                     info.hook_error.unwrap_or(agent::ErrorKind::Other),
@@ -462,6 +473,7 @@ pub(super) fn record(info: &mut AgentInfo, seen: &Seen, stamp: &str, task: &str)
 fn detail(state: State, seen: &Seen, info: &AgentInfo, task: &str) -> Option<String> {
     match state {
         State::Error => seen.error.as_ref().map(|(_, m)| m.clone()),
+        State::Limited => seen.limit.as_ref().map(|(m, _)| m.clone()),
         State::Blocked => seen.blocker.as_ref().map(|(b, line)| {
             let advice = b.advice(task);
             if line.is_empty() {

@@ -37,6 +37,7 @@ mod fleet;
 pub mod hook;
 mod judge;
 mod kept;
+mod limit;
 pub mod notify;
 mod pass;
 pub mod phone;
@@ -87,12 +88,7 @@ fn now_s() -> String {
 /// (a duration such as `2s`) when set. A test stands that much later than an agent's last
 /// activity without sleeping through a grace.
 fn grace_clock() -> chrono::DateTime<chrono::Utc> {
-    let now = chrono::Utc::now();
-    std::env::var("ORANGE_CLOCK_SKEW")
-        .ok()
-        .and_then(|v| humantime::parse_duration(&v).ok())
-        .and_then(|d| chrono::Duration::from_std(d).ok())
-        .map_or(now, |d| now + d)
+    crate::orchestration::limits::clock()
 }
 
 fn age(since: &str, now: chrono::DateTime<chrono::Utc>) -> Duration {

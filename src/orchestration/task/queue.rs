@@ -49,8 +49,14 @@ impl TaskService<'_> {
                 .into_iter()
                 .filter(|t| t.status == Status::Pending)
                 .collect();
+            // A harness at the account's usage limit starts no new agent until the reset.
+            let now = crate::orchestration::limits::clock();
+            let limited = crate::orchestration::limits::all(self.home, now);
             let mut full: std::collections::BTreeSet<String> = Default::default();
-            for t in queued {
+            for t in queued
+                .into_iter()
+                .filter(|t| !limited.contains_key(&t.harness))
+            {
                 if full.contains(&t.project) {
                     continue;
                 }

@@ -36,6 +36,10 @@ pub struct TaskView {
     pub tokens: Option<crate::orchestration::usage::Tokens>,
     /// When it needs you, what moves it on (`attention::next`); `null` otherwise.
     pub next_step: Option<NextStep>,
+    /// The usage limit that holds it: `limited until 15:00` (its agent stopped on it) or
+    /// `held: limit until 15:00` (queued while its harness is limited); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
     /// The panes its agent split off its window (Claude Code's agent teams), each with
     /// its state; absent when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -114,8 +118,15 @@ impl<'a> TaskService<'a> {
             &task.harness,
         );
         // Judged as the widgets and the notifications judge it: the same step everywhere.
-        let next_step = item_of(&self.store, &task, &session, &Agents::new())
-            .and_then(|i| NextStep::of_item(&i, None));
+        let item = item_of(&self.store, &task, &session, &Agents::new());
+        let held = item
+            .as_ref()
+            .filter(|i| {
+                i.bucket == crate::orchestration::attention::Bucket::Limited
+                    || i.reason.starts_with("held:")
+            })
+            .map(|i| i.reason.clone());
+        let next_step = item.and_then(|i| NextStep::of_item(&i, None));
         let teammates =
             crate::orchestration::teammates::load(&self.store.dir(&task.project, &task.id));
         let reviewer =
@@ -126,6 +137,7 @@ impl<'a> TaskService<'a> {
             agent,
             tokens,
             next_step,
+            held,
             teammates,
             reviewer,
         }

@@ -69,6 +69,19 @@ impl TaskService<'_> {
                 note: None,
             });
         }
+        // Its harness is at the account's usage limit: no new agent of it starts now.
+        let now = crate::orchestration::limits::clock();
+        if let Some(until) = crate::orchestration::limits::held(self.home, &task.harness, now) {
+            return Ok(Created {
+                task,
+                outcome: "queued",
+                note: Some(format!(
+                    "held: {} is at its usage limit until {}; the task starts after the reset",
+                    harness.name,
+                    crate::execution::harness::limit::short(until, now)
+                )),
+            });
+        }
         match self.spawn(&task.id, Some(&project.name)) {
             Ok(task) => Ok(Created {
                 task,

@@ -19,6 +19,11 @@ pub struct TaskStore {
 }
 
 impl TaskStore {
+    /// The home the tasks are under.
+    pub fn home(&self) -> &Home {
+        &self.home
+    }
+
     pub fn new(home: &Home) -> TaskStore {
         TaskStore {
             root: home.tasks_dir(),

@@ -59,6 +59,13 @@ pub fn assemble(
             (State::Blocked, _, Some(b)) => {
                 format!("blocked: {}", b.label())
             }
+            (State::Limited, _, _) => format!(
+                "⏸ {}",
+                crate::orchestration::limits::label(
+                    agent.limit.as_ref(),
+                    crate::orchestration::limits::clock()
+                )
+            ),
             (s, _, _) => s.as_str().to_string(),
         });
     m.teammates = crate::orchestration::teammates::load(&store.dir(&task.project, &task.id))
@@ -82,6 +89,17 @@ pub fn assemble(
                 full.running, full.cap
             ));
         }
+    }
+    let now = crate::orchestration::limits::clock();
+    if let (Status::Pending, Some(until)) = (
+        task.status,
+        crate::orchestration::limits::held(home, &task.harness, now),
+    ) {
+        m.notice = Some(format!(
+            "Held: {} is at its usage limit until {}; the task starts after the reset.",
+            task.harness,
+            crate::execution::harness::limit::short(until, now)
+        ));
     }
     // Judged as the widgets and the notifications judge it: the same step everywhere.
     m.next_step =

@@ -193,6 +193,19 @@ impl AgentKind for Claude {
         Some(&SCREEN)
     }
 
+    /// Claude Code 2.1.330 composes its own line on a 429 with the unified rate-limit
+    /// headers (`anthropic-ratelimit-unified-status: rejected`, `-reset`,
+    /// `-representative-claim`), for a subscriber or a gateway sign-in: `You've hit your
+    /// 5-hour limit · resets 4:16am (UTC)` (session, weekly, Opus, usage, spend limits
+    /// alike), or `You're out of usage credits · resets …`. Its StopFailure hook says
+    /// `error: "rate_limit"` with that line as `last_assistant_message`. A plain 429 (an
+    /// API key's per-minute limit) reads `API Error: Request rejected (429) · …`: an error.
+    fn limit(&self, text: &str) -> bool {
+        let t = text.to_lowercase().replace('\u{2019}', "'");
+        (t.contains("you've hit your") && t.contains("limit"))
+            || t.contains("you're out of usage credits")
+    }
+
     fn doctor(&self, ask: &DoctorAsk) -> Result<Doctor> {
         doctor::checks(ask)
     }
