@@ -678,7 +678,9 @@ impl<'a> Monitor<'a> {
                 .append_history(task, "agent.escalated", json!({"reason": why}))?;
         }
         if let Ok(target) = self.tasks.session_target(task) {
-            let _ = self.tmux.ring_bell(&target);
+            if self.tmux.ring_bell(&target).is_ok() {
+                info.rang_at = Some(chrono::Utc::now().timestamp().max(0) as u64);
+            }
         }
         report
             .actions
