@@ -699,6 +699,22 @@ impl Run {
                 "{t}"
             );
         }
+        // An interactive built-in that ends with status 0 (opencode on SIGTERM) was closed:
+        // told once, no crash counted.
+        let closed = t["session"]["exit_status"] == 0;
+        let crashes = if closed { 0 } else { crashes };
+        if closed {
+            common::wait_for("the close told", 30, || {
+                !self.env.history_events(id, "agent.closed").is_empty()
+            });
+            let t = self.env.task(id);
+            assert!(
+                t["agent"]["escalated"]["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.contains("closed (exit 0)")),
+                "{t}"
+            );
+        }
         assert_eq!(t["crash_count"], crashes, "{t}");
         let crashed = t["history"]
             .as_array()

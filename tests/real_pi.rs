@@ -399,6 +399,13 @@ fn pi_works_edits_its_workspace_ends_its_turn_and_quits() {
     record(rig.test, "/quit", typed);
     let t = rig.wait_task("the exit recorded", &id, |t| t["agent"]["state"] == "dead");
     assert_eq!(t["session"]["state"], "dead", "{t}");
+    // Closed by the person: no crash, the person told once.
+    let t = rig.wait_task("/quit told", &id, |t| {
+        t["agent"]["escalated"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("closed (exit 0)"))
+    });
+    assert_eq!(t["crash_count"].as_u64().unwrap_or(0), 0, "{t}");
 }
 
 /// Prompts that pi would take for an option (`-x`) or a file to attach (`@file`) reach the
