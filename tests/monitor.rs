@@ -792,3 +792,56 @@ fn a_pass_leaves_a_task_whose_project_a_command_holds_to_the_next_pass() {
     assert_eq!(r["states"][0]["state"], "dead", "{r}");
     assert_eq!(env.history_events(&id, "agent.exited").len(), 1);
 }
+
+/// An escalation rings the bell in the agent's pane (BEL to its terminal), which tmux
+/// counts as the window's activity: that output is orange's, not the agent's. Seen (a real
+/// pi read by its screen): right after each escalation the idle agent looked busy, a grace
+/// later idle again — a new idle period, escalated again, once a grace, for ever.
+#[test]
+fn orange_s_own_bell_is_no_activity_of_the_agent() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    env.append_config("[policy]\nidle_grace = \"3s\"\non_idle = \"escalate\"\n");
+    let id = env.create_id("bell/x", "fake-quiet");
+    env.agent_log(&id, "cwd");
+    let pane = env.task(&id)["tmux_pane_id"].as_str().unwrap().to_string();
+    let pass_at = |skew: &str| -> Value {
+        let out = env
+            .cmd_in(&env.repo, &["monitor", "--once", "--json"])
+            .env("ORANGE_CLOCK_SKEW", skew)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let escalated = |r: &Value| {
+        r["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["action"] == "escalate")
+    };
+    // Past the grace: escalated, and the bell rung in its pane.
+    let mut r = Value::Null;
+    wait_for("the escalation", 20, || {
+        r = pass_at("10s");
+        escalated(&r)
+    });
+    wait_for("tmux to see the bell", 10, || {
+        env.tmux
+            .ok(&["display", "-p", "-t", &pane, "#{window_bell_flag}"])
+            .trim()
+            == "1"
+    });
+    // At once (the bell is the screen's last activity): still waiting, the same period.
+    let before = env.ok(&["task", "explain", &id])["agent"].clone();
+    pass_at("0s");
+    let after = env.ok(&["task", "explain", &id])["agent"].clone();
+    assert_eq!(after["state"], "waiting", "the bell is no work: {after}");
+    assert_eq!(after["since"], before["since"], "{before} → {after}");
+    // Later passes in that period: escalated once, not again.
+    for _ in 0..2 {
+        assert!(!escalated(&pass_at("10s")), "escalated again");
+    }
+    assert_eq!(env.history_events(&id, "agent.escalated").len(), 1);
+}

@@ -18,11 +18,10 @@
 //!   reaches the model; the program does not take it for one of its options.
 //! - `<h>_without_a_prompt_starts_interactively`: no summary, no prompt: the program's
 //!   interactive interface starts and stays up until the test ends it.
-//! - `<h>_the_first_typed_prompt_becomes_the_summary` (pi, codex): created without a
-//!   summary, the prompt typed into the program's own interface (tmux send-keys) reaches
-//!   the model, and orange reads it back from what the program wrote (pi's session file,
-//!   codex's rollout) as the task's summary. opencode keeps its sessions in a database
-//!   orange does not read: its summary stays the branch.
+//! - `<h>_the_first_typed_prompt_becomes_the_summary`: created without a summary, the
+//!   prompt typed into the program's own interface (tmux send-keys) reaches the model, and
+//!   orange hears it (codex's UserPromptSubmit hook, opencode's plugin `chat.message`) or
+//!   reads it back from what the program wrote (pi's session file) as the task's summary.
 //!
 //! Afterwards no process may be left running with the agents' private HOME.
 //!
@@ -700,6 +699,22 @@ impl Run {
                 "{t}"
             );
         }
+        // An interactive built-in that ends with status 0 (opencode on SIGTERM) was closed:
+        // told once, no crash counted.
+        let closed = t["session"]["exit_status"] == 0;
+        let crashes = if closed { 0 } else { crashes };
+        if closed {
+            common::wait_for("the close told", 30, || {
+                !self.env.history_events(id, "agent.closed").is_empty()
+            });
+            let t = self.env.task(id);
+            assert!(
+                t["agent"]["escalated"]["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.contains("closed (exit 0)")),
+                "{t}"
+            );
+        }
         assert_eq!(t["crash_count"], crashes, "{t}");
         let crashed = t["history"]
             .as_array()
@@ -894,9 +909,19 @@ fn first_typed_prompt(harness: &'static str) {
             screen.contains("Ask Codex") && !screen.contains("Trust this folder")
         });
     } else {
-        common::wait_for(&format!("{harness} to draw its interface"), 30, || {
-            run.peek(&id).contains("stub-model")
-        });
+        // pi shows its model's id, opencode the name its config gives it ("stub").
+        let mut screen = String::new();
+        common::poll(std::time::Duration::from_secs(90), || {
+            screen = run.peek(&id);
+            screen
+                .contains(if harness == "pi" {
+                    "stub-model"
+                } else {
+                    "stub"
+                })
+                .then_some(())
+        })
+        .unwrap_or_else(|| panic!("{harness} never drew its interface:\n{screen}"));
     }
     run.env
         .tmux
@@ -922,11 +947,11 @@ fn first_typed_prompt(harness: &'static str) {
         .filter(|e| e["event"] == "summary.changed")
         .collect();
     assert_eq!(changed.len(), 1, "{t}");
-    // codex's UserPromptSubmit hook tells it first; pi's session file.
-    let via = if harness == "codex" {
-        "hook"
-    } else {
+    // codex's UserPromptSubmit hook and opencode's plugin tell it first; pi's session file.
+    let via = if harness == "pi" {
         "transcript"
+    } else {
+        "hook"
     };
     assert_eq!(changed[0]["via"], via, "{t}");
     run.kill(&id);
@@ -995,6 +1020,11 @@ fn pi_the_first_typed_prompt_becomes_the_summary() {
 #[test]
 fn codex_the_first_typed_prompt_becomes_the_summary() {
     first_typed_prompt("codex");
+}
+
+#[test]
+fn opencode_the_first_typed_prompt_becomes_the_summary() {
+    first_typed_prompt("opencode");
 }
 
 #[test]

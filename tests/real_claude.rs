@@ -870,6 +870,14 @@ fn exit_respawn_and_restore_keep_the_conversation() {
         t["agent"]["last_lines"].to_string().contains("--resume"),
         "claude's last words (how to resume) are kept: {t}"
     );
+    // Closed by the person: no crash, the person told once.
+    let t = rig.wait_task("/exit told", &id, |t| {
+        t["agent"]["escalated"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("closed (exit 0)"))
+    });
+    assert_eq!(t["crash_count"].as_u64().unwrap_or(0), 0, "{t}");
+    assert_eq!(rig.env.history_events(&id, "agent.closed").len(), 1, "{t}");
     // Respawn: the same conversation, the same permission mode.
     rig.env.ok(&["task", "respawn", &id]);
     assert_resumed(&rig, &id, &conv);

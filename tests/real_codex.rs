@@ -345,6 +345,14 @@ fn codex_works_in_its_pane_ends_its_turn_and_respawn_resumes_it() {
     assert_eq!(t["session"]["exit_status"], 0, "{t}");
     let explain = rig.explain(&id);
     assert!(explain.contains("orange task respawn"), "{explain}");
+    // Closed by the person: no crash, the person told once.
+    let t = rig.wait_moment("/exit told", &id, "", |t| {
+        t["agent"]["escalated"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("closed (exit 0)"))
+    });
+    assert_eq!(t["crash_count"].as_u64().unwrap_or(0), 0, "{t}");
+    assert_eq!(rig.env.history_events(&id, "agent.closed").len(), 1, "{t}");
 
     // Respawn: the same conversation, by its id (never --last).
     let turns_before = rig.api.turns().len();
@@ -372,18 +380,19 @@ fn codex_works_in_its_pane_ends_its_turn_and_respawn_resumes_it() {
         .args(["-KILL", "--", &format!("-{pid}")])
         .status()
         .unwrap();
-    // Its second end without an outcome (the /exit was the first, as for claude): the
-    // task is stuck, the agent dead by signal 9.
-    let t = rig.wait_moment_since("kill -9", &id, "stuck", Some(killed), |t| {
-        agent_is(t, "dead") && t["session"]["exit_signal"] == 9
+    // Its first end without an outcome (the /exit was no crash): a crash, not stuck yet;
+    // the agent dead by signal 9.
+    let t = rig.wait_moment_since("kill -9", &id, "killed", Some(killed), |t| {
+        agent_is(t, "dead") && t["session"]["exit_signal"] == 9 && t["crash_count"] == 1
     });
+    assert_eq!(t["status"], "working", "{t}");
     assert!(
         t["agent"]["detail"]
             .as_str()
             .is_some_and(|d| d.starts_with("killed by signal 9")),
         "{t}"
     );
-    assert_eq!(t["crash_count"], 2, "{t}");
+    assert_eq!(t["crash_count"], 1, "{t}");
 }
 
 /// An error codex retries (`Reconnecting... k/N` while its next attempt hangs): retrying;

@@ -439,6 +439,13 @@ fn opencode_exit_respawn_and_kill_read_true() {
     rig.keys(&id, &["Enter"]);
     rig.status_shows("/exit", &id, "exited 0");
     assert_eq!(rig.agent(&id).0, "dead");
+    // Closed by the person: no crash, the person told once.
+    let t = rig.wait_task("/exit told", &id, |t| {
+        t["agent"]["escalated"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("closed (exit 0)"))
+    });
+    assert_eq!(t["crash_count"].as_u64().unwrap_or(0), 0, "{t}");
     // Respawn: the same conversation.
     rig.env.ok(&["task", "respawn", &id]);
     let pane = rig.pane(&id);
@@ -478,9 +485,9 @@ fn opencode_exit_respawn_and_kill_read_true() {
                 .is_some_and(|d| d.starts_with("killed by signal 9"))
     });
     assert_eq!(t["agent"]["signal"], "pane", "{t}");
-    // (/exit without an outcome was the first crash, this the second: the task is stuck,
-    // and the status line says so.)
-    rig.status_shows("kill -9: crashed twice", &id, "stuck");
+    // The first crash (the /exit was none): counted, the task not stuck.
+    let t = rig.wait_task("the crash counted", &id, |t| t["crash_count"] == 1);
+    assert_eq!(t["status"], "working", "{t}");
 }
 
 /// A person who wants to approve tool calls (a harness without `--auto`, opencode's own

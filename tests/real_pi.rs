@@ -78,6 +78,11 @@ impl Rig {
         .unwrap();
         let extra: Vec<(&str, String)> = vec![
             ("HOME", home.display().to_string()),
+            // Fault injection: `drop_events` breaks pi's channel mid-turn.
+            (
+                "ORANGE_DROP_AT_FILE",
+                env.root().join("drop-at").display().to_string(),
+            ),
             ("PI_OFFLINE", "1".into()),
             ("PI_SKIP_VERSION_CHECK", "1".into()),
             ("PI_TELEMETRY", "0".into()),
@@ -208,6 +213,36 @@ impl Rig {
             self.task(id),
             self.screen(id)
         );
+    }
+
+    /// From now on orange drops every event pi's channel sends (a broken extension);
+    /// `false`: hears them again.
+    fn drop_events(&self, drop: bool) {
+        let f = self.env.env.root().join("drop-at");
+        if drop {
+            std::fs::write(f, "hook.agent").unwrap();
+        } else {
+            std::fs::remove_file(f).unwrap();
+        }
+    }
+
+    /// `orange doctor --harness pi --json`: its `channel` check.
+    fn doctor_channel(&self) -> Value {
+        let out = self
+            .env
+            .cmd_in(&self.env.repo, &["doctor", "--harness", "pi", "--json"])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "doctor --json: {e}: {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        });
+        v["checks"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["name"] == "channel").cloned())
+            .unwrap_or_else(|| panic!("no channel check: {v}"))
     }
 
     /// Type `text` into pi and submit it.
@@ -364,6 +399,13 @@ fn pi_works_edits_its_workspace_ends_its_turn_and_quits() {
     record(rig.test, "/quit", typed);
     let t = rig.wait_task("the exit recorded", &id, |t| t["agent"]["state"] == "dead");
     assert_eq!(t["session"]["state"], "dead", "{t}");
+    // Closed by the person: no crash, the person told once.
+    let t = rig.wait_task("/quit told", &id, |t| {
+        t["agent"]["escalated"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("closed (exit 0)"))
+    });
+    assert_eq!(t["crash_count"].as_u64().unwrap_or(0), 0, "{t}");
 }
 
 /// Prompts that pi would take for an option (`-x`) or a file to attach (`@file`) reach the
@@ -512,4 +554,83 @@ fn a_pi_without_credentials_is_blocked_on_login() {
     let explain = rig.explain(&id);
     assert!(explain.contains("/login"), "{explain}");
     assert_eq!(rig.api.turns().len(), 0, "nothing reached a model");
+}
+
+/// pi's channel breaks mid-turn (orange drops its events from then on, as a broken or
+/// unloaded extension would): the turn ends on the screen and the task does not stay
+/// "working" — the screen decides, and `task explain` and `orange doctor` say the channel is
+/// silent; when it speaks again (the next turn), both say it is heard.
+#[test]
+fn a_channel_that_goes_silent_mid_turn_falls_back_to_the_screen_and_doctor_says_so() {
+    if !pi_installed() {
+        return;
+    }
+    let rig = Rig::new(
+        "pi-silent",
+        vec![
+            // Long enough that the channel breaks before the answer ends (checked below).
+            Reply::slow(Duration::from_secs(15), Reply::text("Done, quietly.")),
+            Reply::text("Heard again."),
+        ],
+        true,
+        no_retry(),
+    );
+    // Waiting past the silence is idle: escalated, not nudged (a nudge would start a turn).
+    std::fs::write(
+        rig.env.home.join("config.toml"),
+        "[policy]\non_idle = \"escalate\"\n",
+    )
+    .unwrap();
+    let id = rig.create("real/pi-silent", "Say something");
+    rig.wait_turns(&id, 1);
+    rig.status_shows("slow reply", &id, "working");
+    assert_eq!(
+        rig.task(&id)["agent"]["signal"],
+        "hook",
+        "{}",
+        rig.task(&id)
+    );
+    assert_eq!(rig.doctor_channel()["ok"], true, "heard so far");
+    rig.drop_events(true);
+    assert!(
+        rig.api.sent_at(0).is_none(),
+        "the channel broke before the turn ended (else this test shows nothing)"
+    );
+    // The turn ends on the screen only.
+    rig.screen_shows(&id, "Done, quietly.");
+    let t = rig.wait_task("the screen to decide", &id, |t| {
+        t["agent"]["state"] == "waiting" && t["agent"]["channel_silent"].is_string()
+    });
+    assert_eq!(t["agent"]["signal"], "screen", "{t}");
+    assert_eq!(
+        t["agent"]["hook_state"], "working",
+        "the last event said working: {t}"
+    );
+    // What a person sees: waiting, or — the idle grace over in the same pass that found
+    // the silence — escalated as idle; never "working".
+    let mut line = String::new();
+    common::poll(PATIENCE, || {
+        line = rig.status_line(&id);
+        (line.contains("waiting for input") || line.contains("escalated: idle")).then_some(())
+    })
+    .unwrap_or_else(|| panic!("the status line says {line:?}: {}", rig.task(&id)));
+    let explain = rig.explain(&id);
+    assert!(
+        explain.contains("has said nothing since") && explain.contains("reads the screen"),
+        "{explain}"
+    );
+    let check = rig.doctor_channel();
+    assert_eq!(check["ok"], false, "{check}: {}", rig.task(&id));
+    assert!(check["detail"].as_str().unwrap().contains(&id), "{check}");
+    // Heard again: the next turn's events clear it.
+    rig.drop_events(false);
+    rig.type_line(&id, "And again");
+    rig.wait_turns(&id, 2);
+    let t = rig.wait_task("the channel heard again", &id, |t| {
+        t["agent"]["state"] == "waiting"
+            && t["agent"]["signal"] == "hook"
+            && t["agent"]["channel_silent"].is_null()
+    });
+    assert!(rig.screen(&id).contains("Heard again."), "{t}");
+    assert_eq!(rig.doctor_channel()["ok"], true, "{}", rig.doctor_channel());
 }

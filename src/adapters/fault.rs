@@ -4,7 +4,9 @@
 //! writes `<dir>/<point>.paused` there and waits (at most a minute) for `<dir>/<point>.go`:
 //! a test runs another command in between. `ORANGE_PAUSE_AT_FILE=<file>` names the point in
 //! a file read at each point instead (a long-lived `orange serve` runs many commands). The
-//! points are named `<operation>.<step>`; see `tests/failures.rs`.
+//! points are named `<operation>.<step>`; see `tests/failures.rs`. `ORANGE_DROP_AT_FILE=<file>`
+//! makes orange drop what it would do at the point named in that file (read each time): an
+//! agent's event channel that breaks mid-turn (`hook.agent`).
 
 /// Die here if this is the point asked for (or wait here, as [`pause`] does).
 pub fn point(name: &str) {
@@ -34,4 +36,12 @@ pub fn pause(name: &str) {
     while !go.exists() && std::time::Instant::now() < until {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+}
+
+/// Whether to drop what happens at this point (the point named in `ORANGE_DROP_AT_FILE`'s
+/// file, read each time: a test breaks a channel while the agent runs).
+pub fn dropped(name: &str) -> bool {
+    std::env::var_os("ORANGE_DROP_AT_FILE")
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .is_some_and(|v| v.trim() == name)
 }

@@ -9,6 +9,7 @@ use crate::execution::config::Config;
 use crate::execution::harness::Harness;
 use crate::orchestration::doctor;
 use crate::orchestration::monitor::presence;
+use crate::orchestration::task::store::TaskStore;
 use crate::ui::output::Out;
 
 pub fn run(ctx: &Ctx, a: DoctorArgs) -> Result<Out> {
@@ -22,6 +23,7 @@ pub fn run(ctx: &Ctx, a: DoctorArgs) -> Result<Out> {
         ));
     }
     let mut report = doctor::run(&harness, repo.as_deref(), a.trust)?;
+    doctor::add_channel_check(&mut report, &harness, &TaskStore::new(&ctx.home));
     if let Ok(watch) = presence::watch(&ctx.home, &Tmux::from_env()) {
         doctor::add_monitor_check(&mut report, &watch);
     }

@@ -148,6 +148,9 @@ fn handle(ctx: &Ctx, event: &str, rest: &[String], flags: &HookFlags) -> Result<
         // routing and state, then the widgets follow at once.
         "agent" => {
             let agent_event = rest.first().cloned().unwrap_or_default();
+            if crate::adapters::fault::dropped("hook.agent") {
+                return Ok(json!({"event": event, "dropped": agent_event}));
+            }
             let mut payload = String::new();
             let stdin = std::io::stdin();
             if !stdin.is_terminal() {

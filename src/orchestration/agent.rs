@@ -40,6 +40,14 @@ pub struct AgentInfo {
     /// When the state was observed (RFC 3339).
     #[serde(default)]
     pub at: String,
+    /// When orange last rang the bell in the agent's pane (an escalation writes BEL to its
+    /// terminal; Unix seconds, the real clock): that output is orange's, not the agent's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rang_at: Option<u64>,
+    /// The agent's own event channel said "working" and then nothing while its screen went
+    /// quiet: what `task explain` and `orange doctor` say (orange reads the screen instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_silent: Option<String>,
     /// When the current state began (unchanged across observations of the same state).
     #[serde(default)]
     pub since: String,
@@ -145,6 +153,8 @@ impl AgentInfo {
         }
         v.state = Some(h);
         v.signal = Some(Signal::Hook);
+        // It spoke after the pass that found it silent.
+        v.channel_silent = None;
         v.blocker = None;
         v.error_kind = None;
         v.asked = None;
@@ -179,6 +189,8 @@ impl AgentInfo {
             detail,
             signal,
             at: _,
+            channel_silent,
+            rang_at,
             since,
             exit_status,
             hook_state,
@@ -205,6 +217,8 @@ impl AgentInfo {
             && *detail == other.detail
             && *signal == other.signal
             && *since == other.since
+            && *channel_silent == other.channel_silent
+            && *rang_at == other.rang_at
             && *exit_status == other.exit_status
             && *hook_state == other.hook_state
             && *hook_at == other.hook_at

@@ -12,7 +12,9 @@ use crate::adapters::shell;
 use crate::error::Result;
 use crate::execution::harness::kind::{check, DoctorAsk};
 use crate::execution::harness::Harness;
+use crate::orchestration::agent;
 use crate::orchestration::monitor::presence::Watch;
+use crate::orchestration::task::store::TaskStore;
 
 pub use crate::execution::harness::kind::Check;
 
@@ -151,6 +153,43 @@ pub fn add_notify_check(
         report,
         check("notify", curl && f.failed == 0, detail, Some(fix.into())),
     );
+}
+
+/// Whether the running agents of this harness are heard on their own event channel (pi's
+/// extension, codex's hooks, opencode's plugin): one that said "working" and then nothing
+/// while its screen went quiet is named — orange reads its screen instead, and says so.
+pub fn add_channel_check(report: &mut Report, harness: &Harness, store: &TaskStore) {
+    let Some((channel, _)) = harness.kind().channel() else {
+        return;
+    };
+    let (tasks, _) = store.list_open_lenient();
+    let ours: Vec<_> = tasks.iter().filter(|t| t.harness == harness.name).collect();
+    let silent: Vec<String> = ours
+        .iter()
+        .filter_map(|t| {
+            let info = agent::load(&store.dir(&t.project, &t.id)).current();
+            info.channel_silent.map(|_| t.id.clone())
+        })
+        .collect();
+    let ok = silent.is_empty();
+    let detail = if ok {
+        format!("{channel}: {} running agent(s), none silent", ours.len())
+    } else {
+        format!(
+            "{channel} is silent for {}: orange reads the screen instead",
+            silent.join(", ")
+        )
+    };
+    report.checks.push(check(
+        "channel",
+        ok,
+        detail,
+        Some(format!(
+            "`orange task explain {}` says since when; `orange task respawn ID` starts the agent with its channel again",
+            silent.first().map(String::as_str).unwrap_or("ID")
+        )),
+    ));
+    report.ok &= ok;
 }
 
 /// The report as text: one line per check, with what to do under a failed one.

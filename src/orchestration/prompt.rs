@@ -1,8 +1,9 @@
 //! The first prompt of a task created without a summary (`awaiting_prompt`): its agent
 //! started interactive, with no prompt, and its person types the first one in its pane.
-//! Whoever hears that prompt hands it to [`adopt`]: the agent's UserPromptSubmit hook
-//! ([`from_hook`]; inside a sandbox, where orange's state is read-only, a `prompt` request
-//! the monitor carries out), or the monitor, from what the agent wrote itself
+//! Whoever hears that prompt hands it to [`adopt`]: the agent's own event (claude's and
+//! codex's UserPromptSubmit hook, opencode's plugin `chat.message`: `typed_prompt` of its
+//! kind; [`from_hook`]; inside a sandbox, where orange's state is read-only, a `prompt`
+//! request the monitor carries out), or the monitor, from what the agent wrote itself
 //! ([`in_transcript`]: claude's transcript, pi's session file, codex's rollout; opencode
 //! keeps its sessions in a database orange does not read). Its first line with text, cleaned
 //! ([`summary_of`]), becomes the summary, recorded in the history (`summary.changed`, with

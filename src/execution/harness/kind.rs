@@ -290,6 +290,16 @@ pub trait AgentKind: Sync {
         None
     }
 
+    /// The prompt a person typed into the agent, as one of its events tells it (Claude
+    /// Code's and codex's UserPromptSubmit hook: `prompt`): an agent started without one
+    /// takes it as its summary.
+    fn typed_prompt(&self, event: &str, payload: &serde_json::Value) -> Option<String> {
+        (event == "UserPromptSubmit")
+            .then(|| payload.get("prompt").and_then(|p| p.as_str()))
+            .flatten()
+            .map(str::to_string)
+    }
+
     /// The conversation an event announces (opencode's `session.created`): the task's
     /// conversation from then on (what a respawn continues).
     fn hook_conversation(&self, _event: &str, _payload: &serde_json::Value) -> Option<String> {

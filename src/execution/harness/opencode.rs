@@ -137,6 +137,14 @@ impl AgentKind for Opencode {
         state_of_event(event, payload)
     }
 
+    /// orange's plugin forwards a user message's own text parts (`chat.message`).
+    fn typed_prompt(&self, event: &str, payload: &Value) -> Option<String> {
+        (event == "opencode.chat.message")
+            .then(|| payload.get("prompt").and_then(Value::as_str))
+            .flatten()
+            .map(str::to_string)
+    }
+
     fn hook_conversation(&self, event: &str, payload: &Value) -> Option<String> {
         (event == "opencode.session.created")
             .then(|| payload.pointer("/info/id").and_then(Value::as_str))
@@ -296,6 +304,8 @@ pub fn state_of_event(event: &str, p: &Value) -> Option<HookSays> {
                 ..HookSays::state(State::Waiting)
             })
         }
+        // A message sent to the agent (typed, or orange's own prompt): its turn begins.
+        "chat.message" => Some(HookSays::state(State::Working)),
         "tool.execute.before" | "tool.execute.after" => Some(HookSays {
             progress: true,
             ..HookSays::state(State::Working)

@@ -101,6 +101,16 @@ export const OrangePlugin = async ({ client }) => {
       else if ((status === "idle" || event.type === "session.idle") && failed.has(session)) return
       send(event.type, { ...props, session_id: session })
     },
+    // A message sent to the session: its text, without the parts opencode adds itself
+    // (synthetic), so a task started without a prompt takes the first one typed.
+    "chat.message": async (input, output) => {
+      if (children.has(input?.sessionID)) return
+      const prompt = (output?.parts ?? [])
+        .filter((p) => p?.type === "text" && !p.synthetic && typeof p.text === "string")
+        .map((p) => p.text)
+        .join("\n")
+      send("chat.message", { prompt, session_id: input?.sessionID })
+    },
     "tool.execute.before": async (input) => {
       if (children.has(input?.sessionID)) return
       send("tool.execute.before", { tool: input?.tool, session_id: input?.sessionID })

@@ -441,6 +441,13 @@ impl<'a> Monitor<'a> {
         if current.headless && info.exit_status == Some(0) {
             return self.on_finished(task, info, report);
         }
+        // A built-in interactive agent (claude, pi, codex, opencode) exits 0 only when it is
+        // closed (`/exit`, `/quit`, Ctrl-D): the person's doing, no crash to count and no
+        // policy to apply (a recover would reopen what was closed). The task waits for the
+        // person; a respawn continues the conversation.
+        if info.exit_status == Some(0) && self.is_builtin(&task.harness) {
+            return self.on_closed(task, info, report);
+        }
         // It cannot start until the person acts (claude as root): no crash to count, no
         // respawn that would fail the same way.
         if let Some(b) = info.blocker.filter(|b| *b != agent::Blocker::Approval) {
@@ -471,6 +478,31 @@ impl<'a> Monitor<'a> {
             info,
             report,
         )
+    }
+
+    /// Whether `harness` is one of orange's built-in agents (not a command of the user's).
+    fn is_builtin(&self, harness: &str) -> bool {
+        crate::execution::harness::Harness::named(harness, &self.config)
+            .is_ok_and(|h| h.is_builtin())
+    }
+
+    /// An interactive agent was closed (exit 0): recorded, and the person told once.
+    fn on_closed(
+        &mut self,
+        task: &Task,
+        info: &mut AgentInfo,
+        report: &mut PassReport,
+    ) -> Result<()> {
+        self.tasks.store.append_history(
+            task,
+            "agent.closed",
+            json!({"exit_status": 0, "detail": info.detail}),
+        )?;
+        let why = format!(
+            "the agent was closed (exit 0); `orange task respawn {}` continues its conversation",
+            task.id
+        );
+        self.escalate(task, &why, info, report)
     }
 
     /// A headless agent finished its turn (exit 0): the task goes to review, with why.
@@ -702,7 +734,9 @@ impl<'a> Monitor<'a> {
                 .append_history(task, "agent.escalated", json!({"reason": why}))?;
         }
         if let Ok(target) = self.tasks.session_target(task) {
-            let _ = self.tmux.ring_bell(&target);
+            if self.tmux.ring_bell(&target).is_ok() {
+                info.rang_at = Some(chrono::Utc::now().timestamp().max(0) as u64);
+            }
         }
         report
             .actions

@@ -103,9 +103,9 @@ pub fn agent_hook(
     // The first prompt typed into an agent started without one becomes the summary: before
     // the state is written (a summary change makes older observations stale).
     let mut first_prompt = serde_json::Value::Null;
-    if event == "UserPromptSubmit" && task.awaiting_prompt {
-        if let Some(typed) = payload.get("prompt").and_then(|p| p.as_str()) {
-            first_prompt = match prompt::from_hook(home, &task, typed) {
+    if task.awaiting_prompt {
+        if let Some(typed) = kind.typed_prompt(event, &payload) {
+            first_prompt = match prompt::from_hook(home, &task, &typed) {
                 Ok(v) => v,
                 Err(e) => {
                     store::log(

@@ -44,6 +44,8 @@ pub(super) struct Seen {
     pub(super) silent: Option<String>,
     /// The usage limit's words (state `limited`), and the reset a screen pattern captured.
     pub(super) limit: Option<(String, Option<String>)>,
+    /// It went silent (said working, then nothing): not merely no event yet.
+    pub(super) went_silent: bool,
     /// The pane whose screen this pass must read.
     pub(super) look: Option<String>,
     /// A dead agent's pane: its id and the pid its program had.
@@ -301,21 +303,38 @@ fn weigh(
     grace: Duration,
     channel: Option<(&str, Duration)>,
 ) {
+    // The bell orange rang in the pane when it escalated is output too (tmux counts it as
+    // the window's activity): not the agent's. Read as activity it made an idle agent look
+    // busy after each escalation, then idle again: a new idle period, escalated again.
+    let own_bell = info
+        .rang_at
+        .is_some_and(|r| (r..=r + 2).contains(&pane.window_activity));
     let quiet = Duration::from_secs(
         now.timestamp()
             .saturating_sub(pane.window_activity as i64)
             .max(0) as u64,
     );
+    let quiet = if own_bell { quiet.max(grace) } else { quiet };
     // A channel that said "working" and then nothing for its limit while the screen is
     // quiet: silent (its program lost it, or it broke); never a state frozen at working.
+    // Once found silent, silent until the channel speaks again (an event after the pass
+    // that found it): a blip on the screen (a bell, a redraw) must not bring back a
+    // "working" said minutes ago; the screen decides meanwhile.
+    let still_silent = info.channel_silent.is_some()
+        && info
+            .hook_at
+            .as_deref()
+            .is_some_and(|h| !agent::after(h, &info.at));
     let silent = channel.filter(|(_, after)| {
         info.hook_state == Some(State::Working)
-            && info
-                .hook_at
-                .as_deref()
-                .is_some_and(|t| super::age(t, now) >= *after)
-            && quiet >= grace
+            && (still_silent
+                || (info
+                    .hook_at
+                    .as_deref()
+                    .is_some_and(|t| super::age(t, now) >= *after)
+                    && quiet >= grace))
     });
+    seen.went_silent = silent.is_some();
     seen.silent = match (silent, channel) {
         (Some((name, _)), _) => Some(format!(
             "{name} has said nothing since {} (last: working) and the screen is quiet: orange reads the screen",
@@ -388,10 +407,15 @@ fn weigh(
             } else {
                 State::Working
             };
-            seen.since = (state == State::Waiting)
-                .then(|| chrono::DateTime::from_timestamp(pane.window_activity as i64, 0))
-                .flatten()
-                .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+            seen.since = if own_bell && info.state == Some(State::Waiting) {
+                // Still the idle period the bell was rung for.
+                Some(info.since.clone())
+            } else {
+                (state == State::Waiting)
+                    .then(|| chrono::DateTime::from_timestamp(pane.window_activity as i64, 0))
+                    .flatten()
+                    .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+            };
             seen.state = Some(state);
             seen.signal = Some(Signal::Screen);
         }
@@ -465,6 +489,10 @@ pub(super) fn record(info: &mut AgentInfo, seen: &Seen, stamp: &str, task: &str)
         info.last_lines = seen.last_lines.clone();
     }
     info.detail = detail(state, seen, info, task);
+    info.channel_silent = seen
+        .silent
+        .clone()
+        .filter(|_| seen.went_silent && state != State::Dead);
     state
 }
 
@@ -564,6 +592,50 @@ mod tests {
             );
             assert_eq!(s.silent, None);
         }
+        // Found silent by the last pass, no event since: a screen that moves again (a bell,
+        // a redraw) does not bring back the old "working" — the screen decides.
+        let mut found = info(30);
+        found.at = at(1);
+        found.channel_silent = Some("silent".into());
+        let s = judge(&found, &pane(0), pi);
+        assert_eq!(
+            (s.state, s.signal),
+            (Some(State::Working), Some(Signal::Screen))
+        );
+        assert!(s.went_silent);
+        let s = judge(&found, &pane(20), pi);
+        assert_eq!(
+            (s.state, s.signal),
+            (Some(State::Waiting), Some(Signal::Screen))
+        );
+        // It spoke after that pass: heard again.
+        found.hook_at = Some(at(0));
+        let s = judge(&found, &pane(0), pi);
+        assert_eq!(
+            (s.state, s.signal),
+            (Some(State::Working), Some(Signal::Hook))
+        );
+        assert!(!s.went_silent);
+        // orange's own bell (rung when it escalated) moved the screen: still quiet, still
+        // the same idle period; output a second after it is the agent's.
+        let mut rung = AgentInfo {
+            state: Some(State::Waiting),
+            since: at(40),
+            rang_at: Some(now.timestamp() as u64),
+            ..AgentInfo::default()
+        };
+        let s = judge(&rung, &pane(0), None);
+        assert_eq!(
+            (s.state, s.signal, s.since.as_deref()),
+            (
+                Some(State::Waiting),
+                Some(Signal::Screen),
+                Some(at(40).as_str())
+            )
+        );
+        rung.rang_at = Some(now.timestamp() as u64 - 10);
+        let s = judge(&rung, &pane(0), None);
+        assert_eq!(s.state, Some(State::Working));
         // No event at all yet: the screen decides, and the note says the channel is silent.
         let s = judge(&AgentInfo::default(), &pane(0), pi);
         assert_eq!(
