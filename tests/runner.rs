@@ -20,6 +20,7 @@ mod declared_states;
 mod error_codes;
 mod failures;
 mod first_hour;
+mod group;
 mod fuzz_parsers;
 mod hostile_text;
 mod kill_loop;

@@ -5,6 +5,7 @@
 #![allow(clippy::disallowed_methods)]
 
 pub mod broker;
+pub mod check;
 pub mod bwrap;
 pub mod editor;
 pub mod fault;

@@ -154,6 +154,8 @@ fn update(ctx: &Ctx, a: ProjectUpdateArgs) -> Result<Out> {
                 symlink: (!a.symlink.is_empty()).then_some(a.symlink),
                 port_base: a.port_base,
                 sandbox: a.sandbox,
+                check_cmd: a.check_cmd,
+                check_timeout: a.check_timeout,
             },
         )
     })?;

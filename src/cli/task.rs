@@ -112,17 +112,13 @@ fn confirmed(
 
 /// `task create`
 fn create(ctx: &Ctx, tasks: &mut TaskService, a: TaskCreateArgs) -> Result<Done> {
+    if a.is_group() {
+        return super::group::create(ctx, tasks, a);
+    }
     let project = ctx.project()?;
-    let context = match a.context.as_deref() {
-        Some("-") => {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(|e| OrangeError::io("reading --context from standard input", e))?;
-            Some(s)
-        }
-        other => other.map(str::to_string),
-    };
+    let context = context_arg(a.context.as_deref())?;
+    // `--harness claude:1` is one claude.
+    let harness = a.harness.first().map(|h| h.trim_end_matches(":1").to_string());
     let inputs = json!({"project": project.name, "branch": a.branch, "summary": a.summary, "harness": a.harness, "no_spawn": a.no_spawn, "sandbox": a.sandbox, "headless": a.headless});
     let created = audited(ctx, "task.create", inputs, || {
         tasks.create(
@@ -130,11 +126,12 @@ fn create(ctx: &Ctx, tasks: &mut TaskService, a: TaskCreateArgs) -> Result<Done>
             CreateRequest {
                 branch: a.branch.filter(|b| !b.is_empty()),
                 summary: a.summary,
-                harness: a.harness,
+                harness,
                 context,
                 spawn: !a.no_spawn,
                 sandbox: a.sandbox,
                 headless: a.headless,
+                group: None,
             },
         )
     })?;
@@ -163,6 +160,20 @@ fn create(ctx: &Ctx, tasks: &mut TaskService, a: TaskCreateArgs) -> Result<Done>
         ));
     }
     Ok(done(Out::new(&created, text), tasks, &created.task, None))
+}
+
+/// `--context`: its text, or standard input's for `-`.
+pub fn context_arg(a: Option<&str>) -> Result<Option<String>> {
+    Ok(match a {
+        Some("-") => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| OrangeError::io("reading --context from standard input", e))?;
+            Some(s)
+        }
+        other => other.map(str::to_string),
+    })
 }
 
 /// `task list [--status S] [--all]`

@@ -341,6 +341,8 @@ mod tests {
             port_base: Some(4000),
             sandbox: None,
             created_at: String::new(),
+            check_cmd: None,
+            check_timeout: None,
         };
         let names = |e: &[(String, String)]| e.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
         let ws = Path::new("/o/workspaces/app--2");

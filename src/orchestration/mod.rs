@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod attention;
 pub mod doctor;
+pub mod group;
 pub mod host;
 pub mod lane;
 /// The old path of the task service (`task::service`), kept for callers outside it.

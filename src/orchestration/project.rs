@@ -167,6 +167,8 @@ pub fn add(home: &Home, opts: AddOptions) -> Result<Project> {
             port_base: opts.port_base,
             sandbox,
             created_at: store::now_rfc3339(),
+            check_cmd: None,
+            check_timeout: None,
         };
         reg.projects.insert(name.clone(), project.clone());
         Ok(project)
@@ -181,9 +183,16 @@ pub struct UpdateOptions {
     pub symlink: Option<Vec<String>>,
     pub port_base: Option<u16>,
     pub sandbox: Option<String>,
+    /// `--check-cmd` ("" removes it) and `--check-timeout`.
+    pub check_cmd: Option<String>,
+    pub check_timeout: Option<String>,
 }
 
 pub fn update_project(home: &Home, name: &str, opts: UpdateOptions) -> Result<Project> {
+    if let Some(t) = &opts.check_timeout {
+        humantime::parse_duration(t)
+            .map_err(|e| OrangeError::invalid(format!("--check-timeout {t:?}: {e}")))?;
+    }
     let sandbox = sandbox_name(opts.sandbox)?;
     let pool_size = opts.pool_size.map(validate_pool_size).transpose()?;
     for p in opts
@@ -224,6 +233,12 @@ pub fn update_project(home: &Home, name: &str, opts: UpdateOptions) -> Result<Pr
         }
         if let Some(s) = sandbox {
             p.sandbox = Some(s);
+        }
+        if let Some(c) = opts.check_cmd {
+            p.check_cmd = Some(c).filter(|c| !c.trim().is_empty());
+        }
+        if let Some(t) = opts.check_timeout {
+            p.check_timeout = Some(t);
         }
         Ok(p.clone())
     })
@@ -278,6 +293,12 @@ fn with_config(home: &Home, mut p: Project) -> Result<Project> {
         }
         if p.sandbox.is_none() {
             p.sandbox = c.sandbox.clone();
+        }
+        if p.check_cmd.is_none() {
+            p.check_cmd = c.check_cmd.clone().filter(|s| !s.trim().is_empty());
+        }
+        if p.check_timeout.is_none() {
+            p.check_timeout = c.check_timeout.clone();
         }
     }
     Ok(p)

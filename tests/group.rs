@@ -1,0 +1,260 @@
+//! Groups (best of N, `orange group`): one prompt fanned out to several agents on real git
+//! and a real tmux server, with fake agents that make DIFFERENT changes (`fake-good`
+//! commits the file the project's check looks for, `fake-complete` another one); judged
+//! by the check, the diffs and a judge agent (a fake one here; the real Claude Code against
+//! the stand-in API below); one picked, the rest cancelled.
+
+// Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
+#![allow(clippy::disallowed_methods)]
+
+use crate::common;
+
+use common::{wait_for, TaskEnv};
+use serde_json::Value;
+
+/// A TaskEnv with the group harnesses (`fake-good`, `fake-judge`) and a project whose
+/// check passes only where `fake-good` worked.
+fn env(pool: &str) -> TaskEnv {
+    let env = TaskEnv::new();
+    let agent = common::fixtures().join("fake-agent.sh");
+    for mode in ["good", "judge"] {
+        env.append_config(&format!(
+            "[harness.fake-{mode}]\ncommand = \"sh {} {mode} {{prompt}}\"\n",
+            agent.display()
+        ));
+    }
+    env.add_project(&["--pool-size", pool]);
+    env.ok(&["project", "update", "--check-cmd", "test -f GOOD && echo checked"]);
+    env
+}
+
+/// The agents' sessions (not the test server's own).
+fn agents(env: &TaskEnv) -> Vec<String> {
+    let mut s = env.tmux.sessions();
+    s.retain(|n| n.starts_with("app/"));
+    s
+}
+
+fn members(v: &Value) -> Vec<Value> {
+    v["members"].as_array().unwrap().clone()
+}
+
+fn task_of(m: &Value) -> String {
+    m["task"]["id"]
+        .as_str()
+        .or(m["task"].as_str())
+        .unwrap()
+        .to_string()
+}
+
+/// Wait until every member with a task is `status`.
+fn wait_members(env: &TaskEnv, gid: &str, status: &str) -> Value {
+    let mut g = Value::Null;
+    wait_for(&format!("group {gid}'s members to be {status}"), 30, || {
+        g = env.ok(&["group", "show", gid]);
+        members(&g).iter().all(|m| m["state"] == status)
+    });
+    g
+}
+
+#[test]
+fn n_members_each_in_their_own_workspace_and_session_the_last_queued_when_the_pool_is_short()
+{
+    let env = env("2");
+    let v = env.ok(&[
+        "task", "create", "api/fix", "fix the api", "--n", "3", "--harness", "fake-wait",
+    ]);
+    let gid = v["group"]["id"].as_str().unwrap().to_string();
+    let ms = members(&v);
+    let branches: Vec<&str> = ms.iter().map(|m| m["branch"].as_str().unwrap()).collect();
+    assert_eq!(branches, ["api/fix/1", "api/fix/2", "api/fix/3"]);
+    let outcomes: Vec<&str> = ms.iter().map(|m| m["outcome"].as_str().unwrap()).collect();
+    assert_eq!(outcomes, ["spawned", "spawned", "queued"], "{v}");
+    // Each its own workspace and session, the same prompt.
+    let (a, b) = (task_of(&ms[0]), task_of(&ms[1]));
+    let (ta, tb) = (env.task(&a), env.task(&b));
+    assert_ne!(ta["workspace"], tb["workspace"]);
+    assert_ne!(ta["tmux_session_id"], tb["tmux_session_id"]);
+    assert_eq!(ta["group"], gid.as_str());
+    assert!(env.agent_log(&a, "prompt").starts_with("fix the api"));
+    assert!(env.agent_log(&b, "prompt").starts_with("fix the api"));
+    // The group record, found by id, prefix or base branch.
+    assert!(env
+        .home
+        .join(format!("tasks/app/.groups/{gid}.json"))
+        .exists());
+    for typed in [gid.as_str(), &gid[..4], "api/fix"] {
+        assert_eq!(env.ok(&["group", "show", typed])["id"], gid.as_str());
+    }
+    let list = env.ok(&["group", "list"]);
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    let text = env.cmd_in(&env.repo, &["group", "list"]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("3: 2 working, 1 pending"), "{text}");
+    // Cancel: every member, the queued one too; the pool is free again.
+    let c = env.ok(&["group", "cancel", "api/fix", "--yes"]);
+    assert_eq!(c["group"]["cancelled"], true);
+    let g = env.ok(&["group", "show", &gid]);
+    assert!(
+        members(&g).iter().all(|m| m["state"] == "cancelled"),
+        "{g}"
+    );
+    assert!(agents(&env).is_empty(), "{:?}", env.tmux.sessions());
+}
+
+#[test]
+fn mixed_harnesses_are_judged_by_the_check_the_diff_and_a_judge_and_one_is_picked() {
+    let env = env("3");
+    let v = env.ok(&[
+        "task",
+        "create",
+        "feat/x",
+        "make it good",
+        "--harness",
+        "fake-complete:2",
+        "--harness",
+        "fake-good",
+    ]);
+    let gid = v["group"]["id"].as_str().unwrap().to_string();
+    let labels: Vec<String> = members(&v)
+        .iter()
+        .map(|m| m["member"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(labels, ["fake-complete", "fake-complete-2", "fake-good"]);
+    wait_members(&env, &gid, "reviewing");
+    let j = env.ok(&["group", "judge", &gid, "--agent", "fake-judge"]);
+    let results = j["judgement"]["results"].as_array().unwrap();
+    // Passing checks first: the one that made GOOD.
+    assert_eq!(results[0]["member"], "fake-good", "{j}");
+    assert_eq!(results[0]["check"]["passed"], true);
+    assert_eq!(results[0]["check"]["tail"][0], "checked");
+    assert_eq!(results[0]["diff"]["files"], 1);
+    assert_eq!(results[1]["check"]["passed"], false);
+    // The fake judge ranks in reverse order of JUDGE.md: after the check, its order
+    // decides between the two that fail.
+    assert!(results
+        .iter()
+        .all(|r| r["judge_reason"] == "ranked by the fake judge"));
+    assert_eq!(
+        (results[1]["member"].as_str(), results[1]["rank"].as_u64()),
+        (Some("fake-complete-2"), Some(2)),
+        "{j}"
+    );
+    assert_eq!(results[2]["rank"], 3);
+    // The judge's session and scratch worktree are gone.
+    assert_eq!(agents(&env).len(), 3, "{:?}", env.tmux.sessions());
+    assert!(!env
+        .home
+        .join(format!("tasks/app/.groups/{gid}/judge"))
+        .exists());
+    let shown = env.cmd_in(&env.repo, &["group", "show", &gid]).output().unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("MEMBER") && shown.contains("✓"), "{shown}");
+    // Pick the winner and merge it: the others cancelled, each history says so.
+    let p = env.ok(&["group", "pick", &gid, "/fake-good", "--merge"]);
+    assert_eq!(p["group"]["picked"], "fake-good");
+    let g = env.ok(&["group", "show", &gid]);
+    let ms = members(&g);
+    let state = |l: &str| {
+        ms.iter().find(|m| m["label"] == l).unwrap()["state"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(state("fake-good"), "done");
+    assert_eq!(state("fake-complete"), "cancelled");
+    assert!(common::git(&env.repo, &["show", "main:GOOD"]).contains("good work"));
+    let id = |l: &str| {
+        ms.iter().find(|m| m["label"] == l).unwrap()["task"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let picked = env.history_events(&id("fake-good"), "group.picked");
+    assert_eq!(picked[0]["note"], "picked");
+    let lost = env.history_events(&id("fake-complete"), "group.not_picked");
+    assert_eq!(lost[0]["note"], "not picked: /fake-good won");
+    // The pool has its workspaces back.
+    let pool = env.pool_json();
+    let bound = pool["workspaces"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter(|w| w["status"] == "bound")
+        .count();
+    assert_eq!(bound, 0, "{pool}");
+}
+
+#[test]
+fn a_hanging_check_is_killed_at_its_timeout_and_no_member_passing_is_said() {
+    let env = env("2");
+    env.ok(&[
+        "project",
+        "update",
+        "--check-cmd",
+        "sleep 600",
+        "--check-timeout",
+        "1s",
+    ]);
+    let v = env.ok(&[
+        "task", "create", "slow", "anything", "--n", "2", "--harness", "fake-complete",
+    ]);
+    let gid = v["group"]["id"].as_str().unwrap().to_string();
+    wait_members(&env, &gid, "reviewing");
+    let j = env.ok(&["group", "judge", &gid]);
+    let results = j["judgement"]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    for r in results {
+        assert_eq!(r["check"]["timed_out"], true, "{r}");
+        assert_eq!(r["check"]["passed"], false);
+    }
+    let notes = j["judgement"]["notes"].to_string();
+    assert!(notes.contains("no member passes"), "{notes}");
+    // Ranked anyway; equal diffs tie.
+    assert!(notes.contains("tie at rank 1"), "{notes}");
+    // No `sleep 600` left behind.
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", "^sleep 600$"])
+        .output()
+        .unwrap();
+    assert!(left.stdout.is_empty(), "a check outlived its timeout");
+}
+
+#[test]
+fn bad_input_a_deleted_member_and_picking_a_member_still_working() {
+    let env = env("3");
+    let e = env.err(
+        &["task", "create", "big", "x", "--n", "11", "--harness", "fake-wait"],
+        "invalid_argument",
+    );
+    assert!(e.contains("--force"), "{e}");
+    // --n 1 is an ordinary task: no group.
+    let one = env.ok(&[
+        "task", "create", "solo", "x", "--n", "1", "--harness", "fake-wait",
+    ]);
+    assert_eq!(one["branch"], "solo");
+    assert!(one.get("group").is_none(), "{one}");
+    assert!(env.ok(&["group", "list"]).as_array().unwrap().is_empty());
+    env.ok(&["task", "cancel", "--yes", "solo"]);
+    let v = env.ok(&[
+        "task", "create", "w", "wait", "--n", "2", "--harness", "fake-wait",
+    ]);
+    let gid = v["group"]["id"].as_str().unwrap().to_string();
+    let ms = members(&v);
+    // A member deleted behind orange's back is gone, not fatal.
+    let gone = task_of(&ms[0]);
+    env.ok(&["task", "cancel", "--yes", &gone]);
+    std::fs::remove_dir_all(env.home.join("tasks/app").join(&gone)).unwrap();
+    let g = env.ok(&["group", "show", &gid]);
+    assert_eq!(members(&g)[0]["state"], "gone");
+    let j = env.ok(&["group", "judge", &gid, "--now"]);
+    assert_eq!(j["judgement"]["results"].as_array().unwrap().len(), 1);
+    // Picking the member still working asks; without a terminal that is an error.
+    let e = env.err(&["group", "pick", &gid, "2"], "invalid_argument");
+    assert!(e.contains("still working") && e.contains("--yes"), "{e}");
+    let p = env.ok(&["group", "pick", &gid, "2", "--yes"]);
+    assert_eq!(p["group"]["picked"], "2");
+    wait_for("the gone member not to break list", 5, || {
+        env.json(&["group", "list"]).0
+    });
+}
