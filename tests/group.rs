@@ -258,3 +258,54 @@ fn bad_input_a_deleted_member_and_picking_a_member_still_working() {
         env.json(&["group", "list"]).0
     });
 }
+
+/// A child process killed when the test ends, passed or not.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn judge_auto_judges_when_the_last_member_is_ready_and_tells_once() {
+    let env = env("2");
+    let _monitor = Killed(
+        env.cmd_in(&env.repo, &["monitor", "--interval", "300ms"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let v = env.ok(&[
+        "task",
+        "create",
+        "api/auto",
+        "do it",
+        "--harness",
+        "fake-complete",
+        "--harness",
+        "fake-good",
+        "--judge",
+        "auto",
+    ]);
+    let gid = v["group"]["id"].as_str().unwrap().to_string();
+    let mut g = Value::Null;
+    wait_for("the monitor to judge the group", 60, || {
+        g = env.ok(&["group", "show", &gid]);
+        g["notified"] == true
+    });
+    assert_eq!(g["judgement"]["results"][0]["member"], "fake-good", "{g}");
+    let log = std::fs::read_to_string(env.home.join("orange.log")).unwrap();
+    let told: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("group api/auto judged: /fake-good wins (checks ✓"))
+        .collect();
+    assert_eq!(told.len(), 1, "told once:\n{log}");
+    // Later passes do not judge or tell again.
+    common::holds_for("no second judging", std::time::Duration::from_secs(2), || {
+        env.ok(&["group", "show", &gid])["judgement"]["at"] == g["judgement"]["at"]
+    });
+}

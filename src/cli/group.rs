@@ -25,7 +25,8 @@ pub fn run(ctx: &Ctx, cmd: GroupCmd) -> Result<Done> {
             agent,
             now,
             timeout,
-        } => judge(ctx, t, &group, agent, now, timeout).map(Done::from),
+            notify,
+        } => judge(ctx, t, &group, (agent, timeout), now, notify).map(Done::from),
         GroupCmd::Pick {
             group,
             member,
@@ -123,9 +124,9 @@ fn judge(
     ctx: &Ctx,
     tasks: &mut TaskService,
     typed: &str,
-    agent: Option<String>,
+    (agent, timeout): (Option<String>, Option<String>),
     now: bool,
-    timeout: Option<String>,
+    notify: bool,
 ) -> Result<Out> {
     let g = find(ctx, typed)?;
     let agent_timeout = timeout
@@ -145,6 +146,9 @@ fn judge(
     let ms = service::members(tasks, &g);
     let mut text = group_text::show(&g, &ms);
     if let Some(v) = group_text::verdict(&g) {
+        if notify {
+            crate::orchestration::group::auto::tell_once(tasks, &g, &v)?;
+        }
         text.push_str(&format!("{v}\n"));
     }
     Ok(Out::new(group_json(&g, &ms), text))

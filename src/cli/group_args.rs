@@ -31,6 +31,10 @@ pub enum GroupCmd {
         /// How long the judge agent may take (default 15m)
         #[arg(long, value_name = "DURATION")]
         timeout: Option<String>,
+        /// Tell the people attached the verdict, once (what the monitor's `--judge auto`
+        /// judging does)
+        #[arg(long, hide = true)]
+        notify: bool,
     },
     /// Keep one member: the others are cancelled (a workspace with uncommitted work stays
     /// bound) and each member's history says what became of it

@@ -84,6 +84,46 @@ pub fn list(groups: &[(Group, Vec<MemberNow>)], all: bool) -> String {
     table(&header, &rows)
 }
 
+/// `task list`'s rows with each group's members under one parent row (the group's id,
+/// `group`, its base branch, its member count and prompt), members indented, at the place
+/// of its first member. `rows`: each task's row and its group (`None`: no group).
+pub fn nest(rows: Vec<(Option<&Group>, Vec<String>)>, all: bool) -> Vec<Vec<String>> {
+    let col = usize::from(all);
+    let mut out: Vec<Vec<String>> = vec![];
+    let mut done: Vec<&str> = vec![];
+    for (i, (g, row)) in rows.iter().enumerate() {
+        let Some(g) = g else {
+            out.push(row.clone());
+            continue;
+        };
+        if done.contains(&g.id.as_str()) {
+            continue;
+        }
+        done.push(&g.id);
+        let mut parent = vec![
+            g.id.clone(),
+            "group".into(),
+            "-".into(),
+            state_of(g),
+            g.base.clone(),
+            format!("{} members", g.members.len()),
+            first_line(&g.prompt, 48),
+        ];
+        if all {
+            parent.insert(0, g.project.clone());
+        }
+        out.push(parent);
+        for (g2, r) in &rows[i..] {
+            if g2.is_some_and(|g2| g2.id == g.id) {
+                let mut r = r.clone();
+                r[col] = format!("└ {}", r[col]);
+                out.push(r);
+            }
+        }
+    }
+    out
+}
+
 /// `3 members: 2 reviewing, 1 working`.
 fn states(ms: &[MemberNow]) -> String {
     let mut counts: Vec<(String, usize)> = vec![];
@@ -302,6 +342,27 @@ mod tests {
     fn group_show_is_a_ranked_table_with_what_is_not_judged_last() {
         let (g, ms) = group();
         insta::assert_snapshot!(show(&g, &ms));
+    }
+
+    #[test]
+    fn task_list_nests_a_groups_members_under_one_parent_row() {
+        let (g, _) = group();
+        let row = |id: &str, branch: &str| {
+            ["reviewing", "● alive", "-", branch, "claude", "fix the api"]
+                .iter()
+                .fold(vec![id.to_string()], |mut r, c| {
+                    r.push(c.to_string());
+                    r
+                })
+        };
+        let rows = vec![
+            (None, row("aaa111", "other")),
+            (Some(&g), row("t1", "api/fix/1")),
+            (None, row("bbb222", "later")),
+            (Some(&g), row("t2", "api/fix/2")),
+        ];
+        let header = ["ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "SUMMARY"];
+        insta::assert_snapshot!(table(&header, &nest(rows, false)));
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::orchestration::attention::session::SessionState;
 use crate::orchestration::monitor::presence;
 use crate::orchestration::task::queue::NextSpawn;
 use crate::orchestration::task::send::Outcome;
-use crate::orchestration::task::service::TaskService;
+use crate::orchestration::task::service::{TaskService, TaskView};
 use crate::orchestration::task::start::CreateRequest;
 use crate::orchestration::task::{SendKind, Status, Task};
 use crate::ui::output::Out;
@@ -197,7 +197,18 @@ fn list(ctx: &Ctx, tasks: &mut TaskService, status: Option<String>, all: bool) -
         true => super::remote::task_lists(ctx, status_arg.as_deref()),
         false => vec![],
     };
-    let mut rows: Vec<Vec<String>> = list.iter().map(|v| task_text::row(v, all)).collect();
+    // A group's members under one parent row.
+    let groups = crate::orchestration::group::GroupStore::new(&ctx.home)
+        .list(project.as_deref())
+        .unwrap_or_default();
+    let of = |v: &TaskView| {
+        let id = v.task.group.as_deref()?;
+        groups.iter().find(|g| g.id == id && g.project == v.task.project)
+    };
+    let mut rows = super::group_text::nest(
+        list.iter().map(|v| (of(v), task_text::row(v, all))).collect(),
+        all,
+    );
     rows.extend(remote.iter().map(|v| task_text::remote_row(v, true)));
     let text = task_text::list(&rows, all);
     // Agents no monitor watches: their states are not updated (said on stderr: stdout is

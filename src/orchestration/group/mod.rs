@@ -4,6 +4,7 @@
 //! carried on, the rest cancelled. The record ([`model`]) and its store ([`store`]);
 //! what happens to a group ([`service`]); the judging ([`judge`]).
 
+pub mod auto;
 pub mod judge;
 pub mod model;
 pub mod service;

@@ -32,7 +32,10 @@ pub struct Group {
     pub picked: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cancelled: bool,
-    /// The monitor told of an automatic judgement (once).
+    /// When the monitor started its automatic judging (`--judge auto`; once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_started: Option<String>,
+    /// The people attached were told of its judgement (once).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub notified: bool,
 }
