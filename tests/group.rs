@@ -309,3 +309,97 @@ fn judge_auto_judges_when_the_last_member_is_ready_and_tells_once() {
         env.ok(&["group", "show", &gid])["judgement"]["at"] == g["judgement"]["at"]
     });
 }
+
+/// The judge is the REAL Claude Code, offline, against the stand-in Messages API: it is
+/// started through the launcher in a scratch worktree, told to read JUDGE.md, and answers
+/// with a ranking (its Bash tool writes RANKING.md) that orders the members after the
+/// checks.
+#[test]
+fn the_real_claude_code_judges_a_group_against_the_stand_in_api() {
+    use common::standin::{Reply, StandIn};
+    let found =
+        common::find_program(&std::env::var("PATH").unwrap_or_default(), "claude").is_some();
+    if !common::require("claude", found, "the judge agent is the real Claude Code") {
+        return;
+    }
+    const KEY: &str = "sk-ant-test-0123456789abcdefghij";
+    let base = common::Env::with_repo("app");
+    let claude_home = base.root().join("claude-home");
+    std::fs::create_dir_all(&claude_home).unwrap();
+    let api = StandIn::start(vec![
+        Reply::bash(
+            "printf '/fake-complete-2: smaller of the two that fail\\n/fake-complete: fails its check\\n/fake-good: passes the check\\n' > RANKING.md",
+        ),
+        Reply::text("ranked"),
+    ]);
+    let mut extra: Vec<(&str, String)> = vec![
+        ("HOME", claude_home.display().to_string()),
+        ("ANTHROPIC_BASE_URL", api.base_url()),
+        ("ANTHROPIC_API_KEY", KEY.to_string()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+        ("DISABLE_AUTOUPDATER", "1".into()),
+    ];
+    if orange::adapters::shell::is_root() {
+        extra.push(("IS_SANDBOX", "1".into()));
+    }
+    let env = TaskEnv::real(base, &extra);
+    let tail = &KEY[KEY.len() - 20..];
+    std::fs::write(
+        claude_home.join(".claude.json"),
+        serde_json::json!({"hasCompletedOnboarding": true, "customApiKeyResponses": {"approved": [tail], "rejected": []}}).to_string(),
+    )
+    .unwrap();
+    let agent = common::fixtures().join("fake-agent.sh");
+    std::fs::create_dir_all(&env.home).unwrap();
+    let cfg: String = ["complete", "good"]
+        .iter()
+        .map(|m| {
+            format!(
+                "[harness.fake-{m}]\ncommand = \"sh {} {m} {{prompt}}\"\n",
+                agent.display()
+            )
+        })
+        .collect();
+    std::fs::write(env.home.join("config.toml"), cfg).unwrap();
+    env.add_project(&["--pool-size", "3"]);
+    env.ok(&["project", "update", "--check-cmd", "test -f GOOD"]);
+    let r = env.ok(&["doctor", "--harness", "claude", "--trust"]);
+    assert!(r["trust_recorded"].is_string(), "{r}");
+    let v = env.ok(&[
+        "task",
+        "create",
+        "judged",
+        "make it good",
+        "--harness",
+        "fake-complete:2",
+        "--harness",
+        "fake-good",
+    ]);
+    let gid = v["group"]["id"].as_str().unwrap().to_string();
+    wait_members(&env, &gid, "reviewing");
+    let j = env.ok(&[
+        "group", "judge", &gid, "--agent", "claude", "--timeout", "120s",
+    ]);
+    let jd = &j["judgement"];
+    assert!(jd.get("agent_error").is_none(), "{j}");
+    let order: Vec<&str> = jd["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["member"].as_str().unwrap())
+        .collect();
+    // The check first (only fake-good passes), then the judge's order.
+    assert_eq!(order, ["fake-good", "fake-complete-2", "fake-complete"], "{j}");
+    assert_eq!(jd["results"][1]["judge_reason"], "smaller of the two that fail");
+    assert_eq!(jd["results"][0]["judge_place"], 3);
+    // What the judge was told: to read JUDGE.md, which held the prompt and the diffs.
+    let turns = api.turns();
+    assert!(
+        turns[0].last_user_text().contains("JUDGE.md"),
+        "{}",
+        turns[0].last_user_text()
+    );
+    // Its session and scratch worktree are gone.
+    assert_eq!(agents(&env).len(), 3, "{:?}", agents(&env));
+    assert!(!env.home.join(format!("tasks/app/.groups/{gid}/judge")).exists());
+}
