@@ -403,3 +403,59 @@ fn the_real_claude_code_judges_a_group_against_the_stand_in_api() {
     assert_eq!(agents(&env).len(), 3, "{:?}", agents(&env));
     assert!(!env.home.join(format!("tasks/app/.groups/{gid}/judge")).exists());
 }
+
+/// Each group command killed at each of its fault points (`ORANGE_CRASH_AT`): the next
+/// command works, and running the command again finishes what the killed one began.
+#[test]
+fn group_commands_killed_at_their_fault_points_leave_state_the_next_command_finishes() {
+    let env = env("4");
+    let crash = |point: &str, args: &[&str]| {
+        let out = env
+            .cmd_in(&env.repo, args)
+            .env("ORANGE_CRASH_AT", point)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} did not stop at {point}");
+        assert!(env.json(&["group", "list"]).0, "group list after {point}");
+        assert!(env.json(&["task", "list"]).0, "task list after {point}");
+    };
+    // Killed once the record is written: its members are not created, said so.
+    crash(
+        "group.recorded",
+        &["task", "create", "k1", "x", "--n", "2", "--harness", "fake-wait"],
+    );
+    let g = env.ok(&["group", "show", "k1"]);
+    assert!(members(&g).iter().all(|m| m["state"] == "not-created"), "{g}");
+    env.ok(&["group", "cancel", "k1", "--yes"]);
+    // Killed after its first member: the one made is a member, the rest not created.
+    crash(
+        "group.member",
+        &["task", "create", "k2", "x", "--n", "2", "--harness", "fake-wait"],
+    );
+    let g = env.ok(&["group", "show", "k2"]);
+    let states: Vec<String> = members(&g)
+        .iter()
+        .map(|m| m["state"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(states, ["working", "not-created"], "{g}");
+    // Cancel killed after it was recorded: run again, it cancels what is left.
+    crash("group.cancel.recorded", &["group", "cancel", "k2", "--yes"]);
+    assert_eq!(members(&env.ok(&["group", "show", "k2"]))[0]["state"], "working");
+    env.ok(&["group", "cancel", "k2", "--yes"]);
+    assert_eq!(members(&env.ok(&["group", "show", "k2"]))[0]["state"], "cancelled");
+    // Pick killed after it was recorded, or after the histories: run again, it finishes
+    // (and tells each member once).
+    let v = env.ok(&[
+        "task", "create", "k3", "x", "--n", "2", "--harness", "fake-wait",
+    ]);
+    let other = task_of(&members(&v)[1]);
+    for point in ["group.pick.recorded", "group.pick.told"] {
+        crash(point, &["group", "pick", "k3", "1", "--yes"]);
+    }
+    env.ok(&["group", "pick", "k3", "1", "--yes"]);
+    let g = env.ok(&["group", "show", "k3"]);
+    assert_eq!(members(&g)[1]["state"], "cancelled", "{g}");
+    assert_eq!(env.history_events(&other, "group.not_picked").len(), 1);
+    // Another member cannot be picked now.
+    env.err(&["group", "pick", "k3", "2", "--yes"], "invalid_transition");
+}

@@ -57,7 +57,8 @@ pub struct GroupCreated {
     pub members: Vec<MemberCreated>,
 }
 
-/// A member as it is now: its plan and its task (`None`: never created, or deleted).
+/// A member as it is now: its plan and its task (`None`: never created — `not-created`
+/// — or deleted behind orange's back — `gone`).
 #[derive(Debug, Clone, Serialize)]
 pub struct MemberNow {
     #[serde(flatten)]
@@ -267,12 +268,16 @@ pub fn members(tasks: &TaskService, g: &Group) -> Vec<MemberNow> {
                     .cloned(),
             };
             let mut member = m.clone();
+            let state = match (&task, &m.task) {
+                (Some(t), _) => t.status.to_string(),
+                (None, Some(_)) => "gone".to_string(),
+                // The command that made the group was stopped before it made this one.
+                (None, None) => "not-created".to_string(),
+            };
             member.task = task.as_ref().map(|t| t.id.clone());
             MemberNow {
                 member,
-                state: task
-                    .as_ref()
-                    .map_or("gone".to_string(), |t| t.status.to_string()),
+                state,
                 task,
             }
         })
