@@ -24,7 +24,12 @@ fn env(pool: &str) -> TaskEnv {
         ));
     }
     env.add_project(&["--pool-size", pool]);
-    env.ok(&["project", "update", "--check-cmd", "test -f GOOD && echo checked"]);
+    env.ok(&[
+        "project",
+        "update",
+        "--check-cmd",
+        "test -f GOOD && echo checked",
+    ]);
     env
 }
 
@@ -58,11 +63,17 @@ fn wait_members(env: &TaskEnv, gid: &str, status: &str) -> Value {
 }
 
 #[test]
-fn n_members_each_in_their_own_workspace_and_session_the_last_queued_when_the_pool_is_short()
-{
+fn n_members_each_in_their_own_workspace_and_session_the_last_queued_when_the_pool_is_short() {
     let env = env("2");
     let v = env.ok(&[
-        "task", "create", "api/fix", "fix the api", "--n", "3", "--harness", "fake-wait",
+        "task",
+        "create",
+        "api/fix",
+        "fix the api",
+        "--n",
+        "3",
+        "--harness",
+        "fake-wait",
     ]);
     let gid = v["group"]["id"].as_str().unwrap().to_string();
     let ms = members(&v);
@@ -95,10 +106,7 @@ fn n_members_each_in_their_own_workspace_and_session_the_last_queued_when_the_po
     let c = env.ok(&["group", "cancel", "api/fix", "--yes"]);
     assert_eq!(c["group"]["cancelled"], true);
     let g = env.ok(&["group", "show", &gid]);
-    assert!(
-        members(&g).iter().all(|m| m["state"] == "cancelled"),
-        "{g}"
-    );
+    assert!(members(&g).iter().all(|m| m["state"] == "cancelled"), "{g}");
     assert!(agents(&env).is_empty(), "{:?}", env.tmux.sessions());
 }
 
@@ -147,7 +155,10 @@ fn mixed_harnesses_are_judged_by_the_check_the_diff_and_a_judge_and_one_is_picke
         .home
         .join(format!("tasks/app/.groups/{gid}/judge"))
         .exists());
-    let shown = env.cmd_in(&env.repo, &["group", "show", &gid]).output().unwrap();
+    let shown = env
+        .cmd_in(&env.repo, &["group", "show", &gid])
+        .output()
+        .unwrap();
     let shown = String::from_utf8_lossy(&shown.stdout);
     assert!(shown.contains("MEMBER") && shown.contains("✓"), "{shown}");
     // Pick the winner and merge it: the others cancelled, each history says so.
@@ -197,7 +208,14 @@ fn a_hanging_check_is_killed_at_its_timeout_and_no_member_passing_is_said() {
         "1s",
     ]);
     let v = env.ok(&[
-        "task", "create", "slow", "anything", "--n", "2", "--harness", "fake-complete",
+        "task",
+        "create",
+        "slow",
+        "anything",
+        "--n",
+        "2",
+        "--harness",
+        "fake-complete",
     ]);
     let gid = v["group"]["id"].as_str().unwrap().to_string();
     wait_members(&env, &gid, "reviewing");
@@ -224,20 +242,43 @@ fn a_hanging_check_is_killed_at_its_timeout_and_no_member_passing_is_said() {
 fn bad_input_a_deleted_member_and_picking_a_member_still_working() {
     let env = env("3");
     let e = env.err(
-        &["task", "create", "big", "x", "--n", "11", "--harness", "fake-wait"],
+        &[
+            "task",
+            "create",
+            "big",
+            "x",
+            "--n",
+            "11",
+            "--harness",
+            "fake-wait",
+        ],
         "invalid_argument",
     );
     assert!(e.contains("--force"), "{e}");
     // --n 1 is an ordinary task: no group.
     let one = env.ok(&[
-        "task", "create", "solo", "x", "--n", "1", "--harness", "fake-wait",
+        "task",
+        "create",
+        "solo",
+        "x",
+        "--n",
+        "1",
+        "--harness",
+        "fake-wait",
     ]);
     assert_eq!(one["branch"], "solo");
     assert!(one.get("group").is_none(), "{one}");
     assert!(env.ok(&["group", "list"]).as_array().unwrap().is_empty());
     env.ok(&["task", "cancel", "--yes", "solo"]);
     let v = env.ok(&[
-        "task", "create", "w", "wait", "--n", "2", "--harness", "fake-wait",
+        "task",
+        "create",
+        "w",
+        "wait",
+        "--n",
+        "2",
+        "--harness",
+        "fake-wait",
     ]);
     let gid = v["group"]["id"].as_str().unwrap().to_string();
     let ms = members(&v);
@@ -305,9 +346,11 @@ fn judge_auto_judges_when_the_last_member_is_ready_and_tells_once() {
         .collect();
     assert_eq!(told.len(), 1, "told once:\n{log}");
     // Later passes do not judge or tell again.
-    common::holds_for("no second judging", std::time::Duration::from_secs(2), || {
-        env.ok(&["group", "show", &gid])["judgement"]["at"] == g["judgement"]["at"]
-    });
+    common::holds_for(
+        "no second judging",
+        std::time::Duration::from_secs(2),
+        || env.ok(&["group", "show", &gid])["judgement"]["at"] == g["judgement"]["at"],
+    );
 }
 
 /// The judge is the REAL Claude Code, offline, against the stand-in Messages API: it is
@@ -378,7 +421,13 @@ fn the_real_claude_code_judges_a_group_against_the_stand_in_api() {
     let gid = v["group"]["id"].as_str().unwrap().to_string();
     wait_members(&env, &gid, "reviewing");
     let j = env.ok(&[
-        "group", "judge", &gid, "--agent", "claude", "--timeout", "120s",
+        "group",
+        "judge",
+        &gid,
+        "--agent",
+        "claude",
+        "--timeout",
+        "120s",
     ]);
     let jd = &j["judgement"];
     assert!(jd.get("agent_error").is_none(), "{j}");
@@ -389,8 +438,15 @@ fn the_real_claude_code_judges_a_group_against_the_stand_in_api() {
         .map(|r| r["member"].as_str().unwrap())
         .collect();
     // The check first (only fake-good passes), then the judge's order.
-    assert_eq!(order, ["fake-good", "fake-complete-2", "fake-complete"], "{j}");
-    assert_eq!(jd["results"][1]["judge_reason"], "smaller of the two that fail");
+    assert_eq!(
+        order,
+        ["fake-good", "fake-complete-2", "fake-complete"],
+        "{j}"
+    );
+    assert_eq!(
+        jd["results"][1]["judge_reason"],
+        "smaller of the two that fail"
+    );
     assert_eq!(jd["results"][0]["judge_place"], 3);
     // What the judge was told: to read JUDGE.md, which held the prompt and the diffs.
     let turns = api.turns();
@@ -401,7 +457,10 @@ fn the_real_claude_code_judges_a_group_against_the_stand_in_api() {
     );
     // Its session and scratch worktree are gone.
     assert_eq!(agents(&env).len(), 3, "{:?}", agents(&env));
-    assert!(!env.home.join(format!("tasks/app/.groups/{gid}/judge")).exists());
+    assert!(!env
+        .home
+        .join(format!("tasks/app/.groups/{gid}/judge"))
+        .exists());
 }
 
 /// Each group command killed at each of its fault points (`ORANGE_CRASH_AT`): the next
@@ -422,15 +481,36 @@ fn group_commands_killed_at_their_fault_points_leave_state_the_next_command_fini
     // Killed once the record is written: its members are not created, said so.
     crash(
         "group.recorded",
-        &["task", "create", "k1", "x", "--n", "2", "--harness", "fake-wait"],
+        &[
+            "task",
+            "create",
+            "k1",
+            "x",
+            "--n",
+            "2",
+            "--harness",
+            "fake-wait",
+        ],
     );
     let g = env.ok(&["group", "show", "k1"]);
-    assert!(members(&g).iter().all(|m| m["state"] == "not-created"), "{g}");
+    assert!(
+        members(&g).iter().all(|m| m["state"] == "not-created"),
+        "{g}"
+    );
     env.ok(&["group", "cancel", "k1", "--yes"]);
     // Killed after its first member: the one made is a member, the rest not created.
     crash(
         "group.member",
-        &["task", "create", "k2", "x", "--n", "2", "--harness", "fake-wait"],
+        &[
+            "task",
+            "create",
+            "k2",
+            "x",
+            "--n",
+            "2",
+            "--harness",
+            "fake-wait",
+        ],
     );
     let g = env.ok(&["group", "show", "k2"]);
     let states: Vec<String> = members(&g)
@@ -440,13 +520,26 @@ fn group_commands_killed_at_their_fault_points_leave_state_the_next_command_fini
     assert_eq!(states, ["working", "not-created"], "{g}");
     // Cancel killed after it was recorded: run again, it cancels what is left.
     crash("group.cancel.recorded", &["group", "cancel", "k2", "--yes"]);
-    assert_eq!(members(&env.ok(&["group", "show", "k2"]))[0]["state"], "working");
+    assert_eq!(
+        members(&env.ok(&["group", "show", "k2"]))[0]["state"],
+        "working"
+    );
     env.ok(&["group", "cancel", "k2", "--yes"]);
-    assert_eq!(members(&env.ok(&["group", "show", "k2"]))[0]["state"], "cancelled");
+    assert_eq!(
+        members(&env.ok(&["group", "show", "k2"]))[0]["state"],
+        "cancelled"
+    );
     // Pick killed after it was recorded, or after the histories: run again, it finishes
     // (and tells each member once).
     let v = env.ok(&[
-        "task", "create", "k3", "x", "--n", "2", "--harness", "fake-wait",
+        "task",
+        "create",
+        "k3",
+        "x",
+        "--n",
+        "2",
+        "--harness",
+        "fake-wait",
     ]);
     let other = task_of(&members(&v)[1]);
     for point in ["group.pick.recorded", "group.pick.told"] {

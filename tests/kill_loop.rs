@@ -250,7 +250,9 @@ fn commands_killed_at_random_moments_leave_state_the_next_command_repairs() {
                 ),
                 (_, Some(g)) => (
                     "group pick",
-                    ["group", "pick", "--yes", g, "1"].map(String::from).to_vec(),
+                    ["group", "pick", "--yes", g, "1"]
+                        .map(String::from)
+                        .to_vec(),
                 ),
                 _ => continue,
             },

@@ -39,7 +39,9 @@ pub fn run(dir: &Path, cmd: &str, timeout: Duration, keep: usize) -> Result<Chec
         .arg(cmd)
         .current_dir(dir)
         .stdin(Stdio::null())
-        .stdout(Stdio::from(out.try_clone().map_err(|e| OrangeError::io(what(), e))?))
+        .stdout(Stdio::from(
+            out.try_clone().map_err(|e| OrangeError::io(what(), e))?,
+        ))
         .stderr(Stdio::from(err))
         .process_group(0);
     for v in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"] {
@@ -88,7 +90,13 @@ mod tests {
     #[test]
     fn a_check_passes_fails_or_is_killed_at_its_timeout_with_its_children() {
         let d = tempfile::tempdir().unwrap();
-        let ok = run(d.path(), "echo one; echo two >&2; true", Duration::from_secs(30), 5).unwrap();
+        let ok = run(
+            d.path(),
+            "echo one; echo two >&2; true",
+            Duration::from_secs(30),
+            5,
+        )
+        .unwrap();
         assert!(ok.passed() && !ok.timed_out, "{ok:?}");
         assert_eq!(ok.tail, ["one", "two"]);
         let bad = run(d.path(), "echo no; exit 3", Duration::from_secs(30), 1).unwrap();

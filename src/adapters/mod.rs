@@ -5,8 +5,8 @@
 #![allow(clippy::disallowed_methods)]
 
 pub mod broker;
-pub mod check;
 pub mod bwrap;
+pub mod check;
 pub mod editor;
 pub mod fault;
 pub mod gh;

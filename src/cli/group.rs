@@ -56,7 +56,7 @@ pub fn create(ctx: &Ctx, tasks: &mut TaskService, a: TaskCreateArgs) -> Result<D
     let prompt = a.summary.clone().ok_or_else(|| {
         OrangeError::invalid("a group needs a prompt: every member is given the same one")
     })?;
-    let context = super::task::context_arg(a.context.as_deref())?;
+    let context = a.context_text()?;
     let judge = a.judge.as_deref().map(JudgeMode::parse).transpose()?;
     let inputs = json!({"project": project.name, "branch": base, "summary": prompt, "harness": a.harness, "n": a.n, "force": a.force, "judge": a.judge, "no_spawn": a.no_spawn});
     let created = audited(ctx, "group.create", inputs, || {

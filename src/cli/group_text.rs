@@ -174,7 +174,10 @@ pub fn show(g: &Group, ms: &[MemberNow]) -> String {
     for r in results {
         order.extend(ms.iter().filter(|m| m.member.label == r.member));
     }
-    order.extend(ms.iter().filter(|m| !results.iter().any(|r| r.member == m.member.label)));
+    order.extend(
+        ms.iter()
+            .filter(|m| !results.iter().any(|r| r.member == m.member.label)),
+    );
     let rows: Vec<Vec<String>> = order
         .iter()
         .map(|m| {
@@ -184,7 +187,8 @@ pub fn show(g: &Group, ms: &[MemberNow]) -> String {
                 m.member.task.clone().unwrap_or("-".into()),
                 m.member.harness.clone(),
                 m.state.clone(),
-                r.and_then(|r| r.check.as_ref()).map_or("-".into(), check_cell),
+                r.and_then(|r| r.check.as_ref())
+                    .map_or("-".into(), check_cell),
                 r.and_then(|r| r.diff).map_or("-".into(), diff_cell),
                 r.and_then(|r| r.judge_reason.as_deref())
                     .map_or("-".into(), |t| first_line(t, 48)),
@@ -196,7 +200,9 @@ pub fn show(g: &Group, ms: &[MemberNow]) -> String {
         })
         .collect();
     s.push_str(&table(
-        &["MEMBER", "TASK", "AGENT", "STATE", "CHECKS", "DIFF", "JUDGE", "RANK"],
+        &[
+            "MEMBER", "TASK", "AGENT", "STATE", "CHECKS", "DIFF", "JUDGE", "RANK",
+        ],
         &rows,
     ));
     if let Some(j) = &g.judgement {
@@ -252,7 +258,10 @@ pub fn verdict(g: &Group) -> Option<String> {
         why.push(format!("checks {}", if c.passed { "✓" } else { "✗" }));
     }
     if let Some(r) = &w.judge_reason {
-        why.push(format!("judge: \"{}\"", crate::text::safe_line(&first_line(r, 60))));
+        why.push(format!(
+            "judge: \"{}\"",
+            crate::text::safe_line(&first_line(r, 60))
+        ));
     }
     if let Some(d) = w.diff {
         why.push(format!("diff {}", diff_cell(d)));
@@ -283,7 +292,11 @@ mod tests {
             project: "app".into(),
             base: "api/fix".into(),
             prompt: "fix the api\nsecond line".into(),
-            members: vec![member("1", "claude"), member("2", "codex"), member("3", "pi")],
+            members: vec![
+                member("1", "claude"),
+                member("2", "codex"),
+                member("3", "pi"),
+            ],
             judgement: Some(Judgement {
                 check_cmd: Some("make test".into()),
                 results: vec![
@@ -361,7 +374,9 @@ mod tests {
             (None, row("bbb222", "later")),
             (Some(&g), row("t2", "api/fix/2")),
         ];
-        let header = ["ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "SUMMARY"];
+        let header = [
+            "ID", "STATUS", "SESSION", "AGENT", "BRANCH", "HARNESS", "SUMMARY",
+        ];
         insta::assert_snapshot!(table(&header, &nest(rows, false)));
     }
 

@@ -116,9 +116,12 @@ fn create(ctx: &Ctx, tasks: &mut TaskService, a: TaskCreateArgs) -> Result<Done>
         return super::group::create(ctx, tasks, a);
     }
     let project = ctx.project()?;
-    let context = context_arg(a.context.as_deref())?;
+    let context = a.context_text()?;
     // `--harness claude:1` is one claude.
-    let harness = a.harness.first().map(|h| h.trim_end_matches(":1").to_string());
+    let harness = a
+        .harness
+        .first()
+        .map(|h| h.trim_end_matches(":1").to_string());
     let inputs = json!({"project": project.name, "branch": a.branch, "summary": a.summary, "harness": a.harness, "no_spawn": a.no_spawn, "sandbox": a.sandbox, "headless": a.headless});
     let created = audited(ctx, "task.create", inputs, || {
         tasks.create(
@@ -162,20 +165,6 @@ fn create(ctx: &Ctx, tasks: &mut TaskService, a: TaskCreateArgs) -> Result<Done>
     Ok(done(Out::new(&created, text), tasks, &created.task, None))
 }
 
-/// `--context`: its text, or standard input's for `-`.
-pub fn context_arg(a: Option<&str>) -> Result<Option<String>> {
-    Ok(match a {
-        Some("-") => {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(|e| OrangeError::io("reading --context from standard input", e))?;
-            Some(s)
-        }
-        other => other.map(str::to_string),
-    })
-}
-
 /// `task list [--status S] [--all]`
 fn list(ctx: &Ctx, tasks: &mut TaskService, status: Option<String>, all: bool) -> Result<Out> {
     let status_arg = status.clone();
@@ -203,10 +192,14 @@ fn list(ctx: &Ctx, tasks: &mut TaskService, status: Option<String>, all: bool) -
         .unwrap_or_default();
     let of = |v: &TaskView| {
         let id = v.task.group.as_deref()?;
-        groups.iter().find(|g| g.id == id && g.project == v.task.project)
+        groups
+            .iter()
+            .find(|g| g.id == id && g.project == v.task.project)
     };
     let mut rows = super::group_text::nest(
-        list.iter().map(|v| (of(v), task_text::row(v, all))).collect(),
+        list.iter()
+            .map(|v| (of(v), task_text::row(v, all)))
+            .collect(),
         all,
     );
     rows.extend(remote.iter().map(|v| task_text::remote_row(v, true)));

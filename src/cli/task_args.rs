@@ -79,6 +79,21 @@ pub struct ReviewArgs {
 }
 
 impl TaskCreateArgs {
+    /// `--context`: its text, or standard input's for `-`.
+    pub fn context_text(&self) -> crate::error::Result<Option<String>> {
+        use std::io::Read;
+        Ok(match self.context.as_deref() {
+            Some("-") => {
+                let mut s = String::new();
+                std::io::stdin().read_to_string(&mut s).map_err(|e| {
+                    crate::error::OrangeError::io("reading --context from standard input", e)
+                })?;
+                Some(s)
+            }
+            other => other.map(str::to_string),
+        })
+    }
+
     /// It makes a group (best of N), not one task.
     pub fn is_group(&self) -> bool {
         let many = |h: &String| h.rsplit_once(':').is_some_and(|(_, n)| n != "1");

@@ -69,15 +69,7 @@ fn start_if_ready(home: &Home, groups: &GroupStore, g: &Group) -> Result<()> {
     let exe = std::env::current_exe()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| "orange".into());
-    let args = [
-        "group",
-        "judge",
-        &g.id,
-        "--project",
-        &g.project,
-        "--notify",
-    ]
-    .map(String::from);
+    let args = ["group", "judge", &g.id, "--project", &g.project, "--notify"].map(String::from);
     crate::adapters::shell::spawn_limited(&exe, &args, LIMIT)?;
     store::log(home, "info", "group: judging", json!({"group": g.id}));
     Ok(())

@@ -162,7 +162,11 @@ fn run_checks(
                         exit_code: run.exit_code,
                         timed_out: run.timed_out,
                         duration_ms: run.duration.as_millis() as u64,
-                        tail: run.tail.iter().map(|l| crate::text::lossy(l.clone().into_bytes())).collect(),
+                        tail: run
+                            .tail
+                            .iter()
+                            .map(|l| crate::text::lossy(l.clone().into_bytes()))
+                            .collect(),
                     },
                     Ok(Err(e)) => CheckResult {
                         tail: vec![e.to_string()],
@@ -289,7 +293,10 @@ fn judge_brief(
             patch.truncate(cut);
             patch.push_str("\n… (diff cut here)\n");
         }
-        s.push_str(&format!("```diff\n{}\n```\n\n", crate::text::for_agent(&patch)));
+        s.push_str(&format!(
+            "```diff\n{}\n```\n\n",
+            crate::text::for_agent(&patch)
+        ));
     }
     s.push_str(RANKING_FORMAT);
     s
@@ -304,7 +311,9 @@ fn wait_for_ranking(path: &Path, timeout: Duration, alive: impl Fn() -> bool) ->
     let until = Instant::now() + timeout;
     let mut last: Option<String> = None;
     loop {
-        let now = std::fs::read_to_string(path).ok().filter(|t| !t.trim().is_empty());
+        let now = std::fs::read_to_string(path)
+            .ok()
+            .filter(|t| !t.trim().is_empty());
         if now.is_some() && now == last {
             return Ok(now.unwrap_or_default());
         }

@@ -145,12 +145,7 @@ impl DiffSize {
 /// The members of a new group: `n` of `harnesses[0]` when one harness is named (or none:
 /// `default`), else each harness `H[:N]` N times. Labels are numbers when every member
 /// runs the same harness, else the harness (`claude`, `claude-2`).
-pub fn plan(
-    base: &str,
-    n: Option<u32>,
-    harnesses: &[(String, u32)],
-    default: &str,
-) -> Vec<Member> {
+pub fn plan(base: &str, n: Option<u32>, harnesses: &[(String, u32)], default: &str) -> Vec<Member> {
     let mut agents: Vec<String> = vec![];
     match harnesses {
         [] => agents.extend((0..n.unwrap_or(1)).map(|_| default.to_string())),
@@ -257,7 +252,11 @@ pub fn rank(results: &mut [MemberResult]) {
 /// The notes a judgement carries: no member passing, ties.
 pub fn notes(results: &[MemberResult], checked: bool) -> Vec<String> {
     let mut notes = vec![];
-    if checked && !results.iter().any(|r| r.check.as_ref().is_some_and(|c| c.passed)) {
+    if checked
+        && !results
+            .iter()
+            .any(|r| r.check.as_ref().is_some_and(|c| c.passed))
+    {
         notes.push("no member passes the checks; ranked anyway".to_string());
     }
     let mut ranks: Vec<usize> = results.iter().filter(|r| r.tied).map(|r| r.rank).collect();
@@ -296,7 +295,10 @@ mod tests {
             labels(&plan("b", None, &[h("claude:2"), h("codex")], "pi")),
             ["b/claude", "b/claude-2", "b/codex"]
         );
-        assert_eq!(labels(&plan("b", None, &[h("claude:2")], "pi")), ["b/1", "b/2"]);
+        assert_eq!(
+            labels(&plan("b", None, &[h("claude:2")], "pi")),
+            ["b/1", "b/2"]
+        );
         assert_eq!(plan("b", Some(2), &[h("codex")], "pi")[1].harness, "codex");
         assert!(parse_harness("x:0").is_err() && parse_harness("x:y").is_err());
     }

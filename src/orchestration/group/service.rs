@@ -325,7 +325,11 @@ pub fn cancel(tasks: &mut TaskService, g: &Group) -> Result<Outcome> {
 }
 
 /// Cancel one member if it is open: what became of it.
-fn cancel_member(tasks: &mut TaskService, m: &MemberNow, notes: &mut Vec<String>) -> Result<String> {
+fn cancel_member(
+    tasks: &mut TaskService,
+    m: &MemberNow,
+    notes: &mut Vec<String>,
+) -> Result<String> {
     let Some(t) = &m.task else {
         return Ok("gone".into());
     };
@@ -376,19 +380,20 @@ pub fn pick(tasks: &mut TaskService, g: &Group, winner: &str, merge: bool) -> Re
             continue;
         };
         let picked = m.member.label == w.member.label;
-        let said = tasks
-            .store
-            .history(&t.project, &t.id)
-            .iter()
-            .any(|e| e.event.starts_with("group.") && e.data.get("group") == Some(&json!(g.id)));
+        let said =
+            tasks.store.history(&t.project, &t.id).iter().any(|e| {
+                e.event.starts_with("group.") && e.data.get("group") == Some(&json!(g.id))
+            });
         if !said {
             let (event, note) = match picked {
                 true => ("group.picked", "picked".to_string()),
                 false => ("group.not_picked", format!("not picked: {label} won")),
             };
-            tasks
-                .store
-                .append_history(t, event, json!({"group": g.id, "winner": label, "note": note}))?;
+            tasks.store.append_history(
+                t,
+                event,
+                json!({"group": g.id, "winner": label, "note": note}),
+            )?;
         }
     }
     fault::point("group.pick.told");

@@ -68,7 +68,11 @@ impl GroupStore {
         };
         let mut out = vec![];
         for p in projects {
-            for e in std::fs::read_dir(self.dir(&p)).into_iter().flatten().flatten() {
+            for e in std::fs::read_dir(self.dir(&p))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
                 let name = e.file_name().to_string_lossy().into_owned();
                 let Some(id) = name.strip_suffix(".json") else {
                     continue;
