@@ -40,6 +40,14 @@ fn agents(env: &TaskEnv) -> Vec<String> {
     s
 }
 
+/// `task create ARGS…` making a group: its id and what the command printed.
+fn group(env: &TaskEnv, args: &[&str]) -> (String, Value) {
+    let mut a = vec!["task", "create"];
+    a.extend_from_slice(args);
+    let v = env.ok(&a);
+    (v["group"]["id"].as_str().unwrap().to_string(), v)
+}
+
 fn members(v: &Value) -> Vec<Value> {
     v["members"].as_array().unwrap().clone()
 }
@@ -65,17 +73,17 @@ fn wait_members(env: &TaskEnv, gid: &str, status: &str) -> Value {
 #[test]
 fn n_members_each_in_their_own_workspace_and_session_the_last_queued_when_the_pool_is_short() {
     let env = env("2");
-    let v = env.ok(&[
-        "task",
-        "create",
-        "api/fix",
-        "fix the api",
-        "--n",
-        "3",
-        "--harness",
-        "fake-wait",
-    ]);
-    let gid = v["group"]["id"].as_str().unwrap().to_string();
+    let (gid, v) = group(
+        &env,
+        &[
+            "api/fix",
+            "fix the api",
+            "--n",
+            "3",
+            "--harness",
+            "fake-wait",
+        ],
+    );
     let ms = members(&v);
     let branches: Vec<&str> = ms.iter().map(|m| m["branch"].as_str().unwrap()).collect();
     assert_eq!(branches, ["api/fix/1", "api/fix/2", "api/fix/3"]);
@@ -102,6 +110,29 @@ fn n_members_each_in_their_own_workspace_and_session_the_last_queued_when_the_po
     let text = env.cmd_in(&env.repo, &["group", "list"]).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("3: 2 working, 1 pending"), "{text}");
+    // `task list`: one parent row, the members under it; the sidebar names the group.
+    let out = env.cmd_in(&env.repo, &["task", "list"]).output().unwrap();
+    let out = String::from_utf8_lossy(&out.stdout);
+    let row = |id: &str| out.lines().position(|l| l.starts_with(id)).unwrap();
+    let parent = out.lines().position(|l| l.starts_with(&gid)).unwrap();
+    assert!(
+        out.lines().nth(parent).unwrap().contains("3 members"),
+        "{out}"
+    );
+    assert_eq!(row(&format!("└ {a}")), parent + 1, "{out}");
+    assert_eq!(row(&format!("└ {b}")), parent + 2, "{out}");
+    let side = env
+        .cmd_in(
+            &env.repo,
+            &["sidebar", "--task", &b, "--once", "--width", "40"],
+        )
+        .output()
+        .unwrap();
+    let side = String::from_utf8_lossy(&side.stdout);
+    assert!(
+        side.contains("Group: api/fix") && side.contains("/2 working ◂"),
+        "{side}"
+    );
     // Cancel: every member, the queued one too; the pool is free again.
     let c = env.ok(&["group", "cancel", "api/fix", "--yes"]);
     assert_eq!(c["group"]["cancelled"], true);
@@ -113,17 +144,17 @@ fn n_members_each_in_their_own_workspace_and_session_the_last_queued_when_the_po
 #[test]
 fn mixed_harnesses_are_judged_by_the_check_the_diff_and_a_judge_and_one_is_picked() {
     let env = env("3");
-    let v = env.ok(&[
-        "task",
-        "create",
-        "feat/x",
-        "make it good",
-        "--harness",
-        "fake-complete:2",
-        "--harness",
-        "fake-good",
-    ]);
-    let gid = v["group"]["id"].as_str().unwrap().to_string();
+    let (gid, v) = group(
+        &env,
+        &[
+            "feat/x",
+            "make it good",
+            "--harness",
+            "fake-complete:2",
+            "--harness",
+            "fake-good",
+        ],
+    );
     let labels: Vec<String> = members(&v)
         .iter()
         .map(|m| m["member"].as_str().unwrap().to_string())
@@ -207,17 +238,10 @@ fn a_hanging_check_is_killed_at_its_timeout_and_no_member_passing_is_said() {
         "--check-timeout",
         "1s",
     ]);
-    let v = env.ok(&[
-        "task",
-        "create",
-        "slow",
-        "anything",
-        "--n",
-        "2",
-        "--harness",
-        "fake-complete",
-    ]);
-    let gid = v["group"]["id"].as_str().unwrap().to_string();
+    let (gid, _) = group(
+        &env,
+        &["slow", "anything", "--n", "2", "--harness", "fake-complete"],
+    );
     wait_members(&env, &gid, "reviewing");
     let j = env.ok(&["group", "judge", &gid]);
     let results = j["judgement"]["results"].as_array().unwrap();
@@ -255,6 +279,22 @@ fn bad_input_a_deleted_member_and_picking_a_member_still_working() {
         "invalid_argument",
     );
     assert!(e.contains("--force"), "{e}");
+    // A member whose program is missing: the group is refused whole, nothing recorded.
+    env.append_config("[harness.missing]\ncommand = \"no-such-agent-xyz {prompt}\"\n");
+    env.err(
+        &[
+            "task",
+            "create",
+            "mixed",
+            "x",
+            "--harness",
+            "fake-wait",
+            "--harness",
+            "missing",
+        ],
+        "backend_not_found",
+    );
+    assert!(env.ok(&["task", "list"]).as_array().unwrap().is_empty());
     // --n 1 is an ordinary task: no group.
     let one = env.ok(&[
         "task",
@@ -270,17 +310,7 @@ fn bad_input_a_deleted_member_and_picking_a_member_still_working() {
     assert!(one.get("group").is_none(), "{one}");
     assert!(env.ok(&["group", "list"]).as_array().unwrap().is_empty());
     env.ok(&["task", "cancel", "--yes", "solo"]);
-    let v = env.ok(&[
-        "task",
-        "create",
-        "w",
-        "wait",
-        "--n",
-        "2",
-        "--harness",
-        "fake-wait",
-    ]);
-    let gid = v["group"]["id"].as_str().unwrap().to_string();
+    let (gid, v) = group(&env, &["w", "wait", "--n", "2", "--harness", "fake-wait"]);
     let ms = members(&v);
     // A member deleted behind orange's back is gone, not fatal.
     let gone = task_of(&ms[0]);
@@ -320,19 +350,19 @@ fn judge_auto_judges_when_the_last_member_is_ready_and_tells_once() {
             .spawn()
             .unwrap(),
     );
-    let v = env.ok(&[
-        "task",
-        "create",
-        "api/auto",
-        "do it",
-        "--harness",
-        "fake-complete",
-        "--harness",
-        "fake-good",
-        "--judge",
-        "auto",
-    ]);
-    let gid = v["group"]["id"].as_str().unwrap().to_string();
+    let (gid, _) = group(
+        &env,
+        &[
+            "api/auto",
+            "do it",
+            "--harness",
+            "fake-complete",
+            "--harness",
+            "fake-good",
+            "--judge",
+            "auto",
+        ],
+    );
     let mut g = Value::Null;
     wait_for("the monitor to judge the group", 60, || {
         g = env.ok(&["group", "show", &gid]);
@@ -408,17 +438,17 @@ fn the_real_claude_code_judges_a_group_against_the_stand_in_api() {
     env.ok(&["project", "update", "--check-cmd", "test -f GOOD"]);
     let r = env.ok(&["doctor", "--harness", "claude", "--trust"]);
     assert!(r["trust_recorded"].is_string(), "{r}");
-    let v = env.ok(&[
-        "task",
-        "create",
-        "judged",
-        "make it good",
-        "--harness",
-        "fake-complete:2",
-        "--harness",
-        "fake-good",
-    ]);
-    let gid = v["group"]["id"].as_str().unwrap().to_string();
+    let (gid, _) = group(
+        &env,
+        &[
+            "judged",
+            "make it good",
+            "--harness",
+            "fake-complete:2",
+            "--harness",
+            "fake-good",
+        ],
+    );
     wait_members(&env, &gid, "reviewing");
     let j = env.ok(&[
         "group",

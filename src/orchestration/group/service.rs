@@ -216,7 +216,10 @@ fn check(tasks: &TaskService, project: &Project, req: &GroupRequest) -> Result<V
     let open = tasks.store.list_open(Some(&project.name))?;
     for m in &members {
         validate_branch(&m.branch)?;
-        Harness::resolve(Some(&m.harness), &config)?;
+        let h = Harness::resolve(Some(&m.harness), &config)?;
+        if req.spawn {
+            h.preflight()?;
+        }
         if let Some(t) = open.iter().find(|t| t.branch == m.branch) {
             return Err(OrangeError::invalid(format!(
                 "branch {:?} already belongs to task {} ({})",

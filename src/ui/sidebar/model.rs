@@ -38,6 +38,10 @@ pub struct Model {
     /// `└ name: state`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub teammates: Vec<String>,
+    /// The group it is a member of (best of N): its base branch, then a row per member,
+    /// `/2 reviewing`, this one marked `◂`; empty when it is in no group.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub group: Vec<String>,
     /// Token use from the agent's log; `None`: unknown (its harness does not report it).
     #[serde(default)]
     pub tokens: Option<crate::orchestration::usage::Tokens>,
@@ -103,6 +107,7 @@ impl Model {
             harness: String::new(),
             agent: None,
             teammates: vec![],
+            group: vec![],
             tokens: None,
             port: None,
             pr: None,
