@@ -2,7 +2,8 @@
 # bench-group.sh — time from `orange task create BRANCH PROMPT --n 3` (a group of three,
 # warm pool) to its three agents running in their tmux sessions, next to doing the same by
 # hand three times: `git worktree add -b` of a fresh worktree plus `tmux new-session -d`
-# running the agent, one after the other.
+# running the agent, one after the other; and next to one `orange task create` (the
+# group's members start one after the other: it costs about N of those).
 #
 # The "agent" is a harness that creates a marker file as its first act; the clock stops
 # when the three markers exist (polled without forking). Repository: BENCH_FILES (default
@@ -73,6 +74,19 @@ orange_iteration() {
     "$ORANGE" group cancel "bench/o$i-$mode" --yes >/dev/null || bench_die "group cancel failed"
 }
 
+single_iteration() {
+    local mode=$1 i=$2 t0 t1 dir="$markers/s$i-$mode"
+    mkdir -p "$dir"
+    sed -i "s|touch '[^']*'|touch '$dir'|" "$ORANGE_HOME/config.toml"
+    bench_now t0
+    "$ORANGE" task create "bench/s$i-$mode" "benchmark task $i" --harness bench --json >"$BENCH_STDOUT" ||
+        bench_die "orange task create failed: $(cat "$BENCH_STDOUT")"
+    wait_count "$dir" 1
+    bench_now t1
+    [[ $mode == record ]] && bench_record one.orange "$((t1 - t0))"
+    "$ORANGE" task cancel "bench/s$i-$mode" --yes >/dev/null || bench_die "task cancel failed"
+}
+
 baseline_iteration() {
     local mode=$1 i=$2 t0 t1 k dir="$markers/b$i-$mode"
     mkdir -p "$dir"
@@ -97,6 +111,7 @@ run() {
     for ((i = 1; i <= count; i++)); do
         if ((i % 2)); then orange_iteration "$mode" "$i"; baseline_iteration "$mode" "$i"
         else baseline_iteration "$mode" "$i"; orange_iteration "$mode" "$i"; fi
+        single_iteration "$mode" "$i"
     done
 }
 bench_log "warm-up: $warmup"
@@ -115,5 +130,9 @@ else
     bench_compare_table orange baseline group
     echo
     echo "(the ratio is by hand / orange: at least 0.67 meets the target, orange ≤ 1.5× by hand)"
+    one=$(bench_stat one.orange median)
+    grp=$(bench_stat group.orange median)
+    printf 'one task create: %s ms median; the group of %s costs %s× one task\n' \
+        "$(bench_ms "$one")" "$n" "$(awk -v g="$grp" -v o="$one" 'BEGIN { printf "%.2f", g / o }')"
     echo "(total run time $((SECONDS - bench_start))s, including build and fixture)"
 fi
