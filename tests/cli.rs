@@ -156,13 +156,16 @@ fn the_table_holds_together_for_every_verb() {
             Runs::Task => assert_eq!(family, "task", "{line}"),
             Runs::Workspace => assert!(d.id.is_some(), "{line}"),
             Runs::Project | Runs::NamedProject => {
-                assert!(["task", "workspace", "project"].contains(&family), "{line}")
+                assert!(
+                    ["task", "workspace", "project", "group"].contains(&family),
+                    "{line}"
+                )
             }
         }
         // Progress is shown for the commands a person runs and waits on.
-        let waits = ["task", "workspace", "project", "restore"].contains(&family);
+        let waits = ["task", "workspace", "project", "restore", "group"].contains(&family);
         assert_eq!(d.progress, waits, "{line}");
-        let repairs = ["task", "workspace", "lane", "restore"].contains(&family);
+        let repairs = ["task", "workspace", "lane", "restore", "group"].contains(&family);
         assert_eq!(d.repairs, repairs, "{line}");
     }
 }

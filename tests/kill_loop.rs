@@ -1,5 +1,5 @@
 //! The kill loop: random commands (task create/spawn/merge/cancel/respawn/delete,
-//! workspace acquire/release, lane create/close) killed with SIGKILL at random moments on a
+//! workspace acquire/release, lane create/close, group create/cancel/pick) killed with SIGKILL at random moments on a
 //! real git repository and a real tmux server; after each, the next command must work and
 //! the invariants must hold:
 //! - every state file parses;
@@ -251,7 +251,37 @@ fn commands_killed_at_random_moments_leave_state_the_next_command_repairs() {
         let branch = format!("kl/{n}");
         let label = format!("outside-{}", rng.below(3));
         let ws = format!("app--{}", 1 + rng.below(3));
-        let (op, args): (&'static str, Vec<String>) = match rng.below(11) {
+        let groups: Vec<String> = std::fs::read_dir(env.home.join("tasks/app/.groups"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.strip_suffix(".json").map(str::to_string)
+            })
+            .collect();
+        let (op, args): (&'static str, Vec<String>) = match rng.below(13) {
+            11 => (
+                "group create",
+                ["task", "create", &branch, "best of two", "--n", "2"]
+                    .into_iter()
+                    .chain(["--harness", "fake-wait"])
+                    .map(String::from)
+                    .collect(),
+            ),
+            12 => match (rng.below(2), rng.pick(&groups)) {
+                (0, Some(g)) => (
+                    "group cancel",
+                    ["group", "cancel", "--yes", g].map(String::from).to_vec(),
+                ),
+                (_, Some(g)) => (
+                    "group pick",
+                    ["group", "pick", "--yes", g, "1"]
+                        .map(String::from)
+                        .to_vec(),
+                ),
+                _ => continue,
+            },
             0 | 1 => (
                 "task create",
                 vec![
@@ -384,6 +414,10 @@ fn commands_killed_at_random_moments_leave_state_the_next_command_repairs() {
         let (ok, out) = env.json(&["lane", "list"]);
         if !ok {
             all_violations.push(format!("after {op} ({argv:?}): lane list failed: {out}"));
+        }
+        let (ok, out) = env.json(&["group", "list"]);
+        if !ok {
+            all_violations.push(format!("after {op} ({argv:?}): group list failed: {out}"));
         }
         for v in violations(&env) {
             all_violations.push(format!("after {op} ({argv:?}): {v}"));

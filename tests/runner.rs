@@ -22,6 +22,7 @@ mod failures;
 mod first_hour;
 mod fleet;
 mod fuzz_parsers;
+mod group;
 mod hostile_text;
 mod kill_loop;
 mod lane;

@@ -182,6 +182,25 @@ fn empty_sections_at_several_widths() {
 }
 
 #[test]
+fn a_group_member_shows_its_group_and_siblings() {
+    let mut m = full_model();
+    m.group = vec![
+        "login-fix".into(),
+        "/1 working ◂".into(),
+        "/2 reviewing".into(),
+        "/3 gone".into(),
+    ];
+    snap("group_w30", &m, 30, Some(24));
+    let f = render(&m, 48, None);
+    assert!(
+        f.contains("\nGroup: login-fix\n  └ /1 working ◂\n  └ /2 reviewing\n"),
+        "{f}"
+    );
+    // No group: no line.
+    assert!(!render(&full_model(), 48, None).contains("Group:"));
+}
+
+#[test]
 fn full_sections_at_several_widths() {
     let m = full_model();
     for w in [20, 30, 48, 80] {

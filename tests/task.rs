@@ -166,7 +166,7 @@ fn hostile_branch_names_are_refused_before_anything_is_written() {
     let env = TaskEnv::new();
     env.add_project(&[]);
     for bad in [
-        "a b", "a..b", "fix:1", "-x", "--force", "x~1", "a^", "a*b", ".hidden", "end/", "x.lock",
+        "a b", "a..b", "fix:1", "-x", "--nope", "x~1", "a^", "a*b", ".hidden", "end/", "x.lock",
     ] {
         let m = env.err(
             &["task", "create", bad, "s", "--harness", "fake-wait"],

@@ -6,6 +6,7 @@
 
 pub mod broker;
 pub mod bwrap;
+pub mod check;
 pub mod editor;
 pub mod fault;
 pub mod gh;

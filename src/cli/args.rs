@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub use super::group_args::GroupCmd;
 pub use super::pr_args::PrArgs;
 pub use super::task_args::{ReviewArgs, TaskCreateArgs};
 
@@ -48,6 +49,9 @@ pub enum Command {
     /// Tasks: an agent on a branch in a pooled workspace and a tmux session
     #[command(subcommand)]
     Task(TaskCmd),
+    /// Groups (best of N): one prompt, N agents; judge them, keep the best
+    #[command(subcommand)]
+    Group(GroupCmd),
     /// Task lanes (each a worktree slot of its own): minimal autonomous runs, tmux or zellij
     #[command(subcommand)]
     Lane(LaneCmd),
@@ -187,6 +191,12 @@ impl Command {
             C::Task(T::Delete { id, yes })             => asks(
                                                           row(Y,  N,  Y,  Y,  Always,    Task,         Some(id)),
                                                           *yes, "Delete"),
+            C::Group(GroupCmd::List { all: true })     => row(N,  N,  Y,  Y,  Never,     Here,         None),
+            C::Group(GroupCmd::List { .. } | GroupCmd::Show { .. })
+                                                       => row(N,  N,  Y,  Y,  Never,     Project,      None),
+            C::Group(GroupCmd::Judge { .. })           => row(Y,  N,  Y,  Y,  Never,     Project,      None),
+            C::Group(GroupCmd::Pick { .. } | GroupCmd::Cancel { .. })
+                                                       => row(Y,  N,  Y,  Y,  Always,    Project,      None),
             C::Workspace(W::List { .. })               => row(N,  N,  Y,  Y,  Never,     Project,      None),
             C::Workspace(W::Init | W::Acquire(_) | W::Shutdown { .. })
                                                        => row(Y,  N,  Y,  Y,  Never,     Project,      None),
@@ -308,6 +318,13 @@ pub struct ProjectUpdateArgs {
     pub sandbox: Option<String>,
     #[command(flatten)]
     pub cap: super::fleet_args::ProjectCapArgs,
+    /// The check `group judge` runs in each member's workspace, exit 0 passes
+    /// (e.g. "cargo test"; "" removes it)
+    #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
+    pub check_cmd: Option<String>,
+    /// How long the check may run before it is killed and fails (default 10m)
+    #[arg(long, value_name = "DURATION")]
+    pub check_timeout: Option<String>,
 }
 
 // orange host …

@@ -465,6 +465,7 @@ fn start_tasks(home: &Home, plain: &Tmux, repo: &Path) -> Result<(Vec<Task>, Val
                 spawn: true,
                 sandbox: None,
                 headless: false,
+                group: None,
             },
         )?;
         let t = created.task;

@@ -9,6 +9,9 @@ pub mod demo;
 pub mod doctor;
 pub mod entry;
 pub mod fleet_args;
+pub mod group;
+pub mod group_args;
+pub mod group_text;
 pub mod hook;
 pub mod host;
 pub mod lane;
@@ -52,6 +55,7 @@ pub fn dispatch(ctx: &Ctx, cmd: Command) -> Result<Out> {
         Command::Host(c) => host::run(ctx, c).map(Done::from),
         Command::Workspace(c) => workspace::run(ctx, c).map(Done::from),
         Command::Task(c) => task::run(ctx, c),
+        Command::Group(c) => group::run(ctx, c),
         Command::Lane(c) => lane::run(ctx, c).map(Done::from),
         Command::Sidebar(a) => sidebar::run(ctx, a).map(Done::from),
         Command::Status(a) => status::run(ctx, a).map(Done::from),

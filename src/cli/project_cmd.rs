@@ -158,6 +158,8 @@ fn update(ctx: &Ctx, a: ProjectUpdateArgs) -> Result<Out> {
                 port_base: a.port_base,
                 sandbox: a.sandbox,
                 max_running: a.cap.max_running,
+                check_cmd: a.check_cmd,
+                check_timeout: a.check_timeout,
             },
         )
     })?;

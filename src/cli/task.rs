@@ -20,7 +20,7 @@ use crate::orchestration::monitor::presence;
 use crate::orchestration::task::cap;
 use crate::orchestration::task::queue::NextSpawn;
 use crate::orchestration::task::send::Outcome;
-use crate::orchestration::task::service::TaskService;
+use crate::orchestration::task::service::{TaskService, TaskView};
 use crate::orchestration::task::start::CreateRequest;
 use crate::orchestration::task::{SendKind, Status, Task};
 use crate::ui::output::Out;
@@ -115,17 +115,16 @@ fn confirmed(
 
 /// `task create`
 fn create(ctx: &Ctx, tasks: &mut TaskService, a: TaskCreateArgs) -> Result<Done> {
+    if a.is_group() {
+        return super::group::create(ctx, tasks, a);
+    }
     let project = ctx.project()?;
-    let context = match a.context.as_deref() {
-        Some("-") => {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(|e| OrangeError::io("reading --context from standard input", e))?;
-            Some(s)
-        }
-        other => other.map(str::to_string),
-    };
+    let context = a.context_text()?;
+    // `--harness claude:1` is one claude.
+    let harness = a
+        .harness
+        .first()
+        .map(|h| h.trim_end_matches(":1").to_string());
     let inputs = json!({"project": project.name, "branch": a.branch, "summary": a.summary, "harness": a.harness, "no_spawn": a.no_spawn, "sandbox": a.sandbox, "headless": a.headless});
     let created = audited(ctx, "task.create", inputs, || {
         tasks.create(
@@ -133,11 +132,12 @@ fn create(ctx: &Ctx, tasks: &mut TaskService, a: TaskCreateArgs) -> Result<Done>
             CreateRequest {
                 branch: a.branch.filter(|b| !b.is_empty()),
                 summary: a.summary,
-                harness: a.harness,
+                harness,
                 context,
                 spawn: !a.no_spawn,
                 sandbox: a.sandbox,
                 headless: a.headless,
+                group: None,
             },
         )
     })?;
@@ -189,7 +189,6 @@ fn list(ctx: &Ctx, tasks: &mut TaskService, status: Option<String>, all: bool) -
         true => super::remote::task_lists(ctx, status_arg.as_deref()),
         false => vec![],
     };
-    let mut rows: Vec<Vec<String>> = list.iter().map(|v| task_text::row(v, all)).collect();
     // Queued behind a cap: why, in the agent's column and the JSON.
     let capped = cap::now(&ctx.home, &tasks.store);
     let waits: Vec<Option<cap::Full>> = list
@@ -201,11 +200,29 @@ fn list(ctx: &Ctx, tasks: &mut TaskService, status: Option<String>, all: bool) -
                 .flatten()
         })
         .collect();
-    for (row, full) in rows.iter_mut().zip(&waits) {
-        if let Some(f) = full {
-            row[3 + usize::from(all)] = f.reason();
-        }
-    }
+    // A group's members under one parent row.
+    let groups = crate::orchestration::group::GroupStore::new(&ctx.home)
+        .list(project.as_deref())
+        .unwrap_or_default();
+    let of = |v: &TaskView| {
+        let id = v.task.group.as_deref()?;
+        groups
+            .iter()
+            .find(|g| g.id == id && g.project == v.task.project)
+    };
+    let mut rows = super::group_text::nest(
+        list.iter()
+            .zip(&waits)
+            .map(|(v, full)| {
+                let mut row = task_text::row(v, all);
+                if let Some(f) = full {
+                    row[3 + usize::from(all)] = f.reason();
+                }
+                (of(v), row)
+            })
+            .collect(),
+        all,
+    );
     rows.extend(remote.iter().map(|v| task_text::remote_row(v, true)));
     let mut text = task_text::list(&rows, all);
     if let Some((caps, counts)) = &capped {

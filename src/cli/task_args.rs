@@ -14,9 +14,21 @@ pub struct TaskCreateArgs {
     #[arg(allow_hyphen_values = true)]
     pub summary: Option<String>,
     /// Agent harness: claude, pi, codex, opencode, or one from config.toml
-    /// (default: config's default_harness, else the first installed of pi, opencode, claude, codex)
+    /// (default: config's default_harness, else the first installed of pi, opencode, claude, codex).
+    /// Repeated, or as H:N, it makes a group: one member per agent (`orange group`)
+    #[arg(long, value_name = "H[:N]")]
+    pub harness: Vec<String>,
+    /// Best of N: a group of N members, each its own task on BRANCH/1..N with the same
+    /// prompt (`orange group`); 1 is an ordinary task
+    #[arg(long, value_name = "N")]
+    pub n: Option<u32>,
+    /// A group of more than 10 members
     #[arg(long)]
-    pub harness: Option<String>,
+    pub force: bool,
+    /// A group's judging: auto (the monitor judges it when its last member is ready, and
+    /// tells you) or manual (`orange group judge`, the default)
+    #[arg(long, value_name = "auto|manual")]
+    pub judge: Option<String>,
     /// Extra context for TASK.md's ## Context: "-" reads standard input
     #[arg(long, value_name = "TEXT|-", allow_hyphen_values = true)]
     pub context: Option<String>,
@@ -82,6 +94,29 @@ pub struct ReviewArgs {
     /// merge); with no --comment, no editor opens
     #[arg(long)]
     pub approve: bool,
+}
+
+impl TaskCreateArgs {
+    /// `--context`: its text, or standard input's for `-`.
+    pub fn context_text(&self) -> crate::error::Result<Option<String>> {
+        use std::io::Read;
+        Ok(match self.context.as_deref() {
+            Some("-") => {
+                let mut s = String::new();
+                std::io::stdin().read_to_string(&mut s).map_err(|e| {
+                    crate::error::OrangeError::io("reading --context from standard input", e)
+                })?;
+                Some(s)
+            }
+            other => other.map(str::to_string),
+        })
+    }
+
+    /// It makes a group (best of N), not one task.
+    pub fn is_group(&self) -> bool {
+        let many = |h: &String| h.rsplit_once(':').is_some_and(|(_, n)| n != "1");
+        self.n.is_some_and(|n| n != 1) || self.harness.len() > 1 || self.harness.iter().any(many)
+    }
 }
 
 impl ReviewArgs {

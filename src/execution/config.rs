@@ -107,6 +107,11 @@ pub struct ProjectConfig {
     pub port_base: Option<u16>,
     #[serde(default)]
     pub sandbox: Option<String>,
+    /// `group judge`'s check command and its timeout (see `Project::check_cmd`).
+    #[serde(default)]
+    pub check_cmd: Option<String>,
+    #[serde(default)]
+    pub check_timeout: Option<String>,
     #[serde(flatten)]
     pub sandbox_paths: SandboxPaths,
 }

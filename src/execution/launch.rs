@@ -375,6 +375,8 @@ mod tests {
             sandbox: None,
             max_running: None,
             created_at: String::new(),
+            check_cmd: None,
+            check_timeout: None,
         };
         let names = |e: &[(String, String)]| e.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
         let ws = Path::new("/o/workspaces/app--2");

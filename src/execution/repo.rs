@@ -31,4 +31,11 @@ pub struct Project {
     pub max_running: Option<usize>,
     #[serde(default)]
     pub created_at: String,
+    /// The project's check (`project update --check-cmd`): run by `group judge` in each
+    /// member's workspace; exit 0 passes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_cmd: Option<String>,
+    /// How long the check may run before it is killed and counts as failed ("5m").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_timeout: Option<String>,
 }

@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod attention;
 pub mod doctor;
+pub mod group;
 pub mod host;
 pub mod lane;
 pub mod limits;

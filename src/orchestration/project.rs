@@ -168,6 +168,8 @@ pub fn add(home: &Home, opts: AddOptions) -> Result<Project> {
             sandbox,
             max_running: None,
             created_at: store::now_rfc3339(),
+            check_cmd: None,
+            check_timeout: None,
         };
         reg.projects.insert(name.clone(), project.clone());
         Ok(project)
@@ -184,9 +186,16 @@ pub struct UpdateOptions {
     pub sandbox: Option<String>,
     /// `--max-running N` (0: no cap).
     pub max_running: Option<usize>,
+    /// `--check-cmd` ("" removes it) and `--check-timeout`.
+    pub check_cmd: Option<String>,
+    pub check_timeout: Option<String>,
 }
 
 pub fn update_project(home: &Home, name: &str, opts: UpdateOptions) -> Result<Project> {
+    if let Some(t) = &opts.check_timeout {
+        humantime::parse_duration(t)
+            .map_err(|e| OrangeError::invalid(format!("--check-timeout {t:?}: {e}")))?;
+    }
     let sandbox = sandbox_name(opts.sandbox)?;
     let pool_size = opts.pool_size.map(validate_pool_size).transpose()?;
     for p in opts
@@ -230,6 +239,12 @@ pub fn update_project(home: &Home, name: &str, opts: UpdateOptions) -> Result<Pr
         }
         if let Some(n) = opts.max_running {
             p.max_running = (n > 0).then_some(n);
+        }
+        if let Some(c) = opts.check_cmd {
+            p.check_cmd = Some(c).filter(|c| !c.trim().is_empty());
+        }
+        if let Some(t) = opts.check_timeout {
+            p.check_timeout = Some(t);
         }
         Ok(p.clone())
     })
@@ -284,6 +299,12 @@ fn with_config(home: &Home, mut p: Project) -> Result<Project> {
         }
         if p.sandbox.is_none() {
             p.sandbox = c.sandbox.clone();
+        }
+        if p.check_cmd.is_none() {
+            p.check_cmd = c.check_cmd.clone().filter(|s| !s.trim().is_empty());
+        }
+        if p.check_timeout.is_none() {
+            p.check_timeout = c.check_timeout.clone();
         }
     }
     Ok(p)

@@ -13,6 +13,7 @@ use std::process::{Command, Output, Stdio};
 
 use crate::error::{OrangeError, Result};
 
+pub mod compare;
 pub mod diff;
 pub mod setup;
 mod worktree;

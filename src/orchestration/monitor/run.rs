@@ -61,6 +61,7 @@ pub fn once(home: &Home, tmux: &Tmux, widgets: Widgets) -> Result<PassReport> {
     if let Some(snap) = r.snapshot.take() {
         publish_and_notify(home, tmux, &snap, widgets);
     }
+    crate::orchestration::group::auto::judge_due(home);
     r.pass_ms = (started.elapsed().as_secs_f64() * 1e5).round() / 100.0;
     Ok(r)
 }
@@ -161,6 +162,7 @@ pub fn watch(home: &Home, tmux: &Tmux, interval: Duration, widgets: Widgets) -> 
                 // Stop with the tmux server: a monitor must not outlive what it watches.
                 let no_sessions = snap.sessions.is_empty();
                 published.again(home, tmux, snap, widgets);
+                crate::orchestration::group::auto::judge_due(home);
                 if no_sessions {
                     idle_servers += 1;
                     if idle_servers >= 2 {

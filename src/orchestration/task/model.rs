@@ -181,6 +181,9 @@ pub struct Task {
     /// one message, when its turn ends (by the monitor, which sees it waiting).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub held: Vec<Held>,
+    /// The group it is a member of (`task create --n N`, `orange group`): its id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
 }
 
 /// A message held for a task's agent until its turn ends.

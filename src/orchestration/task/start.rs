@@ -44,6 +44,8 @@ pub struct CreateRequest {
     pub sandbox: Option<String>,
     /// `--headless`: one-shot, whatever config.toml's `mode` says.
     pub headless: bool,
+    /// The group it is a member of (`orchestration::group`).
+    pub group: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -178,6 +180,7 @@ impl TaskService<'_> {
             headless: req.headless || harness.mode == Mode::Headless,
             created_at: now.clone(),
             updated_at: now,
+            group: req.group.clone(),
             ..Task::default()
         };
         let dir = self.store.dir(&project.name, &task.id);

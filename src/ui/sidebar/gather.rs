@@ -75,6 +75,7 @@ pub fn assemble(
     m.reviewer = crate::orchestration::review::record::load(&store.dir(&task.project, &task.id))
         .as_ref()
         .map(crate::orchestration::review::record::line);
+    m.group = group_lines(home, task);
     m.tokens =
         crate::orchestration::usage::tokens(&store.dir(&task.project, &task.id), &task.harness);
     m.port = port_of(home, task);
@@ -105,6 +106,31 @@ pub fn assemble(
     m.next_step =
         item_of(&store, task, session, &Agents::new()).and_then(|i| NextStep::of_item(&i, None));
     m
+}
+
+/// The task's group (when it is a member of one): its base branch, then each member and
+/// its state, this one marked.
+fn group_lines(home: &Home, task: &Task) -> Vec<String> {
+    use crate::orchestration::group::{service, GroupStore};
+    let Some(g) = task
+        .group
+        .as_deref()
+        .and_then(|id| GroupStore::new(home).load(&task.project, id).ok())
+    else {
+        return vec![];
+    };
+    let tasks = crate::orchestration::task::service::TaskService::new(home);
+    let mut out = vec![g.base.clone()];
+    for m in service::members(&tasks, &g) {
+        let me = m.member.task.as_deref() == Some(task.id.as_str());
+        out.push(format!(
+            "/{} {}{}",
+            m.member.label,
+            m.state,
+            if me { " ◂" } else { "" }
+        ));
+    }
+    out
 }
 
 /// The line worth the user's attention: the task ended or waits for a workspace, the agent

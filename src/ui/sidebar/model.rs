@@ -41,6 +41,10 @@ pub struct Model {
     /// Its reviewer agent, a row under it: `reviewer claude: working`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reviewer: Option<String>,
+    /// The group it is a member of (best of N): its base branch, then a row per member,
+    /// `/2 reviewing`, this one marked `◂`; empty when it is in no group.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub group: Vec<String>,
     /// Token use from the agent's log; `None`: unknown (its harness does not report it).
     #[serde(default)]
     pub tokens: Option<crate::orchestration::usage::Tokens>,
@@ -107,6 +111,7 @@ impl Model {
             agent: None,
             teammates: vec![],
             reviewer: None,
+            group: vec![],
             tokens: None,
             port: None,
             pr: None,

@@ -301,6 +301,12 @@ fn header_lines(m: &Model, width: usize) -> Vec<Line> {
             style,
         ));
     }
+    if let Some((base, members)) = m.group.split_first() {
+        out.push(Line::text("Group: ", Style::Plain).push(base, Style::Bold));
+        for g in members {
+            out.push(Line::text(format!("  └ {g}"), Style::Dim));
+        }
+    }
     out.push(Line::text(format!("Harness: {}", m.harness), Style::Plain));
     // Narrow panes lose the label before the numbers.
     out.push(match &m.tokens {

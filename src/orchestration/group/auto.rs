@@ -1,0 +1,107 @@
+//! `--judge auto`: the monitor starts a group's judging once its last member is ready
+//! (every member with a task is ready for review, merged, cancelled or gone, and one at
+//! least is ready), as a command of its own (`orange group judge G --notify`: a check may
+//! run for minutes and must never hold up a pass), which tells the people attached once.
+
+use serde_json::json;
+
+use crate::adapters::store::{self, Home};
+use crate::adapters::tmux::Tmux;
+use crate::error::Result;
+use crate::orchestration::group::model::{Group, JudgeMode};
+use crate::orchestration::group::service::members;
+use crate::orchestration::group::store::GroupStore;
+use crate::orchestration::task::service::TaskService;
+
+/// How long an automatic judging may run.
+const LIMIT: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Is `g` waiting for an automatic judging that has not started?
+fn waiting(g: &Group) -> bool {
+    g.judge == JudgeMode::Auto
+        && g.judgement.is_none()
+        && g.auto_started.is_none()
+        && !g.cancelled
+        && g.picked.is_none()
+}
+
+/// Start the judging of every `--judge auto` group whose last member is ready (marked
+/// started first: one judging per group, even across monitors). Never fails a pass.
+pub fn judge_due(home: &Home) {
+    let groups = GroupStore::new(home);
+    let Ok(all) = groups.list(None) else {
+        return;
+    };
+    for g in all.into_iter().filter(waiting) {
+        if let Err(e) = start_if_ready(home, &groups, &g) {
+            store::log(
+                home,
+                "warn",
+                "group: automatic judging not started",
+                json!({"group": g.id, "error": e.to_string()}),
+            );
+        }
+    }
+}
+
+fn start_if_ready(home: &Home, groups: &GroupStore, g: &Group) -> Result<()> {
+    let tasks = TaskService::new(home);
+    let ms = members(&tasks, g);
+    let ready = ms.iter().filter(|m| m.is_ready()).count();
+    let open = ms
+        .iter()
+        .filter(|m| m.task.as_ref().is_some_and(|t| !t.status.is_final()) && !m.is_ready())
+        .count();
+    if ready == 0 || open > 0 {
+        return Ok(());
+    }
+    {
+        let Some(_lock) = tasks.store.try_lock(&g.project)? else {
+            return Ok(());
+        };
+        let mut g = groups.load(&g.project, &g.id)?;
+        if !waiting(&g) {
+            return Ok(());
+        }
+        g.auto_started = Some(store::now_rfc3339());
+        groups.save(&g)?;
+    }
+    let exe = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "orange".into());
+    let args = ["group", "judge", &g.id, "--project", &g.project, "--notify"].map(String::from);
+    crate::adapters::shell::spawn_limited(&exe, &args, LIMIT)?;
+    store::log(home, "info", "group: judging", json!({"group": g.id}));
+    Ok(())
+}
+
+/// Tell the people attached `msg` (a tmux message on each client), once, and log it.
+pub fn tell(home: &Home, tmux: &Tmux, msg: &str) {
+    let clients = tmux.clients().unwrap_or_default();
+    let names: Vec<&str> = clients.iter().map(|c| c.name.as_str()).collect();
+    if !names.is_empty() {
+        let _ = tmux.display_to_clients(&names, &crate::text::for_tmux(msg));
+    }
+    store::log(
+        home,
+        "info",
+        "notified",
+        json!({"message": msg, "clients": names.len()}),
+    );
+}
+
+/// Tell the people attached of `g`'s judgement (`verdict`), once: the group remembers it.
+pub fn tell_once(tasks: &TaskService, g: &Group, verdict: &str) -> Result<()> {
+    let groups = GroupStore::new(tasks.home);
+    {
+        let _lock = tasks.store.lock(&g.project)?;
+        let mut g = groups.load(&g.project, &g.id)?;
+        if g.notified {
+            return Ok(());
+        }
+        g.notified = true;
+        groups.save(&g)?;
+    }
+    tell(tasks.home, &tasks.tmux, verdict);
+    Ok(())
+}

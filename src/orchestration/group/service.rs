@@ -1,0 +1,420 @@
+//! What happens to a group: create (its record first, then each member as an ordinary
+//! task — a member that cannot start never blocks the others), its members as they are
+//! now (a member deleted behind orange's back is `gone`), cancel, and pick (the winner
+//! merged as `task merge` does, the others cancelled as `task cancel` does).
+//!
+//! Every step is recorded before it is acted on, so a command killed half-way leaves a
+//! record the next one finishes: a member created but not yet written into the record is
+//! found by its group and branch; `cancel` and `pick` run again finish what is left.
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::adapters::{fault, git, store};
+use crate::error::{OrangeError, Result};
+use crate::execution::config::Config;
+use crate::execution::harness::Harness;
+use crate::orchestration::group::model::{self, Group, JudgeMode, Member, MAX_MEMBERS};
+use crate::orchestration::group::store::GroupStore;
+use crate::orchestration::project::Project;
+use crate::orchestration::task::model::{new_id, validate_branch, Status, Task};
+use crate::orchestration::task::service::TaskService;
+use crate::orchestration::task::start::CreateRequest;
+
+/// `task create BRANCH PROMPT --n N | --harness H[:N] …`.
+pub struct GroupRequest {
+    pub base: String,
+    pub prompt: String,
+    pub n: Option<u32>,
+    /// `--harness` as typed (`claude`, `claude:2`).
+    pub harnesses: Vec<String>,
+    /// More than [`MAX_MEMBERS`].
+    pub force: bool,
+    pub context: Option<String>,
+    pub spawn: bool,
+    pub sandbox: Option<String>,
+    pub headless: bool,
+    pub judge: JudgeMode,
+}
+
+/// One member as `task create` made it.
+#[derive(Debug, Serialize)]
+pub struct MemberCreated {
+    pub member: String,
+    pub branch: String,
+    pub harness: String,
+    /// `spawned`, `queued`, `pending`, or `failed` (the reason in `error`).
+    pub outcome: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<Task>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct GroupCreated {
+    pub group: Group,
+    pub members: Vec<MemberCreated>,
+}
+
+/// A member as it is now: its plan and its task (`None`: never created — `not-created`
+/// — or deleted behind orange's back — `gone`).
+#[derive(Debug, Clone, Serialize)]
+pub struct MemberNow {
+    #[serde(flatten)]
+    pub member: Member,
+    /// The task's status, or `gone`.
+    pub state: String,
+    #[serde(skip)]
+    pub task: Option<Task>,
+}
+
+impl MemberNow {
+    /// Ready to be judged: its agent said it is done (`reviewing`), or it is merged.
+    pub fn is_ready(&self) -> bool {
+        self.task
+            .as_ref()
+            .is_some_and(|t| matches!(t.status, Status::Reviewing | Status::Done))
+    }
+
+    /// Its agent may still be at work.
+    pub fn is_working(&self) -> bool {
+        self.task.as_ref().is_some_and(|t| {
+            matches!(
+                t.status,
+                Status::Pending
+                    | Status::Planning
+                    | Status::Clarification
+                    | Status::Working
+                    | Status::AgentReview
+            )
+        })
+    }
+}
+
+/// What `group cancel` and `group pick` did to each member.
+#[derive(Debug, Default, Serialize)]
+pub struct Outcome {
+    pub group: Group,
+    /// `(label, what happened)`.
+    pub members: Vec<(String, String)>,
+    /// Workspaces kept for their uncommitted work.
+    pub notes: Vec<String>,
+    /// The winner's merge (`task merge`'s info), when `--merge`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merge: Option<serde_json::Value>,
+}
+
+/// Create a group: everything checked first, then its record, then each member.
+pub fn create(
+    tasks: &mut TaskService,
+    project: &Project,
+    req: GroupRequest,
+) -> Result<GroupCreated> {
+    let members = check(tasks, project, &req)?;
+    let groups = GroupStore::new(tasks.home);
+    let group = {
+        let _lock = tasks.store.lock(&project.name)?;
+        let id = new_id(|id| groups.exists(&project.name, id));
+        let g = Group {
+            id,
+            project: project.name.clone(),
+            base: req.base.clone(),
+            prompt: req.prompt.clone(),
+            members,
+            judge: req.judge,
+            created_at: store::now_precise(),
+            ..Group::default()
+        };
+        groups.save(&g)?;
+        g
+    };
+    fault::point("group.recorded");
+    let mut created = vec![];
+    for m in group.members.clone() {
+        let r = tasks.create(
+            project,
+            CreateRequest {
+                branch: Some(m.branch.clone()),
+                summary: Some(req.prompt.clone()),
+                harness: Some(m.harness.clone()),
+                context: req.context.clone(),
+                spawn: req.spawn,
+                sandbox: req.sandbox.clone(),
+                headless: req.headless,
+                group: Some(group.id.clone()),
+            },
+        );
+        let (task, outcome, error) = match r {
+            Ok(c) => (Some(c.task), c.outcome.to_string(), None),
+            // Recorded failed: the others go on.
+            Err(OrangeError::TaskFailed { id, source }) => (
+                tasks.store.load(&project.name, &id).ok(),
+                "failed".to_string(),
+                Some(source.to_string()),
+            ),
+            Err(e) => (None, "failed".to_string(), Some(e.to_string())),
+        };
+        if let Some(t) = &task {
+            set_member_task(tasks, &groups, &group, &m.label, &t.id)?;
+        }
+        fault::point("group.member");
+        created.push(MemberCreated {
+            member: m.label.clone(),
+            branch: m.branch.clone(),
+            harness: m.harness.clone(),
+            outcome,
+            task,
+            error,
+        });
+    }
+    let group = groups.load(&project.name, &group.id)?;
+    Ok(GroupCreated {
+        group,
+        members: created,
+    })
+}
+
+/// The members a request makes, each checked as `task create` checks one (branch,
+/// harness) before anything is recorded: a group is made whole or not at all.
+fn check(tasks: &TaskService, project: &Project, req: &GroupRequest) -> Result<Vec<Member>> {
+    validate_branch(&req.base)?;
+    if req.prompt.trim().is_empty() {
+        return Err(OrangeError::invalid(
+            "a group needs a prompt: every member is given the same one",
+        ));
+    }
+    let harnesses: Vec<(String, u32)> = req
+        .harnesses
+        .iter()
+        .map(|h| model::parse_harness(h))
+        .collect::<Result<_>>()?;
+    let config = Config::load(tasks.home)?;
+    let default = Harness::resolve(None, &config).map(|h| h.name);
+    let default = match (&harnesses[..], default) {
+        ([], Err(e)) => return Err(e),
+        (_, d) => d.unwrap_or_default(),
+    };
+    let members = model::plan(&req.base, req.n, &harnesses, &default);
+    let n = members.len() as u32;
+    if n < 2 {
+        return Err(OrangeError::invalid(
+            "a group has at least two members (--n 1 is an ordinary task)",
+        ));
+    }
+    if n > MAX_MEMBERS && !req.force {
+        return Err(OrangeError::invalid(format!(
+            "{n} members: more than {MAX_MEMBERS} needs --force (each is an agent, a workspace and a session)"
+        )));
+    }
+    if git::local_branch_exists(&project.path, &req.base) {
+        return Err(OrangeError::invalid(format!(
+            "branch {:?} exists: the members' branches ({}/…) cannot be made beside it; name the group after another branch",
+            req.base, req.base
+        )));
+    }
+    let open = tasks.store.list_open(Some(&project.name))?;
+    for m in &members {
+        validate_branch(&m.branch)?;
+        let h = Harness::resolve(Some(&m.harness), &config)?;
+        if req.spawn {
+            h.preflight()?;
+        }
+        if let Some(t) = open.iter().find(|t| t.branch == m.branch) {
+            return Err(OrangeError::invalid(format!(
+                "branch {:?} already belongs to task {} ({})",
+                m.branch, t.id, t.status
+            )));
+        }
+        if let Some(at) = git::branch_checked_out_at(&project.path, &m.branch)? {
+            return Err(OrangeError::invalid(format!(
+                "branch {:?} is checked out in {}",
+                m.branch,
+                at.display()
+            )));
+        }
+    }
+    Ok(members)
+}
+
+/// Write a member's task id into the group's record (under the project's lock).
+fn set_member_task(
+    tasks: &TaskService,
+    groups: &GroupStore,
+    group: &Group,
+    label: &str,
+    id: &str,
+) -> Result<()> {
+    let _lock = tasks.store.lock(&group.project)?;
+    let mut g = groups.load(&group.project, &group.id)?;
+    if let Some(m) = g.members.iter_mut().find(|m| m.label == label) {
+        m.task = Some(id.to_string());
+    }
+    groups.save(&g)
+}
+
+/// Every member as it is now. A member whose task is not in the record (a create killed
+/// between the two) is found by its group and branch; one whose task is gone is `gone`.
+pub fn members(tasks: &TaskService, g: &Group) -> Vec<MemberNow> {
+    let mut open: Option<Vec<Task>> = None;
+    g.members
+        .iter()
+        .map(|m| {
+            let task = match &m.task {
+                Some(id) => tasks.store.load(&g.project, id).ok(),
+                None => open
+                    .get_or_insert_with(|| {
+                        tasks.store.list_open(Some(&g.project)).unwrap_or_default()
+                    })
+                    .iter()
+                    .find(|t| t.group.as_deref() == Some(&g.id) && t.branch == m.branch)
+                    .cloned(),
+            };
+            let mut member = m.clone();
+            let state = match (&task, &m.task) {
+                (Some(t), _) => t.status.to_string(),
+                (None, Some(_)) => "gone".to_string(),
+                // The command that made the group was stopped before it made this one.
+                (None, None) => "not-created".to_string(),
+            };
+            member.task = task.as_ref().map(|t| t.id.clone());
+            MemberNow {
+                member,
+                state,
+                task,
+            }
+        })
+        .collect()
+}
+
+/// The member `typed` names: its label (`2`, `/2`, `claude`), its task id or its branch.
+pub fn member<'a>(ms: &'a [MemberNow], typed: &str) -> Result<&'a MemberNow> {
+    let t = typed.trim_start_matches('/');
+    ms.iter()
+        .find(|m| m.member.label == t || m.member.branch == typed)
+        .or_else(|| ms.iter().find(|m| m.member.task.as_deref() == Some(t)))
+        .ok_or_else(|| {
+            OrangeError::invalid(format!(
+                "no member {typed:?}; one of {}",
+                ms.iter()
+                    .map(|m| format!("/{}", m.member.label))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })
+}
+
+/// Cancel every member still open (a workspace holding uncommitted work stays bound, as
+/// `task cancel` keeps it). The group is marked cancelled first.
+pub fn cancel(tasks: &mut TaskService, g: &Group) -> Result<Outcome> {
+    let groups = GroupStore::new(tasks.home);
+    let g = {
+        let _lock = tasks.store.lock(&g.project)?;
+        let mut g = groups.load(&g.project, &g.id)?;
+        g.cancelled = true;
+        groups.save(&g)?;
+        g
+    };
+    fault::point("group.cancel.recorded");
+    let mut out = Outcome {
+        group: g.clone(),
+        ..Outcome::default()
+    };
+    for m in members(tasks, &g) {
+        let what = cancel_member(tasks, &m, &mut out.notes)?;
+        out.members.push((m.member.label.clone(), what));
+    }
+    Ok(out)
+}
+
+/// Cancel one member if it is open: what became of it.
+fn cancel_member(
+    tasks: &mut TaskService,
+    m: &MemberNow,
+    notes: &mut Vec<String>,
+) -> Result<String> {
+    let Some(t) = &m.task else {
+        return Ok("gone".into());
+    };
+    if t.status.is_final() {
+        return Ok(t.status.to_string());
+    }
+    let (_, note, _) = tasks.cancel(&t.id, Some(&t.project))?;
+    notes.extend(note);
+    Ok("cancelled".into())
+}
+
+/// Pick `winner`: recorded first (a second pick of another member is refused), then each
+/// member's history says what became of it, the winner is merged when `merge`, and every
+/// other member is cancelled.
+pub fn pick(tasks: &mut TaskService, g: &Group, winner: &str, merge: bool) -> Result<Outcome> {
+    let groups = GroupStore::new(tasks.home);
+    let now = members(tasks, g);
+    let w = member(&now, winner)?.clone();
+    let Some(wt) = w.task.clone() else {
+        return Err(OrangeError::invalid(format!(
+            "member /{} is gone: its task no longer exists",
+            w.member.label
+        )));
+    };
+    let g = {
+        let _lock = tasks.store.lock(&g.project)?;
+        let mut g = groups.load(&g.project, &g.id)?;
+        match &g.picked {
+            Some(p) if *p != w.member.label => {
+                return Err(OrangeError::InvalidTransition(format!(
+                    "group {} already picked /{p}",
+                    g.id
+                )))
+            }
+            _ => g.picked = Some(w.member.label.clone()),
+        }
+        groups.save(&g)?;
+        g
+    };
+    fault::point("group.pick.recorded");
+    let label = format!("/{}", w.member.label);
+    let mut out = Outcome {
+        group: g.clone(),
+        ..Outcome::default()
+    };
+    for m in &now {
+        let Some(t) = &m.task else {
+            continue;
+        };
+        let picked = m.member.label == w.member.label;
+        let said =
+            tasks.store.history(&t.project, &t.id).iter().any(|e| {
+                e.event.starts_with("group.") && e.data.get("group") == Some(&json!(g.id))
+            });
+        if !said {
+            let (event, note) = match picked {
+                true => ("group.picked", "picked".to_string()),
+                false => ("group.not_picked", format!("not picked: {label} won")),
+            };
+            tasks.store.append_history(
+                t,
+                event,
+                json!({"group": g.id, "winner": label, "note": note}),
+            )?;
+        }
+    }
+    fault::point("group.pick.told");
+    if merge && wt.status != Status::Done {
+        let (_, info, _) = tasks.merge(&wt.id, Some(&wt.project), true, false, false)?;
+        out.merge = Some(info);
+    }
+    for m in &now {
+        if m.member.label == w.member.label {
+            out.members.push((
+                m.member.label.clone(),
+                if merge { "picked, merged" } else { "picked" }.into(),
+            ));
+            continue;
+        }
+        let what = cancel_member(tasks, m, &mut out.notes)?;
+        out.members
+            .push((m.member.label.clone(), format!("not picked ({what})")));
+    }
+    Ok(out)
+}

@@ -1,0 +1,125 @@
+//! Group records under `tasks/<project>/.groups/<gid>.json` (written atomically, under the
+//! project's task lock by the commands that change them), and finding a group by what a
+//! person types: its id, a unique prefix of it, or its base branch.
+
+use std::path::PathBuf;
+
+use crate::adapters::store::{self, Home};
+use crate::error::{OrangeError, Result};
+use crate::orchestration::group::model::Group;
+use crate::orchestration::task::model::{valid_id, MIN_PREFIX};
+
+pub struct GroupStore {
+    root: PathBuf,
+    home: Home,
+}
+
+impl GroupStore {
+    pub fn new(home: &Home) -> GroupStore {
+        GroupStore {
+            root: home.tasks_dir(),
+            home: home.clone(),
+        }
+    }
+
+    pub fn dir(&self, project: &str) -> PathBuf {
+        self.root.join(project).join(".groups")
+    }
+
+    pub fn path(&self, project: &str, id: &str) -> PathBuf {
+        self.dir(project).join(format!("{id}.json"))
+    }
+
+    /// The group's own scratch directory (its judge's workspace lives there).
+    pub fn scratch(&self, project: &str, id: &str) -> PathBuf {
+        self.dir(project).join(id)
+    }
+
+    pub fn exists(&self, project: &str, id: &str) -> bool {
+        self.path(project, id).exists()
+    }
+
+    pub fn load(&self, project: &str, id: &str) -> Result<Group> {
+        if !valid_id(id) {
+            return Err(OrangeError::invalid(format!("no group {id:?}")));
+        }
+        store::read_json(&self.path(project, id))
+    }
+
+    pub fn save(&self, g: &Group) -> Result<()> {
+        store::ensure_dir(&self.dir(&g.project))?;
+        store::write_json_atomic(&self.path(&g.project, &g.id), g)?;
+        // The views that show groups (task list, sidebar) look again.
+        store::poke_other(&self.home);
+        Ok(())
+    }
+
+    /// Every group of `project` (or of every project), oldest first. One that does not
+    /// parse is an error naming its file.
+    pub fn list(&self, project: Option<&str>) -> Result<Vec<Group>> {
+        let projects: Vec<String> = match project {
+            Some(p) => vec![p.to_string()],
+            None => std::fs::read_dir(&self.root)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect(),
+        };
+        let mut out = vec![];
+        for p in projects {
+            for e in std::fs::read_dir(self.dir(&p))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let Some(id) = name.strip_suffix(".json") else {
+                    continue;
+                };
+                if valid_id(id) {
+                    out.push(self.load(&p, id)?);
+                }
+            }
+        }
+        out.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(out)
+    }
+
+    /// The group a person named: its id, a unique prefix (3 characters or more), or its
+    /// base branch (an open group wins over finished ones of the same branch).
+    pub fn find(&self, typed: &str, project: Option<&str>) -> Result<Group> {
+        let typed = typed.trim_end_matches('/');
+        let all = self.list(project)?;
+        if let Some(g) = all.iter().find(|g| g.id == typed) {
+            return Ok(g.clone());
+        }
+        let by_base: Vec<&Group> = all.iter().filter(|g| g.base == typed).collect();
+        let open: Vec<&&Group> = by_base
+            .iter()
+            .filter(|g| !g.cancelled && g.picked.is_none())
+            .collect();
+        let pick: Vec<&Group> = match (by_base.len(), open.len()) {
+            (1, _) => by_base,
+            (n, 1) if n > 1 => vec![*open[0]],
+            (0, _) if typed.len() >= MIN_PREFIX => {
+                all.iter().filter(|g| g.id.starts_with(typed)).collect()
+            }
+            (0, _) => vec![],
+            _ => by_base,
+        };
+        match pick.as_slice() {
+            [g] => Ok((*g).clone()),
+            [] => Err(OrangeError::invalid(format!(
+                "no group {typed:?} (a group id, a unique prefix of one, or its base branch; `orange group list`)"
+            ))),
+            many => Err(OrangeError::invalid(format!(
+                "{typed:?} names several groups: {}; give its id",
+                many.iter()
+                    .map(|g| format!("{} ({}/{})", g.id, g.project, g.base))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
+}

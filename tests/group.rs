@@ -1,0 +1,584 @@
+//! Groups (best of N, `orange group`): one prompt fanned out to several agents on real git
+//! and a real tmux server, with fake agents that make DIFFERENT changes (`fake-good`
+//! commits the file the project's check looks for, `fake-complete` another one); judged
+//! by the check, the diffs and a judge agent (a fake one here; the real Claude Code against
+//! the stand-in API below); one picked, the rest cancelled.
+
+// Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
+#![allow(clippy::disallowed_methods)]
+
+use crate::common;
+
+use common::{wait_for, TaskEnv};
+use serde_json::Value;
+
+/// A TaskEnv with the group harnesses (`fake-good`, `fake-judge`) and a project whose
+/// check passes only where `fake-good` worked.
+fn env(pool: &str) -> TaskEnv {
+    let env = TaskEnv::new();
+    let agent = common::fixtures().join("fake-agent.sh");
+    for mode in ["good", "judge"] {
+        env.append_config(&format!(
+            "[harness.fake-{mode}]\ncommand = \"sh {} {mode} {{prompt}}\"\n",
+            agent.display()
+        ));
+    }
+    env.add_project(&["--pool-size", pool]);
+    env.ok(&[
+        "project",
+        "update",
+        "--check-cmd",
+        "test -f GOOD && echo checked",
+    ]);
+    env
+}
+
+/// The agents' sessions (not the test server's own).
+fn agents(env: &TaskEnv) -> Vec<String> {
+    let mut s = env.tmux.sessions();
+    s.retain(|n| n.starts_with("app/"));
+    s
+}
+
+/// `task create ARGS…` making a group: its id and what the command printed.
+fn group(env: &TaskEnv, args: &[&str]) -> (String, Value) {
+    let mut a = vec!["task", "create"];
+    a.extend_from_slice(args);
+    let v = env.ok(&a);
+    (v["group"]["id"].as_str().unwrap().to_string(), v)
+}
+
+fn members(v: &Value) -> Vec<Value> {
+    v["members"].as_array().unwrap().clone()
+}
+
+fn task_of(m: &Value) -> String {
+    m["task"]["id"]
+        .as_str()
+        .or(m["task"].as_str())
+        .unwrap()
+        .to_string()
+}
+
+/// Wait until every member with a task is `status`.
+fn wait_members(env: &TaskEnv, gid: &str, status: &str) -> Value {
+    let mut g = Value::Null;
+    wait_for(&format!("group {gid}'s members to be {status}"), 30, || {
+        g = env.ok(&["group", "show", gid]);
+        members(&g).iter().all(|m| m["state"] == status)
+    });
+    g
+}
+
+#[test]
+fn n_members_each_in_their_own_workspace_and_session_the_last_queued_when_the_pool_is_short() {
+    let env = env("2");
+    let (gid, v) = group(
+        &env,
+        &[
+            "api/fix",
+            "fix the api",
+            "--n",
+            "3",
+            "--harness",
+            "fake-wait",
+        ],
+    );
+    let ms = members(&v);
+    let branches: Vec<&str> = ms.iter().map(|m| m["branch"].as_str().unwrap()).collect();
+    assert_eq!(branches, ["api/fix/1", "api/fix/2", "api/fix/3"]);
+    let outcomes: Vec<&str> = ms.iter().map(|m| m["outcome"].as_str().unwrap()).collect();
+    assert_eq!(outcomes, ["spawned", "spawned", "queued"], "{v}");
+    // Each its own workspace and session, the same prompt.
+    let (a, b) = (task_of(&ms[0]), task_of(&ms[1]));
+    let (ta, tb) = (env.task(&a), env.task(&b));
+    assert_ne!(ta["workspace"], tb["workspace"]);
+    assert_ne!(ta["tmux_session_id"], tb["tmux_session_id"]);
+    assert_eq!(ta["group"], gid.as_str());
+    assert!(env.agent_log(&a, "prompt").starts_with("fix the api"));
+    assert!(env.agent_log(&b, "prompt").starts_with("fix the api"));
+    // The group record, found by id, prefix or base branch.
+    assert!(env
+        .home
+        .join(format!("tasks/app/.groups/{gid}.json"))
+        .exists());
+    for typed in [gid.as_str(), &gid[..4], "api/fix"] {
+        assert_eq!(env.ok(&["group", "show", typed])["id"], gid.as_str());
+    }
+    let list = env.ok(&["group", "list"]);
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    let text = env.cmd_in(&env.repo, &["group", "list"]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("3: 2 working, 1 pending"), "{text}");
+    // `task list`: one parent row, the members under it; the sidebar names the group.
+    let out = env.cmd_in(&env.repo, &["task", "list"]).output().unwrap();
+    let out = String::from_utf8_lossy(&out.stdout);
+    let row = |id: &str| out.lines().position(|l| l.starts_with(id)).unwrap();
+    let parent = out.lines().position(|l| l.starts_with(&gid)).unwrap();
+    assert!(
+        out.lines().nth(parent).unwrap().contains("3 members"),
+        "{out}"
+    );
+    assert_eq!(row(&format!("└ {a}")), parent + 1, "{out}");
+    assert_eq!(row(&format!("└ {b}")), parent + 2, "{out}");
+    let side = env
+        .cmd_in(
+            &env.repo,
+            &["sidebar", "--task", &b, "--once", "--width", "40"],
+        )
+        .output()
+        .unwrap();
+    let side = String::from_utf8_lossy(&side.stdout);
+    assert!(
+        side.contains("Group: api/fix") && side.contains("/2 working ◂"),
+        "{side}"
+    );
+    // Cancel: every member, the queued one too; the pool is free again.
+    let c = env.ok(&["group", "cancel", "api/fix", "--yes"]);
+    assert_eq!(c["group"]["cancelled"], true);
+    let g = env.ok(&["group", "show", &gid]);
+    assert!(members(&g).iter().all(|m| m["state"] == "cancelled"), "{g}");
+    assert!(agents(&env).is_empty(), "{:?}", env.tmux.sessions());
+}
+
+#[test]
+fn mixed_harnesses_are_judged_by_the_check_the_diff_and_a_judge_and_one_is_picked() {
+    let env = env("3");
+    let (gid, v) = group(
+        &env,
+        &[
+            "feat/x",
+            "make it good",
+            "--harness",
+            "fake-complete:2",
+            "--harness",
+            "fake-good",
+        ],
+    );
+    let labels: Vec<String> = members(&v)
+        .iter()
+        .map(|m| m["member"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(labels, ["fake-complete", "fake-complete-2", "fake-good"]);
+    wait_members(&env, &gid, "reviewing");
+    let j = env.ok(&["group", "judge", &gid, "--agent", "fake-judge"]);
+    let results = j["judgement"]["results"].as_array().unwrap();
+    // Passing checks first: the one that made GOOD.
+    assert_eq!(results[0]["member"], "fake-good", "{j}");
+    assert_eq!(results[0]["check"]["passed"], true);
+    assert_eq!(results[0]["check"]["tail"][0], "checked");
+    assert_eq!(results[0]["diff"]["files"], 1);
+    assert_eq!(results[1]["check"]["passed"], false);
+    // The fake judge ranks in reverse order of JUDGE.md: after the check, its order
+    // decides between the two that fail.
+    assert!(results
+        .iter()
+        .all(|r| r["judge_reason"] == "ranked by the fake judge"));
+    assert_eq!(
+        (results[1]["member"].as_str(), results[1]["rank"].as_u64()),
+        (Some("fake-complete-2"), Some(2)),
+        "{j}"
+    );
+    assert_eq!(results[2]["rank"], 3);
+    // The judge's session and scratch worktree are gone.
+    assert_eq!(agents(&env).len(), 3, "{:?}", env.tmux.sessions());
+    assert!(!env
+        .home
+        .join(format!("tasks/app/.groups/{gid}/judge"))
+        .exists());
+    let shown = env
+        .cmd_in(&env.repo, &["group", "show", &gid])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("MEMBER") && shown.contains("✓"), "{shown}");
+    // Pick the winner and merge it: the others cancelled, each history says so.
+    let p = env.ok(&["group", "pick", &gid, "/fake-good", "--merge"]);
+    assert_eq!(p["group"]["picked"], "fake-good");
+    let g = env.ok(&["group", "show", &gid]);
+    let ms = members(&g);
+    let state = |l: &str| {
+        ms.iter().find(|m| m["label"] == l).unwrap()["state"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(state("fake-good"), "done");
+    assert_eq!(state("fake-complete"), "cancelled");
+    assert!(common::git(&env.repo, &["show", "main:GOOD"]).contains("good work"));
+    let id = |l: &str| {
+        ms.iter().find(|m| m["label"] == l).unwrap()["task"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let picked = env.history_events(&id("fake-good"), "group.picked");
+    assert_eq!(picked[0]["note"], "picked");
+    let lost = env.history_events(&id("fake-complete"), "group.not_picked");
+    assert_eq!(lost[0]["note"], "not picked: /fake-good won");
+    // The pool has its workspaces back.
+    let pool = env.pool_json();
+    let bound = pool["workspaces"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter(|w| w["status"] == "bound")
+        .count();
+    assert_eq!(bound, 0, "{pool}");
+}
+
+#[test]
+fn a_hanging_check_is_killed_at_its_timeout_and_no_member_passing_is_said() {
+    let env = env("2");
+    env.ok(&[
+        "project",
+        "update",
+        "--check-cmd",
+        "sleep 600",
+        "--check-timeout",
+        "1s",
+    ]);
+    let (gid, _) = group(
+        &env,
+        &["slow", "anything", "--n", "2", "--harness", "fake-complete"],
+    );
+    wait_members(&env, &gid, "reviewing");
+    let j = env.ok(&["group", "judge", &gid]);
+    let results = j["judgement"]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    for r in results {
+        assert_eq!(r["check"]["timed_out"], true, "{r}");
+        assert_eq!(r["check"]["passed"], false);
+    }
+    let notes = j["judgement"]["notes"].to_string();
+    assert!(notes.contains("no member passes"), "{notes}");
+    // Ranked anyway; equal diffs tie.
+    assert!(notes.contains("tie at rank 1"), "{notes}");
+    // No `sleep 600` left behind.
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", "^sleep 600$"])
+        .output()
+        .unwrap();
+    assert!(left.stdout.is_empty(), "a check outlived its timeout");
+}
+
+#[test]
+fn bad_input_a_deleted_member_and_picking_a_member_still_working() {
+    let env = env("3");
+    let e = env.err(
+        &[
+            "task",
+            "create",
+            "big",
+            "x",
+            "--n",
+            "11",
+            "--harness",
+            "fake-wait",
+        ],
+        "invalid_argument",
+    );
+    assert!(e.contains("--force"), "{e}");
+    // A member whose program is missing: the group is refused whole, nothing recorded.
+    env.append_config("[harness.missing]\ncommand = \"no-such-agent-xyz {prompt}\"\n");
+    env.err(
+        &[
+            "task",
+            "create",
+            "mixed",
+            "x",
+            "--harness",
+            "fake-wait",
+            "--harness",
+            "missing",
+        ],
+        "backend_not_found",
+    );
+    assert!(env.ok(&["task", "list"]).as_array().unwrap().is_empty());
+    // --n 1 is an ordinary task: no group.
+    let one = env.ok(&[
+        "task",
+        "create",
+        "solo",
+        "x",
+        "--n",
+        "1",
+        "--harness",
+        "fake-wait",
+    ]);
+    assert_eq!(one["branch"], "solo");
+    assert!(one.get("group").is_none(), "{one}");
+    assert!(env.ok(&["group", "list"]).as_array().unwrap().is_empty());
+    env.ok(&["task", "cancel", "--yes", "solo"]);
+    let (gid, v) = group(&env, &["w", "wait", "--n", "2", "--harness", "fake-wait"]);
+    let ms = members(&v);
+    // A member deleted behind orange's back is gone, not fatal.
+    let gone = task_of(&ms[0]);
+    env.ok(&["task", "cancel", "--yes", &gone]);
+    std::fs::remove_dir_all(env.home.join("tasks/app").join(&gone)).unwrap();
+    let g = env.ok(&["group", "show", &gid]);
+    assert_eq!(members(&g)[0]["state"], "gone");
+    let j = env.ok(&["group", "judge", &gid, "--now"]);
+    assert_eq!(j["judgement"]["results"].as_array().unwrap().len(), 1);
+    // Picking the member still working asks; without a terminal that is an error.
+    let e = env.err(&["group", "pick", &gid, "2"], "invalid_argument");
+    assert!(e.contains("still working") && e.contains("--yes"), "{e}");
+    let p = env.ok(&["group", "pick", &gid, "2", "--yes"]);
+    assert_eq!(p["group"]["picked"], "2");
+    wait_for("the gone member not to break list", 5, || {
+        env.json(&["group", "list"]).0
+    });
+}
+
+/// A child process killed when the test ends, passed or not.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn judge_auto_judges_when_the_last_member_is_ready_and_tells_once() {
+    let env = env("2");
+    let _monitor = Killed(
+        env.cmd_in(&env.repo, &["monitor", "--interval", "300ms"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let (gid, _) = group(
+        &env,
+        &[
+            "api/auto",
+            "do it",
+            "--harness",
+            "fake-complete",
+            "--harness",
+            "fake-good",
+            "--judge",
+            "auto",
+        ],
+    );
+    let mut g = Value::Null;
+    wait_for("the monitor to judge the group", 60, || {
+        g = env.ok(&["group", "show", &gid]);
+        g["notified"] == true
+    });
+    assert_eq!(g["judgement"]["results"][0]["member"], "fake-good", "{g}");
+    let log = std::fs::read_to_string(env.home.join("orange.log")).unwrap();
+    let told: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("group api/auto judged: /fake-good wins (checks ✓"))
+        .collect();
+    assert_eq!(told.len(), 1, "told once:\n{log}");
+    // Later passes do not judge or tell again.
+    common::holds_for(
+        "no second judging",
+        std::time::Duration::from_secs(2),
+        || env.ok(&["group", "show", &gid])["judgement"]["at"] == g["judgement"]["at"],
+    );
+}
+
+/// The judge is the REAL Claude Code, offline, against the stand-in Messages API: it is
+/// started through the launcher in a scratch worktree, told to read JUDGE.md, and answers
+/// with a ranking (its Bash tool writes RANKING.md) that orders the members after the
+/// checks.
+#[test]
+fn the_real_claude_code_judges_a_group_against_the_stand_in_api() {
+    use common::standin::{Reply, StandIn};
+    let found =
+        common::find_program(&std::env::var("PATH").unwrap_or_default(), "claude").is_some();
+    if !common::require("claude", found, "the judge agent is the real Claude Code") {
+        return;
+    }
+    const KEY: &str = "sk-ant-test-0123456789abcdefghij";
+    let base = common::Env::with_repo("app");
+    let claude_home = base.root().join("claude-home");
+    std::fs::create_dir_all(&claude_home).unwrap();
+    let api = StandIn::start(vec![
+        Reply::bash(
+            "printf '/fake-complete-2: smaller of the two that fail\\n/fake-complete: fails its check\\n/fake-good: passes the check\\n' > RANKING.md",
+        ),
+        Reply::text("ranked"),
+    ]);
+    let mut extra: Vec<(&str, String)> = vec![
+        ("HOME", claude_home.display().to_string()),
+        ("ANTHROPIC_BASE_URL", api.base_url()),
+        ("ANTHROPIC_API_KEY", KEY.to_string()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+        ("DISABLE_AUTOUPDATER", "1".into()),
+    ];
+    if orange::adapters::shell::is_root() {
+        extra.push(("IS_SANDBOX", "1".into()));
+    }
+    let env = TaskEnv::real(base, &extra);
+    let tail = &KEY[KEY.len() - 20..];
+    std::fs::write(
+        claude_home.join(".claude.json"),
+        serde_json::json!({"hasCompletedOnboarding": true, "customApiKeyResponses": {"approved": [tail], "rejected": []}}).to_string(),
+    )
+    .unwrap();
+    let agent = common::fixtures().join("fake-agent.sh");
+    std::fs::create_dir_all(&env.home).unwrap();
+    let cfg: String = ["complete", "good"]
+        .iter()
+        .map(|m| {
+            format!(
+                "[harness.fake-{m}]\ncommand = \"sh {} {m} {{prompt}}\"\n",
+                agent.display()
+            )
+        })
+        .collect();
+    std::fs::write(env.home.join("config.toml"), cfg).unwrap();
+    env.add_project(&["--pool-size", "3"]);
+    env.ok(&["project", "update", "--check-cmd", "test -f GOOD"]);
+    let r = env.ok(&["doctor", "--harness", "claude", "--trust"]);
+    assert!(r["trust_recorded"].is_string(), "{r}");
+    let (gid, _) = group(
+        &env,
+        &[
+            "judged",
+            "make it good",
+            "--harness",
+            "fake-complete:2",
+            "--harness",
+            "fake-good",
+        ],
+    );
+    wait_members(&env, &gid, "reviewing");
+    let j = env.ok(&[
+        "group",
+        "judge",
+        &gid,
+        "--agent",
+        "claude",
+        "--timeout",
+        "120s",
+    ]);
+    let jd = &j["judgement"];
+    assert!(jd.get("agent_error").is_none(), "{j}");
+    let order: Vec<&str> = jd["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["member"].as_str().unwrap())
+        .collect();
+    // The check first (only fake-good passes), then the judge's order.
+    assert_eq!(
+        order,
+        ["fake-good", "fake-complete-2", "fake-complete"],
+        "{j}"
+    );
+    assert_eq!(
+        jd["results"][1]["judge_reason"],
+        "smaller of the two that fail"
+    );
+    assert_eq!(jd["results"][0]["judge_place"], 3);
+    // What the judge was told: to read JUDGE.md, which held the prompt and the diffs.
+    let turns = api.turns();
+    assert!(
+        turns[0].last_user_text().contains("JUDGE.md"),
+        "{}",
+        turns[0].last_user_text()
+    );
+    // Its session and scratch worktree are gone.
+    assert_eq!(agents(&env).len(), 3, "{:?}", agents(&env));
+    assert!(!env
+        .home
+        .join(format!("tasks/app/.groups/{gid}/judge"))
+        .exists());
+}
+
+/// Each group command killed at each of its fault points (`ORANGE_CRASH_AT`): the next
+/// command works, and running the command again finishes what the killed one began.
+#[test]
+fn group_commands_killed_at_their_fault_points_leave_state_the_next_command_finishes() {
+    let env = env("4");
+    let crash = |point: &str, args: &[&str]| {
+        let out = env
+            .cmd_in(&env.repo, args)
+            .env("ORANGE_CRASH_AT", point)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} did not stop at {point}");
+        assert!(env.json(&["group", "list"]).0, "group list after {point}");
+        assert!(env.json(&["task", "list"]).0, "task list after {point}");
+    };
+    // Killed once the record is written: its members are not created, said so.
+    crash(
+        "group.recorded",
+        &[
+            "task",
+            "create",
+            "k1",
+            "x",
+            "--n",
+            "2",
+            "--harness",
+            "fake-wait",
+        ],
+    );
+    let g = env.ok(&["group", "show", "k1"]);
+    assert!(
+        members(&g).iter().all(|m| m["state"] == "not-created"),
+        "{g}"
+    );
+    env.ok(&["group", "cancel", "k1", "--yes"]);
+    // Killed after its first member: the one made is a member, the rest not created.
+    crash(
+        "group.member",
+        &[
+            "task",
+            "create",
+            "k2",
+            "x",
+            "--n",
+            "2",
+            "--harness",
+            "fake-wait",
+        ],
+    );
+    let g = env.ok(&["group", "show", "k2"]);
+    let states: Vec<String> = members(&g)
+        .iter()
+        .map(|m| m["state"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(states, ["working", "not-created"], "{g}");
+    // Cancel killed after it was recorded: run again, it cancels what is left.
+    crash("group.cancel.recorded", &["group", "cancel", "k2", "--yes"]);
+    assert_eq!(
+        members(&env.ok(&["group", "show", "k2"]))[0]["state"],
+        "working"
+    );
+    env.ok(&["group", "cancel", "k2", "--yes"]);
+    assert_eq!(
+        members(&env.ok(&["group", "show", "k2"]))[0]["state"],
+        "cancelled"
+    );
+    // Pick killed after it was recorded, or after the histories: run again, it finishes
+    // (and tells each member once).
+    let v = env.ok(&[
+        "task",
+        "create",
+        "k3",
+        "x",
+        "--n",
+        "2",
+        "--harness",
+        "fake-wait",
+    ]);
+    let other = task_of(&members(&v)[1]);
+    for point in ["group.pick.recorded", "group.pick.told"] {
+        crash(point, &["group", "pick", "k3", "1", "--yes"]);
+    }
+    env.ok(&["group", "pick", "k3", "1", "--yes"]);
+    let g = env.ok(&["group", "show", "k3"]);
+    assert_eq!(members(&g)[1]["state"], "cancelled", "{g}");
+    assert_eq!(env.history_events(&other, "group.not_picked").len(), 1);
+    // Another member cannot be picked now.
+    env.err(&["group", "pick", "k3", "2", "--yes"], "invalid_transition");
+}
