@@ -805,15 +805,7 @@ fn orange_s_own_bell_is_no_activity_of_the_agent() {
     let id = env.create_id("bell/x", "fake-quiet");
     env.agent_log(&id, "cwd");
     let pane = env.task(&id)["tmux_pane_id"].as_str().unwrap().to_string();
-    let pass_at = |skew: &str| -> Value {
-        let out = env
-            .cmd_in(&env.repo, &["monitor", "--once", "--json"])
-            .env("ORANGE_CLOCK_SKEW", skew)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
+    let pass_at = |skew: &str| env.monitor_at(skew);
     let escalated = |r: &Value| {
         r["actions"]
             .as_array()

@@ -312,12 +312,7 @@ fn task_merge_force_merges_a_pr_whose_checks_fail() {
 
 /// `monitor --once` for `env`, its clock `skew` ahead (`ORANGE_CLOCK_SKEW`).
 fn monitor_once(env: &TaskEnv, skew: &str) {
-    let out = env
-        .cmd_in(&env.repo, &["monitor", "--once", "--json"])
-        .env("ORANGE_CLOCK_SKEW", skew)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    env.monitor_at(skew);
 }
 
 /// The notifier's keys told so far (`run/notified-*.json`).
