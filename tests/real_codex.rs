@@ -585,3 +585,75 @@ fn after_clear_the_task_follows_codex_s_new_session() {
         agent_is(t, "waiting") && t["agent"]["hook_event"] == "Stop"
     });
 }
+
+/// A codex of the person's own that asks before it runs a command (`[harness.codex]
+/// command = "codex -a on-request -s workspace-write --"`; codex 0.169's `-a` takes only
+/// on-request and never; the model asks to run outside its sandbox): orange still passes its
+/// hooks, codex's approval prompt is `blocked: approval` (its PermissionRequest hook) in
+/// the status line, `task show` and `task explain`; approved in the pane, the command
+/// runs in the worktree and the task works, then waits.
+#[test]
+fn a_codex_that_asks_is_blocked_on_approval_until_answered() {
+    if !codex_installed() {
+        return;
+    }
+    let rig = Rig::new(
+        "codex_approval",
+        Home::SetUp,
+        vec![
+            Reply::exec_escalated("printf approved > approved.txt"),
+            Reply::slow(HELD, Reply::text("Done after the approval.")),
+        ],
+    );
+    let config = rig.env.home.join("config.toml");
+    let mut cfg = std::fs::read_to_string(&config).unwrap_or_default();
+    cfg.push_str("\n[harness.codex]\ncommand = \"codex -a on-request -s workspace-write --\"\n");
+    std::fs::write(&config, cfg).unwrap();
+    let id = rig.create("codex/approve", "write approved.txt", &[]);
+    // `sh -c '<the command>'`: its line.
+    let line = rig.agent_argv(&id).join(" ");
+    assert!(
+        line.contains("codex --dangerously-bypass-hook-trust -c 'hooks.SessionStart="),
+        "orange's hooks ride along a codex command of one's own: {line}"
+    );
+    assert!(
+        !line.contains("--dangerously-bypass-approvals-and-sandbox"),
+        "{line}"
+    );
+    rig.wait_turns(&id, 1);
+    let t = rig.wait_moment("approval prompt", &id, "blocked: approval", |t| {
+        agent_is(t, "blocked")
+    });
+    assert_eq!(t["agent"]["blocker"], "approval", "{t}");
+    assert_eq!(t["agent"]["signal"], "hook", "{t}");
+    assert_eq!(t["agent"]["hook_event"], "PermissionRequest", "{t}");
+    let explain = rig.explain(&id);
+    assert!(explain.contains("approve"), "{explain}");
+    let ws = rig.workspace(&id);
+    assert!(!ws.join("approved.txt").exists(), "not before the approval");
+    common::wait_for("codex's approval prompt on screen", 60, || {
+        rig.screen(&id).contains("Yes, proceed")
+    });
+    // The first choice ("Yes, proceed"): Enter.
+    let pane = rig.pane(&id);
+    rig.env.tmux.ok(&["send-keys", "-t", &pane, "Enter"]);
+    common::wait_for("the approved command's file", 60, || {
+        ws.join("approved.txt").exists()
+    });
+    assert_eq!(
+        std::fs::read_to_string(ws.join("approved.txt")).unwrap(),
+        "approved"
+    );
+    rig.wait_turns(&id, 2);
+    let t = rig.wait_moment("working after the approval", &id, "working", |t| {
+        agent_is(t, "working")
+    });
+    assert_eq!(t["agent"]["signal"], "hook", "{t}");
+    rig.api.release();
+    rig.wait_moment(
+        "end of turn after the approval",
+        &id,
+        "waiting for input",
+        |t| agent_is(t, "waiting"),
+    );
+}

@@ -42,6 +42,10 @@ pub enum Reply {
     /// A call of codex's shell tool (`exec_command` with `cmd`): codex runs it and sends
     /// the next turn with its output (`function_call_output`).
     Exec(String),
+    /// The same call asking to run outside codex's sandbox (`sandbox_permissions:
+    /// "require_escalated"` with a `justification`): codex with `-a on-request` asks the
+    /// person first.
+    ExecEscalated(String),
     /// The answer after the delay (or once [`ResponsesStandIn::release`] is called): a
     /// slow answer, or a slow error.
     Slow(Duration, Box<Reply>),
@@ -55,6 +59,9 @@ impl Reply {
     }
     pub fn exec(cmd: impl Into<String>) -> Reply {
         Reply::Exec(cmd.into())
+    }
+    pub fn exec_escalated(cmd: impl Into<String>) -> Reply {
+        Reply::ExecEscalated(cmd.into())
     }
     pub fn slow(d: Duration, r: Reply) -> Reply {
         Reply::Slow(d, Box::new(r))
@@ -365,10 +372,17 @@ fn answer(out: &mut TcpStream, reply: Reply, inner: &Inner) {
                 json!({"output_index": 0, "item": item}),
             );
         }
-        Reply::Exec(cmd) => {
+        Reply::Exec(_) | Reply::ExecEscalated(_) => {
+            let arguments = match reply {
+                Reply::ExecEscalated(cmd) => json!({"cmd": cmd,
+                    "sandbox_permissions": "require_escalated",
+                    "justification": "May I run this outside the sandbox?"}),
+                Reply::Exec(cmd) => json!({"cmd": cmd}),
+                _ => unreachable!("matched above"),
+            };
             let item = json!({"type": "function_call", "id": format!("fc_{id}"),
                 "call_id": format!("call_{id}"), "name": "exec_command",
-                "arguments": json!({"cmd": cmd}).to_string()});
+                "arguments": arguments.to_string()});
             event(
                 out,
                 "response.output_item.added",

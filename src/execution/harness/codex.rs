@@ -129,6 +129,12 @@ impl AgentKind for Codex {
         Some(("codex's hooks", std::time::Duration::from_secs(10)))
     }
 
+    /// Its hooks ride along a codex command line of one's own too (`codex -a untrusted
+    /// …`: its approvals are then `blocked: approval`, by its PermissionRequest hook).
+    fn channel_options(&self) -> Vec<String> {
+        hook_options(&orange_bin())
+    }
+
     fn screen(&self) -> Option<&'static ScreenTexts> {
         Some(&SCREEN)
     }

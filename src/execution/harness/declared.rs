@@ -151,6 +151,23 @@ pub fn argv(
     vec!["sh".into(), "-c".into(), line]
 }
 
+/// `options` (a built-in's event channel), each shell-quoted, right after `program` when
+/// the `sh -c` line starts with it as a word (`codex -a untrusted …`); any other line
+/// (another program, a wrapper, an assignment first) is left as it is.
+pub fn with_options(mut argv: Vec<String>, program: &str, options: &[String]) -> Vec<String> {
+    let Some(line) = argv.get_mut(2) else {
+        return argv;
+    };
+    let starts = line
+        .strip_prefix(program)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']));
+    if starts && !options.is_empty() {
+        let quoted: Vec<String> = options.iter().map(|o| shell::quote(o)).collect();
+        *line = format!("{program} {}{}", quoted.join(" "), &line[program.len()..]);
+    }
+    argv
+}
+
 /// The program a command starts, when its first word plainly names one (not an
 /// assignment, a shell keyword or syntax): checked on PATH before a task is recorded.
 pub fn command_program(command: &str) -> Option<&str> {
@@ -214,6 +231,23 @@ mod tests {
         );
         assert_eq!(line("awk '{{print}}' {project}"), "awk '{print}' app");
         assert_eq!(line("x {{branch}}"), "x {branch}");
+    }
+
+    /// A built-in's channel (codex's hooks) goes right after its program's name, quoted;
+    /// a line that starts with anything else is left as it is.
+    #[test]
+    fn channel_options_follow_the_program_word_only() {
+        let p = places();
+        let opts = vec!["--x".to_string(), "a={b c}".to_string()];
+        let run = |t: &str| {
+            with_options(argv(t, None, Some("hi"), Start::First, &p), "codex", &opts)[2].clone()
+        };
+        assert_eq!(
+            run("codex -a untrusted --"),
+            "codex --x 'a={b c}' -a untrusted -- hi"
+        );
+        assert_eq!(run("codexx -a"), "codexx -a hi");
+        assert_eq!(run("env X=1 codex"), "env X=1 codex hi");
     }
 
     #[test]

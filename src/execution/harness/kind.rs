@@ -283,6 +283,14 @@ pub trait AgentKind: Sync {
         crate::execution::harness::claude::transcript::state_of_hook(event, payload)
     }
 
+    /// The options that install its event channel on a command line of the person's own
+    /// (`[harness.codex] command = "codex …"`): put right after the program's name, so a
+    /// codex that asks for approvals still tells its state. Empty: none (its channel, if
+    /// any, lives in files `setup_workspace` writes).
+    fn channel_options(&self) -> Vec<String> {
+        vec![]
+    }
+
     /// Its own event channel, which orange installs (its name for `task explain`), and how
     /// long it may say "working" without an event while the screen is quiet before orange
     /// calls it silent and reads the screen instead. `None`: no channel of its own.

@@ -202,13 +202,14 @@ impl Harness {
     ) -> Vec<String> {
         let prompt = prompt.filter(|p| !p.trim().is_empty());
         if let Some(template) = &self.command {
-            return declared::argv(
+            let argv = declared::argv(
                 template,
                 self.respawn_command.as_deref(),
                 prompt,
                 start,
                 places,
             );
+            return declared::with_options(argv, &self.name, &self.kind().channel_options());
         }
         // Respawn keeps the first launch's permission mode (claude's `acceptEdits` would
         // stop the agent that ran freely at every Bash call) and continues the
