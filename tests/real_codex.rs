@@ -657,3 +657,52 @@ fn a_codex_that_asks_is_blocked_on_approval_until_answered() {
         |t| agent_is(t, "waiting"),
     );
 }
+
+/// Under `--sandbox bwrap` the task's state is read-only to codex's SessionStart hook: the
+/// monitor learns the session id from codex's rollout (`rollout-<time>-<uuid>.jsonl` of
+/// the task's workspace, history `agent.session` via `rollout`), and respawn resumes that
+/// very conversation (`codex resume <id>`: the model is sent the earlier turn).
+#[test]
+fn a_sandboxed_codex_s_session_is_learned_from_its_rollout_and_resumed() {
+    if !codex_installed() || !crate::sandbox::bwrap_usable() {
+        return;
+    }
+    let rig = Rig::new(
+        "codex_sandbox",
+        Home::SetUp,
+        vec![Reply::text("First answer."), Reply::text("Resumed answer.")],
+    );
+    let id = rig.create("codex/sandbox", "say hello", &["--sandbox", "bwrap"]);
+    assert_eq!(rig.agent_argv(&id)[0], "bwrap");
+    rig.wait_turns(&id, 1);
+    let session = rig.api.turns()[0].header("session-id").unwrap().to_string();
+    let t = rig.wait_moment("first turn ended", &id, "waiting for input", |t| {
+        agent_is(t, "waiting") && t["agent_session_id"].is_string()
+    });
+    assert_eq!(t["agent_session_id"], session.as_str(), "{t}");
+    let learned = rig.env.history_events(&id, "agent.session");
+    assert_eq!(learned.len(), 1, "{learned:?}");
+    assert_eq!(learned[0]["via"], "rollout", "{learned:?}");
+    // Respawn: the same conversation, by its id, still in the sandbox.
+    let turns_before = rig.api.turns().len();
+    rig.env.ok(&["task", "respawn", &id, "--force", "--yes"]);
+    common::wait_for("the respawned codex", 30, || {
+        rig.agent_argv(&id).iter().any(|a| a == "resume")
+    });
+    let argv = rig.agent_argv(&id);
+    assert_eq!(argv[0], "bwrap", "{argv:?}");
+    let at = argv.iter().position(|a| a == "resume").unwrap();
+    assert_eq!(argv[at + 1], session, "{argv:?}");
+    rig.wait_turns(&id, turns_before + 1);
+    let resumed = rig.api.turns()[turns_before].clone();
+    assert_eq!(resumed.header("session-id"), Some(session.as_str()));
+    assert!(
+        resumed
+            .user_texts()
+            .iter()
+            .any(|t| t.starts_with("say hello")),
+        "the resumed codex sends the earlier turn: {:?}",
+        resumed.user_texts()
+    );
+    assert_eq!(rig.env.history_events(&id, "agent.session").len(), 1);
+}

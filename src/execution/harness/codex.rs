@@ -119,6 +119,12 @@ impl AgentKind for Codex {
         first_prompt(&codex_home_in(home().as_deref())?, workspace, since?)
     }
 
+    /// Its session id from its rollout's name (its SessionStart hook could not record it:
+    /// in a sandbox).
+    fn session_from_files(&self, workspace: &Path, since: SystemTime) -> Option<String> {
+        session_in_rollouts(&codex_home_in(home().as_deref())?, workspace, since)
+    }
+
     fn state(&self, home: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
         (codex_home_in(Some(home)).into_iter().collect(), vec![])
     }
@@ -284,30 +290,57 @@ pub fn codex_home_in(home: Option<&Path>) -> Option<PathBuf> {
         .or_else(|| home.map(|h| h.join(".codex")))
 }
 
-/// The first user message of a codex rollout of `workspace` written since `since`
+/// The codex rollouts of `workspace` written since `since`
 /// (`<codex home>/sessions/YYYY/MM/DD/rollout-*.jsonl`, the days from the day before
-/// `since` to the day after now: its days are local time): its `session_meta` names the
-/// directory; the context codex itself sends as user messages (`<environment_context>…`)
-/// is no prompt.
-pub fn first_prompt(codex_home: &Path, workspace: &Path, since: SystemTime) -> Option<String> {
+/// `since` to the day after now: its days are local time), oldest name first: those whose
+/// first line, `session_meta`, names the directory.
+fn rollouts_of(codex_home: &Path, workspace: &Path, since: SystemTime) -> Vec<PathBuf> {
     let from = chrono::DateTime::<chrono::Utc>::from(since).date_naive() - chrono::Days::new(1);
     let to = chrono::Utc::now().date_naive() + chrono::Days::new(1);
     let sessions = codex_home.join("sessions");
     from.iter_days()
         .take_while(|d| *d <= to)
         .flat_map(|d| written_since(&sessions.join(d.format("%Y/%m/%d").to_string()), since))
+        .filter(|file| {
+            json_lines(file).next().is_some_and(|meta| {
+                meta.get("type").and_then(|t| t.as_str()) == Some("session_meta")
+                    && meta
+                        .pointer("/payload/cwd")
+                        .and_then(|c| c.as_str())
+                        .is_some_and(|c| same_dir(c, workspace))
+            })
+        })
+        .collect()
+}
+
+/// The session id of the newest codex rollout of `workspace` written since `since`: the
+/// uuid its name ends with (`rollout-<time>-<uuid>.jsonl`), which is its `session_meta`'s
+/// id. For a codex whose SessionStart hook could not record it (in a sandbox, orange's
+/// state is read-only).
+pub fn session_in_rollouts(
+    codex_home: &Path,
+    workspace: &Path,
+    since: SystemTime,
+) -> Option<String> {
+    let newest = rollouts_of(codex_home, workspace, since).pop()?;
+    let stem = newest.file_stem()?.to_str()?;
+    let id = stem.get(stem.len().checked_sub(36)?..)?;
+    uuid_like(id).then(|| id.to_string())
+}
+
+/// `8-4-4-4-12` hexadecimal digits.
+fn uuid_like(s: &str) -> bool {
+    s.split('-').map(str::len).eq([8, 4, 4, 4, 12])
+        && s.chars().all(|c| c == '-' || c.is_ascii_hexdigit())
+}
+
+/// The first user message of a codex rollout of `workspace` written since `since`; the
+/// context codex itself sends as user messages (`<environment_context>…`) is no prompt.
+pub fn first_prompt(codex_home: &Path, workspace: &Path, since: SystemTime) -> Option<String> {
+    rollouts_of(codex_home, workspace, since)
+        .into_iter()
         .find_map(|file| {
-            let mut lines = json_lines(&file);
-            let meta = lines.next()?;
-            if meta.get("type").and_then(|t| t.as_str()) != Some("session_meta")
-                || !meta
-                    .pointer("/payload/cwd")
-                    .and_then(|c| c.as_str())
-                    .is_some_and(|c| same_dir(c, workspace))
-            {
-                return None;
-            }
-            lines.find_map(|v| {
+            json_lines(&file).skip(1).find_map(|v| {
                 let p = v.get("payload")?;
                 let text = match (
                     v.get("type").and_then(|t| t.as_str()),
@@ -384,6 +417,39 @@ mod tests {
         assert!(d.path().join("codex/config.toml.orange-backup").exists());
         std::fs::write(&cfg, "model = [").unwrap();
         assert!(record_trust(&cfg, &repo).is_err());
+    }
+
+    /// A sandboxed codex's session id: the uuid of the newest rollout of its workspace.
+    #[test]
+    fn the_session_id_is_the_uuid_of_the_newest_rollout_of_the_workspace() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        let since = SystemTime::now() - std::time::Duration::from_secs(60);
+        let day = d.path().join("sessions").join(
+            chrono::Utc::now()
+                .date_naive()
+                .format("%Y/%m/%d")
+                .to_string(),
+        );
+        let id = "019a0b1c-2d3e-7f40-8a5b-6c7d8e9f0a1b";
+        let other = "019a0b1c-2d3e-7f40-8a5b-000000000000";
+        let meta = |cwd: &Path| json!({"type":"session_meta","payload":{"cwd":cwd}});
+        assert_eq!(session_in_rollouts(d.path(), &ws, since), None);
+        write(
+            &day.join(format!("rollout-2026-11-27T05-00-00-{other}.jsonl")),
+            &[meta(&d.path().join("elsewhere"))],
+        );
+        write(
+            &day.join(format!("rollout-2026-11-27T05-00-01-{id}.jsonl")),
+            &[meta(&ws)],
+        );
+        assert_eq!(
+            session_in_rollouts(d.path(), &ws, since).as_deref(),
+            Some(id)
+        );
+        let later = SystemTime::now() + std::time::Duration::from_secs(60);
+        assert_eq!(session_in_rollouts(d.path(), &ws, later), None, "since");
     }
 
     /// What codex 0.169 writes as the first prompt is submitted.

@@ -283,6 +283,13 @@ pub trait AgentKind: Sync {
         crate::execution::harness::claude::transcript::state_of_hook(event, payload)
     }
 
+    /// The conversation its agent in `workspace` started since `since`, read from the
+    /// files the program keeps (codex: its rollout's name): for an agent whose own event
+    /// could not record it (in a sandbox). `None`: not known this way.
+    fn session_from_files(&self, _workspace: &Path, _since: SystemTime) -> Option<String> {
+        None
+    }
+
     /// The options that install its event channel on a command line of the person's own
     /// (`[harness.codex] command = "codex …"`): put right after the program's name, so a
     /// codex that asks for approvals still tells its state. Empty: none (its channel, if

@@ -151,7 +151,7 @@ pub fn agent_hook(
 /// session.created), as the task's, under the project's lock: while it knows none, or
 /// always with `replace` (after `/clear`, a plugin's announcement). `Some(sid)` when
 /// recorded; history `agent.session` says `via` what.
-fn learn_session(
+pub(super) fn learn_session(
     store: &crate::orchestration::task::TaskStore,
     task: &crate::orchestration::task::Task,
     sid: &str,

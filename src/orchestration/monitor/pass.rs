@@ -195,6 +195,7 @@ impl<'a> Monitor<'a> {
         report: &mut PassReport,
     ) -> Judged {
         let task = self.learn_first_prompt(task, report);
+        let task = self.learn_session(task, report);
         let dir = self.tasks.store.dir(&task.project, &task.id);
         let info = self.agent_record(&task, &dir);
         let policy = Resolved::of(&self.config, &task);
@@ -321,6 +322,42 @@ impl<'a> Monitor<'a> {
                     .actions
                     .push(json!({"task": t.id, "action": "first_prompt", "via": "transcript"}));
                 t
+            }
+            Ok(None) => task,
+            Err(e) => {
+                report.actions.push(json!({"task": task.id, "action": "error", "error": e.to_string(), "code": e.code()}));
+                task
+            }
+        }
+    }
+
+    /// A sandboxed agent's conversation, which its own hook could not record (the task's
+    /// state is read-only inside the sandbox): read from the program's own files (codex:
+    /// its rollout's name), outside the sandbox, while the task knows none; recorded once.
+    fn learn_session(&mut self, task: Task, report: &mut PassReport) -> Task {
+        if task.sandbox == sandbox::Kind::None || task.agent_session_id.is_some() {
+            return task;
+        }
+        let Ok(since) = chrono::DateTime::parse_from_rfc3339(&task.created_at) else {
+            return task;
+        };
+        let kind = crate::execution::harness::kind_of(&task.harness);
+        let Some(sid) = self
+            .workspace_path(&task)
+            .and_then(|ws| kind.session_from_files(&ws, since.into()))
+        else {
+            return task;
+        };
+        let via = "rollout";
+        match super::hook::learn_session(&self.tasks.store, &task, &sid, false, via) {
+            Ok(Some(_)) => {
+                report
+                    .actions
+                    .push(json!({"task": task.id, "action": "session", "via": via}));
+                self.tasks
+                    .store
+                    .load(&task.project, &task.id)
+                    .unwrap_or(task)
             }
             Ok(None) => task,
             Err(e) => {
