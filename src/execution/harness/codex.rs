@@ -1,6 +1,7 @@
 //! Everything orange knows of codex (`codex`, 0.169): its command line (its interface in
 //! the task's pane with the prompt after `--`, or headless `codex exec`; `resume <session
-//! id>` on respawn, never `--last`; never its own sandbox or approvals), its own event
+//! id>` on respawn, never `--last`; never its own sandbox or approvals unless a command of
+//! one's own asks for them), its own event
 //! channel (hooks passed per launch with `-c hooks.<Event>=…` and
 //! `--dangerously-bypass-hook-trust`, each calling `orange hook agent EVENT`; nothing is
 //! written to the user's config), its screens (folder trust, login, reconnecting, an error
@@ -94,7 +95,8 @@ impl AgentKind for Codex {
         v
     }
 
-    /// Respawn continues the conversation its SessionStart hook named (none known: a new
+    /// Respawn continues the conversation its SessionStart hook (in a sandbox: its rollout's
+    /// name) named (none known: a new
     /// one; never "the last one" of the directory, which can be another task's).
     fn conversation(
         &self,
