@@ -107,6 +107,17 @@ fn task_with_commit(env: &TaskEnv, branch: &str) -> String {
     id
 }
 
+/// gh asked the stand-in to create exactly one pull request, and for `head`.
+fn assert_created_once(sd: &GhStandin, head: &str) {
+    assert_eq!(sd.count("PullRequestCreate"), 1, "{:?}", sd.calls());
+    let create = sd
+        .requests()
+        .into_iter()
+        .find(|r| r.operation.as_deref() == Some("PullRequestCreate"))
+        .unwrap();
+    assert_eq!(create.body["variables"]["input"]["headRefName"], head);
+}
+
 /// The commit `branch` is at in the bare origin, if it is there.
 fn origin_has(env: &TaskEnv, branch: &str) -> Option<String> {
     let out = git_output(
@@ -153,16 +164,7 @@ fn task_pr_pushes_the_branch_and_opens_one_pull_request() {
         ("fix-login", "main", true)
     );
     assert!(!marker.exists(), "the title ran a command");
-    assert_eq!(sd.count("PullRequestCreate"), 1, "{:?}", sd.calls());
-    let create = sd
-        .requests()
-        .into_iter()
-        .find(|r| r.operation.as_deref() == Some("PullRequestCreate"))
-        .unwrap();
-    assert_eq!(
-        create.body["variables"]["input"]["headRefName"],
-        "fix-login"
-    );
+    assert_created_once(&sd, "fix-login");
     // Kept with the task, and in its history.
     let t = env.task(&id);
     assert_eq!(t["pr"]["number"], 1, "{t}");
@@ -560,16 +562,7 @@ fn group_pick_pr_opens_the_winners_pull_request_and_cancels_the_others() {
     assert_eq!(p["group"]["picked"], "2", "{p}");
     assert_eq!(p["pr"]["created"], true, "{p}");
     // The pull request is the winner's branch, pushed to the real origin at its commit.
-    assert_eq!(sd.count("PullRequestCreate"), 1, "{:?}", sd.calls());
-    let create = sd
-        .requests()
-        .into_iter()
-        .find(|r| r.operation.as_deref() == Some("PullRequestCreate"))
-        .unwrap();
-    assert_eq!(
-        create.body["variables"]["input"]["headRefName"],
-        "fix-login/2"
-    );
+    assert_created_once(&sd, "fix-login/2");
     assert_eq!(sd.pr(1).head, "fix-login/2");
     assert_eq!(
         origin_has(&env, "fix-login/2"),
