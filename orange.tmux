@@ -150,7 +150,8 @@ run K_SIDEBAR sidebar toggle
 # The new task is asked for in a popup (popup.sh new): what the user types never goes
 # through tmux's parser (command-prompt's %1/%% substitution is not safe on tmux 3.3a).
 popup K_NEW new "-w 70% -h 10 -T ' orange: new task '"
-tq x "choose-tree -Zs -f '$IN_TASK' -F '#{?window_format,#{window_name},#{?@orange_status,#{@orange_status},task #{@orange_task}}}'"
+# A group member's row says its place under its group (@orange_tree: `group api/fix ┬ /1`).
+tq x "choose-tree -Zs -f '$IN_TASK' -F '#{?window_format,#{window_name},#{@orange_tree}#{?@orange_status,#{@orange_status},task #{@orange_task}}}'"
 tq y "display-message 'orange: no task sessions on this server'"
 K_PICK="if-shell -F '#{S:#{?@orange_task,1,}}' $x $y"
 run K_NEXT plugin next --client '#{q:client_name}' --session '#{q:session_id}'
@@ -161,7 +162,7 @@ run K_NEXT plugin next --client '#{q:client_name}' --session '#{q:session_id}'
 run K_SEND plugin prompt --client '#{q:client_name}'
 tq x "$RUNSH #{q:pane_id} $B plugin prompt --client #{q:client_name}"
 tq x "run-shell -b -t '%%' $x"
-tq x "choose-tree -Zs -f '$IN_TASK' -F '#{?window_format,#{window_name},#{?@orange_status,#{@orange_status},task #{@orange_task}}}' $x"
+tq x "choose-tree -Zs -f '$IN_TASK' -F '#{?window_format,#{window_name},#{@orange_tree}#{?@orange_status,#{@orange_status},task #{@orange_task}}}' $x"
 tq y "display-message 'orange: no task sessions on this server'"
 tq x "if-shell -F '#{S:#{?@orange_task,1,}}' $x $y"
 tq y "$K_SEND"

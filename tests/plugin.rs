@@ -1058,6 +1058,65 @@ fn new_task_key_takes_quotes_and_substitutions_literally() {
     assert_eq!(env.ok(&["task", "list"]).as_array().unwrap().len(), 2);
 }
 
+/// Issue 27: the picker shows a group as one parent row (its base branch, heading its
+/// first member) with its members hanging under it; an ordinary task stays as it was.
+#[test]
+fn the_picker_shows_a_group_as_a_parent_row_with_its_members_under_it() {
+    let env = TaskEnv::new();
+    env.add_project(&["--pool-size", "4"]);
+    tell_server_home(&env);
+    let _plugin = load_plugin(&env.tmux);
+    let solo = env.create(&["solo", "alone", "--harness", "fake-wait"]);
+    env.wait_session(&id(&solo), "live");
+    let g = env.ok(&[
+        "task",
+        "create",
+        "api/fix",
+        "fix it",
+        "--n",
+        "3",
+        "--harness",
+        "fake-wait",
+    ]);
+    for m in g["members"].as_array().unwrap() {
+        let t = m["task"]["id"].as_str().or(m["task"].as_str()).unwrap();
+        env.wait_session(t, "live");
+    }
+    env.tmux.ok(&["new-session", "-d", "-s", "work"]);
+    let client = Client::attach(&env.root(), &env.tmux, "=work");
+    client.press(&["C-b", "O", "l"]);
+    let s = client.wait_screen("the picker with the group", |s| s.contains("app/api/fix/3"));
+    eprintln!("picker:\n{s}");
+    let row = |name: &str| {
+        s.lines()
+            .find(|l| l.contains(&format!("{name}: ")))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{s}"))
+            .to_string()
+    };
+    let rows: Vec<usize> = ["app/api/fix/1", "app/api/fix/2", "app/api/fix/3"]
+        .iter()
+        .map(|n| {
+            s.lines()
+                .position(|l| l.contains(&format!("{n}: ")))
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        vec![rows[0], rows[0] + 1, rows[0] + 2],
+        "not together:\n{s}"
+    );
+    assert!(row("app/api/fix/1").contains("group api/fix ┬ /1 "), "{s}");
+    assert!(row("app/api/fix/2").contains("├ /2 "), "{s}");
+    assert!(!row("app/api/fix/2").contains("group api/fix"), "{s}");
+    assert!(row("app/api/fix/3").contains("└ /3 "), "{s}");
+    let solo_row = row("app/solo");
+    assert!(
+        !solo_row.contains("group") && !solo_row.contains('┬') && !solo_row.contains('└'),
+        "{s}"
+    );
+}
+
 #[test]
 fn picker_help_and_actions_menus_show_orange_things() {
     let env = TaskEnv::new();

@@ -107,6 +107,17 @@ fn task_with_commit(env: &TaskEnv, branch: &str) -> String {
     id
 }
 
+/// gh asked the stand-in to create exactly one pull request, and for `head`.
+fn assert_created_once(sd: &GhStandin, head: &str) {
+    assert_eq!(sd.count("PullRequestCreate"), 1, "{:?}", sd.calls());
+    let create = sd
+        .requests()
+        .into_iter()
+        .find(|r| r.operation.as_deref() == Some("PullRequestCreate"))
+        .unwrap();
+    assert_eq!(create.body["variables"]["input"]["headRefName"], head);
+}
+
 /// The commit `branch` is at in the bare origin, if it is there.
 fn origin_has(env: &TaskEnv, branch: &str) -> Option<String> {
     let out = git_output(
@@ -153,16 +164,7 @@ fn task_pr_pushes_the_branch_and_opens_one_pull_request() {
         ("fix-login", "main", true)
     );
     assert!(!marker.exists(), "the title ran a command");
-    assert_eq!(sd.count("PullRequestCreate"), 1, "{:?}", sd.calls());
-    let create = sd
-        .requests()
-        .into_iter()
-        .find(|r| r.operation.as_deref() == Some("PullRequestCreate"))
-        .unwrap();
-    assert_eq!(
-        create.body["variables"]["input"]["headRefName"],
-        "fix-login"
-    );
+    assert_created_once(&sd, "fix-login");
     // Kept with the task, and in its history.
     let t = env.task(&id);
     assert_eq!(t["pr"]["number"], 1, "{t}");
@@ -509,4 +511,71 @@ fn the_popups_pull_request_action_runs_task_pr() {
     });
     assert_eq!(env.task(&id)["pr"]["number"], 1);
     assert!(origin_has(&env, "from-popup").is_some(), "{screen}");
+}
+
+#[test]
+fn group_pick_pr_opens_the_winners_pull_request_and_cancels_the_others() {
+    if !have_gh() {
+        return;
+    }
+    let sd = GhStandin::start();
+    let env = pr_env(&sd);
+    let v = env.ok(&[
+        "task",
+        "create",
+        "fix-login",
+        "do the thing",
+        "--n",
+        "2",
+        "--harness",
+        "fake-wait",
+    ]);
+    let gid = v["group"]["id"].as_str().unwrap().to_string();
+    let ids: Vec<String> = v["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            m["task"]["id"]
+                .as_str()
+                .or(m["task"].as_str())
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(ids.len(), 2, "{v}");
+    let (winner, loser) = (&ids[1], &ids[0]);
+    let ws = env.ws_path(env.task(winner)["workspace"].as_str().unwrap());
+    std::fs::write(ws.join("feature.txt"), "new\n").unwrap();
+    git(&ws, &["add", "feature.txt"]);
+    git(&ws, &["commit", "-qm", "feature"]);
+
+    // --merge and --pr are one or the other.
+    let out = env
+        .cmd_in(&env.repo, &["group", "pick", &gid, "2", "--merge", "--pr"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{out:?}");
+    assert_eq!(sd.count("PullRequestCreate"), 0, "{:?}", sd.calls());
+
+    let p = env.ok(&["group", "pick", &gid, "2", "--pr", "--yes"]);
+    assert_eq!(p["group"]["picked"], "2", "{p}");
+    assert_eq!(p["pr"]["created"], true, "{p}");
+    // The pull request is the winner's branch, pushed to the real origin at its commit.
+    assert_created_once(&sd, "fix-login/2");
+    assert_eq!(sd.pr(1).head, "fix-login/2");
+    assert_eq!(
+        origin_has(&env, "fix-login/2"),
+        Some(git(&ws, &["rev-parse", "HEAD"]))
+    );
+    assert_eq!(origin_has(&env, "fix-login/1"), None);
+    // Kept with the winner as `task pr` keeps it; the winner goes on, the loser is cancelled.
+    let w = env.task(winner);
+    assert_eq!(w["pr"]["number"], 1, "{w}");
+    assert_ne!(w["status"], "cancelled", "{w}");
+    assert_eq!(env.history_events(winner, "pr.created").len(), 1);
+    assert_eq!(env.history_events(winner, "group.picked").len(), 1);
+    assert_eq!(env.task(loser)["status"], "cancelled");
+    let lost = env.history_events(loser, "group.not_picked");
+    assert_eq!(lost[0]["note"], "not picked: /2 won");
 }

@@ -9,7 +9,7 @@ use super::group_text;
 use crate::error::{OrangeError, Result};
 use crate::orchestration::group::judge::{self, JudgeRequest};
 use crate::orchestration::group::model::JudgeMode;
-use crate::orchestration::group::service::{self, GroupRequest, MemberNow};
+use crate::orchestration::group::service::{self, GroupRequest, MemberNow, Onward};
 use crate::orchestration::group::{Group, GroupStore};
 use crate::orchestration::task::service::TaskService;
 use crate::ui::output::Out;
@@ -31,8 +31,16 @@ pub fn run(ctx: &Ctx, cmd: GroupCmd) -> Result<Done> {
             group,
             member,
             merge,
+            pr,
             yes,
-        } => pick(ctx, t, &group, &member, merge, yes),
+        } => {
+            let onward = match (merge, pr) {
+                (true, _) => Onward::Merge,
+                (_, true) => Onward::Pr,
+                _ => Onward::Keep,
+            };
+            pick(ctx, t, &group, &member, onward, yes)
+        }
         GroupCmd::Cancel { group, yes } => cancel(ctx, t, &group, yes),
     }
 }
@@ -154,13 +162,14 @@ fn judge(
     Ok(Out::new(group_json(&g, &ms), text))
 }
 
-/// `group pick G MEMBER [--merge] [--yes]`: asks first when the member is still working.
+/// `group pick G MEMBER [--merge | --pr] [--yes]`: asks first when the member is still
+/// working.
 fn pick(
     ctx: &Ctx,
     tasks: &mut TaskService,
     typed: &str,
     member: &str,
-    merge: bool,
+    onward: Onward,
     yes: bool,
 ) -> Result<Done> {
     let g = find(ctx, typed)?;
@@ -175,9 +184,10 @@ fn pick(
             yes,
         )?;
     }
-    let inputs = json!({"group": g.id, "member": member, "merge": merge});
+    let inputs = json!({"group": g.id, "member": member, "merge": onward == Onward::Merge,
+        "pr": onward == Onward::Pr});
     let out = audited(ctx, "group.pick", inputs, || {
-        service::pick(tasks, &g, member, merge)
+        service::pick(tasks, &g, member, onward)
     })?;
     let mut text = format!(
         "group {} ({}): picked /{}\n",
@@ -187,6 +197,13 @@ fn pick(
     );
     for (label, what) in &out.members {
         text.push_str(&format!("  /{label}: {what}\n"));
+    }
+    if let Some(pr) = out.pr.as_ref().map(|o| &o["pr"]) {
+        text.push_str(&format!(
+            "pull request #{}: {}\n",
+            pr["number"],
+            pr["url"].as_str().unwrap_or("")
+        ));
     }
     for n in &out.notes {
         text.push_str(&format!("{n}\n"));

@@ -44,8 +44,11 @@ pub enum GroupCmd {
         /// The member: its label (`2`, `/2`, `claude`), its task id or its branch
         member: String,
         /// Merge the winner as `task merge` does
-        #[arg(long)]
+        #[arg(long, conflicts_with = "pr")]
         merge: bool,
+        /// Push the winner's branch and open its pull request as `task pr` does
+        #[arg(long)]
+        pr: bool,
         /// Do not ask, even when the member is still working
         #[arg(long)]
         yes: bool,

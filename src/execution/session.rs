@@ -180,6 +180,9 @@ pub const LANE_MARK: &str = "@orange_lane";
 pub const HOME_MARK: &str = "@orange_home";
 pub const PROJECT_MARK: &str = "@orange_project";
 pub const WORKSPACE_MARK: &str = "@orange_workspace";
+/// A group member's place in the picker (`group api/fix ┬ /1 `, `└ /3 `): what tmux's
+/// choose-tree shows before its status. Only tmux reads it.
+pub const TREE_MARK: &str = "@orange_tree";
 pub const MARKS: &[&str] = &[
     TASK_MARK,
     LANE_MARK,

@@ -40,6 +40,26 @@ pub struct Group {
     pub notified: bool,
 }
 
+impl Group {
+    /// What the picker (`prefix O l`, tmux's choose-tree) shows before the status of the
+    /// session of the member on `branch` (the `@orange_tree` mark, set when it starts):
+    /// the first member's row heads the group, `group api/fix ┬ /1 `, the others hang
+    /// under it, `├ /2 ` and the last `└ /3 `. Members start one after another, so their
+    /// sessions are next to each other in the picker's (creation) order. Safe for tmux:
+    /// the branch's `#` is doubled.
+    pub fn picker_prefix(&self, branch: &str) -> Option<String> {
+        let at = self.members.iter().position(|m| m.branch == branch)?;
+        let head = format!("group {} ", self.base);
+        let (lead, glyph) = match at {
+            0 => (head, '┬'),
+            _ if at + 1 == self.members.len() => (" ".repeat(head.chars().count()), '└'),
+            _ => (" ".repeat(head.chars().count()), '├'),
+        };
+        let label = &self.members[at].label;
+        Some(crate::text::for_tmux(&format!("{lead}{glyph} /{label} ")))
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum JudgeMode {

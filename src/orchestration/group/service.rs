@@ -1,7 +1,8 @@
 //! What happens to a group: create (its record first, then each member as an ordinary
 //! task — a member that cannot start never blocks the others), its members as they are
 //! now (a member deleted behind orange's back is `gone`), cancel, and pick (the winner
-//! merged as `task merge` does, the others cancelled as `task cancel` does).
+//! merged as `task merge` does or its pull request opened as `task pr` does, the others
+//! cancelled as `task cancel` does).
 //!
 //! Every step is recorded before it is acted on, so a command killed half-way leaves a
 //! record the next one finishes: a member created but not yet written into the record is
@@ -18,6 +19,7 @@ use crate::orchestration::group::model::{self, Group, JudgeMode, Member, MAX_MEM
 use crate::orchestration::group::store::GroupStore;
 use crate::orchestration::project::Project;
 use crate::orchestration::task::model::{new_id, validate_branch, Status, Task};
+use crate::orchestration::task::pr::PrRequest;
 use crate::orchestration::task::service::TaskService;
 use crate::orchestration::task::start::CreateRequest;
 
@@ -103,6 +105,31 @@ pub struct Outcome {
     /// The winner's merge (`task merge`'s info), when `--merge`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub merge: Option<serde_json::Value>,
+    /// The winner's pull request (`task pr`'s), when `--pr`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pr: Option<serde_json::Value>,
+}
+
+/// How the picked member goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Onward {
+    /// Left as it is (the person merges or opens a PR later).
+    Keep,
+    /// Merged as `task merge` does.
+    Merge,
+    /// Its branch pushed and a pull request opened as `task pr` does.
+    Pr,
+}
+
+impl Onward {
+    /// What the winner's row says.
+    fn said(self) -> &'static str {
+        match self {
+            Onward::Keep => "picked",
+            Onward::Merge => "picked, merged",
+            Onward::Pr => "picked, pull request opened",
+        }
+    }
 }
 
 /// Create a group: everything checked first, then its record, then each member.
@@ -345,9 +372,10 @@ fn cancel_member(
 }
 
 /// Pick `winner`: recorded first (a second pick of another member is refused), then each
-/// member's history says what became of it, the winner is merged when `merge`, and every
-/// other member is cancelled.
-pub fn pick(tasks: &mut TaskService, g: &Group, winner: &str, merge: bool) -> Result<Outcome> {
+/// member's history says what became of it, the winner goes on as `onward` says (merged,
+/// or its pull request opened — before any other member is cancelled, so a refused push
+/// or gh error leaves the others as they were), and every other member is cancelled.
+pub fn pick(tasks: &mut TaskService, g: &Group, winner: &str, onward: Onward) -> Result<Outcome> {
     let groups = GroupStore::new(tasks.home);
     let now = members(tasks, g);
     let w = member(&now, winner)?.clone();
@@ -400,16 +428,22 @@ pub fn pick(tasks: &mut TaskService, g: &Group, winner: &str, merge: bool) -> Re
         }
     }
     fault::point("group.pick.told");
-    if merge && wt.status != Status::Done {
-        let (_, info, _) = tasks.merge(&wt.id, Some(&wt.project), true, false, false)?;
-        out.merge = Some(info);
+    match onward {
+        Onward::Merge if wt.status != Status::Done => {
+            let (_, info, _) = tasks.merge(&wt.id, Some(&wt.project), true, false, false)?;
+            out.merge = Some(info);
+        }
+        Onward::Pr => {
+            // Run again after a crash, this links the pull request opened the first time.
+            let o = tasks.open_pr(&wt.id, Some(&wt.project), &PrRequest::default())?;
+            out.pr = Some(json!({"pr": o.pr, "created": o.created}));
+        }
+        _ => {}
     }
     for m in &now {
         if m.member.label == w.member.label {
-            out.members.push((
-                m.member.label.clone(),
-                if merge { "picked, merged" } else { "picked" }.into(),
-            ));
+            out.members
+                .push((m.member.label.clone(), onward.said().into()));
             continue;
         }
         let what = cancel_member(tasks, m, &mut out.notes)?;

@@ -363,7 +363,7 @@ impl TaskService<'_> {
             exit_file: None,
             // The task's mark (for the plugin's keys, picker, Ctrl+\\ and Ctrl+]) and what
             // the next command needs to adopt or stop it if this one dies before saving.
-            marks: session::task_marks(self.home, &task.project, &task.id, ws_name),
+            marks: self.marks(task, ws_name),
         };
         let ready = launch.prepare()?;
         // The intent first: what the agent is started with (its conversation, its
@@ -391,6 +391,22 @@ impl TaskService<'_> {
     }
 
     /// TASK.md linked into the workspace; orange's files excluded from git there.
+    /// The marks of the task's session (for the plugin's keys, picker, Ctrl+\\ and
+    /// Ctrl+]); a group member's also says its place under its group in the picker. A
+    /// group record that cannot be read costs the member only that place.
+    fn marks(&self, task: &Task, ws_name: &str) -> Vec<(String, String)> {
+        let mut marks = session::task_marks(self.home, &task.project, &task.id, ws_name);
+        let group = task.group.as_ref().and_then(|g| {
+            crate::orchestration::group::GroupStore::new(self.home)
+                .load(&task.project, g)
+                .ok()
+        });
+        if let Some(prefix) = group.and_then(|g| g.picker_prefix(&task.branch)) {
+            marks.push((session::TREE_MARK.into(), prefix));
+        }
+        marks
+    }
+
     fn link_task_md(&self, project: &Project, task: &Task, ws_path: &Path) -> Result<()> {
         let link = ws_path.join("TASK.md");
         if link.symlink_metadata().is_err() {
