@@ -74,6 +74,7 @@ pub fn create(ctx: &Ctx, tasks: &mut TaskService, a: TaskCreateArgs) -> Result<D
                 sandbox: a.sandbox,
                 headless: a.headless,
                 judge: judge.unwrap_or_default(),
+                limits: a.limits.config(),
             },
         )
     })?;
