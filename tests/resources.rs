@@ -141,3 +141,35 @@ fn an_agent_over_its_memory_limit_dies_at_the_limit() {
             .contains("hog: holding 200M")
     });
 }
+
+/// The hog holding 200M: the monitor's pass reads its tree's memory from /proc, and
+/// `task list` shows it in the agent's cell.
+#[test]
+fn live_memory_of_an_agent_shows_in_task_list() {
+    let (env, _) = setup("");
+    let t = env.create(&["held", "x", "--harness", "hog"]);
+    let id = common::id(&t);
+    let pane = t["tmux_session"].as_str().unwrap().to_string();
+    common::wait_for("the hog to hold its memory", 30, || {
+        env.tmux
+            .ok(&["capture-pane", "-p", "-t", &pane])
+            .contains("hog: holding 200M")
+    });
+    env.ok(&["monitor", "--once"]);
+    let agent = env.task(&id)["agent"].clone();
+    let memory = agent["usage"]["memory"].as_u64().unwrap_or(0);
+    assert!(memory >= 200 << 20, "the tree's resident memory: {agent}");
+    let out = env.cmd(&["task", "list"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = text.lines().find(|l| l.contains("held")).unwrap_or("");
+    assert!(
+        regex_lite(row),
+        "task list's agent cell shows its memory: {text}"
+    );
+}
+
+/// `2xxM·N%` in a row.
+fn regex_lite(row: &str) -> bool {
+    row.split_whitespace()
+        .any(|w| w.starts_with('2') && w.contains("M·") && w.ends_with('%'))
+}

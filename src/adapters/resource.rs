@@ -202,6 +202,52 @@ pub fn processes() -> HashMap<u32, Proc> {
     all
 }
 
+/// Every process of this machine with its children, read once per monitor pass.
+#[derive(Debug, Default)]
+pub struct ProcTable {
+    procs: HashMap<u32, Proc>,
+    children: HashMap<u32, Vec<u32>>,
+    page: u64,
+}
+
+impl ProcTable {
+    pub fn read() -> ProcTable {
+        let procs = processes();
+        let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+        for (pid, p) in &procs {
+            children.entry(p.ppid).or_default().push(*pid);
+        }
+        ProcTable {
+            procs,
+            children,
+            page: page_size(),
+        }
+    }
+
+    /// The resident bytes and CPU ticks of `root` and every process under it (`None`:
+    /// no such process).
+    pub fn tree(&self, root: u32) -> Option<(u64, u64)> {
+        self.procs.get(&root)?;
+        let (mut rss, mut ticks) = (0, 0);
+        let mut todo = vec![root];
+        let mut seen = 0usize;
+        while let Some(pid) = todo.pop() {
+            seen += 1;
+            if seen > self.procs.len() {
+                break;
+            }
+            if let Some(p) = self.procs.get(&pid) {
+                rss += p.rss_pages * self.page;
+                ticks += p.ticks;
+            }
+            if let Some(c) = self.children.get(&pid) {
+                todo.extend(c.iter().copied());
+            }
+        }
+        Some((rss, ticks))
+    }
+}
+
 /// `/proc/PID/stat`: the fields after the command's closing parenthesis (the command
 /// may hold spaces and parentheses).
 pub fn parse_stat(s: &str) -> Option<Proc> {
