@@ -159,6 +159,11 @@ fn live_memory_of_an_agent_shows_in_task_list() {
     let agent = env.task(&id)["agent"].clone();
     let memory = agent["usage"]["memory"].as_u64().unwrap_or(0);
     assert!(memory >= 200 << 20, "the tree's resident memory: {agent}");
+    let status = env.ok(&["status", "--format", "json"]);
+    assert!(
+        status["fleet"]["memory"].as_u64().unwrap_or(0) >= 200 << 20,
+        "the fleet's total: {status}"
+    );
     let out = env.cmd(&["task", "list"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     let row = text.lines().find(|l| l.contains("held")).unwrap_or("");
