@@ -147,23 +147,17 @@ pub fn human_bytes(b: u64) -> String {
 /// (`[project.NAME]`), else the harness's (`[harness.NAME]`).
 pub fn choose(
     flags: &LimitConfig,
-    config: &crate::execution::config::Config,
-    project: &str,
-    harness: &str,
+    project: (&str, Option<&LimitConfig>),
+    harness: (&str, Option<&LimitConfig>),
 ) -> Result<Limits> {
     let flag = flags.parse("--")?;
-    let project = config
-        .project
-        .get(project)
-        .map(|p| p.limits.parse(&format!("[project.{project}]")))
-        .transpose()?
-        .unwrap_or_default();
-    let harness = config
-        .harness
-        .get(harness)
-        .map(|h| h.limits.parse(&format!("[harness.{harness}]")))
-        .transpose()?
-        .unwrap_or_default();
+    let of = |what: &str, name: &str, l: Option<&LimitConfig>| {
+        l.map(|l| l.parse(&format!("[{what}.{name}]")))
+            .transpose()
+            .map(Option::unwrap_or_default)
+    };
+    let project = of("project", project.0, project.1)?;
+    let harness = of("harness", harness.0, harness.1)?;
     Ok(flag.or(project).or(harness))
 }
 

@@ -155,7 +155,17 @@ impl TaskService<'_> {
         }
         let sandbox = sandbox::choose(req.sandbox.as_deref(), project, config, &harness.name)?;
         launch::check_sandbox(home, config, project, &harness, sandbox)?;
-        let limits = resources::choose(&req.limits, config, &project.name, &harness.name)?;
+        let limits = resources::choose(
+            &req.limits,
+            (
+                &project.name,
+                config.project.get(&project.name).map(|p| &p.limits),
+            ),
+            (
+                &harness.name,
+                config.harness.get(&harness.name).map(|h| &h.limits),
+            ),
+        )?;
         if req.spawn {
             self.preflight(&harness)?;
             git::base_ref(&project.path, &project.default_branch)?;
