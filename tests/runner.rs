@@ -46,6 +46,7 @@ mod real_codex;
 mod real_opencode;
 mod real_pi;
 mod remote;
+mod resources;
 mod resume_choice;
 mod review;
 mod reviewer;

@@ -15,6 +15,7 @@ pub mod http;
 pub mod mux;
 pub mod process;
 pub mod progress;
+pub mod resource;
 pub mod served;
 pub mod shell;
 pub mod ssh;

@@ -466,6 +466,7 @@ fn start_tasks(home: &Home, plain: &Tmux, repo: &Path) -> Result<(Vec<Task>, Val
                 sandbox: None,
                 headless: false,
                 group: None,
+                limits: Default::default(),
             },
         )?;
         let t = created.task;

@@ -28,6 +28,7 @@ pub fn run(ctx: &Ctx, a: DoctorArgs) -> Result<Out> {
         doctor::add_monitor_check(&mut report, &watch);
     }
     doctor::add_notify_check(&mut report, &ctx.home, &config.notify);
+    doctor::add_resources_check(&mut report);
     let text = doctor::render(&report);
     Ok(Out::new(report, text))
 }

@@ -82,6 +82,7 @@ pub fn create(ctx: &Ctx, tasks: &mut TaskService, a: TaskCreateArgs) -> Result<D
                 sandbox: a.sandbox,
                 headless: a.headless,
                 judge: judge.unwrap_or_default(),
+                limits: a.limits.config(),
             },
         )
     })?;

@@ -60,10 +60,22 @@ fn fleet_json(
         .filter(local)
         .filter(|i| i.bucket == Bucket::Queued)
         .count();
+    // What the running agents' process trees use, as the monitor's last pass read it.
+    let store = crate::orchestration::task::TaskStore::new(home);
+    let (mut memory, mut cpu) = (0u64, 0u64);
+    for i in summary.items.iter().filter(local).filter(|i| is_running(i)) {
+        let dir = store.dir(&i.project, &i.id);
+        if let Some(u) = crate::orchestration::agent::load(&dir).usage {
+            memory += u.memory;
+            cpu += u64::from(u.cpu);
+        }
+    }
     serde_json::json!({
         "running": running,
         "queued": queued,
         "max_running": caps.fleet,
         "projects": caps.projects,
+        "memory": memory,
+        "cpu": cpu,
     })
 }

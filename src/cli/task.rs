@@ -125,7 +125,7 @@ fn create(ctx: &Ctx, tasks: &mut TaskService, a: TaskCreateArgs) -> Result<Done>
         .harness
         .first()
         .map(|h| h.trim_end_matches(":1").to_string());
-    let inputs = json!({"project": project.name, "branch": a.branch, "summary": a.summary, "harness": a.harness, "no_spawn": a.no_spawn, "sandbox": a.sandbox, "headless": a.headless});
+    let inputs = json!({"project": project.name, "branch": a.branch, "summary": a.summary, "harness": a.harness, "no_spawn": a.no_spawn, "sandbox": a.sandbox, "headless": a.headless, "memory": a.limits.memory, "cpu": a.limits.cpu, "pids": a.limits.pids});
     let created = audited(ctx, "task.create", inputs, || {
         tasks.create(
             &project,
@@ -138,6 +138,7 @@ fn create(ctx: &Ctx, tasks: &mut TaskService, a: TaskCreateArgs) -> Result<Done>
                 sandbox: a.sandbox,
                 headless: a.headless,
                 group: None,
+                limits: a.limits.config(),
             },
         )
     })?;
@@ -159,6 +160,9 @@ fn create(ctx: &Ctx, tasks: &mut TaskService, a: TaskCreateArgs) -> Result<Done>
         _ => {}
     }
     text.push('\n');
+    if let Some(w) = &created.warning {
+        eprintln!("warning: {w}");
+    }
     if t.awaiting_prompt && created.outcome == "spawned" {
         text.push_str(&format!(
             "no prompt: the agent waits for yours; type it in its pane (`orange task attach {}`)\n",

@@ -46,6 +46,8 @@ pub struct TaskCreateArgs {
     /// else interactive
     #[arg(long)]
     pub headless: bool,
+    #[command(flatten)]
+    pub limits: super::limit_args::LimitArgs,
 }
 
 /// `task review` (see `orange task review --help`).

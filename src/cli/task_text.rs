@@ -55,7 +55,16 @@ pub fn row(v: &TaskView, all: bool) -> Vec<String> {
         match (v.agent.state, &v.agent.escalated) {
             (_, Some(_)) => "needs you".to_string(),
             _ if v.held.is_some() => v.held.clone().unwrap_or_default(),
-            (Some(st), _) if v.task.status.is_active() => st.as_str().to_string(),
+            (Some(st), _) if v.task.status.is_active() => match v.agent.usage {
+                // What its process tree uses now: `working 312M·4%`.
+                Some(u) => format!(
+                    "{} {}·{}%",
+                    st.as_str(),
+                    crate::execution::resources::human_bytes(u.memory),
+                    u.cpu
+                ),
+                None => st.as_str().to_string(),
+            },
             _ => "-".to_string(),
         },
         v.task.branch.clone(),

@@ -114,6 +114,9 @@ pub struct ProjectConfig {
     pub check_timeout: Option<String>,
     #[serde(flatten)]
     pub sandbox_paths: SandboxPaths,
+    /// Resource limits of this project's agents (over the harness's).
+    #[serde(flatten)]
+    pub limits: crate::execution::resources::LimitConfig,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -249,6 +252,10 @@ pub struct HarnessConfig {
     pub sandbox: Option<String>,
     #[serde(flatten)]
     pub sandbox_paths: SandboxPaths,
+    /// Resource limits of this harness's agents (`memory`, `cpu`, `pids`): under a
+    /// project's, under `task create --memory/--cpu/--pids`.
+    #[serde(flatten)]
+    pub limits: crate::execution::resources::LimitConfig,
     /// How to read the agent's screen (`[harness.NAME.screen]`): its states without a
     /// code change.
     #[serde(default)]
@@ -393,6 +400,18 @@ impl Config {
             if !matches!(s.as_str(), "none" | "bwrap") {
                 return Err(format!("sandbox {s:?}: \"bwrap\" or \"none\""));
             }
+        }
+        for (what, l) in cfg
+            .harness
+            .iter()
+            .map(|(n, h)| (format!("[harness.{n}]"), &h.limits))
+            .chain(
+                cfg.project
+                    .iter()
+                    .map(|(n, p)| (format!("[project.{n}]"), &p.limits)),
+            )
+        {
+            l.parse(&what).map_err(|e| e.to_string())?;
         }
         for p in std::iter::once(&cfg.policy)
             .chain(cfg.harness.values().map(|h| &h.policy))

@@ -20,6 +20,7 @@ use crate::execution::config::Config;
 use crate::execution::harness::{self, declared, Conversation, Harness, Start};
 use crate::execution::pool;
 use crate::execution::repo::Project;
+use crate::execution::resources;
 use crate::execution::sandbox;
 use crate::execution::session::{self, Mux};
 
@@ -73,6 +74,8 @@ pub struct Launch<'a> {
     /// start: config.toml's).
     pub permission_mode: Option<&'a str>,
     pub sandbox: sandbox::Kind,
+    /// The resource limits of its process tree (`execution::resources`).
+    pub limits: resources::Limits,
     /// The agent's own part of orange's data (a task's `agent/`): writable in a sandbox.
     pub agent_dir: &'a Path,
     /// Its TASK.md, when it has one (writable in a sandbox).
@@ -141,6 +144,8 @@ impl<'a> Launch<'a> {
             &self.places(),
         );
         let argv = self.sandboxed(&harness, argv)?;
+        // Outside the sandbox: the limits hold bwrap and everything under it.
+        let argv = resources::wrap(&self.limits, self.owner.id(), argv);
         Ok(Ready {
             launch: self,
             argv,

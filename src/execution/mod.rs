@@ -7,6 +7,7 @@ pub mod launch;
 pub mod pool;
 pub mod provision;
 pub mod repo;
+pub mod resources;
 pub mod sandbox;
 pub mod sandbox_git;
 pub mod session;

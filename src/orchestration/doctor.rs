@@ -116,6 +116,25 @@ pub fn add_monitor_check(report: &mut Report, watch: &Watch) {
     );
 }
 
+/// Which mechanism enforces resource limits (`memory`, `cpu`, `pids`) here, and why the
+/// better ones were passed over. Failed only when none can: limits are then refused.
+pub fn add_resources_check(report: &mut Report) {
+    use crate::execution::resources::{mechanism, Mechanism};
+    let (m, why) = mechanism();
+    let ok = *m != Mechanism::Unavailable;
+    add(
+        report,
+        check(
+            "resources",
+            ok,
+            format!("{}: {why}", m.name()),
+            (!ok).then(|| {
+                "install util-linux's prlimit, or run orange under a user systemd (loginctl enable-linger)".into()
+            }),
+        ),
+    );
+}
+
 /// One more check in the report, counted in its verdict.
 fn add(report: &mut Report, c: Check) {
     report.ok &= c.ok;

@@ -426,6 +426,7 @@ impl<'a> Lanes<'a> {
             conversation: Some(&rec.session_id),
             permission_mode: None,
             sandbox: rec.sandbox,
+            limits: Default::default(),
             agent_dir: &agent_dir,
             task_md: None,
             mux: &checked.mux,

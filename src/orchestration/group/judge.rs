@@ -223,6 +223,7 @@ fn ask_agent(
         conversation: None,
         permission_mode: None,
         sandbox: sandbox::Kind::None,
+        limits: Default::default(),
         agent_dir: &agent_dir,
         task_md: None,
         mux: &mux,

@@ -37,6 +37,8 @@ pub struct GroupRequest {
     pub sandbox: Option<String>,
     pub headless: bool,
     pub judge: JudgeMode,
+    /// `--memory/--cpu/--pids`: each member's.
+    pub limits: crate::execution::resources::LimitConfig,
 }
 
 /// One member as `task create` made it.
@@ -170,6 +172,7 @@ pub fn create(
                 sandbox: req.sandbox.clone(),
                 headless: req.headless,
                 group: Some(group.id.clone()),
+                limits: req.limits.clone(),
             },
         );
         let (task, outcome, error) = match r {

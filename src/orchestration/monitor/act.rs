@@ -193,6 +193,7 @@ impl<'a> Monitor<'a> {
         let before = info.clone();
         let log_grew = seen.log_grew(&info);
         let state = judge::record(&mut info, &seen, &stamp, &task.id);
+        info.usage = seen.usage;
         // The lock is for a check that acts or writes: one that finds nothing new and
         // nothing due (most of them, most passes) takes none.
         let quiet = !due(&task, state, &info, &seen, &policy, log_grew, now)

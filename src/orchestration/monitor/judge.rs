@@ -23,6 +23,8 @@ const LATE_WORDS: Duration = Duration::from_secs(10);
 /// One observation of an agent.
 #[derive(Default)]
 pub(super) struct Seen {
+    /// Its process tree's memory and CPU (`None`: no live pane).
+    pub(super) usage: Option<agent::Usage>,
     pub(super) state: Option<State>,
     pub(super) signal: Option<Signal>,
     pub(super) exit: Option<PaneExit>,

@@ -150,12 +150,36 @@ impl<'a> Monitor<'a> {
         let stamp = now.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
         let panes = Panes::new(panes);
         let mut judged = Vec::new();
+        // Every agent's process tree from ONE read of /proc (no process per task).
+        let procs = open
+            .iter()
+            .any(|t| self.watches(t))
+            .then(crate::adapters::resource::ProcTable::read);
+        let (hz, now_ms) = (
+            crate::adapters::resource::ticks_per_second(),
+            now.timestamp_millis().max(0) as u64,
+        );
         for task in open.iter() {
             if !self.watches(task) {
                 continue;
             }
             report.checked += 1;
-            judged.push(self.judge_task(task.clone(), &panes, now, &stamp, report));
+            let mut j = self.judge_task(task.clone(), &panes, now, &stamp, report);
+            j.seen.usage = panes
+                .agent_pane(&j.task)
+                .filter(|p| !p.pane_dead)
+                .zip(procs.as_ref())
+                .and_then(|(p, t)| t.tree(p.pane_pid))
+                .map(|(rss, ticks)| {
+                    crate::orchestration::agent::Usage::measure(
+                        rss,
+                        ticks,
+                        now_ms,
+                        j.info.usage.as_ref(),
+                        hz,
+                    )
+                });
+            judged.push(j);
         }
         self.read_screens(&mut judged);
         let mut agents = Agents::new();

@@ -332,6 +332,7 @@ fn launch_window(
             Guard::Sandbox => sandbox::Kind::Bwrap,
             Guard::Check => sandbox::Kind::None,
         },
+        limits: Default::default(),
         agent_dir: own,
         task_md: None,
         mux: &mux,

@@ -177,6 +177,12 @@ pub struct Task {
     /// The sandbox its agent runs in, chosen at creation and kept by respawn and restore.
     #[serde(default)]
     pub sandbox: crate::execution::sandbox::Kind,
+    /// The resource limits its agent runs under, chosen at creation and kept by respawn.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::execution::resources::Limits::is_empty"
+    )]
+    pub limits: crate::execution::resources::Limits,
     /// What `task send` holds for an agent that is working (oldest first): typed in, as
     /// one message, when its turn ends (by the monitor, which sees it waiting).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

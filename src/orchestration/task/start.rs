@@ -18,6 +18,7 @@ use crate::execution::config::HEADLESS;
 use crate::execution::harness::{Harness, Mode, Start};
 use crate::execution::launch::{self, Launch, Owner, Workspace};
 use crate::execution::pool;
+use crate::execution::resources::{self, Limits};
 use crate::execution::sandbox;
 use crate::execution::session::{self, Mux};
 use crate::orchestration::attention::session::{agent_pane, SessionState};
@@ -46,6 +47,8 @@ pub struct CreateRequest {
     pub headless: bool,
     /// The group it is a member of (`orchestration::group`).
     pub group: Option<String>,
+    /// `--memory/--cpu/--pids` as typed (over the project's and the harness's).
+    pub limits: crate::execution::resources::LimitConfig,
 }
 
 #[derive(Debug, Serialize)]
@@ -57,18 +60,24 @@ pub struct Created {
     pub outcome: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Its resource limits are only partly enforced here (prlimit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 impl TaskService<'_> {
     pub fn create(&mut self, project: &Project, req: CreateRequest) -> Result<Created> {
-        let (harness, sandbox) = self.check_create(project, &req)?;
+        let (harness, sandbox, limits) = self.check_create(project, &req)?;
         crate::adapters::fault::point("create.checked");
-        let task = self.record_new(project, &req, &harness, sandbox)?;
+        // Limits nothing here can enforce are refused before anything is recorded.
+        let warning = resources::check(&limits)?;
+        let task = self.record_new(project, &req, &harness, sandbox, limits)?;
         if !req.spawn {
             return Ok(Created {
                 task,
                 outcome: "pending",
                 note: None,
+                warning,
             });
         }
         // Its harness is at the account's usage limit: no new agent of it starts now.
@@ -82,6 +91,7 @@ impl TaskService<'_> {
                     harness.name,
                     crate::execution::harness::limit::short(until, now)
                 )),
+                warning,
             });
         }
         match self.spawn(&task.id, Some(&project.name)) {
@@ -89,6 +99,7 @@ impl TaskService<'_> {
                 task,
                 outcome: "spawned",
                 note: None,
+                warning: warning.clone(),
             }),
             Err(OrangeError::PoolExhausted { bound, size, .. }) => {
                 let task = self.store.load(&project.name, &task.id)?;
@@ -96,6 +107,7 @@ impl TaskService<'_> {
                     task,
                     outcome: "queued",
                     note: Some(format!("the pool is full ({bound}/{size}); the task starts when a workspace is released")),
+                    warning,
                 })
             }
             Err(e @ OrangeError::CapReached { .. }) => {
@@ -104,6 +116,7 @@ impl TaskService<'_> {
                     task,
                     outcome: "queued",
                     note: Some(e.to_string()),
+                    warning,
                 })
             }
             Err(e) => Err(e),
@@ -118,7 +131,7 @@ impl TaskService<'_> {
         &mut self,
         project: &Project,
         req: &CreateRequest,
-    ) -> Result<(Harness, sandbox::Kind)> {
+    ) -> Result<(Harness, sandbox::Kind, Limits)> {
         if let Some(b) = &req.branch {
             check_new_branch(project, b)?;
         }
@@ -142,11 +155,22 @@ impl TaskService<'_> {
         }
         let sandbox = sandbox::choose(req.sandbox.as_deref(), project, config, &harness.name)?;
         launch::check_sandbox(home, config, project, &harness, sandbox)?;
+        let limits = resources::choose(
+            &req.limits,
+            (
+                &project.name,
+                config.project.get(&project.name).map(|p| &p.limits),
+            ),
+            (
+                &harness.name,
+                config.harness.get(&harness.name).map(|h| &h.limits),
+            ),
+        )?;
         if req.spawn {
             self.preflight(&harness)?;
             git::base_ref(&project.path, &project.default_branch)?;
         }
-        Ok((harness, sandbox))
+        Ok((harness, sandbox, limits))
     }
 
     /// Record a new pending task (under the project's lock): its id, its branch, task.json,
@@ -157,6 +181,7 @@ impl TaskService<'_> {
         req: &CreateRequest,
         harness: &Harness,
         sandbox: sandbox::Kind,
+        limits: Limits,
     ) -> Result<Task> {
         let _lock = self.store.lock(&project.name)?;
         let id = model::new_id(|id| self.store.dir(&project.name, id).exists());
@@ -175,6 +200,7 @@ impl TaskService<'_> {
             harness: harness.name.clone(),
             status: Status::Pending,
             sandbox,
+            limits,
             summary,
             awaiting_prompt: req.summary.is_none(),
             headless: req.headless || harness.mode == Mode::Headless,
@@ -195,7 +221,7 @@ impl TaskService<'_> {
         self.store.append_history(
             &task,
             "task.created",
-            json!({"branch": task.branch, "harness": task.harness, "sandbox": task.sandbox, "prompt": !task.awaiting_prompt, "headless": task.headless}),
+            json!({"branch": task.branch, "harness": task.harness, "sandbox": task.sandbox, "limits": task.limits, "prompt": !task.awaiting_prompt, "headless": task.headless}),
         )?;
         Ok(task)
     }
@@ -357,6 +383,7 @@ impl TaskService<'_> {
             conversation: known.as_deref(),
             permission_mode: first_mode.as_deref(),
             sandbox: task.sandbox,
+            limits: task.limits,
             agent_dir: &agent_dir,
             task_md: Some(&task_md),
             mux: &mux,

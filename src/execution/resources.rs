@@ -1,0 +1,298 @@
+//! Resource limits of an agent's whole process tree — `memory = "4G"`, `cpu = 1.5`
+//! (cores), `pids = 512` — and the ONE place that chooses how they are enforced here:
+//!
+//! 1. a transient `systemd-run --user --scope` where a user systemd answers (memory,
+//!    CPU and tasks, the tree in its own cgroup);
+//! 2. else a cgroup v2 directory orange creates under its own cgroup when it may write
+//!    there (the same three);
+//! 3. else `prlimit --data` for memory alone, with a warning (RLIMIT_DATA applies to each
+//!    process, not the tree; CPU and process limits are not enforced).
+//!
+//! The task records its limits at creation (`--memory/--cpu/--pids`, over the project's
+//! `[project.NAME]`, over the harness's `[harness.NAME]`); the launcher wraps the agent's
+//! argv with [`wrap`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::adapters::resource::{self, Caps};
+use crate::error::{OrangeError, Result};
+
+/// The limits as config.toml and the flags spell them.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct LimitConfig {
+    /// `"4G"`, `"512M"`, `"1.5G"` (binary units), or bytes.
+    #[serde(default)]
+    pub memory: Option<String>,
+    /// Cores: `1.5` is 150% of one.
+    #[serde(default)]
+    pub cpu: Option<f64>,
+    /// Processes and threads of the tree.
+    #[serde(default)]
+    pub pids: Option<u32>,
+}
+
+/// The limits a task's agent runs under (recorded on the task, kept by respawn).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids: Option<u32>,
+}
+
+impl Limits {
+    pub fn is_empty(&self) -> bool {
+        *self == Limits::default()
+    }
+
+    /// Each field of `self`, else `other`'s.
+    pub fn or(self, other: Limits) -> Limits {
+        Limits {
+            memory: self.memory.or(other.memory),
+            cpu: self.cpu.or(other.cpu),
+            pids: self.pids.or(other.pids),
+        }
+    }
+
+    /// `4G`-style memory limit, for messages.
+    pub fn memory_text(&self) -> Option<String> {
+        self.memory.map(human_bytes)
+    }
+}
+
+impl LimitConfig {
+    /// Checked and in bytes; `what` names where it was written.
+    pub fn parse(&self, what: &str) -> Result<Limits> {
+        let memory = self
+            .memory
+            .as_deref()
+            .map(|m| {
+                parse_memory(m)
+                    .map_err(|e| OrangeError::invalid(format!("{what} memory {m:?}: {e}")))
+            })
+            .transpose()?;
+        if let Some(c) = self.cpu {
+            if !(c.is_finite() && c >= 0.01) {
+                return Err(OrangeError::invalid(format!(
+                    "{what} cpu {c}: a number of cores above 0, like 1.5"
+                )));
+            }
+        }
+        if let Some(p) = self.pids {
+            if p < 8 {
+                return Err(OrangeError::invalid(format!(
+                    "{what} pids {p}: at least 8 (an agent runs a shell, its program and its tools)"
+                )));
+            }
+        }
+        Ok(Limits {
+            memory,
+            cpu: self.cpu,
+            pids: self.pids,
+        })
+    }
+}
+
+/// `4G`, `512M`, `1.5G`, `4GiB`, `1024K`, or bytes; at least 16M.
+pub fn parse_memory(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let digits = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| "a size like \"4G\", \"512M\" or a number of bytes".to_string())?;
+    let unit = unit.trim().to_ascii_uppercase();
+    let mult: u64 = match unit.trim_end_matches("IB").trim_end_matches('B') {
+        "" => 1,
+        "K" => 1 << 10,
+        "M" => 1 << 20,
+        "G" => 1 << 30,
+        "T" => 1 << 40,
+        _ => return Err(format!("unknown unit {unit:?}: K, M, G or T")),
+    };
+    let bytes = n * mult as f64;
+    if !bytes.is_finite() || bytes < (16u64 << 20) as f64 {
+        return Err("at least 16M (an agent's program needs more)".into());
+    }
+    Ok(bytes as u64)
+}
+
+/// `4294967296` → `4G`; `1610612736` → `1.5G`.
+pub fn human_bytes(b: u64) -> String {
+    let units = [
+        ("T", 1u64 << 40),
+        ("G", 1 << 30),
+        ("M", 1 << 20),
+        ("K", 1 << 10),
+    ];
+    for (u, m) in units {
+        if b >= m {
+            let v = b as f64 / m as f64;
+            return if (v - v.round()).abs() < 0.05 || v >= 100.0 {
+                format!("{}{u}", v.round() as u64)
+            } else {
+                format!("{v:.1}{u}")
+            };
+        }
+    }
+    format!("{b}B")
+}
+
+/// The limits of a new task: each of the flags', else the project's
+/// (`[project.NAME]`), else the harness's (`[harness.NAME]`).
+pub fn choose(
+    flags: &LimitConfig,
+    project: (&str, Option<&LimitConfig>),
+    harness: (&str, Option<&LimitConfig>),
+) -> Result<Limits> {
+    let flag = flags.parse("--")?;
+    let of = |what: &str, name: &str, l: Option<&LimitConfig>| {
+        l.map(|l| l.parse(&format!("[{what}.{name}]")))
+            .transpose()
+            .map(Option::unwrap_or_default)
+    };
+    let project = of("project", project.0, project.1)?;
+    let harness = of("harness", harness.0, harness.1)?;
+    Ok(flag.or(project).or(harness))
+}
+
+/// How limits are enforced on this machine.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "cgroup")]
+pub enum Mechanism {
+    /// `systemd-run --user --scope`.
+    Systemd,
+    /// A cgroup v2 directory orange creates under this one.
+    Cgroup(std::path::PathBuf),
+    /// `prlimit --data`: memory only, per process.
+    Prlimit,
+    /// None of them: limits are refused.
+    Unavailable,
+}
+
+/// The mechanism in force here and why (the reasons the better ones were passed over),
+/// probed once per process (no process started: files only).
+pub fn mechanism() -> &'static (Mechanism, String) {
+    static M: std::sync::OnceLock<(Mechanism, String)> = std::sync::OnceLock::new();
+    M.get_or_init(detect)
+}
+
+fn detect() -> (Mechanism, String) {
+    let systemd = match resource::user_systemd() {
+        Ok(()) => return (Mechanism::Systemd, "a user systemd answers: each agent runs in a transient scope (MemoryMax, CPUQuota, TasksMax)".into()),
+        Err(e) => e,
+    };
+    let cgroup = match resource::writable_cgroup() {
+        Ok(dir) => {
+            return (
+                Mechanism::Cgroup(dir.clone()),
+                format!("{systemd}; each agent runs in a cgroup orange creates under {} (memory.max, cpu.max, pids.max)", dir.display()),
+            )
+        }
+        Err(e) => e,
+    };
+    match resource::prlimit() {
+        Ok(()) => (Mechanism::Prlimit, format!("{systemd}; {cgroup}: prlimit --data limits each process's memory (not the tree; cpu and pids are not enforced, and a kill at the limit cannot be told from a crash)")),
+        Err(e) => (Mechanism::Unavailable, format!("{systemd}; {cgroup}; {e}")),
+    }
+}
+
+impl Mechanism {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Mechanism::Systemd => "systemd",
+            Mechanism::Cgroup(_) => "cgroup",
+            Mechanism::Prlimit => "prlimit",
+            Mechanism::Unavailable => "none",
+        }
+    }
+}
+
+/// What the limits become here: a refusal when nothing can enforce them, a warning when
+/// only part of them is (prlimit). Checked before anything is recorded.
+pub fn check(limits: &Limits) -> Result<Option<String>> {
+    if limits.is_empty() {
+        return Ok(None);
+    }
+    let (m, why) = mechanism();
+    match m {
+        Mechanism::Systemd | Mechanism::Cgroup(_) => Ok(None),
+        Mechanism::Unavailable => Err(OrangeError::invalid(format!(
+            "resource limits cannot be enforced here: {why}"
+        ))),
+        Mechanism::Prlimit => {
+            let mut w = "resource limits through prlimit (no user systemd, no writable cgroup v2): memory per process (RLIMIT_DATA), not for the whole tree".to_string();
+            if limits.cpu.is_some() || limits.pids.is_some() {
+                w.push_str("; cpu and pids are NOT enforced");
+            }
+            Ok(Some(w))
+        }
+    }
+}
+
+/// `argv` run under `limits` by this machine's mechanism; `owner` names its scope or
+/// cgroup (`orange-<id>`).
+pub fn wrap(limits: &Limits, owner: &str, argv: Vec<String>) -> Vec<String> {
+    if limits.is_empty() {
+        return argv;
+    }
+    let caps = Caps {
+        memory: limits.memory,
+        cpu_percent: limits.cpu.map(|c| (c * 100.0).round().max(1.0) as u32),
+        pids: limits.pids,
+    };
+    let unit = format!("orange-{owner}-{}", std::process::id());
+    match &mechanism().0 {
+        Mechanism::Systemd => resource::systemd_argv(caps, &format!("{unit}.scope"), &argv),
+        Mechanism::Cgroup(dir) => resource::cgroup_argv(caps, &dir.join(unit), &argv),
+        Mechanism::Prlimit => match limits.memory {
+            Some(m) => resource::prlimit_argv(m, &argv),
+            None => argv,
+        },
+        Mechanism::Unavailable => argv,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_sizes_parse_in_binary_units() {
+        assert_eq!(parse_memory("4G"), Ok(4 << 30));
+        assert_eq!(parse_memory("512M"), Ok(512 << 20));
+        assert_eq!(parse_memory("1.5GiB"), Ok(3 << 29));
+        assert!(parse_memory("4X").is_err());
+        assert!(parse_memory("1M").is_err());
+        assert!(parse_memory("").is_err());
+        assert_eq!(human_bytes(4 << 30), "4G");
+        assert_eq!(human_bytes(3 << 29), "1.5G");
+        assert_eq!(human_bytes(312 << 20), "312M");
+    }
+
+    #[test]
+    fn flags_win_over_the_project_over_the_harness() {
+        let a = Limits {
+            memory: Some(1 << 30),
+            ..Limits::default()
+        };
+        let b = Limits {
+            memory: Some(2 << 30),
+            pids: Some(64),
+            cpu: None,
+        };
+        assert_eq!(
+            a.or(b),
+            Limits {
+                memory: Some(1 << 30),
+                pids: Some(64),
+                cpu: None
+            }
+        );
+    }
+}
