@@ -34,12 +34,22 @@ impl Tmux {
             validate_word("environment variable name", k)?;
         }
         validate_program(command)?;
+        // Made under a name no other window has, so the same command sequence can keep its
+        // pane (`remain-on-exit`) and then name it: applied before the server can notice
+        // the program's exit (set by a later call, a program that ends at once took its
+        // window with it: "no such window").
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let temp = format!("orange-new-{}-{nanos}", std::process::id());
+        let made = format!("{}:={temp}", session_target(session));
         let mut w = raw("new-window");
         w.push_flag("-d")
             .push_flag("-P")
             .push_option("-F", "#{window_id} #{pane_id}")
             .push_option("-t", format!("{}:", session_target(session)))
-            .push_option("-n", name.to_string());
+            .push_option("-n", temp);
         if let Some(dir) = cwd.to_str().filter(|d| !d.is_empty()) {
             w.push_option("-c", dir.to_string());
         }
@@ -53,19 +63,20 @@ impl Tmux {
             .iter()
             .find(|(k, _)| k == "PATH")
             .map(|(_, v)| v.as_str());
-        let out = self.exec_with_path(vec![w], path)?.ok()?;
+        let mut keep = raw("set-option");
+        keep.push_flag("-w")
+            .push_option("-t", made.clone())
+            .push_param("remain-on-exit")
+            .push_param("on");
+        let mut named = raw("rename-window");
+        named.push_option("-t", made).push_param(name.to_string());
+        let out = self.exec_with_path(vec![w, keep, named], path)?.ok()?;
         let mut words = out.split_whitespace();
         let (Some(window_id), Some(pane_id)) = (words.next(), words.next()) else {
             return Err(OrangeError::BackendCommandFailed(format!(
                 "unexpected tmux output from new-window: {out:?}"
             )));
         };
-        let mut keep = raw("set-option");
-        keep.push_flag("-w")
-            .push_option("-t", pane_target(pane_id))
-            .push_param("remain-on-exit")
-            .push_param("on");
-        self.run(vec![keep])?;
         Ok(AgentWindow {
             window_id: window_id.to_string(),
             pane_id: pane_id.to_string(),
