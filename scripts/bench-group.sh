@@ -61,7 +61,8 @@ wait_count() {
 }
 
 orange_iteration() {
-    local mode=$1 i=$2 t0 t1 dir="$markers/o$i-$mode"
+    local mode=$1 i=$2 t0 t1 dir
+    dir="$markers/o$i-$mode"
     mkdir -p "$dir"
     # Each iteration's agents mark in a directory of their own.
     sed -i "s|touch '[^']*'|touch '$dir'|" "$ORANGE_HOME/config.toml"
@@ -75,7 +76,8 @@ orange_iteration() {
 }
 
 single_iteration() {
-    local mode=$1 i=$2 t0 t1 dir="$markers/s$i-$mode"
+    local mode=$1 i=$2 t0 t1 dir
+    dir="$markers/s$i-$mode"
     mkdir -p "$dir"
     sed -i "s|touch '[^']*'|touch '$dir'|" "$ORANGE_HOME/config.toml"
     bench_now t0
@@ -88,7 +90,8 @@ single_iteration() {
 }
 
 baseline_iteration() {
-    local mode=$1 i=$2 t0 t1 k dir="$markers/b$i-$mode"
+    local mode=$1 i=$2 t0 t1 k dir
+    dir="$markers/b$i-$mode"
     mkdir -p "$dir"
     bench_now t0
     for ((k = 1; k <= n; k++)); do
