@@ -278,7 +278,22 @@ fn the_client_looking_at_the_task_gets_nothing_and_it_stays_seen() {
     holds_for(
         "nothing for the task looked at",
         Duration::from_secs(3),
-        || client.bells() == 0 && calls(&s).is_empty() && !client.text().contains("needs you"),
+        || {
+            let quiet = client.bells() == 0
+                && calls(&s).is_empty()
+                && !client.text().contains("needs you");
+            if !quiet {
+                eprintln!(
+                    "bells {} calls {:?} text {:?}\nnotified {}\nlog {}",
+                    client.bells(),
+                    calls(&s),
+                    client.text(),
+                    notified(env),
+                    std::fs::read_to_string(env.home.join("orange.log")).unwrap_or_default()
+                );
+            }
+            quiet
+        },
     );
     // Seen: looking away later does not bring it up.
     client.switch_to(env, "keepalive");

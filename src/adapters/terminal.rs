@@ -201,12 +201,16 @@ fn size_of(fd: libc::c_int) -> Option<(usize, usize)> {
     (ok && ws.ws_col > 0 && ws.ws_row > 0).then_some((ws.ws_col as usize, ws.ws_row as usize))
 }
 
-/// Write `bytes` to a terminal device (an attached tmux client's, `#{client_tty}`): what
-/// is written there reaches the person's terminal emulator directly. Only a character
-/// device under `/dev/` is written; opened without becoming our controlling terminal and
-/// without blocking (a terminal stopped by Ctrl+S must not stall the caller: what does not
-/// fit is dropped).
-pub fn write_tty(path: &str, bytes: &[u8]) -> std::io::Result<()> {
+/// Open a terminal device for writing (an attached tmux client's, `#{client_tty}`: what
+/// is written there reaches the person's terminal emulator directly). Only a character device under `/dev/` is opened;
+/// without becoming our controlling terminal and without blocking (a terminal stopped by
+/// Ctrl+S must not stall the caller: what does not fit is dropped).
+///
+/// A terminal's name is reused: once its last holder closes `/dev/pts/7`, the next
+/// terminal opened anywhere on the machine may be `/dev/pts/7`. A caller that learned the
+/// name earlier (from tmux) must check, AFTER opening, that its owner still holds it
+/// (see `Tmux::write_to_clients`, `Tmux::ring_bell`), or it writes into a stranger's.
+pub fn open_tty(path: &str) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let p = std::path::Path::new(path);
     let is_tty_device = p.starts_with("/dev/")
@@ -217,9 +221,8 @@ pub fn write_tty(path: &str, bytes: &[u8]) -> std::io::Result<()> {
             format!("{path} is not a terminal device"),
         ));
     }
-    let mut f = std::fs::OpenOptions::new()
+    std::fs::OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
-        .open(p)?;
-    f.write_all(bytes)
+        .open(p)
 }

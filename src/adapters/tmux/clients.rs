@@ -218,23 +218,68 @@ impl Tmux {
 
     /// Ring the bell in a pane's window: a BEL written to the pane's terminal, as if its
     /// program had printed it (tmux flags the window and alerts per the user's settings).
-    pub fn ring_bell(&self, target: &str) -> Result<()> {
-        let out = self.run(vec![ti::DisplayMessage::new()
-            .print()
-            .target_pane(pane_target(target))
-            .message("#{pane_tty}")
-            .build()])?;
-        let tty = out.trim();
-        if tty.is_empty() {
-            return Err(OrangeError::BackendCommandFailed(format!(
-                "no terminal for pane {target}"
-            )));
+    /// Written only while the pane lives: its terminal is asked for, opened, and the pane
+    /// asked again — a pane that ended in between freed its terminal's name, which the
+    /// next terminal opened on the machine takes (seen in the suite: the bell rang in
+    /// another program's terminal). Ok(false): the pane had ended, nothing written.
+    pub fn ring_bell(&self, target: &str) -> Result<bool> {
+        let ask = || {
+            self.run(vec![ti::DisplayMessage::new()
+                .print()
+                .target_pane(pane_target(target))
+                .message("#{pane_dead} #{pane_tty}")
+                .build()])
+                .map(|out| out.trim().to_string())
+        };
+        let before = ask()?;
+        let Some(tty) = before.strip_prefix("0 ").filter(|t| !t.is_empty()) else {
+            return Ok(false);
+        };
+        let mut f = crate::adapters::terminal::open_tty(tty)
+            .map_err(|e| OrangeError::io(format!("ringing the bell on {tty}"), e))?;
+        if ask().ok().as_deref() != Some(before.as_str()) {
+            return Ok(false);
         }
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(tty)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, b"\x07"))
-            .map_err(|e| OrangeError::io(format!("ringing the bell on {tty}"), e))
+        std::io::Write::write_all(&mut f, b"\x07")
+            .map_err(|e| OrangeError::io(format!("ringing the bell on {tty}"), e))?;
+        Ok(true)
+    }
+
+    /// Write `bytes` (a bell, OSC notifications) to the terminals of `clients` (never a
+    /// control-mode client's): each terminal is opened, then the clients are listed again
+    /// and only those still attached on the same terminal are written to — a client that
+    /// left in between freed its terminal's name for the next terminal opened on the
+    /// machine, a stranger's. The terminals that could not be written, with why.
+    pub fn write_to_clients(
+        &self,
+        clients: &[ClientInfo],
+        bytes: &[u8],
+    ) -> Vec<(String, std::io::Error)> {
+        let mut failed = Vec::new();
+        let opened: Vec<(&ClientInfo, std::fs::File)> = clients
+            .iter()
+            .filter(|c| !c.control)
+            .filter_map(|c| match crate::adapters::terminal::open_tty(&c.tty) {
+                Ok(f) => Some((c, f)),
+                Err(e) => {
+                    failed.push((c.tty.clone(), e));
+                    None
+                }
+            })
+            .collect();
+        if opened.is_empty() {
+            return failed;
+        }
+        let still = self.clients().unwrap_or_default();
+        for (c, mut f) in opened {
+            if !still.iter().any(|s| s.name == c.name && s.tty == c.tty) {
+                continue;
+            }
+            if let Err(e) = std::io::Write::write_all(&mut f, bytes) {
+                failed.push((c.tty.clone(), e));
+            }
+        }
+        failed
     }
 }
 

@@ -735,7 +735,7 @@ impl<'a> Monitor<'a> {
                 .append_history(task, "agent.escalated", json!({"reason": why}))?;
         }
         if let Ok(target) = self.tasks.session_target(task) {
-            if self.tmux.ring_bell(&target).is_ok() {
+            if self.tmux.ring_bell(&target).unwrap_or(false) {
                 info.rang_at = Some(chrono::Utc::now().timestamp().max(0) as u64);
             }
         }

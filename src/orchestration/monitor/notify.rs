@@ -35,7 +35,7 @@ use serde_json::json;
 
 use crate::adapters::store::{self, Home};
 use crate::adapters::tmux::{ClientInfo, Tmux};
-use crate::adapters::{shell, terminal};
+use crate::adapters::shell;
 use crate::orchestration::attention::classify::{self, Bucket, Item, Need};
 use crate::orchestration::attention::next::NextStep;
 use crate::orchestration::observe::snapshot::{self, Snapshot};
@@ -385,15 +385,13 @@ fn deliver(
     }
     let bytes = escapes(&msg, channels);
     if !bytes.is_empty() {
-        for c in clients.iter().filter(|c| !c.control) {
-            if let Err(e) = terminal::write_tty(&c.tty, &bytes) {
-                store::log(
-                    home,
-                    "warn",
-                    "notify: writing to a client's terminal failed",
-                    json!({"client": c.name, "tty": c.tty, "error": e.to_string()}),
-                );
-            }
+        for (tty, e) in tmux.write_to_clients(&clients, &bytes) {
+            store::log(
+                home,
+                "warn",
+                "notify: writing to a client's terminal failed",
+                json!({"tty": tty, "error": e.to_string()}),
+            );
         }
     }
     if channels.message {
