@@ -18,7 +18,9 @@ use std::time::Duration;
 use crate::common::{self, fixtures, id, standin::Reply, standin::StandIn, Env, TaskEnv};
 use serde_json::{json, Value};
 
-/// A reset `ahead` of now as the agent prints it: `04:16 (UTC)`.
+/// A reset `ahead` of now as the agent prints it: `04:16 (UTC)`. To the minute, as agents
+/// print it: up to a minute sooner than `ahead` (one minute ahead could be a second
+/// ahead, and the reset passed before the test looked: seen under load).
 fn reset_in(ahead: chrono::Duration) -> String {
     (chrono::Utc::now() + ahead)
         .format("%H:%M (UTC)")
@@ -90,7 +92,7 @@ fn status_line(env: &TaskEnv, id: &str) -> String {
 
 #[test]
 fn a_limited_agent_is_held_then_resumed_at_the_reset_and_its_queue_starts() {
-    let reset = reset_in(chrono::Duration::minutes(1));
+    let reset = reset_in(chrono::Duration::minutes(5));
     let (env, a) = start(&reset, "");
     pass_at(&env, "0s");
     let info = agent(&env, &a);
@@ -126,7 +128,7 @@ fn a_limited_agent_is_held_then_resumed_at_the_reset_and_its_queue_starts() {
     assert!(env.input_lines(&a).is_empty());
     assert_eq!(env.history_events(&a, "agent.limited").len(), 1);
     // Past the reset and any stagger: "continue" typed in, and the queue starts.
-    let r = pass_at(&env, "3m");
+    let r = pass_at(&env, "7m");
     assert!(r.to_string().contains("\"resume\""), "{r}");
     common::wait_for("the resume typed in", 20, || {
         env.input_lines(&a) == vec!["continue".to_string()]
@@ -138,7 +140,7 @@ fn a_limited_agent_is_held_then_resumed_at_the_reset_and_its_queue_starts() {
     );
     // The resume started a turn: verified, and the harness is free again.
     common::wait_for("the resumed turn seen", 20, || {
-        pass_at(&env, "3m");
+        pass_at(&env, "7m");
         agent(&env, &a)["state"] == "working"
     });
     let v = env.history_events(&a, "agent.limit_resumed");
@@ -149,20 +151,20 @@ fn a_limited_agent_is_held_then_resumed_at_the_reset_and_its_queue_starts() {
 
 #[test]
 fn a_resume_that_starts_no_turn_is_typed_once_more_then_escalated() {
-    let reset = reset_in(chrono::Duration::minutes(1));
+    let reset = reset_in(chrono::Duration::minutes(5));
     let (env, a) = start(&reset, "");
     std::fs::write(env.home.join("limit-agent-deaf"), "").unwrap();
     pass_at(&env, "0s");
     assert_eq!(agent(&env, &a)["state"], "limited");
-    pass_at(&env, "3m");
+    pass_at(&env, "7m");
     common::wait_for("the first resume", 20, || env.input_lines(&a).len() == 1);
     // Within 60 s of it: no second resume yet.
-    pass_at(&env, "3m30s");
+    pass_at(&env, "7m30s");
     assert_eq!(env.history_events(&a, "agent.resumed").len(), 1);
-    pass_at(&env, "4m10s");
+    pass_at(&env, "8m10s");
     common::wait_for("the second resume", 20, || env.input_lines(&a).len() == 2);
     assert!(env.history_events(&a, "agent.escalated").is_empty());
-    pass_at(&env, "5m20s");
+    pass_at(&env, "9m20s");
     let esc = env.history_events(&a, "agent.escalated");
     assert_eq!(esc.len(), 1, "{esc:?}");
     assert!(
@@ -226,16 +228,16 @@ fn a_reset_in_the_past_resumes_at_once() {
 
 #[test]
 fn on_limit_escalate_and_wait_type_nothing() {
-    let reset = reset_in(chrono::Duration::minutes(1));
+    let reset = reset_in(chrono::Duration::minutes(5));
     let (env, a) = start(&reset, "on_limit = \"escalate\"");
     pass_at(&env, "0s");
-    pass_at(&env, "3m");
+    pass_at(&env, "7m");
     assert_eq!(env.history_events(&a, "agent.escalated").len(), 1);
     assert!(env.input_lines(&a).is_empty());
 
     let (env, a) = start(&reset, "on_limit = \"wait\"");
     pass_at(&env, "0s");
-    pass_at(&env, "3m");
+    pass_at(&env, "7m");
     assert!(env.history_events(&a, "agent.escalated").is_empty());
     assert!(env.input_lines(&a).is_empty());
     assert_eq!(agent(&env, &a)["state"], "limited");
@@ -285,7 +287,7 @@ fn real_claude_at_its_limit_is_limited_then_resumed_at_the_reset() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs()
-        + 60;
+        + 120;
     let api = StandIn::start(vec![
         Reply::Limit { reset },
         Reply::text("Resumed after the reset."),
@@ -358,7 +360,7 @@ fn real_claude_at_its_limit_is_limited_then_resumed_at_the_reset() {
     );
     assert!(status_line(&env, &a).contains("⏸ limited until"));
     // The reset passes (the clock ahead): "continue" goes in, a turn starts and ends.
-    pass_at(&env, "3m");
+    pass_at(&env, "4m");
     assert!(
         api.wait_requests(2, Duration::from_secs(60)),
         "no turn after the resume: {}",
