@@ -75,7 +75,7 @@ pub fn writable_cgroup() -> Result<PathBuf, String> {
     Ok(dir)
 }
 
-fn dir_writable(dir: &Path) -> bool {
+pub(super) fn dir_writable(dir: &Path) -> bool {
     let probe = dir.join(format!("orange-probe-{}", std::process::id()));
     let ok = std::fs::create_dir(&probe).is_ok();
     let _ = std::fs::remove_dir(&probe);
@@ -158,18 +158,6 @@ pub fn prlimit_argv(memory: u64, argv: &[String]) -> Vec<String> {
     ];
     out.extend(argv.iter().cloned());
     out
-}
-
-/// A cgroup's memory.events says the kernel's OOM killer killed in it.
-pub fn oom_killed(dir: &Path) -> bool {
-    std::fs::read_to_string(dir.join("memory.events"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("oom_kill "))
-                .and_then(|n| n.trim().parse::<u64>().ok())
-        })
-        .is_some_and(|n| n > 0)
 }
 
 /// One process as `/proc/PID/stat` tells it: its parent, its CPU ticks (user + system)

@@ -120,6 +120,8 @@ pub struct Monitor<'a> {
     /// Whether each task had teammates at its last pass (its `teammates.json` is only
     /// written, or looked at, when that may change: never per pass for a lone agent).
     had_teammates: std::collections::HashMap<String, bool>,
+    /// What each agent's tree uses, read every few seconds (`footprint`).
+    footprint: crate::orchestration::footprint::Reader,
 }
 
 impl<'a> Monitor<'a> {
@@ -146,6 +148,7 @@ impl<'a> Monitor<'a> {
             rules: Default::default(),
             sidebars: Default::default(),
             had_teammates: Default::default(),
+            footprint: Default::default(),
             tmux,
             tasks_read_at: 0,
             kept,

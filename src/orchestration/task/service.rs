@@ -48,6 +48,10 @@ pub struct TaskView {
     /// absent when it never had one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reviewer: Option<crate::orchestration::review::record::Reviewer>,
+    /// What its agent's process tree uses (memory, CPU), as the monitor last read it;
+    /// absent while no agent runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::orchestration::footprint::Usage>,
 }
 
 /// What happens to tasks: the one service every command and the monitor go through.
@@ -131,7 +135,11 @@ impl<'a> TaskService<'a> {
             crate::orchestration::teammates::load(&self.store.dir(&task.project, &task.id));
         let reviewer =
             crate::orchestration::review::record::load(&self.store.dir(&task.project, &task.id));
+        let usage = Some(&session)
+            .filter(|s| s.state == crate::orchestration::attention::session::SessionState::Live)
+            .and_then(|_| crate::orchestration::footprint::load(&self.store.dir(&task.project, &task.id)));
         TaskView {
+            usage,
             task,
             session,
             agent,
