@@ -269,6 +269,28 @@ fn killed_at_limit_everywhere(env: &TaskEnv, id: &str, last: &Value, mechanism: 
     assert_eq!(m["agent"], REASON, "{m}");
     let frame = text(&["sidebar", "--once", "--task", id, "--width", "60"]);
     assert!(frame.contains(&format!("Agent: {REASON}")), "{frame}");
+    // What to do, done: respawned with more memory, the hog holds its 200M.
+    let out = env
+        .cmd_in(&env.repo, &["task", "respawn", id, "--memory", "512M"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(env.task(id)["limits"]["memory"], 512u64 << 20);
+    let changed = env.history_events(id, "limits.changed");
+    assert_eq!(changed[0]["to"]["memory"], 512u64 << 20, "{changed:?}");
+    let session = env.task(id)["tmux_session"].as_str().unwrap().to_string();
+    common::wait_for("the respawned hog to hold its memory", 30, || {
+        env.tmux
+            .ok(&["capture-pane", "-p", "-t", &session])
+            .contains("hog: holding 200M")
+    });
+    env.ok(&["monitor", "--once"]);
+    let list = text(&["task", "list"]);
+    assert!(!list.contains(REASON), "a new agent, a new verdict: {list}");
+    if let Some(mem) = v1_dir(env, "memory", id).filter(|_| mechanism == "cgroup-v1") {
+        let limit = std::fs::read_to_string(mem.join("memory.limit_in_bytes")).unwrap();
+        assert_eq!(limit.trim(), (512u64 << 20).to_string());
+    }
     // Cancelled: its cgroup goes with it.
     env.ok(&["task", "cancel", id, "--yes"]);
     if let Some(mem) = v1_dir(env, "memory", id).filter(|_| mechanism == "cgroup-v1") {

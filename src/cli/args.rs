@@ -495,6 +495,9 @@ pub enum TaskCmd {
         /// Do not ask for confirmation (with --force)
         #[arg(long)]
         yes: bool,
+        /// New resource limits for the agent started (over those recorded)
+        #[command(flatten)]
+        limits: super::limit_args::LimitArgs,
     },
     /// Type a message into the task's agent: one message, submitted once
     ///

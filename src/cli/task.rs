@@ -40,10 +40,21 @@ pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Done> {
             force,
             reason,
             yes,
-        } => match force {
-            true => respawn_forced(ctx, t, id, reason, yes),
-            false => respawn(ctx, t, id),
-        },
+            limits,
+        } => {
+            // New limits first (checked, recorded), then the respawn as asked.
+            let config = limits.config();
+            if config != Default::default() {
+                let (_, warning) = t.set_limits(&id, ctx.project.as_deref(), &config)?;
+                if let Some(w) = warning {
+                    eprintln!("warning: {w}");
+                }
+            }
+            match force {
+                true => respawn_forced(ctx, t, id, reason, yes),
+                false => respawn(ctx, t, id),
+            }
+        }
         TaskCmd::Send {
             id,
             text,

@@ -151,6 +151,35 @@ impl<'a> TaskService<'a> {
         }
     }
 
+    /// `task respawn --memory/--cpu/--pids`: the limits its next agent runs under, each
+    /// flag's over the recorded one; checked (refused where nothing can enforce them)
+    /// before anything is recorded, and the change in its history. The task, and a
+    /// warning when the limits are only partly enforced here (prlimit).
+    pub fn set_limits(
+        &mut self,
+        id: &str,
+        project: Option<&str>,
+        flags: &crate::execution::resources::LimitConfig,
+    ) -> Result<(Task, Option<String>)> {
+        let task = self.get(id, project)?;
+        let _lock = self.store.lock(&task.project)?;
+        let mut task = self.store.load(&task.project, &task.id)?;
+        let limits = flags.parse("--")?.or(task.limits);
+        let warning = crate::execution::resources::check(&limits)?;
+        if limits != task.limits {
+            let from = task.limits;
+            task.limits = limits;
+            task.updated_at = store::now_rfc3339();
+            self.store.save(&task)?;
+            self.store.append_history(
+                &task,
+                "limits.changed",
+                json!({"from": from, "to": limits}),
+            )?;
+        }
+        Ok((task, warning))
+    }
+
     /// Read what the task's Claude conversation appended to its transcripts since the last
     /// update (`usage.json`; cheap: only the new bytes). Nothing for other harnesses or a
     /// task without a workspace.
