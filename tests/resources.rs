@@ -33,7 +33,11 @@ fn own_v1(controller: &str) -> Option<PathBuf> {
         let (_, c, p) = (f.next()?, f.next()?, f.next()?);
         c.split(',').any(|x| x == controller).then_some(p)
     })?;
-    Some(Path::new("/sys/fs/cgroup").join(controller).join(rel.trim_start_matches('/')))
+    Some(
+        Path::new("/sys/fs/cgroup")
+            .join(controller)
+            .join(rel.trim_start_matches('/')),
+    )
 }
 
 /// The agent cgroup of task `id` of `env` in the v1 hierarchy `controller`.
@@ -63,7 +67,9 @@ impl Drop for CgroupGuard {
                 let dir = e.path();
                 let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
                 for pid in procs.split_whitespace() {
-                    let _ = std::process::Command::new("kill").args(["-9", pid]).status();
+                    let _ = std::process::Command::new("kill")
+                        .args(["-9", pid])
+                        .status();
                 }
                 common::poll(std::time::Duration::from_secs(10), || {
                     (std::fs::remove_dir(&dir).is_ok() || !dir.exists()).then_some(())
@@ -248,7 +254,10 @@ fn killed_at_limit_everywhere(env: &TaskEnv, id: &str, last: &Value, mechanism: 
     assert_eq!(exited[0]["killed_at_limit"], 64u64 << 20, "{exited:?}");
     let escalated = env.history_events(id, "agent.escalated");
     assert!(
-        escalated[0]["reason"].as_str().unwrap_or("").starts_with(REASON),
+        escalated[0]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with(REASON),
         "{escalated:?}"
     );
     assert!(env.history_events(id, "agent.respawned").is_empty());
@@ -274,7 +283,11 @@ fn killed_at_limit_everywhere(env: &TaskEnv, id: &str, last: &Value, mechanism: 
         .cmd_in(&env.repo, &["task", "respawn", id, "--memory", "512M"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(env.task(id)["limits"]["memory"], 512u64 << 20);
     let changed = env.history_events(id, "limits.changed");
     assert_eq!(changed[0]["to"]["memory"], 512u64 << 20, "{changed:?}");
@@ -325,7 +338,10 @@ fn live_memory_of_an_agent_shows_in_task_list() {
     // Not in the agent's record: that is rewritten only when what the agent does changes.
     assert!(agent["agent"].get("usage").is_none(), "{agent}");
     let (_, m) = env.json(&["sidebar", "--once", "--task", &id]);
-    assert!(m["usage"]["memory"].as_u64().unwrap_or(0) >= 200 << 20, "{m}");
+    assert!(
+        m["usage"]["memory"].as_u64().unwrap_or(0) >= 200 << 20,
+        "{m}"
+    );
     let status = env.ok(&["status", "--format", "json"]);
     assert!(
         status["fleet"]["memory"].as_u64().unwrap_or(0) >= 200 << 20,
@@ -357,7 +373,16 @@ fn an_agent_under_limits_runs_in_its_own_cgroup() {
         return;
     }
     let t = env.create(&[
-        "caged", "x", "--harness", "hog", "--memory", "1G", "--cpu", "1.5", "--pids", "64",
+        "caged",
+        "x",
+        "--harness",
+        "hog",
+        "--memory",
+        "1G",
+        "--cpu",
+        "1.5",
+        "--pids",
+        "64",
     ]);
     let id = common::id(&t);
     let pane = t["tmux_session"].as_str().unwrap().to_string();
@@ -372,7 +397,10 @@ fn an_agent_under_limits_runs_in_its_own_cgroup() {
             .trim()
             .to_string()
     };
-    assert_eq!(read("memory", "memory.limit_in_bytes"), (1u64 << 30).to_string());
+    assert_eq!(
+        read("memory", "memory.limit_in_bytes"),
+        (1u64 << 30).to_string()
+    );
     assert_eq!(read("cpu", "cpu.cfs_quota_us"), "150000");
     assert_eq!(read("cpu", "cpu.cfs_period_us"), "100000");
     assert_eq!(read("pids", "pids.max"), "64");
@@ -382,12 +410,25 @@ fn an_agent_under_limits_runs_in_its_own_cgroup() {
     env.ok(&["monitor", "--once"]);
     let v = env.task(&id);
     assert_eq!(v["usage"]["cgroup"], true, "{v}");
-    assert!(v["usage"]["memory"].as_u64().unwrap_or(0) >= 200 << 20, "{v}");
+    assert!(
+        v["usage"]["memory"].as_u64().unwrap_or(0) >= 200 << 20,
+        "{v}"
+    );
     // Respawned: a fresh cgroup (the old one removed first), the limits kept.
-    let out = env.cmd_in(&env.repo, &["task", "respawn", &id, "--force", "--yes"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = env
+        .cmd_in(&env.repo, &["task", "respawn", &id, "--force", "--yes"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     common::wait_for("the respawned hog to hold its memory", 30, || {
         read("memory", "cgroup.procs").split_whitespace().count() >= 2
     });
-    assert_eq!(read("memory", "memory.limit_in_bytes"), (1u64 << 30).to_string());
+    assert_eq!(
+        read("memory", "memory.limit_in_bytes"),
+        (1u64 << 30).to_string()
+    );
 }

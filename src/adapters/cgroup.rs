@@ -148,7 +148,11 @@ impl Dirs {
         let (current, stat, inactive) = if self.v2 {
             ("memory.current", "memory.stat", "inactive_file ")
         } else {
-            ("memory.usage_in_bytes", "memory.stat", "total_inactive_file ")
+            (
+                "memory.usage_in_bytes",
+                "memory.stat",
+                "total_inactive_file ",
+            )
         };
         let used: u64 = read_trim(&mem.join(current))?.parse().ok()?;
         let cache = std::fs::read_to_string(mem.join(stat))
@@ -233,7 +237,9 @@ pub fn v2_children(dir: &Path) -> Vec<String> {
 }
 
 fn read_trim(p: &Path) -> Option<String> {
-    std::fs::read_to_string(p).ok().map(|s| s.trim().to_string())
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 
 /// The number after `key` (with its space) at the start of a line of `text`.
@@ -265,7 +271,10 @@ mod tests {
         let argv = d.v1_argv(caps, &["agent".into(), "a b".into()]);
         let s = &argv[2];
         assert!(s.contains("d=/cg/memory/me/orange/t1-ab;"), "{s}");
-        assert!(s.contains("echo 67108864 > \"$d/memory.limit_in_bytes\""), "{s}");
+        assert!(
+            s.contains("echo 67108864 > \"$d/memory.limit_in_bytes\""),
+            "{s}"
+        );
         assert!(s.contains("echo 150000 > \"$d/cpu.cfs_quota_us\""), "{s}");
         assert!(s.contains("echo 64 > \"$d/pids.max\""), "{s}");
         assert_eq!(s.matches("echo $$ > \"$d/cgroup.procs\"").count(), 3, "{s}");
@@ -278,6 +287,9 @@ mod tests {
         let oom = "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n";
         assert_eq!(field(oom, "oom_kill "), Some(2));
         assert_eq!(field("low 0\noom 1\noom_kill 1\n", "oom_kill "), Some(1));
-        assert_eq!(field("usage_usec 1234\nuser_usec 1\n", "usage_usec "), Some(1234));
+        assert_eq!(
+            field("usage_usec 1234\nuser_usec 1\n", "usage_usec "),
+            Some(1234)
+        );
     }
 }

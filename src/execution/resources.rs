@@ -210,7 +210,11 @@ fn detect() -> (Mechanism, String) {
     let v1 = match cgroup::writable_v1() {
         Ok(parents) => {
             let names: Vec<&str> = parents.iter().map(|(c, _)| c.as_str()).collect();
-            let mem = parents.iter().find(|(c, _)| c == "memory").map(|(_, d)| d.join(cgroup::PARENT)).unwrap_or_default();
+            let mem = parents
+                .iter()
+                .find(|(c, _)| c == "memory")
+                .map(|(_, d)| d.join(cgroup::PARENT))
+                .unwrap_or_default();
             let why = format!(
                 "{systemd}; {cgroup}; each agent runs in a cgroup v1 orange creates under {} and its like in the {} hierarchies (memory.limit_in_bytes, cpu.cfs_quota_us, pids.max)",
                 mem.display(),

@@ -210,14 +210,23 @@ impl<'a> Monitor<'a> {
             // The agent cgroups of tasks no longer open: gone with their tasks.
             let live: HashSet<&str> = open.iter().map(|t| t.id.as_str()).collect();
             for name in resources::sweep(&self.home.root, &live) {
-                store::log(self.home, "info", "agent cgroup removed", json!({"cgroup": name}));
+                store::log(
+                    self.home,
+                    "info",
+                    "agent cgroup removed",
+                    json!({"cgroup": name}),
+                );
             }
         }
     }
 
     /// The memory limit a dead agent was killed at: its cgroup counted an OOM kill (`None`:
     /// alive, no memory limit, no cgroup, or none counted).
-    fn killed_at_limit(&self, task: &Task, state: Option<crate::orchestration::agent::State>) -> Option<u64> {
+    fn killed_at_limit(
+        &self,
+        task: &Task,
+        state: Option<crate::orchestration::agent::State>,
+    ) -> Option<u64> {
         let limit = task.limits.memory?;
         if state != Some(crate::orchestration::agent::State::Dead) {
             return None;

@@ -137,7 +137,9 @@ impl<'a> TaskService<'a> {
             crate::orchestration::review::record::load(&self.store.dir(&task.project, &task.id));
         let usage = Some(&session)
             .filter(|s| s.state == crate::orchestration::attention::session::SessionState::Live)
-            .and_then(|_| crate::orchestration::footprint::load(&self.store.dir(&task.project, &task.id)));
+            .and_then(|_| {
+                crate::orchestration::footprint::load(&self.store.dir(&task.project, &task.id))
+            });
         TaskView {
             usage,
             task,
