@@ -10,6 +10,25 @@ use crate::common::{self, TaskEnv};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+/// Wait until the hog in tmux session (or pane) `target` holds its 200M.
+fn wait_holding(env: &TaskEnv, what: &str, target: &str) {
+    common::wait_for(what, 30, || {
+        env.tmux
+            .ok(&["capture-pane", "-p", "-t", target])
+            .contains("hog: holding 200M")
+    });
+}
+
+/// Run `orange ARGS` (with the test's tmux server), which must succeed.
+fn run_ok(env: &TaskEnv, args: &[&str]) {
+    let out = env.cmd_in(&env.repo, args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The mechanism `orange doctor` names here (`cgroup-v1`, `prlimit`…).
 fn mechanism(env: &TaskEnv) -> String {
     let v = env.ok(&["doctor", "--harness", "hog"]);
@@ -228,11 +247,7 @@ fn an_agent_over_its_memory_limit_dies_at_the_limit() {
     }
     let free = env.create(&["free", "x", "--harness", "hog"]);
     let pane = free["tmux_session"].as_str().unwrap().to_string();
-    common::wait_for("the unlimited hog to hold its memory", 30, || {
-        env.tmux
-            .ok(&["capture-pane", "-p", "-t", &pane])
-            .contains("hog: holding 200M")
-    });
+    wait_holding(&env, "the unlimited hog to hold its memory", &pane);
 }
 
 /// A task whose agent the kernel killed at its 64M limit, on every surface.
@@ -279,24 +294,12 @@ fn killed_at_limit_everywhere(env: &TaskEnv, id: &str, last: &Value, mechanism: 
     let frame = text(&["sidebar", "--once", "--task", id, "--width", "60"]);
     assert!(frame.contains(&format!("Agent: {REASON}")), "{frame}");
     // What to do, done: respawned with more memory, the hog holds its 200M.
-    let out = env
-        .cmd_in(&env.repo, &["task", "respawn", id, "--memory", "512M"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(env, &["task", "respawn", id, "--memory", "512M"]);
     assert_eq!(env.task(id)["limits"]["memory"], 512u64 << 20);
     let changed = env.history_events(id, "limits.changed");
     assert_eq!(changed[0]["to"]["memory"], 512u64 << 20, "{changed:?}");
     let session = env.task(id)["tmux_session"].as_str().unwrap().to_string();
-    common::wait_for("the respawned hog to hold its memory", 30, || {
-        env.tmux
-            .ok(&["capture-pane", "-p", "-t", &session])
-            .contains("hog: holding 200M")
-    });
+    wait_holding(env, "the respawned hog to hold its memory", &session);
     env.ok(&["monitor", "--once"]);
     let list = text(&["task", "list"]);
     assert!(!list.contains(REASON), "a new agent, a new verdict: {list}");
@@ -323,11 +326,7 @@ fn live_memory_of_an_agent_shows_in_task_list() {
     let t = env.create(&["held", "x", "--harness", "hog"]);
     let id = common::id(&t);
     let pane = t["tmux_session"].as_str().unwrap().to_string();
-    common::wait_for("the hog to hold its memory", 30, || {
-        env.tmux
-            .ok(&["capture-pane", "-p", "-t", &pane])
-            .contains("hog: holding 200M")
-    });
+    wait_holding(&env, "the hog to hold its memory", &pane);
     env.ok(&["monitor", "--once"]);
     let agent = env.task(&id);
     let memory = agent["usage"]["memory"].as_u64().unwrap_or(0);
@@ -386,11 +385,7 @@ fn an_agent_under_limits_runs_in_its_own_cgroup() {
     ]);
     let id = common::id(&t);
     let pane = t["tmux_session"].as_str().unwrap().to_string();
-    common::wait_for("the hog to hold its memory", 30, || {
-        env.tmux
-            .ok(&["capture-pane", "-p", "-t", &pane])
-            .contains("hog: holding 200M")
-    });
+    wait_holding(&env, "the hog to hold its memory", &pane);
     let read = |c: &str, f: &str| {
         std::fs::read_to_string(v1_dir(&env, c, &id).unwrap().join(f))
             .unwrap_or_default()
@@ -415,15 +410,7 @@ fn an_agent_under_limits_runs_in_its_own_cgroup() {
         "{v}"
     );
     // Respawned: a fresh cgroup (the old one removed first), the limits kept.
-    let out = env
-        .cmd_in(&env.repo, &["task", "respawn", &id, "--force", "--yes"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(&env, &["task", "respawn", &id, "--force", "--yes"]);
     common::wait_for("the respawned hog to hold its memory", 30, || {
         read("memory", "cgroup.procs").split_whitespace().count() >= 2
     });

@@ -17,7 +17,7 @@ use crate::adapters::store;
 use crate::execution::resources;
 
 /// How often a running monitor reads what the agents use.
-pub const EVERY: Duration = Duration::from_secs(5);
+pub const EVERY: Duration = Duration::from_secs(10);
 
 /// The memory and CPU of an agent's whole process tree.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -136,8 +136,11 @@ impl Reader {
             });
             let text = now.map(|u| u.text());
             if text != shown {
+                // A derived figure, read again in seconds: no fsync.
                 let _ = match &now {
-                    Some(u) => store::write_json_atomic(&path(&a.dir), u),
+                    Some(u) => serde_json::to_vec(u)
+                        .map_err(std::io::Error::other)
+                        .and_then(|b| store::write_cache(&path(&a.dir), &b)),
                     None => std::fs::remove_file(path(&a.dir)).or(Ok(())),
                 };
             }
@@ -161,5 +164,29 @@ mod tests {
         assert_eq!(b.cpu, 25);
         assert_eq!(b.text(), "Mem: 312M · CPU 25%");
         assert_eq!(b.short(), "312M·25%");
+    }
+
+    /// A monitor reads at most every [`EVERY`]; what it read is in the task's file while
+    /// the agent runs, and the file goes when it no longer does.
+    #[test]
+    fn a_monitor_reads_every_few_seconds_and_keeps_a_file_while_the_agent_runs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let me = std::process::id();
+        let agent = |pid: Option<u32>| Agent {
+            id: "t1",
+            dir: tmp.path().to_path_buf(),
+            cgroup: None,
+            pane_pid: pid,
+        };
+        let mut r = Reader::default();
+        assert!(r.read(&[agent(Some(me))], 1_000));
+        let u = load(tmp.path()).expect("written");
+        assert!(u.memory > 0 && !u.cgroup, "{u:?}");
+        // Too soon: not read again.
+        assert!(!r.read(&[agent(None)], 2_000));
+        assert!(load(tmp.path()).is_some());
+        // Another monitor (a `--once` pass): the agent is gone, so is its file.
+        assert!(Reader::default().read(&[agent(None)], 3_000));
+        assert!(load(tmp.path()).is_none());
     }
 }

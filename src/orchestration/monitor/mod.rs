@@ -70,6 +70,8 @@ pub struct PassReport {
     /// How long the pass took in the monitor (ms): looking, repairing, judging, writing the
     /// snapshot and publishing; not the start of an `orange` process.
     pub pass_ms: f64,
+    /// How long of it reading what the agents use took (ms; 0 when it read nothing).
+    pub footprint_ms: f64,
     /// The pass lock, held until the report is dropped: the caller writes, publishes and
     /// notifies ([`notify::after_pass`]) under it, so two passes
     /// never tell the same change.

@@ -160,7 +160,9 @@ impl<'a> Monitor<'a> {
             j.seen.oom = self.killed_at_limit(&j.task, j.seen.state);
             judged.push(j);
         }
+        let read = std::time::Instant::now();
         self.read_footprints(open, &panes, now);
+        report.footprint_ms = read.elapsed().as_secs_f64() * 1000.0;
         self.read_screens(&mut judged);
         let mut agents = Agents::new();
         for j in judged {
