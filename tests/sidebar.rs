@@ -200,6 +200,36 @@ fn a_group_member_shows_its_group_and_siblings() {
     assert!(!render(&full_model(), 48, None).contains("Group:"));
 }
 
+/// What the agent's tree uses, under its harness (`Mem: 312M · CPU 4%`; the numbers alone
+/// where the label does not fit); none while no agent runs. An agent the kernel killed at
+/// its memory limit says so, in red.
+#[test]
+fn live_usage_and_a_kill_at_the_memory_limit() {
+    let mut m = full_model();
+    m.usage = Some(orange::orchestration::footprint::Usage {
+        memory: 312 << 20,
+        cpu: 4,
+        ..Default::default()
+    });
+    snap("usage_w30", &m, 30, None);
+    let f = render(&m, 48, None);
+    assert!(f.contains("\nHarness: claude\nTokens: "), "{f}");
+    assert!(f.contains("\nMem: 312M · CPU 4%\n"), "{f}");
+    let narrow = render(&m, 14, None);
+    assert!(narrow.contains("\n312M·4%\n"), "{narrow}");
+    assert!(!render(&full_model(), 48, None).contains("Mem:"));
+    let mut k = full_model();
+    k.session = "dead".into();
+    k.exit_signal = Some(9);
+    k.agent = Some("killed: memory limit 4G".into());
+    snap("killed_w30", &k, 30, None);
+    let ansi = render_ansi(&k, 48, None);
+    assert!(
+        ansi.contains("\x1b[31mkilled: memory limit 4G"),
+        "red: {ansi:?}"
+    );
+}
+
 #[test]
 fn full_sections_at_several_widths() {
     let m = full_model();

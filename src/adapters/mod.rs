@@ -6,6 +6,7 @@
 
 pub mod broker;
 pub mod bwrap;
+pub mod cgroup;
 pub mod check;
 pub mod editor;
 pub mod fault;

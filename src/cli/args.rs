@@ -171,9 +171,9 @@ impl Command {
                                                           row(N,  N,  Y,  Y,  Never,     Task,         Some(id)),
                                                           "`task attach` (it needs a terminal: ssh -t)"),
             C::Task(T::Spawn { id })                   => row(Y,  Y,  Y,  Y,  Always,    Task,         Some(id)),
-            C::Task(T::Respawn { id, force, yes, .. }) => asks(
-                                                          row(Y,  Y,  Y,  Y,  Always,    Task,         Some(id)),
-                                                          !*force || *yes, "Stop and restart the agent of"),
+            C::Task(T::Respawn(a))                     => asks(
+                                                          row(Y,  Y,  Y,  Y,  Always,    Task,         Some(&a.id)),
+                                                          !a.force || a.yes, "Stop and restart the agent of"),
             C::Task(T::Review(a)) if a.edits()        => no_serve(
                                                           row(Y,  N,  Y,  Y,  Never,     Task,         Some(&a.id)),
                                                           "`task review` in an editor (it needs a terminal: ssh -t)"),
@@ -477,25 +477,7 @@ pub enum TaskCmd {
     ///
     /// With --force, also an agent that still runs (hung, wedged in a tool call): its
     /// whole process tree is stopped first. History: `respawned (forced): REASON`.
-    Respawn {
-        /// The task: its id, a unique prefix of it, or its branch
-        id: String,
-        /// Stop a running agent first (its whole process tree: SIGTERM, SIGKILL after 5 s),
-        /// then start it again, continuing its conversation where it can. Asks first
-        #[arg(long)]
-        force: bool,
-        /// Why (with --force): kept in the history and told to the restarted agent
-        #[arg(
-            long,
-            requires = "force",
-            allow_hyphen_values = true,
-            value_name = "TEXT"
-        )]
-        reason: Option<String>,
-        /// Do not ask for confirmation (with --force)
-        #[arg(long)]
-        yes: bool,
-    },
+    Respawn(super::limit_args::RespawnArgs),
     /// Type a message into the task's agent: one message, submitted once
     ///
     /// Several lines arrive as one message. Typed at once when the agent waits for input;

@@ -65,7 +65,7 @@ fn fleet_json(
     let (mut memory, mut cpu) = (0u64, 0u64);
     for i in summary.items.iter().filter(local).filter(|i| is_running(i)) {
         let dir = store.dir(&i.project, &i.id);
-        if let Some(u) = crate::orchestration::agent::load(&dir).usage {
+        if let Some(u) = crate::orchestration::footprint::load(&dir) {
             memory += u.memory;
             cpu += u64::from(u.cpu);
         }

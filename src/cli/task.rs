@@ -35,15 +35,20 @@ pub fn run(ctx: &Ctx, cmd: TaskCmd) -> Result<Done> {
         TaskCmd::Explain { id } => explain(ctx, t, &id).map(Done::from),
         TaskCmd::Peek { id, lines } => peek(ctx, t, &id, lines).map(Done::from),
         TaskCmd::Spawn { id } => spawn(ctx, t, id),
-        TaskCmd::Respawn {
-            id,
-            force,
-            reason,
-            yes,
-        } => match force {
-            true => respawn_forced(ctx, t, id, reason, yes),
-            false => respawn(ctx, t, id),
-        },
+        TaskCmd::Respawn(a) => {
+            // New limits first (checked, recorded), then the respawn as asked.
+            let config = a.limits.config();
+            if config != Default::default() {
+                let (_, warning) = t.set_limits(&a.id, ctx.project.as_deref(), &config)?;
+                if let Some(w) = warning {
+                    eprintln!("warning: {w}");
+                }
+            }
+            match a.force {
+                true => respawn_forced(ctx, t, a.id, a.reason, a.yes),
+                false => respawn(ctx, t, a.id),
+            }
+        }
         TaskCmd::Send {
             id,
             text,

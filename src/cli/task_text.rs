@@ -53,16 +53,17 @@ pub fn row(v: &TaskView, all: bool) -> Vec<String> {
         v.task.status.as_str().to_string(),
         format!("{} {}", v.session.icon(), v.session.state),
         match (v.agent.state, &v.agent.escalated) {
+            // Killed by the kernel at its memory limit: said so (it needs you too).
+            _ if v.agent.killed_at_limit.is_some() && v.task.status.is_active() => {
+                crate::orchestration::agent::killed_reason(
+                    v.agent.killed_at_limit.unwrap_or_default(),
+                )
+            }
             (_, Some(_)) => "needs you".to_string(),
             _ if v.held.is_some() => v.held.clone().unwrap_or_default(),
-            (Some(st), _) if v.task.status.is_active() => match v.agent.usage {
-                // What its process tree uses now: `working 312M·4%`.
-                Some(u) => format!(
-                    "{} {}·{}%",
-                    st.as_str(),
-                    crate::execution::resources::human_bytes(u.memory),
-                    u.cpu
-                ),
+            // What its process tree uses now: `working 312M·4%`.
+            (Some(st), _) if v.task.status.is_active() => match v.usage {
+                Some(u) => format!("{} {}", st.as_str(), u.short()),
                 None => st.as_str().to_string(),
             },
             _ => "-".to_string(),

@@ -145,7 +145,11 @@ impl<'a> Launch<'a> {
         );
         let argv = self.sandboxed(&harness, argv)?;
         // Outside the sandbox: the limits hold bwrap and everything under it.
-        let argv = resources::wrap(&self.limits, self.owner.id(), argv);
+        let argv = resources::wrap(
+            &self.limits,
+            &resources::cgroup_name(&self.home.root, self.owner.id()),
+            argv,
+        );
         Ok(Ready {
             launch: self,
             argv,

@@ -5,8 +5,15 @@
 //!    CPU and tasks, the tree in its own cgroup);
 //! 2. else a cgroup v2 directory orange creates under its own cgroup when it may write
 //!    there (the same three);
-//! 3. else `prlimit --data` for memory alone, with a warning (RLIMIT_DATA applies to each
+//! 3. else cgroup v1: a cgroup per agent under `orange/` in this process's own cgroup of
+//!    each of the memory, cpu, cpuacct and pids hierarchies, when the memory one is
+//!    writable (root on a v1-only machine);
+//! 4. else `prlimit --data` for memory alone, with a warning (RLIMIT_DATA applies to each
 //!    process, not the tree; CPU and process limits are not enforced).
+//!
+//! An agent's cgroup is named after its task and orange's data root ([`cgroup_name`]), so
+//! the monitor finds it again to read what the tree uses and whether the kernel killed it
+//! at its memory limit, and removes it once its task ended ([`sweep`]).
 //!
 //! The task records its limits at creation (`--memory/--cpu/--pids`, over the project's
 //! `[project.NAME]`, over the harness's `[harness.NAME]`); the launcher wraps the agent's
@@ -14,6 +21,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::adapters::cgroup::{self, Dirs};
 use crate::adapters::resource::{self, Caps};
 use crate::error::{OrangeError, Result};
 
@@ -169,6 +177,9 @@ pub enum Mechanism {
     Systemd,
     /// A cgroup v2 directory orange creates under this one.
     Cgroup(std::path::PathBuf),
+    /// A cgroup orange creates in each cgroup v1 hierarchy (controller, this process's
+    /// own cgroup in it), under `orange/`.
+    CgroupV1(Vec<(String, std::path::PathBuf)>),
     /// `prlimit --data`: memory only, per process.
     Prlimit,
     /// None of them: limits are refused.
@@ -196,9 +207,26 @@ fn detect() -> (Mechanism, String) {
         }
         Err(e) => e,
     };
+    let v1 = match cgroup::writable_v1() {
+        Ok(parents) => {
+            let names: Vec<&str> = parents.iter().map(|(c, _)| c.as_str()).collect();
+            let mem = parents
+                .iter()
+                .find(|(c, _)| c == "memory")
+                .map(|(_, d)| d.join(cgroup::PARENT))
+                .unwrap_or_default();
+            let why = format!(
+                "{systemd}; {cgroup}; each agent runs in a cgroup v1 orange creates under {} and its like in the {} hierarchies (memory.limit_in_bytes, cpu.cfs_quota_us, pids.max)",
+                mem.display(),
+                names.join(", ")
+            );
+            return (Mechanism::CgroupV1(parents), why);
+        }
+        Err(e) => e,
+    };
     match resource::prlimit() {
-        Ok(()) => (Mechanism::Prlimit, format!("{systemd}; {cgroup}: prlimit --data limits each process's memory (not the tree; cpu and pids are not enforced, and a kill at the limit cannot be told from a crash)")),
-        Err(e) => (Mechanism::Unavailable, format!("{systemd}; {cgroup}; {e}")),
+        Ok(()) => (Mechanism::Prlimit, format!("{systemd}; {cgroup}; {v1}: prlimit --data limits each process's memory (not the tree; cpu and pids are not enforced, and a kill at the limit cannot be told from a crash)")),
+        Err(e) => (Mechanism::Unavailable, format!("{systemd}; {cgroup}; {v1}; {e}")),
     }
 }
 
@@ -207,6 +235,7 @@ impl Mechanism {
         match self {
             Mechanism::Systemd => "systemd",
             Mechanism::Cgroup(_) => "cgroup",
+            Mechanism::CgroupV1(_) => "cgroup-v1",
             Mechanism::Prlimit => "prlimit",
             Mechanism::Unavailable => "none",
         }
@@ -221,12 +250,12 @@ pub fn check(limits: &Limits) -> Result<Option<String>> {
     }
     let (m, why) = mechanism();
     match m {
-        Mechanism::Systemd | Mechanism::Cgroup(_) => Ok(None),
+        Mechanism::Systemd | Mechanism::Cgroup(_) | Mechanism::CgroupV1(_) => Ok(None),
         Mechanism::Unavailable => Err(OrangeError::invalid(format!(
             "resource limits cannot be enforced here: {why}"
         ))),
         Mechanism::Prlimit => {
-            let mut w = "resource limits through prlimit (no user systemd, no writable cgroup v2): memory per process (RLIMIT_DATA), not for the whole tree".to_string();
+            let mut w = "resource limits through prlimit (no user systemd, no writable cgroup): memory per process (RLIMIT_DATA), not for the whole tree".to_string();
             if limits.cpu.is_some() || limits.pids.is_some() {
                 w.push_str("; cpu and pids are NOT enforced");
             }
@@ -235,9 +264,33 @@ pub fn check(limits: &Limits) -> Result<Option<String>> {
     }
 }
 
-/// `argv` run under `limits` by this machine's mechanism; `owner` names its scope or
-/// cgroup (`orange-<id>`).
-pub fn wrap(limits: &Limits, owner: &str, argv: Vec<String>) -> Vec<String> {
+/// The name of the agent cgroup of task `id` of the orange whose data is at `home`: the
+/// id, then a hash of the data root (two orange homes on one machine never share one).
+pub fn cgroup_name(home: &std::path::Path, id: &str) -> String {
+    let h = home
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf29ce484222325u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x100000001b3)
+        });
+    format!("{id}-{:08x}", h as u32)
+}
+
+/// The cgroup of the agent named `name` ([`cgroup_name`]) under this machine's mechanism
+/// (`None`: it has none: systemd's scopes are systemd's, prlimit makes none).
+pub fn agent_cgroup(name: &str) -> Option<Dirs> {
+    match &mechanism().0 {
+        Mechanism::Cgroup(dir) => Some(Dirs::v2(dir.join(format!("orange-{name}")))),
+        Mechanism::CgroupV1(parents) => Some(Dirs::v1(parents, name)),
+        _ => None,
+    }
+}
+
+/// `argv` run under `limits` by this machine's mechanism; `name` names its scope or
+/// cgroup ([`cgroup_name`]). A cgroup left by the agent before it (a respawn's) is removed
+/// first: the new agent's counters (its OOM kills) start at zero.
+pub fn wrap(limits: &Limits, name: &str, argv: Vec<String>) -> Vec<String> {
     if limits.is_empty() {
         return argv;
     }
@@ -246,16 +299,45 @@ pub fn wrap(limits: &Limits, owner: &str, argv: Vec<String>) -> Vec<String> {
         cpu_percent: limits.cpu.map(|c| (c * 100.0).round().max(1.0) as u32),
         pids: limits.pids,
     };
-    let unit = format!("orange-{owner}-{}", std::process::id());
+    if let Some(d) = agent_cgroup(name) {
+        d.remove();
+    }
     match &mechanism().0 {
-        Mechanism::Systemd => resource::systemd_argv(caps, &format!("{unit}.scope"), &argv),
-        Mechanism::Cgroup(dir) => resource::cgroup_argv(caps, &dir.join(unit), &argv),
+        Mechanism::Systemd => resource::systemd_argv(
+            caps,
+            &format!("orange-{name}-{}.scope", std::process::id()),
+            &argv,
+        ),
+        Mechanism::Cgroup(dir) => {
+            resource::cgroup_argv(caps, &dir.join(format!("orange-{name}")), &argv)
+        }
+        Mechanism::CgroupV1(parents) => Dirs::v1(parents, name).v1_argv(caps, &argv),
         Mechanism::Prlimit => match limits.memory {
             Some(m) => resource::prlimit_argv(m, &argv),
             None => argv,
         },
         Mechanism::Unavailable => argv,
     }
+}
+
+/// Remove the agent cgroups of the orange at `home` whose task is not in `live` (ended,
+/// or its agent gone for good); one that still holds a process is left for a later
+/// sweep. The names removed.
+pub fn sweep(home: &std::path::Path, live: &std::collections::HashSet<&str>) -> Vec<String> {
+    let suffix = cgroup_name(home, "");
+    let names = match &mechanism().0 {
+        Mechanism::CgroupV1(parents) => cgroup::v1_children(parents),
+        Mechanism::Cgroup(dir) => cgroup::v2_children(dir),
+        _ => return vec![],
+    };
+    names
+        .into_iter()
+        .filter(|n| {
+            n.strip_suffix(suffix.as_str())
+                .is_some_and(|id| !id.is_empty() && !live.contains(id))
+        })
+        .filter(|n| agent_cgroup(n).is_some_and(|d| d.remove()))
+        .collect()
 }
 
 #[cfg(test)]

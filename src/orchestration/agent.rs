@@ -100,49 +100,18 @@ pub struct AgentInfo {
     /// The usage limit it stopped on (state `limited`), and the monitor's resumes of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<LimitHold>,
-    /// What its process tree uses, read by the monitor's pass from `/proc`.
+    /// The kernel killed it at its memory limit (these bytes): its cgroup counted an OOM
+    /// kill. `None`: it was not, or orange cannot tell (prlimit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
+    pub killed_at_limit: Option<u64>,
 }
 
-/// The memory and CPU of an agent's whole process tree (under its pane's process).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Resident bytes, summed over the tree.
-    pub memory: u64,
-    /// Percent of one core since the pass before (150: one and a half cores).
-    pub cpu: u32,
-    /// The tree's CPU ticks and when they were read (Unix ms): the next pass's baseline.
-    pub ticks: u64,
-    pub at_ms: u64,
-}
-
-impl Usage {
-    /// `Mem: 312M · CPU 4%`.
-    pub fn text(&self) -> String {
-        format!(
-            "Mem: {} · CPU {}%",
-            crate::execution::resources::human_bytes(self.memory),
-            self.cpu
-        )
-    }
-
-    /// The tree read now (`memory` bytes, `ticks`), its CPU from `before`'s ticks.
-    pub fn measure(memory: u64, ticks: u64, at_ms: u64, before: Option<&Usage>, hz: u64) -> Usage {
-        let cpu = before
-            .filter(|b| at_ms > b.at_ms && ticks >= b.ticks)
-            .map(|b| {
-                let secs = (at_ms - b.at_ms) as f64 / 1000.0;
-                ((ticks - b.ticks) as f64 / hz.max(1) as f64 / secs * 100.0).round() as u32
-            })
-            .unwrap_or(0);
-        Usage {
-            memory,
-            cpu,
-            ticks,
-            at_ms,
-        }
-    }
+/// `killed: memory limit 4G`: the reason of an agent the kernel killed at its limit.
+pub fn killed_reason(limit: u64) -> String {
+    format!(
+        "killed: memory limit {}",
+        crate::execution::resources::human_bytes(limit)
+    )
 }
 
 /// A usage limit an agent stopped on: when it resets, and what the monitor did at the reset.
@@ -254,7 +223,7 @@ impl AgentInfo {
             escalated,
             log_len,
             limit,
-            usage,
+            killed_at_limit,
         } = self;
         *state == other.state
             && *error_kind == other.error_kind
@@ -282,8 +251,7 @@ impl AgentInfo {
             && *limit == other.limit
             && *escalated == other.escalated
             && *log_len == other.log_len
-            // As shown: a write only when what a person sees changes.
-            && usage.map(|u| u.text()) == other.usage.map(|u| u.text())
+            && *killed_at_limit == other.killed_at_limit
     }
 }
 

@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod attention;
 pub mod doctor;
+pub mod footprint;
 pub mod group;
 pub mod host;
 pub mod lane;

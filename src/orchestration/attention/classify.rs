@@ -217,9 +217,10 @@ pub fn classify(
                 }
                 match state {
                     Some(agent::State::Dead) => {
-                        let reason = match info.exit_status {
-                            Some(c) => format!("exited {c}"),
-                            None => "exited".into(),
+                        let reason = match (info.killed_at_limit, info.exit_status) {
+                            (Some(limit), _) => agent::killed_reason(limit),
+                            (None, Some(c)) => format!("exited {c}"),
+                            (None, None) => "exited".into(),
                         };
                         return Some((Bucket::Dead, reason));
                     }

@@ -171,6 +171,22 @@ pub fn item_of(
         None
     };
     let (mut bucket, mut reason) = classify(task.status, session, agent.as_ref())?;
+    // Its agent killed by the kernel at its memory limit (the monitor saw it die): said so,
+    // not its plain exit.
+    if bucket == Bucket::Dead && agent.is_none() && task.status.is_active() {
+        let info = match agents.get(&(task.project.clone(), task.id.clone())) {
+            Some(info) => Some(info.clone()),
+            None => Some(agent::load(&store.dir(&task.project, &task.id))),
+        };
+        if let Some(limit) = info
+            .filter(|i| i.killed_at_limit.is_some())
+            .and_then(|i| fresh_agent_info(task, i))
+            .filter(|i| i.state == Some(agent::State::Dead))
+            .and_then(|i| i.killed_at_limit)
+        {
+            reason = agent::killed_reason(limit);
+        }
+    }
     // Queued while its harness is at the account's usage limit: it starts after the reset.
     if task.status == Status::Pending {
         let now = crate::orchestration::limits::clock();

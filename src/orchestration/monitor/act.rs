@@ -193,7 +193,6 @@ impl<'a> Monitor<'a> {
         let before = info.clone();
         let log_grew = seen.log_grew(&info);
         let state = judge::record(&mut info, &seen, &stamp, &task.id);
-        info.usage = seen.usage;
         // The lock is for a check that acts or writes: one that finds nothing new and
         // nothing due (most of them, most passes) takes none.
         let quiet = !due(&task, state, &info, &seen, &policy, log_grew, now)
@@ -455,6 +454,12 @@ impl<'a> Monitor<'a> {
             let why = format!("{} — {}", b.label(), b.advice(&task.id));
             return self.escalate(task, &why, info, report);
         }
+        // Killed by the kernel at its memory limit: a respawn with the same limit would
+        // most likely end the same way, so no crash to count and no policy: the person
+        // decides (more memory, or respawn it as it is).
+        if let Some(limit) = info.killed_at_limit {
+            return self.escalate(task, &judge::killed_detail(limit, &task.id), info, report);
+        }
         // A crash: the agent ended without reporting complete or stuck.
         let crashes = self.tasks.record_crash(&current, &how)?;
         if crashes >= CRASH_LIMIT {
@@ -583,6 +588,9 @@ impl<'a> Monitor<'a> {
         }
         if let Some(b) = info.blocker {
             data["blocker"] = b.as_str().into();
+        }
+        if let Some(limit) = info.killed_at_limit {
+            data["killed_at_limit"] = limit.into();
         }
         data["via"] = self.via.clone().into();
         self.tasks.store.append_history(task, event, data)

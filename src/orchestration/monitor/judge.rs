@@ -23,8 +23,9 @@ const LATE_WORDS: Duration = Duration::from_secs(10);
 /// One observation of an agent.
 #[derive(Default)]
 pub(super) struct Seen {
-    /// Its process tree's memory and CPU (`None`: no live pane).
-    pub(super) usage: Option<agent::Usage>,
+    /// The memory limit (bytes) the kernel killed it at (a dead agent whose cgroup
+    /// counted an OOM kill).
+    pub(super) oom: Option<u64>,
     pub(super) state: Option<State>,
     pub(super) signal: Option<Signal>,
     pub(super) exit: Option<PaneExit>,
@@ -478,6 +479,7 @@ pub(super) fn record(info: &mut AgentInfo, seen: &Seen, stamp: &str, task: &str)
         _ => None,
     };
     info.error_kind = seen.error.as_ref().map(|(k, _)| *k);
+    info.killed_at_limit = seen.oom.filter(|_| state == State::Dead);
     info.asked = seen.asked.clone().filter(|_| state == State::Waiting);
     if state != State::Dead {
         info.blocker = blocker;
@@ -529,6 +531,9 @@ fn detail(state: State, seen: &Seen, info: &AgentInfo, task: &str) -> Option<Str
 
 /// A dead agent's detail: how it ended, and its last line (the reason is usually there).
 fn death_detail(exit: Option<PaneExit>, info: &AgentInfo, task: &str) -> String {
+    if let Some(limit) = info.killed_at_limit {
+        return killed_detail(limit, task);
+    }
     let how = match exit {
         Some(PaneExit::Signal(s)) => format!("killed by signal {s}"),
         Some(PaneExit::Status(c)) => format!("exited with status {c}"),
@@ -543,6 +548,16 @@ fn death_detail(exit: Option<PaneExit>, info: &AgentInfo, task: &str) -> String 
         (None, Some(line)) => format!("{how}: {}", line.trim()),
         (None, None) => how,
     }
+}
+
+/// An agent the kernel killed at its memory limit: what happened, and what to do.
+pub(super) fn killed_detail(limit: u64, task: &str) -> String {
+    format!(
+        "{}: the kernel killed its process tree at its memory limit (an OOM kill); \
+         give it more with `orange task respawn {task} --memory SIZE` (or raise `memory` \
+         in config.toml for its next tasks), or respawn it as it is",
+        agent::killed_reason(limit)
+    )
 }
 
 #[cfg(test)]

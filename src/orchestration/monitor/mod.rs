@@ -70,6 +70,8 @@ pub struct PassReport {
     /// How long the pass took in the monitor (ms): looking, repairing, judging, writing the
     /// snapshot and publishing; not the start of an `orange` process.
     pub pass_ms: f64,
+    /// How long of it reading what the agents use took (ms; 0 when it read nothing).
+    pub footprint_ms: f64,
     /// The pass lock, held until the report is dropped: the caller writes, publishes and
     /// notifies ([`notify::after_pass`]) under it, so two passes
     /// never tell the same change.
@@ -120,6 +122,8 @@ pub struct Monitor<'a> {
     /// Whether each task had teammates at its last pass (its `teammates.json` is only
     /// written, or looked at, when that may change: never per pass for a lone agent).
     had_teammates: std::collections::HashMap<String, bool>,
+    /// What each agent's tree uses, read every few seconds (`footprint`).
+    footprint: crate::orchestration::footprint::Reader,
 }
 
 impl<'a> Monitor<'a> {
@@ -146,6 +150,7 @@ impl<'a> Monitor<'a> {
             rules: Default::default(),
             sidebars: Default::default(),
             had_teammates: Default::default(),
+            footprint: Default::default(),
             tmux,
             tasks_read_at: 0,
             kept,

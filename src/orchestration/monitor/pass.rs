@@ -15,6 +15,7 @@ use crate::error::Result;
 use crate::execution::sandbox;
 use crate::orchestration::attention::session::Panes;
 use crate::orchestration::attention::summary::Agents;
+use crate::orchestration::footprint;
 use crate::orchestration::observe::snapshot::{self, Snapshot};
 use crate::orchestration::prompt;
 use crate::orchestration::reconcile;
@@ -150,37 +151,18 @@ impl<'a> Monitor<'a> {
         let stamp = now.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
         let panes = Panes::new(panes);
         let mut judged = Vec::new();
-        // Every agent's process tree from ONE read of /proc (no process per task).
-        let procs = open
-            .iter()
-            .any(|t| self.watches(t))
-            .then(crate::adapters::resource::ProcTable::read);
-        let (hz, now_ms) = (
-            crate::adapters::resource::ticks_per_second(),
-            now.timestamp_millis().max(0) as u64,
-        );
         for task in open.iter() {
             if !self.watches(task) {
                 continue;
             }
             report.checked += 1;
             let mut j = self.judge_task(task.clone(), &panes, now, &stamp, report);
-            j.seen.usage = panes
-                .agent_pane(&j.task)
-                .filter(|p| !p.pane_dead)
-                .zip(procs.as_ref())
-                .and_then(|(p, t)| t.tree(p.pane_pid))
-                .map(|(rss, ticks)| {
-                    crate::orchestration::agent::Usage::measure(
-                        rss,
-                        ticks,
-                        now_ms,
-                        j.info.usage.as_ref(),
-                        hz,
-                    )
-                });
+            j.seen.oom = self.killed_at_limit(&j.task, j.seen.state);
             judged.push(j);
         }
+        let read = std::time::Instant::now();
+        self.read_footprints(open, &panes, now);
+        report.footprint_ms = read.elapsed().as_secs_f64() * 1000.0;
         self.read_screens(&mut judged);
         let mut agents = Agents::new();
         for j in judged {
@@ -197,6 +179,64 @@ impl<'a> Monitor<'a> {
             }
         }
         agents
+    }
+
+    /// What each watched agent's tree uses (`footprint`: every few seconds, from its
+    /// cgroup, else one read of /proc for them all), and the cgroups of ended tasks
+    /// removed.
+    fn read_footprints(
+        &mut self,
+        open: &[Task],
+        panes: &Panes<'_>,
+        now: chrono::DateTime<chrono::Utc>,
+    ) {
+        use crate::execution::resources;
+        let agents: Vec<footprint::Agent> = open
+            .iter()
+            .filter(|t| self.watches(t))
+            .map(|t| footprint::Agent {
+                id: &t.id,
+                dir: self.tasks.store.dir(&t.project, &t.id),
+                cgroup: (!t.limits.is_empty())
+                    .then(|| resources::cgroup_name(&self.home.root, &t.id)),
+                pane_pid: panes
+                    .agent_pane(t)
+                    .filter(|p| !p.pane_dead)
+                    .map(|p| p.pane_pid),
+            })
+            .collect();
+        if self
+            .footprint
+            .read(&agents, now.timestamp_millis().max(0) as u64)
+        {
+            // The agent cgroups of tasks no longer open: gone with their tasks.
+            let live: HashSet<&str> = open.iter().map(|t| t.id.as_str()).collect();
+            for name in resources::sweep(&self.home.root, &live) {
+                store::log(
+                    self.home,
+                    "info",
+                    "agent cgroup removed",
+                    json!({"cgroup": name}),
+                );
+            }
+        }
+    }
+
+    /// The memory limit a dead agent was killed at: its cgroup counted an OOM kill (`None`:
+    /// alive, no memory limit, no cgroup, or none counted).
+    fn killed_at_limit(
+        &self,
+        task: &Task,
+        state: Option<crate::orchestration::agent::State>,
+    ) -> Option<u64> {
+        let limit = task.limits.memory?;
+        if state != Some(crate::orchestration::agent::State::Dead) {
+            return None;
+        }
+        let name = crate::execution::resources::cgroup_name(&self.home.root, &task.id);
+        crate::execution::resources::agent_cgroup(&name)
+            .is_some_and(|d| d.oom_kills() > 0)
+            .then_some(limit)
     }
 
     /// An active task with a session on the tmux server this monitor watches. A session on

@@ -125,6 +125,11 @@ impl TaskService<'_> {
         if let Some(s) = task.tmux_session_id.clone().or(task.tmux_session.clone()) {
             self.tmux.kill_session(&s)?;
         }
+        // Its agent's cgroup (one still emptying is left to the monitor's sweep).
+        let name = crate::execution::resources::cgroup_name(&self.home.root, &task.id);
+        if let Some(d) = crate::execution::resources::agent_cgroup(&name) {
+            d.remove();
+        }
         let mut kept = None;
         if let Some(w) = task.workspace.clone() {
             // Only while it is still this task's (a crash may have released it already).

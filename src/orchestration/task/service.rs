@@ -48,6 +48,10 @@ pub struct TaskView {
     /// absent when it never had one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reviewer: Option<crate::orchestration::review::record::Reviewer>,
+    /// What its agent's process tree uses (memory, CPU), as the monitor last read it;
+    /// absent while no agent runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::orchestration::footprint::Usage>,
 }
 
 /// What happens to tasks: the one service every command and the monitor go through.
@@ -131,7 +135,13 @@ impl<'a> TaskService<'a> {
             crate::orchestration::teammates::load(&self.store.dir(&task.project, &task.id));
         let reviewer =
             crate::orchestration::review::record::load(&self.store.dir(&task.project, &task.id));
+        let usage = Some(&session)
+            .filter(|s| s.state == crate::orchestration::attention::session::SessionState::Live)
+            .and_then(|_| {
+                crate::orchestration::footprint::load(&self.store.dir(&task.project, &task.id))
+            });
         TaskView {
+            usage,
             task,
             session,
             agent,
@@ -141,6 +151,35 @@ impl<'a> TaskService<'a> {
             teammates,
             reviewer,
         }
+    }
+
+    /// `task respawn --memory/--cpu/--pids`: the limits its next agent runs under, each
+    /// flag's over the recorded one; checked (refused where nothing can enforce them)
+    /// before anything is recorded, and the change in its history. The task, and a
+    /// warning when the limits are only partly enforced here (prlimit).
+    pub fn set_limits(
+        &mut self,
+        id: &str,
+        project: Option<&str>,
+        flags: &crate::execution::resources::LimitConfig,
+    ) -> Result<(Task, Option<String>)> {
+        let task = self.get(id, project)?;
+        let _lock = self.store.lock(&task.project)?;
+        let mut task = self.store.load(&task.project, &task.id)?;
+        let limits = flags.parse("--")?.or(task.limits);
+        let warning = crate::execution::resources::check(&limits)?;
+        if limits != task.limits {
+            let from = task.limits;
+            task.limits = limits;
+            task.updated_at = store::now_rfc3339();
+            self.store.save(&task)?;
+            self.store.append_history(
+                &task,
+                "limits.changed",
+                json!({"from": from, "to": limits}),
+            )?;
+        }
+        Ok((task, warning))
     }
 
     /// Read what the task's Claude conversation appended to its transcripts since the last

@@ -59,6 +59,11 @@ pub fn assemble(
             (State::Blocked, _, Some(b)) => {
                 format!("blocked: {}", b.label())
             }
+            (State::Dead, _, _) if agent.killed_at_limit.is_some() => {
+                crate::orchestration::agent::killed_reason(
+                    agent.killed_at_limit.unwrap_or_default(),
+                )
+            }
             (State::Limited, _, _) => format!(
                 "⏸ {}",
                 crate::orchestration::limits::label(
@@ -78,6 +83,9 @@ pub fn assemble(
     m.group = group_lines(home, task);
     m.tokens =
         crate::orchestration::usage::tokens(&store.dir(&task.project, &task.id), &task.harness);
+    m.usage = (session.state == crate::orchestration::attention::session::SessionState::Live)
+        .then(|| crate::orchestration::footprint::load(&store.dir(&task.project, &task.id)))
+        .flatten();
     m.port = port_of(home, task);
     m.notice = notice(task, &agent, git);
     // Queued behind a full cap on running agents: why it waits, not the pool.

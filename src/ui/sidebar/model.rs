@@ -48,6 +48,10 @@ pub struct Model {
     /// Token use from the agent's log; `None`: unknown (its harness does not report it).
     #[serde(default)]
     pub tokens: Option<crate::orchestration::usage::Tokens>,
+    /// What its agent's process tree uses now (memory, CPU), as the monitor last read it;
+    /// `None` while no agent runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::orchestration::footprint::Usage>,
     /// The port reserved for the task's workspace, when there is one.
     #[serde(default)]
     pub port: Option<u16>,
@@ -113,6 +117,7 @@ impl Model {
             reviewer: None,
             group: vec![],
             tokens: None,
+            usage: None,
             port: None,
             pr: None,
             commits: None,

@@ -212,6 +212,18 @@ fn status_style(status: &str) -> Style {
     }
 }
 
+/// `Mem: 312M · CPU 4%`: what the agent's process tree uses now; a narrow pane loses the
+/// labels before the numbers.
+fn usage_line(u: &crate::orchestration::footprint::Usage, width: usize) -> Line {
+    first_fitting(
+        vec![
+            Line::text(u.text(), Style::Plain),
+            Line::text(u.short(), Style::Plain),
+        ],
+        width,
+    )
+}
+
 /// The first of `candidates` that fits `width` (the last one, to be cut, when none does).
 fn first_fitting(candidates: Vec<Line>, width: usize) -> Line {
     let n = candidates.len();
@@ -276,7 +288,13 @@ fn header_lines(m: &Model, width: usize) -> Vec<Line> {
         let style = match a.as_str() {
             "working" => Style::Yellow,
             "waiting" => Style::Cyan,
-            _ if a.starts_with("error") || a.starts_with("blocked") || a == "dead" => Style::Red,
+            _ if a.starts_with("error")
+                || a.starts_with("blocked")
+                || a.starts_with("killed")
+                || a == "dead" =>
+            {
+                Style::Red
+            }
             _ => Style::Plain,
         };
         out.push(Line::text("Agent: ", Style::Plain).push(a, style));
@@ -322,6 +340,9 @@ fn header_lines(m: &Model, width: usize) -> Vec<Line> {
         }
         None => Line::text("Tokens: unknown", Style::Plain),
     });
+    if let Some(u) = &m.usage {
+        out.push(usage_line(u, width));
+    }
     out.push(Line::text(
         format!("PR: {}", m.pr.as_deref().unwrap_or("none")),
         Style::Plain,
