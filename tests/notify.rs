@@ -279,9 +279,8 @@ fn the_client_looking_at_the_task_gets_nothing_and_it_stays_seen() {
         "nothing for the task looked at",
         Duration::from_secs(3),
         || {
-            let quiet = client.bells() == 0
-                && calls(&s).is_empty()
-                && !client.text().contains("needs you");
+            let quiet =
+                client.bells() == 0 && calls(&s).is_empty() && !client.text().contains("needs you");
             if !quiet {
                 eprintln!(
                     "bells {} calls {:?} text {:?}\nnotified {}\nlog {}",
@@ -344,9 +343,16 @@ fn ten_tasks_stopping_together_are_one_summary() {
         "{call}"
     );
     assert!(call.ends_with(" and 6 more"), "{call}");
-    wait_for("the one bell and the summary", 10, || {
-        client.bells() == 1 && client.text().contains("orange: 10 tasks need you")
+    let told = common::poll(Duration::from_secs(10), || {
+        (client.bells() == 1 && client.text().contains("orange: 10 tasks need you")).then_some(())
     });
+    assert!(
+        told.is_some(),
+        "the one bell and the summary: bells {} text {:?}\nlog {}",
+        client.bells(),
+        client.text(),
+        std::fs::read_to_string(env.home.join("orange.log")).unwrap_or_default()
+    );
     pass();
     pass();
     holds_for("still one", Duration::from_millis(500), || {

@@ -33,9 +33,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::adapters::shell;
 use crate::adapters::store::{self, Home};
 use crate::adapters::tmux::{ClientInfo, Tmux};
-use crate::adapters::shell;
 use crate::orchestration::attention::classify::{self, Bucket, Item, Need};
 use crate::orchestration::attention::next::NextStep;
 use crate::orchestration::observe::snapshot::{self, Snapshot};
