@@ -277,7 +277,7 @@ fn codex_retrying_then_giving_up_on_an_error_is_seen() {
     let last = rig.api.turns().last().unwrap().at;
     rig.record(
         "gave up (from its last request; upper bound)",
-        "error: overloaded",
+        &rig.status_line(&id),
         last.elapsed(),
     );
     assert_eq!(t["agent"]["error_kind"], "overloaded", "{t}");
