@@ -578,9 +578,9 @@ fn api_error(test: &'static str, status: u16, kind: &str) {
     let shown = Instant::now();
     let last = rig.api.turns().len() - 1;
     let gave_up = rig.api.sent_at(last).expect("the last error was sent");
-    rig.record(
+    rig.record_now(
+        &id,
         &format!("{status}: error after the last retry"),
-        &line,
         shown.saturating_duration_since(gave_up),
     );
     assert!(line.contains(kind), "{line}");

@@ -275,9 +275,9 @@ fn codex_retrying_then_giving_up_on_an_error_is_seen() {
         agent_is(t, "error")
     });
     let last = rig.api.turns().last().unwrap().at;
-    rig.record(
+    rig.record_now(
+        &id,
         "gave up (from its last request; upper bound)",
-        &rig.status_line(&id),
         last.elapsed(),
     );
     assert_eq!(t["agent"]["error_kind"], "overloaded", "{t}");

@@ -250,12 +250,12 @@ fn pi_retries_an_error_then_gives_up_on_one() {
     rig.type_line(&id, "Again");
     rig.wait_turns(&id, 3);
     rig.status_shows("500: retrying", &id, "retrying");
-    let line = rig.status_shows("500: error after the retries", &id, "error: server");
+    rig.status_shows("500: error after the retries", &id, "error: server");
     let shown = Instant::now();
     let gave_up = rig.api.sent_at(4).expect("the last error was sent");
-    rig.record(
+    rig.record_now(
+        &id,
         "500: error after the last retry",
-        &line,
         shown.saturating_duration_since(gave_up),
     );
     assert_eq!(rig.api.turns().len(), 5, "a first try and two retries");

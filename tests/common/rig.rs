@@ -506,6 +506,15 @@ impl<A: ModelStandIn> AgentRig<A> {
     pub fn record(&self, moment: &str, reported: &str, latency: Duration) {
         record(self.agent, self.test, moment, reported, latency, None);
     }
+
+    /// [`AgentRig::record`] of what task `id` shows now: its status line, and the signal
+    /// that told its state.
+    pub fn record_now(&self, id: &str, moment: &str, latency: Duration) {
+        let line = self.status_line(id);
+        let t = self.task(id);
+        let signal = t["agent"]["signal"].as_str();
+        record(self.agent, self.test, moment, &line, latency, signal);
+    }
 }
 
 /// One line of the latency log (see [`AgentRig::record`]), with the signal that told the
