@@ -393,41 +393,23 @@ fn judge_auto_judges_when_the_last_member_is_ready_and_tells_once() {
 /// checks.
 #[test]
 fn the_real_claude_code_judges_a_group_against_the_stand_in_api() {
+    use crate::real_claude::{claude_home, claude_installed, trust, Home};
     use common::standin::{Reply, StandIn};
-    let found =
-        common::find_program(&std::env::var("PATH").unwrap_or_default(), "claude").is_some();
-    if !common::require("claude", found, "the judge agent is the real Claude Code") {
+    if !claude_installed() {
         return;
     }
-    const KEY: &str = "sk-ant-test-0123456789abcdefghij";
     let base = common::Env::with_repo("app");
-    let claude_home = base.root().join("claude-home");
-    std::fs::create_dir_all(&claude_home).unwrap();
     let api = StandIn::start(vec![
         Reply::bash(
             "printf '/fake-complete-2: smaller of the two that fail\\n/fake-complete: fails its check\\n/fake-good: passes the check\\n' > RANKING.md",
         ),
         Reply::text("ranked"),
     ]);
-    let mut extra: Vec<(&str, String)> = vec![
-        ("HOME", claude_home.display().to_string()),
-        ("ANTHROPIC_BASE_URL", api.base_url()),
-        ("ANTHROPIC_API_KEY", KEY.to_string()),
-        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
-        ("DISABLE_AUTOUPDATER", "1".into()),
-    ];
-    if orange::adapters::shell::is_root() {
-        extra.push(("IS_SANDBOX", "1".into()));
-    }
-    let env = TaskEnv::real(base, &extra);
-    let tail = &KEY[KEY.len() - 20..];
-    std::fs::write(
-        claude_home.join(".claude.json"),
-        serde_json::json!({"hasCompletedOnboarding": true, "customApiKeyResponses": {"approved": [tail], "rejected": []}}).to_string(),
-    )
-    .unwrap();
+    let dir = base.root().join("claude-home");
+    let root = orange::adapters::shell::is_root();
+    let extra = claude_home(&dir, &api.base_url(), Home::SET_UP, root);
+    let env = common::rig::agent_env(base, &extra, &["--pool-size", "3"]);
     let agent = common::fixtures().join("fake-agent.sh");
-    std::fs::create_dir_all(&env.home).unwrap();
     let cfg: String = ["complete", "good"]
         .iter()
         .map(|m| {
@@ -438,10 +420,8 @@ fn the_real_claude_code_judges_a_group_against_the_stand_in_api() {
         })
         .collect();
     std::fs::write(env.home.join("config.toml"), cfg).unwrap();
-    env.add_project(&["--pool-size", "3"]);
     env.ok(&["project", "update", "--check-cmd", "test -f GOOD"]);
-    let r = env.ok(&["doctor", "--harness", "claude", "--trust"]);
-    assert!(r["trust_recorded"].is_string(), "{r}");
+    trust(&env);
     let (gid, _) = group(
         &env,
         &[

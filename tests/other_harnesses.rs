@@ -41,7 +41,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use common::TaskEnv;
+use common::{rig, TaskEnv};
 use serde_json::Value;
 
 /// What the stand-in model says to every request (an HTTP 400 with this message).
@@ -231,156 +231,24 @@ fn serve(conn: TcpStream, shared: Arc<(Mutex<StubState>, Condvar)>) {
 // ---------------------------------------------------------------------------------------
 // Environment: the real program on PATH, its own HOME, its provider at the stub.
 
-/// The real `program` on the PATH the agents get (the test's own, which `TaskEnv::real`
-/// keeps), or None when it is missing outside CI (the test returns; `common::require`).
-fn require(program: &str) -> Option<PathBuf> {
-    let found = common::find_program(&std::env::var("PATH").unwrap_or_default(), program);
-    if let Some(p) = &found {
-        assert!(
-            !p.starts_with(common::fixtures().join("bin")),
-            "{} is a test fixture, not the real {program}; install it with scripts/install-test-deps.sh",
-            p.display()
-        );
-    }
-    let why = format!("these tests drive the real {program} (npm)");
-    common::require(program, found.is_some(), &why).then(|| found.unwrap())
-}
-
 /// A private home for the agents under `root`, with pi, codex and opencode pointed at the
-/// stub (config files in that home); returns it and the environment the agents need: that
-/// home and its XDG directories, and what keeps them off the network (update checks,
-/// telemetry, package installs).
+/// stub (each one's config files in that home, as tests/real_pi.rs, real_codex.rs and
+/// real_opencode.rs write them; codex without retries); returns it and the environment the
+/// agents need: that home, their config and what keeps them off the network (update
+/// checks, telemetry, package installs).
 fn isolate(root: &Path, stub: &Stub) -> (PathBuf, Vec<(&'static str, String)>) {
     let home = root.join("agent-home");
-    let xdg = |d: &str| home.join(d);
-    for d in [".config", ".local/share", ".cache", ".local/state"] {
-        std::fs::create_dir_all(xdg(d)).unwrap();
-    }
     let url = stub.base_url();
-
-    // pi: a custom OpenAI-compatible provider (~/.pi/agent/models.json) as the default.
-    let pi = home.join(".pi/agent");
-    std::fs::create_dir_all(&pi).unwrap();
-    std::fs::write(
-        pi.join("models.json"),
-        serde_json::json!({"providers": {"stub": {
-            "baseUrl": url, "api": "openai-completions", "apiKey": "stub-key",
-            "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
-            "models": [{"id": "stub-model"}]
-        }}})
-        .to_string(),
-    )
-    .unwrap();
-    std::fs::write(
-        pi.join("settings.json"),
-        serde_json::json!({"defaultProvider": "stub", "defaultModel": "stub-model",
-            "enableInstallTelemetry": false, "quietStartup": true})
-        .to_string(),
-    )
-    .unwrap();
-
-    // codex: a custom provider (the built-in `openai` one cannot be re-pointed by
-    // config, and OPENAI_BASE_URL is ignored by 0.169), no retries, no plugin sync.
-    let codex = home.join(".codex");
-    std::fs::create_dir_all(&codex).unwrap();
-    std::fs::write(
-        codex.join("config.toml"),
-        format!(
-            r#"model = "stub-model"
-model_provider = "stub"
-check_for_update_on_startup = false
-
-[analytics]
-enabled = false
-
-[features]
-plugins = false
-remote_plugin = false
-apps = false
-in_app_updates = false
-daemon_auto_start = false
-
-[model_providers.stub]
-name = "stub"
-base_url = "{url}"
-wire_api = "responses"
-request_max_retries = 0
-stream_max_retries = 0
-"#
-        ),
-    )
-    .unwrap();
-
-    // opencode: an @ai-sdk/openai-compatible provider in the global config.
-    let oc = xdg(".config").join("opencode");
-    std::fs::create_dir_all(&oc).unwrap();
-    std::fs::write(
-        oc.join("opencode.json"),
-        serde_json::json!({
-            "$schema": "https://opencode.ai/config.json",
-            "model": "stub/stub-model", "small_model": "stub/stub-model",
-            "autoupdate": false, "share": "disabled",
-            "provider": {"stub": {
-                "npm": "@ai-sdk/openai-compatible", "name": "stub",
-                "options": {"baseURL": url, "apiKey": "stub-key"},
-                "models": {"stub-model": {"name": "stub"}}
-            }}
-        })
-        .to_string(),
-    )
-    .unwrap();
-
-    // opencode installs `@opencode-ai/plugin` into every config directory it reads and,
-    // with the registries closed, waits long for it before loading plugins (orange's
-    // among them; OPENCODE_PURE would skip them all): this one is "installed" already.
-    crate::real_opencode::installed_already(&oc);
-
-    let h = |p: PathBuf| p.display().to_string();
-    // (opencode's: real_opencode::OPENCODE_OFFLINE, registries at a closed loopback port.)
-    let mut set: Vec<(&str, String)> = vec![
-        ("HOME", h(home.clone())),
-        ("XDG_CONFIG_HOME", h(xdg(".config"))),
-        ("XDG_DATA_HOME", h(xdg(".local/share"))),
-        ("XDG_CACHE_HOME", h(xdg(".cache"))),
-        ("XDG_STATE_HOME", h(xdg(".local/state"))),
-        ("CODEX_HOME", h(codex)),
-        ("PI_OFFLINE", "1".into()),
-        ("PI_SKIP_VERSION_CHECK", "1".into()),
-        ("PI_TELEMETRY", "0".into()),
-        ("NO_PROXY", "127.0.0.1,localhost".into()),
-        ("no_proxy", "127.0.0.1,localhost".into()),
-    ];
-    set.extend(
-        crate::real_opencode::OPENCODE_OFFLINE
-            .iter()
-            .map(|(k, v)| (*k, v.to_string())),
-    );
+    let mut set = vec![("HOME", home.display().to_string())];
+    set.extend(crate::real_pi::pi_home(&home, Some(&url), None));
+    set.extend(crate::real_codex::codex_home(
+        &home.join(".codex"),
+        Some(&url),
+        0,
+    ));
+    set.extend(crate::real_opencode::opencode_home(&home, Some(&url)));
     (home, set)
 }
-
-/// Whatever the test process had that could reach a real account or the network:
-/// credentials, other config, proxies. Removed from the agents' tmux environment.
-const UNSET: &[&str] = &[
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_OAUTH_TOKEN",
-    "GEMINI_API_KEY",
-    "OPENROUTER_API_KEY",
-    "OPENCODE_API_KEY",
-    "OPENCODE_CONFIG",
-    "OPENCODE_CONFIG_DIR",
-    "OPENCODE_CONFIG_CONTENT",
-    "PI_CODING_AGENT_DIR",
-    "PI_CODING_AGENT_SESSION_DIR",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "ALL_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "all_proxy",
-];
 
 // ---------------------------------------------------------------------------------------
 // Driving a task.
@@ -396,6 +264,14 @@ static AGENT_SLOT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// machine while the rest of the suite ran beside it). Every wait ends at the event.
 const PATIENCE: Duration = Duration::from_secs(90);
 
+/// opencode's bound: tests/real_opencode.rs's. Under a load of 13 on this 2-core machine a
+/// respawned opencode's resume prompt reached its model 86 s after `task respawn`, none of
+/// it lost: 20 s to start, 20 s loading its plugins (its events reach plugins, and so
+/// orange's plugin sends the prompt, only then), then 40 s of its own between taking the
+/// prompt and calling the model (its snapshot, two "project copy" refreshes of the
+/// repository's worktrees); 90 s failed twice in a soak at load 15.
+const OPENCODE_PATIENCE: Duration = Duration::from_secs(240);
+
 struct Run {
     /// Held for the whole test: one real agent program of these at a time (see
     /// [`AGENT_SLOT`]).
@@ -409,6 +285,15 @@ struct Run {
 }
 
 impl Run {
+    /// The bound on any one wait for this harness's program.
+    fn patience(&self) -> Duration {
+        if self.harness == "opencode" {
+            OPENCODE_PATIENCE
+        } else {
+            PATIENCE
+        }
+    }
+
     /// One `orange monitor --once`: its whole report and what it saw of task `id`.
     fn monitor_state(&self, id: &str) -> (Value, Value) {
         let m = self.env.ok(&["monitor", "--once"]);
@@ -424,7 +309,7 @@ impl Run {
 
     /// None (the test returns) when the harness's program is missing outside CI.
     fn new(harness: &'static str) -> Option<Run> {
-        let program = require(harness)?;
+        let program = rig::program(harness)?;
         // A poisoned slot only means another of these tests failed: go on.
         let slot = AGENT_SLOT.lock().unwrap_or_else(|e| e.into_inner());
         let stub = Stub::start();
@@ -432,11 +317,7 @@ impl Run {
         let (home, extra) = isolate(&base.root(), &stub);
         // The real programs on PATH (no tests/fixtures/bin), the private home in the tmux
         // server's environment.
-        let env = TaskEnv::real(base, &extra);
-        for k in UNSET {
-            let _ = env.tmux.tmux(&["set-environment", "-g", "-u", k]);
-        }
-        env.add_project(&[]);
+        let env = rig::agent_env(base, &extra, &[]);
         if harness == "codex" {
             // codex runs interactive by default (tests/real_codex.rs drives that): these
             // tests keep its one-shot `codex exec` (config.toml's mode), in a repository
@@ -497,9 +378,10 @@ impl Run {
                 );
             }
             assert!(
-                start.elapsed() < PATIENCE,
-                "{}: no request to the model for {what} after {PATIENCE:?} (requests: [{}]); task {t}; its screen:\n{}",
+                start.elapsed() < self.patience(),
+                "{}: no request to the model for {what} after {:?} (requests: [{}]); task {t}; its screen:\n{}",
                 self.harness,
+                self.patience(),
                 self.stub.summary(),
                 self.peek(id)
             );
@@ -543,7 +425,7 @@ impl Run {
     fn end(&self, id: &str) -> bool {
         self.stub.release();
         // It prints the error (one-shot modes then exit at once).
-        let mut exited = common::poll(PATIENCE, || {
+        let mut exited = common::poll(self.patience(), || {
             if self.env.task(id)["session"]["state"] == "dead" {
                 Some(true)
             } else if self.peek(id).contains(STUB_ERROR) {
@@ -562,8 +444,9 @@ impl Run {
             .is_some();
             assert!(
                 exited || self.peek(id).contains(STUB_ERROR),
-                "{}: neither exited nor showed the model's error ({STUB_ERROR:?}) within {PATIENCE:?}; task {last}; its screen:\n{}",
+                "{}: neither exited nor showed the model's error ({STUB_ERROR:?}) within {:?}; task {last}; its screen:\n{}",
                 self.harness,
+                self.patience(),
                 self.peek(id)
             );
         }
@@ -864,8 +747,9 @@ fn without_a_prompt(harness: &'static str) {
             break screen;
         }
         assert!(
-            start.elapsed() < PATIENCE,
-            "{harness} drew nothing in {PATIENCE:?}"
+            start.elapsed() < run.patience(),
+            "{harness} drew nothing in {:?}",
+            run.patience()
         );
         std::thread::sleep(Duration::from_millis(200));
     };
@@ -909,15 +793,15 @@ fn first_typed_prompt(harness: &'static str) {
             screen.contains("Ask Codex") && !screen.contains("Trust this folder")
         });
     } else {
-        // pi shows its model's id, opencode the name its config gives it ("stub").
+        // pi shows its model's id, opencode the name its config gives it ("standin").
         let mut screen = String::new();
-        common::poll(std::time::Duration::from_secs(90), || {
+        common::poll(run.patience(), || {
             screen = run.peek(&id);
             screen
                 .contains(if harness == "pi" {
-                    "stub-model"
+                    common::chat_standin::MODEL
                 } else {
-                    "stub"
+                    "standin"
                 })
                 .then_some(())
         })

@@ -18,11 +18,12 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::rig::{self, AgentRig, Spec};
 use common::standin::{Reply, StandIn};
-use common::{record, strip_styles, Env, TaskEnv};
+use common::{Env, TaskEnv};
 use serde_json::{json, Value};
 
 pub(crate) const KEY: &str = "sk-ant-test-0123456789abcdefghij";
@@ -64,302 +65,122 @@ impl Home {
     };
 }
 
-pub(crate) struct Rig {
-    pub(crate) env: TaskEnv,
-    pub(crate) api: StandIn,
-    monitor: Option<Child>,
-    test: &'static str,
+/// The rig of these tests (tests/common/rig.rs) with claude's stand-in Messages API.
+pub(crate) type Rig = AgentRig<StandIn>;
+
+/// Every test here starts with this: false (the test returns) when the real Claude Code
+/// CLI is missing outside CI; missing in CI, the test fails (`common::require`).
+pub(crate) fn claude_installed() -> bool {
+    rig::installed("claude")
 }
 
-impl Drop for Rig {
-    fn drop(&mut self) {
-        if let Some(mut m) = self.monitor.take() {
-            let _ = m.kill();
-            let _ = m.wait();
-        }
+/// What claude needs in `dir` (its HOME) to run against the stand-in at `url`: the
+/// environment (the stand-in, the key, no traffic of its own; with `sandbox`, told it runs
+/// in a sandbox (`IS_SANDBOX=1`), which it needs to accept
+/// `--dangerously-skip-permissions` as root) and `~/.claude.json` as `home` says. The
+/// trust is not in it: see [`trust`].
+pub(crate) fn claude_home(
+    dir: &Path,
+    url: &str,
+    home: Home,
+    sandbox: bool,
+) -> Vec<(&'static str, String)> {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut cfg = json!({});
+    if home.onboarded {
+        cfg["hasCompletedOnboarding"] = json!(true);
     }
+    if home.key_approved {
+        let tail = &KEY[KEY.len() - 20..];
+        cfg["customApiKeyResponses"] = json!({"approved": [tail], "rejected": []});
+    }
+    if home != Home::FRESH {
+        std::fs::write(
+            dir.join(".claude.json"),
+            serde_json::to_vec_pretty(&cfg).unwrap(),
+        )
+        .unwrap();
+    }
+    let mut env = vec![
+        ("HOME", dir.display().to_string()),
+        ("ANTHROPIC_BASE_URL", url.to_string()),
+        ("ANTHROPIC_API_KEY", KEY.to_string()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+        ("DISABLE_AUTOUPDATER", "1".into()),
+    ];
+    if sandbox {
+        env.push(("IS_SANDBOX", "1".into()));
+    }
+    env
+}
+
+/// What a person does once per repository: `orange doctor --harness claude --trust`
+/// records the trust.
+pub(crate) fn trust(env: &TaskEnv) {
+    let r = env.ok(&["doctor", "--harness", "claude", "--trust"]);
+    assert!(r["trust_recorded"].is_string(), "{r}");
+}
+
+/// A rig with the real claude, its HOME as `home` says.
+pub(crate) fn claude(test: &'static str, home: Home, script: Vec<Reply>) -> Rig {
+    claude_with(test, home, script, &[], is_root())
+}
+
+/// [`claude`] with more environment; `sandbox`: see [`claude_home`].
+fn claude_with(
+    test: &'static str,
+    home: Home,
+    script: Vec<Reply>,
+    more_env: &[(&str, &str)],
+    sandbox: bool,
+) -> Rig {
+    claude_in_repo(test, "app", home, script, more_env, sandbox)
+}
+
+/// [`claude_with`], the repository (and so the project and its workspaces) named `repo`.
+fn claude_in_repo(
+    test: &'static str,
+    repo: &str,
+    home: Home,
+    script: Vec<Reply>,
+    more_env: &[(&str, &str)],
+    sandbox: bool,
+) -> Rig {
+    assert!(
+        claude_on_path(),
+        "[{test}] the real Claude Code CLI is not on PATH (the test must start with `if !claude_installed() {{ return; }}`)"
+    );
+    let base = Env::with_repo(repo);
+    let dir = base.root().join("claude-home");
+    let api = StandIn::start(script);
+    let mut extra = claude_home(&dir, &api.base_url(), home, sandbox);
+    extra.extend(more_env.iter().map(|(k, v)| (*k, v.to_string())));
+    let env = rig::agent_env(base, &extra, &[]);
+    if home.trusted {
+        trust(&env);
+    }
+    AgentRig::start(Spec {
+        test,
+        agent: "claude",
+        patience: PATIENCE,
+        slot: None,
+        env,
+        api,
+        home: dir,
+    })
 }
 
 fn claude_on_path() -> bool {
     common::find_program(&std::env::var("PATH").unwrap_or_default(), "claude").is_some()
 }
 
-/// Every test here starts with this: false (the test returns) when the real Claude Code
-/// CLI is missing outside CI; missing in CI, the test fails (`common::require`).
-pub(crate) fn claude_installed() -> bool {
-    common::require(
-        "claude (npm install -g @anthropic-ai/claude-code)",
-        claude_on_path(),
-        "these tests drive the real Claude Code CLI",
-    )
-}
-
-impl Rig {
-    pub(crate) fn new(test: &'static str, home: Home, script: Vec<Reply>) -> Rig {
-        Self::with(test, home, script, &[], is_root())
-    }
-
-    /// `sandbox`: tell claude it runs in a sandbox (`IS_SANDBOX=1`), which it needs to
-    /// accept `--dangerously-skip-permissions` as root.
-    fn with(
-        test: &'static str,
-        home: Home,
-        script: Vec<Reply>,
-        more_env: &[(&str, &str)],
-        sandbox: bool,
-    ) -> Rig {
-        Self::in_repo(test, "app", home, script, more_env, sandbox)
-    }
-
-    /// [`Rig::with`], the repository (and so the project and its workspaces) named `repo`.
-    fn in_repo(
-        test: &'static str,
-        repo: &str,
-        home: Home,
-        script: Vec<Reply>,
-        more_env: &[(&str, &str)],
-        sandbox: bool,
-    ) -> Rig {
-        assert!(
-            claude_on_path(),
-            "[{test}] the real Claude Code CLI is not on PATH (the test must start with `if !claude_installed() {{ return; }}`)"
-        );
-        let env = Env::with_repo(repo);
-        let claude_home = env.root().join("claude-home");
-        std::fs::create_dir_all(&claude_home).unwrap();
-        let api = StandIn::start(script);
-        let mut extra: Vec<(&str, String)> = vec![
-            ("HOME", claude_home.display().to_string()),
-            ("ANTHROPIC_BASE_URL", api.base_url()),
-            ("ANTHROPIC_API_KEY", KEY.to_string()),
-            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
-            ("DISABLE_AUTOUPDATER", "1".into()),
-        ];
-        if sandbox {
-            extra.push(("IS_SANDBOX", "1".into()));
-        }
-        for (k, v) in more_env {
-            extra.push((k, v.to_string()));
-        }
-        let env = TaskEnv::real(env, &extra);
-        env.add_project(&[]);
-        let mut cfg = json!({});
-        if home.onboarded {
-            cfg["hasCompletedOnboarding"] = json!(true);
-        }
-        if home.key_approved {
-            let tail = &KEY[KEY.len() - 20..];
-            cfg["customApiKeyResponses"] = json!({"approved": [tail], "rejected": []});
-        }
-        if home != Home::FRESH {
-            std::fs::write(
-                claude_home.join(".claude.json"),
-                serde_json::to_vec_pretty(&cfg).unwrap(),
-            )
-            .unwrap();
-        }
-        if home.trusted {
-            // What a person does once per repository: orange records the trust.
-            let r = env.ok(&["doctor", "--harness", "claude", "--trust"]);
-            assert!(r["trust_recorded"].is_string(), "{r}");
-        }
-        let monitor = env
-            .cmd_in(&env.repo, &["monitor", "--interval", "500ms"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        Rig {
-            env,
-            api,
-            monitor: Some(monitor),
-            test,
-        }
-    }
-
-    pub(crate) fn create(&self, branch: &str, summary: &str) -> String {
-        let mut args = vec!["task", "create", branch];
-        if !summary.is_empty() {
-            args.push(summary);
-        }
-        args.extend(["--harness", "claude"]);
-        let v = self.env.ok(&args);
-        v["id"].as_str().unwrap().to_string()
-    }
-
-    pub(crate) fn task(&self, id: &str) -> Value {
-        self.env.task(id)
-    }
-
-    pub(crate) fn session(&self, id: &str) -> String {
-        self.task(id)["tmux_session_id"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    }
-
-    /// Claude's conversation id (`--session-id`) as orange recorded it.
-    fn conversation(&self, id: &str) -> String {
-        self.task(id)["agent_session_id"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    }
-
-    fn pane(&self, id: &str) -> String {
-        self.task(id)["tmux_pane_id"].as_str().unwrap().to_string()
-    }
-
-    /// What the status line shows for the task's session (`@orange_status`), without styles.
-    fn status_line(&self, id: &str) -> String {
-        let out = self.env.tmux.tmux(&[
-            "show-options",
-            "-qv",
-            "-t",
-            &self.session(id),
-            "@orange_status",
-        ]);
-        strip_styles(&String::from_utf8_lossy(&out.stdout))
-    }
-
-    pub(crate) fn screen(&self, id: &str) -> String {
-        self.env
-            .tmux
-            .ok(&["capture-pane", "-p", "-J", "-t", &self.pane(id)])
-    }
-
-    /// Wait until `pred(task show)` holds; the task as last seen.
-    pub(crate) fn wait_task(&self, what: &str, id: &str, pred: impl Fn(&Value) -> bool) -> Value {
-        let mut t = Value::Null;
-        common::poll(PATIENCE, || {
-            t = self.task(id);
-            pred(&t).then(|| t.clone())
-        })
-        .unwrap_or_else(|| {
-            panic!(
-                "[{}] timed out waiting for {what}: {t}\nscreen:\n{}",
-                self.test,
-                self.screen(id)
-            )
-        })
-    }
-
-    /// Wait until the status line shows `needle`; record the latency from `since` (when it
-    /// became true) under `moment`. Returns the status line.
-    fn status_shows(&self, moment: &str, id: &str, needle: &str, since: Instant) -> String {
-        let line = self.wait_status(moment, id, needle, since);
-        record(self.test, moment, &line, since.elapsed());
-        line
-    }
-
-    /// Wait until the status line shows `needle` (no latency recorded).
-    fn wait_status(&self, moment: &str, id: &str, needle: &str, since: Instant) -> String {
-        loop {
-            let line = self.status_line(id);
-            if line.contains(needle) {
-                return line;
-            }
-            assert!(
-                since.elapsed() < PATIENCE,
-                "[{}] {moment}: the status line never showed {needle:?} (last: {line:?}); task: {}\nscreen:\n{}",
-                self.test,
-                self.task(id),
-                self.screen(id)
-            );
-            std::thread::sleep(Duration::from_millis(25));
-        }
-    }
-
-    /// When the agent's screen first shows `needle` (polled every 25 ms): the moment a
-    /// dialog or a message became true for a person looking at it.
-    fn screen_shows(&self, id: &str, needle: &str) -> Instant {
-        let start = Instant::now();
-        loop {
-            let screen = self.screen(id);
-            if screen.contains(needle) {
-                return Instant::now();
-            }
-            assert!(
-                start.elapsed() < PATIENCE,
-                "[{}] the screen never showed {needle:?}:\n{screen}",
-                self.test
-            );
-            std::thread::sleep(Duration::from_millis(25));
-        }
-    }
-
-    /// When tmux first says the agent's pane is dead (polled every 25 ms).
-    fn pane_dies(&self, id: &str) -> Instant {
-        let start = Instant::now();
-        loop {
-            let dead = self
-                .env
-                .tmux
-                .ok(&["display", "-p", "-t", &self.pane(id), "#{pane_dead}"]);
-            if dead == "1" {
-                return Instant::now();
-            }
-            assert!(
-                start.elapsed() < PATIENCE,
-                "[{}] the agent never exited",
-                self.test
-            );
-            std::thread::sleep(Duration::from_millis(25));
-        }
-    }
-
-    /// Wait until claude sent `n` turns to the API (the screen says why when it did not).
-    pub(crate) fn wait_turns(&self, id: &str, n: usize) {
-        assert!(
-            self.api.wait_requests(n, PATIENCE),
-            "[{}] claude sent {} turn(s), not {n}; task: {}\nscreen:\n{}",
-            self.test,
-            self.api.turns().len(),
-            self.task(id),
-            self.screen(id)
-        );
-    }
-
-    pub(crate) fn workspace(&self, id: &str) -> PathBuf {
-        self.env
-            .ws_path(self.task(id)["workspace"].as_str().unwrap())
-    }
-
-    pub(crate) fn history(&self, id: &str, event: &str) -> Vec<Value> {
-        self.task(id)["history"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["event"] == event)
-            .cloned()
-            .collect()
-    }
-
-    /// What claude says of itself (`~/.claude/sessions/<pid>.json` in its HOME): `idle`,
-    /// `busy` or `waiting`.
-    fn claude_status(&self, id: &str) -> Option<String> {
-        let pid = self
-            .env
-            .tmux
-            .ok(&["display", "-p", "-t", &self.pane(id), "#{pane_pid}"]);
-        let home = &self.env.extra.iter().find(|(k, _)| k == "HOME")?.1;
-        let file = Path::new(home).join(format!(".claude/sessions/{pid}.json"));
-        let v: Value = serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
-        v["status"].as_str().map(str::to_string)
-    }
-
-    /// The command line of the agent's process (claude, the pane's own process).
-    fn agent_argv(&self, id: &str) -> Vec<String> {
-        let pid = self
-            .env
-            .tmux
-            .ok(&["display", "-p", "-t", &self.pane(id), "#{pane_pid}"]);
-        let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        raw.split(|b| *b == 0)
-            .filter(|a| !a.is_empty())
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect()
-    }
+/// What claude says of itself (`~/.claude/sessions/<pid>.json` in its HOME): `idle`,
+/// `busy` or `waiting`.
+fn claude_status(rig: &Rig, id: &str) -> Option<String> {
+    let pid = rig.pane_pid(id);
+    let file = rig.home.join(format!(".claude/sessions/{pid}.json"));
+    let v: Value = serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
+    v["status"].as_str().map(str::to_string)
 }
 
 fn id_of(t: &Value) -> &str {
@@ -379,7 +200,7 @@ fn a_set_up_claude_works_edits_its_worktree_and_ends_its_turn() {
     if !claude_installed() {
         return;
     }
-    let rig = Rig::new(
+    let rig = claude(
         "turn",
         Home::SET_UP,
         vec![
@@ -402,7 +223,7 @@ fn a_set_up_claude_works_edits_its_worktree_and_ends_its_turn() {
         "{}",
         first_turn_text(&rig.api)
     );
-    rig.status_shows("working (turn in progress)", &id, "working", asked);
+    rig.status_since("working (turn in progress)", &id, "working", asked);
     // A slow reply is still work: it never shows as waiting while the reply streams.
     let t = rig.wait_task("the hook to say working", &id, |t| {
         t["agent"]["state"] == "working"
@@ -413,8 +234,7 @@ fn a_set_up_claude_works_edits_its_worktree_and_ends_its_turn() {
         assert!(line.contains("working"), "a slow reply showed as {line:?}");
         std::thread::sleep(Duration::from_millis(200));
     }
-    record(
-        "turn",
+    rig.record(
         "slow reply (6 s): working throughout",
         "working",
         Duration::ZERO,
@@ -424,7 +244,7 @@ fn a_set_up_claude_works_edits_its_worktree_and_ends_its_turn() {
         .api
         .wait_sent(1, PATIENCE)
         .expect("the final text was sent");
-    let line = rig.status_shows("end of turn", &id, "waiting for input", sent);
+    let line = rig.status_since("end of turn", &id, "waiting for input", sent);
     assert!(!line.contains("question"), "{line}");
     // What the agent really did: the tool ran in its own worktree.
     let ws = rig.workspace(&id);
@@ -453,7 +273,7 @@ fn a_question_is_never_answered_by_a_nudge() {
     if !claude_installed() {
         return;
     }
-    let rig = Rig::new(
+    let rig = claude(
         "question",
         Home::SET_UP,
         vec![Reply::Question(
@@ -470,7 +290,7 @@ fn a_question_is_never_answered_by_a_nudge() {
         .api
         .wait_sent(0, PATIENCE)
         .expect("the question was sent");
-    rig.status_shows("end of turn on a question", &id, "question for you", sent);
+    rig.status_since("end of turn on a question", &id, "question for you", sent);
     // Well past the idle grace: escalated (it needs the person), never nudged.
     let t = rig.wait_task("the escalation", &id, |t| {
         t["agent"]["escalated"].is_object()
@@ -496,7 +316,7 @@ fn an_approval_prompt_blocks_and_no_keystroke_reaches_it() {
     if !claude_installed() {
         return;
     }
-    let rig = Rig::new(
+    let rig = claude(
         "approval",
         Home::SET_UP,
         vec![Reply::bash("touch approved.txt"), Reply::text("Touched.")],
@@ -512,7 +332,7 @@ fn an_approval_prompt_blocks_and_no_keystroke_reaches_it() {
         .api
         .wait_sent(0, PATIENCE)
         .expect("the tool call was sent");
-    let line = rig.status_shows("approval prompt", &id, "blocked: approval", sent);
+    let line = rig.status_since("approval prompt", &id, "blocked: approval", sent);
     assert!(line.contains("approval"), "{line}");
     let t = rig.task(&id);
     assert_eq!(t["agent"]["state"], "blocked", "{t}");
@@ -593,7 +413,7 @@ fn an_approval_asked_just_after_typing_is_told_by_its_hook() {
     if !claude_installed() {
         return;
     }
-    let rig = Rig::new(
+    let rig = claude(
         "approval-typed",
         Home::SET_UP,
         vec![
@@ -618,7 +438,7 @@ fn an_approval_asked_just_after_typing_is_told_by_its_hook() {
         .api
         .wait_sent(0, PATIENCE)
         .expect("the tool call was sent");
-    rig.status_shows("approval after typing", &id, "blocked: approval", sent);
+    rig.status_since("approval after typing", &id, "blocked: approval", sent);
     let t = rig.task(&id);
     assert_eq!(t["agent"]["state"], "blocked", "{t}");
     assert_eq!(t["agent"]["blocker"], "approval", "{t}");
@@ -650,7 +470,7 @@ fn a_claude_started_without_a_prompt_waits_for_the_first_one_typed_in_its_pane()
     if !claude_installed() {
         return;
     }
-    let rig = Rig::new("no-prompt", Home::SET_UP, vec![Reply::text("Fixed it.")]);
+    let rig = claude("no-prompt", Home::SET_UP, vec![Reply::text("Fixed it.")]);
     // Idle for longer than the grace, over and over: still never nudged nor escalated.
     std::fs::write(
         rig.env.home.join("config.toml"),
@@ -665,7 +485,7 @@ fn a_claude_started_without_a_prompt_waits_for_the_first_one_typed_in_its_pane()
     let argv = rig.agent_argv(&id);
     assert!(!argv.iter().any(|a| a == "--"), "{argv:?}");
     let started = rig.screen_shows(&id, "bypass permissions on");
-    rig.status_shows(
+    rig.status_since(
         "started without a prompt",
         &id,
         "waiting for a first prompt",
@@ -701,8 +521,7 @@ fn a_claude_started_without_a_prompt_waits_for_the_first_one_typed_in_its_pane()
     let t = rig.wait_task("the typed prompt to become the summary", &id, |t| {
         t["summary"] == "Fix the login form"
     });
-    record(
-        "no-prompt",
+    rig.record(
         "first typed prompt is the summary",
         "Fix the login form",
         typed.elapsed(),
@@ -728,7 +547,7 @@ fn a_claude_started_without_a_prompt_waits_for_the_first_one_typed_in_its_pane()
 /// Errors: claude retries them by itself (`attempt k/N` on screen, transcript silent),
 /// then gives up; orange shows retrying, then the error with its kind and message.
 fn api_error(test: &'static str, status: u16, kind: &str) {
-    let rig = Rig::with(
+    let rig = claude_with(
         test,
         Home::SET_UP,
         vec![Reply::repeat(40, Reply::status(status))],
@@ -740,7 +559,7 @@ fn api_error(test: &'static str, status: u16, kind: &str) {
     );
     let id = rig.create(&format!("real/e{status}"), "Say hello");
     let first = rig.api.wait_sent(0, PATIENCE).expect("an error was sent");
-    rig.status_shows(&format!("{status}: retrying"), &id, "retrying", first);
+    rig.status_since(&format!("{status}: retrying"), &id, "retrying", first);
     // The retry is on claude's screen only; orange says which error and which attempt.
     let t = rig.task(&id);
     assert_eq!(t["agent"]["state"], "retrying", "{t}");
@@ -751,19 +570,17 @@ fn api_error(test: &'static str, status: u16, kind: &str) {
     // ("API error, attempt 1/4" at first; claude names the status from a later attempt.)
     assert!(detail.contains("attempt"), "{t}");
     // After its last attempt claude gives up: the error, measured from that last reply.
-    let line = rig.wait_status(
+    let line = rig.status_shows(
         &format!("{status}: error after the retries"),
         &id,
         &format!("error: {kind}"),
-        first,
     );
     let shown = Instant::now();
     let last = rig.api.turns().len() - 1;
     let gave_up = rig.api.sent_at(last).expect("the last error was sent");
-    record(
-        rig.test,
+    rig.record_now(
+        &id,
         &format!("{status}: error after the last retry"),
-        &line,
         shown.saturating_duration_since(gave_up),
     );
     assert!(line.contains(kind), "{line}");
@@ -813,13 +630,6 @@ fn error_529_is_overloaded() {
     api_error("e529", 529, "overloaded");
 }
 
-/// The pane's process id (claude itself).
-fn agent_pid(rig: &Rig, id: &str) -> String {
-    rig.env
-        .tmux
-        .ok(&["display", "-p", "-t", &rig.pane(id), "#{pane_pid}"])
-}
-
 /// Claude's argv after a respawn or a restore: the first launch's permission mode and the
 /// same conversation.
 fn assert_resumed(rig: &Rig, id: &str, conv: &str) {
@@ -840,7 +650,7 @@ fn exit_respawn_and_restore_keep_the_conversation() {
     if !claude_installed() {
         return;
     }
-    let mut rig = Rig::new(
+    let mut rig = claude(
         "lifecycle",
         Home::SET_UP,
         vec![
@@ -852,7 +662,7 @@ fn exit_respawn_and_restore_keep_the_conversation() {
     let id = rig.create("real/life", "Remember a word");
     let conv = rig.conversation(&id);
     let sent = rig.api.wait_sent(0, PATIENCE).unwrap();
-    rig.status_shows("end of turn", &id, "waiting for input", sent);
+    rig.status_since("end of turn", &id, "waiting for input", sent);
     // /exit: claude ends with status 0 without reporting an outcome.
     rig.env
         .tmux
@@ -862,7 +672,7 @@ fn exit_respawn_and_restore_keep_the_conversation() {
     rig.env
         .tmux
         .ok(&["send-keys", "-t", &rig.pane(&id), "Enter"]);
-    rig.status_shows("/exit", &id, "exited 0", typed);
+    rig.status_since("/exit", &id, "exited 0", typed);
     let t = rig.wait_task("the exit's last lines", &id, |t| {
         t["agent"]["last_lines"].is_array()
     });
@@ -887,12 +697,9 @@ fn exit_respawn_and_restore_keep_the_conversation() {
         "the respawned claude continues the conversation"
     );
     let sent = rig.api.wait_sent(1, PATIENCE).unwrap();
-    rig.status_shows("respawn → end of turn", &id, "waiting for input", sent);
+    rig.status_since("respawn → end of turn", &id, "waiting for input", sent);
     // A reboot: the monitor and the tmux server die together; a new server; restore.
-    if let Some(mut m) = rig.monitor.take() {
-        let _ = m.kill();
-        let _ = m.wait();
-    }
+    rig.stop_monitor();
     rig.env.tmux.ok(&["kill-server"]);
     common::wait_for("the old server to exit", 10, || {
         !rig.env.tmux.tmux(&["list-sessions"]).status.success()
@@ -928,7 +735,7 @@ fn exit_respawn_and_restore_keep_the_conversation() {
     assert!(rig.api.turns()[2].body.to_string().contains("PAPAYA"));
     let sent = rig.api.wait_sent(2, PATIENCE).unwrap();
     // Without a monitor the hooks alone keep the status line right.
-    rig.status_shows(
+    rig.status_since(
         "restore → end of turn (hooks only)",
         &id,
         "waiting for input",
@@ -941,7 +748,7 @@ fn a_killed_claude_is_dead_and_respawn_resumes_it() {
     if !claude_installed() {
         return;
     }
-    let rig = Rig::new(
+    let rig = claude(
         "kill",
         Home::SET_UP,
         vec![
@@ -952,11 +759,11 @@ fn a_killed_claude_is_dead_and_respawn_resumes_it() {
     let id = rig.create("real/kill", "Remember a word");
     let conv = rig.conversation(&id);
     let sent = rig.api.wait_sent(0, PATIENCE).unwrap();
-    rig.status_shows("end of turn", &id, "waiting for input", sent);
-    let pid = agent_pid(&rig, &id);
+    rig.status_since("end of turn", &id, "waiting for input", sent);
+    let pid = rig.pane_pid(&id);
     let killed = Instant::now();
     Command::new("kill").args(["-9", &pid]).status().unwrap();
-    rig.status_shows("kill -9", &id, "killed (signal 9)", killed);
+    rig.status_since("kill -9", &id, "killed (signal 9)", killed);
     let t = rig.wait_task("the death to be handled", &id, |t| {
         t["agent"]["escalated"].is_object()
     });
@@ -995,22 +802,12 @@ fn a_killed_claude_is_dead_and_respawn_resumes_it() {
         );
     }
     let sent = rig.api.wait_sent(1, PATIENCE).unwrap();
-    rig.status_shows(
+    rig.status_since(
         "kill → respawn → end of turn",
         &id,
         "waiting for input",
         sent,
     );
-}
-
-/// Run `orange` with text output (what a person reads).
-fn text(rig: &Rig, args: &[&str]) -> String {
-    let out = rig.env.cmd_in(&rig.env.repo, args).output().unwrap();
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// A first-run screen: the status line says blocked and why, `task explain` says what to
@@ -1023,10 +820,10 @@ fn blocked_by(
     on_screen: &str,
     advice: &str,
 ) -> (Rig, String) {
-    let rig = Rig::new(test, home, vec![Reply::text("Hello.")]);
+    let rig = claude(test, home, vec![Reply::text("Hello.")]);
     let id = rig.create(&format!("real/{test}"), "Say hello");
     let started = rig.screen_shows(&id, on_screen);
-    rig.status_shows(
+    rig.status_since(
         &format!("first run: {label}"),
         &id,
         &format!("blocked: {label}"),
@@ -1046,7 +843,7 @@ fn blocked_by(
     assert_eq!(rig.api.turns().len(), 0);
     assert_eq!(rig.history(&id, "agent.escalated").len(), 1, "{t}");
     assert!(rig.history(&id, "agent.nudged").is_empty());
-    let explain = text(&rig, &["task", "explain", &id]);
+    let explain = rig.text(&["task", "explain", &id]);
     assert!(explain.contains(advice), "{explain}");
     (rig, id)
 }
@@ -1099,7 +896,7 @@ fn an_untrusted_repository_is_blocked_and_doctor_says_how_to_trust_it() {
     };
     let doctor = {
         // Before anything runs: doctor names the missing trust.
-        let probe = Rig::new("doctor-probe", home, vec![]);
+        let probe = claude("doctor-probe", home, vec![]);
         probe.env.ok(&["doctor", "--harness", "claude"])
     };
     assert_eq!(doctor["ok"], false, "{doctor}");
@@ -1136,7 +933,7 @@ fn an_untrusted_repository_is_blocked_and_doctor_says_how_to_trust_it() {
         .ok(&["send-keys", "-t", &rig.pane(&id), "Enter"]);
     rig.wait_turns(&id, 1);
     let sent = rig.api.wait_sent(0, PATIENCE).unwrap();
-    rig.status_shows(
+    rig.status_since(
         "trust answered → end of turn",
         &id,
         "waiting for input",
@@ -1151,10 +948,10 @@ fn a_fresh_home_offline_exits_and_orange_says_why() {
         return;
     }
     // Onboarding checks api.anthropic.com first (not the base URL): offline, claude exits 1.
-    let rig = Rig::new("fresh", Home::FRESH, vec![]);
+    let rig = claude("fresh", Home::FRESH, vec![]);
     let id = rig.create("real/fresh", "Say hello");
     let started = rig.pane_dies(&id);
-    rig.status_shows("fresh HOME offline: exit", &id, "exited 1", started);
+    rig.status_since("fresh HOME offline: exit", &id, "exited 1", started);
     let t = rig.wait_task("the death to be explained", &id, |t| {
         t["agent"]["blocker"] == "onboarding"
     });
@@ -1166,7 +963,7 @@ fn a_fresh_home_offline_exits_and_orange_says_why() {
     );
     assert_eq!(t["crash_count"], 0, "not a crash to retry: {t}");
     assert!(t["agent"]["escalated"].is_object(), "{t}");
-    let explain = text(&rig, &["task", "explain", &id]);
+    let explain = rig.text(&["task", "explain", &id]);
     assert!(
         explain.contains("approving the key there skips the connectivity check"),
         "{explain}"
@@ -1180,12 +977,12 @@ fn as_root_without_is_sandbox_claude_refuses_and_orange_says_what_to_do() {
     }
     if !is_root() {
         // Not root here: claude accepts the flag, and doctor agrees.
-        let rig = Rig::new("root", Home::SET_UP, vec![]);
+        let rig = claude("root", Home::SET_UP, vec![]);
         let d = rig.env.ok(&["doctor", "--harness", "claude"]);
         assert!(d.to_string().contains("not running as root"), "{d}");
         return;
     }
-    let rig = Rig::with("root", Home::SET_UP, vec![], &[], false);
+    let rig = claude_with("root", Home::SET_UP, vec![], &[], false);
     let d = rig.env.ok(&["doctor", "--harness", "claude"]);
     let root = d["checks"]
         .as_array()
@@ -1197,7 +994,7 @@ fn as_root_without_is_sandbox_claude_refuses_and_orange_says_what_to_do() {
     assert_eq!(root["ok"], false, "{d}");
     let id = rig.create("real/root", "Say hello");
     let started = rig.pane_dies(&id);
-    rig.status_shows("root refusal", &id, "exited 1", started);
+    rig.status_since("root refusal", &id, "exited 1", started);
     let t = rig.wait_task("the refusal to be explained", &id, |t| {
         t["agent"]["blocker"] == "root_refusal"
     });
@@ -1209,7 +1006,7 @@ fn as_root_without_is_sandbox_claude_refuses_and_orange_says_what_to_do() {
             .contains("IS_SANDBOX=1"),
         "{t}"
     );
-    let show = text(&rig, &["task", "show", &id]);
+    let show = rig.text(&["task", "show", &id]);
     assert!(
         show.contains("cannot be used with root/sudo privileges"),
         "{show}"
@@ -1221,7 +1018,7 @@ fn a_rejected_api_key_is_an_unauthorized_error_with_claudes_advice() {
     if !claude_installed() {
         return;
     }
-    let rig = Rig::new("login", Home::SET_UP, vec![Reply::text("Hello.")]);
+    let rig = claude("login", Home::SET_UP, vec![Reply::text("Hello.")]);
     // The person once answered "No" to "Use this API key?": claude then answers every
     // prompt with "Not logged in · Please run /login" (a StopFailure) and sends nothing.
     let home = rig
@@ -1238,7 +1035,7 @@ fn a_rejected_api_key_is_an_unauthorized_error_with_claudes_advice() {
     std::fs::write(&path, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
     let id = rig.create("real/login", "Say hello");
     let started = rig.screen_shows(&id, "Not logged in");
-    rig.status_shows(
+    rig.status_since(
         "rejected key: not logged in",
         &id,
         "error: unauthorized",
@@ -1265,7 +1062,7 @@ fn a_turn_the_person_cuts_short_with_escape_is_waiting() {
     if !claude_installed() {
         return;
     }
-    let rig = Rig::new(
+    let rig = claude(
         "esc",
         Home::SET_UP,
         vec![Reply::slow(
@@ -1275,10 +1072,10 @@ fn a_turn_the_person_cuts_short_with_escape_is_waiting() {
     );
     let id = rig.create("real/esc", "Take your time");
     rig.wait_turns(&id, 1);
-    rig.status_shows("slow reply in flight", &id, "working", Instant::now());
+    rig.status_since("slow reply in flight", &id, "working", Instant::now());
     // Claude itself counts the turn as running (what Escape then cuts short).
     common::wait_until("claude's session file to say busy", PATIENCE, || {
-        rig.claude_status(&id).as_deref() == Some("busy")
+        claude_status(&rig, &id).as_deref() == Some("busy")
     });
     // The person presses Escape while the request waits: claude drops the turn. No hook
     // fires and the transcript ends on the prompt; only claude's session file says idle.
@@ -1286,7 +1083,7 @@ fn a_turn_the_person_cuts_short_with_escape_is_waiting() {
     rig.env
         .tmux
         .ok(&["send-keys", "-t", &rig.pane(&id), "Escape"]);
-    rig.status_shows(
+    rig.status_since(
         "Esc while a request waits",
         &id,
         "waiting for input",
@@ -1304,7 +1101,7 @@ fn a_remote_claude_started_over_ssh_is_seen_working_then_waiting_here() {
     if !claude_installed() {
         return;
     }
-    let rig = Rig::new(
+    let rig = claude(
         "remote",
         Home::SET_UP,
         vec![
@@ -1433,7 +1230,7 @@ fn a_sandboxed_claude_works_in_its_worktree_and_its_hooks_reach_orange() {
     if !claude_installed() || !crate::sandbox::bwrap_usable() {
         return;
     }
-    let rig = Rig::with(
+    let rig = claude_with(
         "sandbox",
         Home::SET_UP,
         vec![
@@ -1467,7 +1264,7 @@ fn a_sandboxed_claude_works_in_its_worktree_and_its_hooks_reach_orange() {
         .api
         .wait_sent(1, PATIENCE)
         .expect("the final text was sent");
-    rig.status_shows("end of a sandboxed turn", &id, "waiting for input", sent);
+    rig.status_since("end of a sandboxed turn", &id, "waiting for input", sent);
     let t = rig.wait_task("a hook from inside the sandbox", &id, |t| {
         t["agent"]["state"] == "waiting" && t["agent"]["signal"] == "hook"
     });
@@ -1511,7 +1308,7 @@ fn token_use_is_what_the_api_reported_once_per_answer() {
     use common::standin::{CACHE_CREATION_TOKENS, CACHE_READ_TOKENS, INPUT_TOKENS, OUTPUT_TOKENS};
     // A project name with `_` (its workspaces `my_app--N`): Claude Code names the
     // transcript's directory with every such character as `-`.
-    let rig = Rig::in_repo(
+    let rig = claude_in_repo(
         "tokens",
         "my_app",
         Home::SET_UP,
@@ -1537,11 +1334,10 @@ fn token_use_is_what_the_api_reported_once_per_answer() {
         "quiet",
     ]);
     let quiet = id_of(&quiet).to_string();
-    let sent = rig
-        .api
+    rig.api
         .wait_sent(1, PATIENCE)
         .expect("the final text was sent");
-    rig.wait_status("end of turn", &id, "waiting for input", sent);
+    rig.status_shows("end of turn", &id, "waiting for input");
     let answers = rig.api.turns().len() as u64;
     assert_eq!(answers, 2, "two answers, as scripted");
     let expected = json!({
@@ -1576,7 +1372,7 @@ fn token_use_is_what_the_api_reported_once_per_answer() {
         t["tokens"] == expected
     });
     assert_eq!(t["tokens"], expected, "{t}\ntranscript:\n{transcript}");
-    let shown = text(&rig, &["task", "show", &id]);
+    let shown = rig.text(&["task", "show", &id]);
     assert!(
         shown.contains("tokens: 42 in (6 cached) · 10 out"),
         "{shown}"
@@ -1584,7 +1380,7 @@ fn token_use_is_what_the_api_reported_once_per_answer() {
     // The harness that reports nothing: unknown, never zero.
     let q = rig.task(&quiet);
     assert!(q["tokens"].is_null(), "{q}");
-    let shown = text(&rig, &["task", "show", &quiet]);
+    let shown = rig.text(&["task", "show", &quiet]);
     assert!(
         shown.contains("tokens: unknown (quiet does not report them)"),
         "{shown}"
@@ -1619,7 +1415,7 @@ fn a_sub_agents_tokens_count_in_its_task() {
     // Claude Code 2.1.330 runs the sub-agent in the background: the main agent answers the
     // launch (turn 2) while the sub-agent asks (turn 2 or 3), and answers its notification
     // (turn 4). Which text goes to which does not matter here: every answer counts once.
-    let rig = Rig::new(
+    let rig = claude(
         "subagent-tokens",
         Home::SET_UP,
         vec![
@@ -1708,7 +1504,7 @@ fn task_send_reaches_claude_as_one_turn_and_respawn_force_resumes_it() {
     if !claude_installed() {
         return;
     }
-    let rig = Rig::new(
+    let rig = claude(
         "send",
         Home::SET_UP,
         vec![
@@ -1721,7 +1517,7 @@ fn task_send_reaches_claude_as_one_turn_and_respawn_force_resumes_it() {
     let id = rig.create("real/send", "Remember a word");
     let conv = rig.conversation(&id);
     let sent = rig.api.wait_sent(0, PATIENCE).unwrap();
-    rig.status_shows("end of turn", &id, "waiting for input", sent);
+    rig.status_since("end of turn", &id, "waiting for input", sent);
     let message = "Two lines for you:\nfirst \"quoted\" $(not run) `nor this` #{session_name} 100%%\x1b[31m\nsecond; the end";
     let v = rig.env.ok(&["task", "send", &id, message]);
     // (Seen once in a soak: held, the agent "working" right after the status line said
@@ -1763,13 +1559,13 @@ fn task_send_reaches_claude_as_one_turn_and_respawn_force_resumes_it() {
     assert!(got.contains("One more note: PEAR."), "{got:?}");
     assert!(!got.contains("Two lines"), "{got:?}");
     let sent = rig.api.wait_sent(2, PATIENCE).unwrap();
-    rig.status_shows("held message → end of turn", &id, "waiting for input", sent);
+    rig.status_since("held message → end of turn", &id, "waiting for input", sent);
     common::holds_for("no turn per line, none twice", GRACES, || {
         rig.api.turns().len() == 3
     });
     assert!(rig.task(&id).get("held").is_none());
     // respawn --force: the running claude is stopped, its conversation resumed.
-    let old = agent_pid(&rig, &id);
+    let old = rig.pane_pid(&id);
     let v = rig.env.ok(&[
         "task", "respawn", &id, "--force", "--yes", "--reason", "testing",
     ]);
@@ -1786,7 +1582,7 @@ fn task_send_reaches_claude_as_one_turn_and_respawn_force_resumes_it() {
         turn.last_user_text()
     );
     let sent = rig.api.wait_sent(3, PATIENCE).unwrap();
-    rig.status_shows(
+    rig.status_since(
         "respawn --force → end of turn",
         &id,
         "waiting for input",
@@ -1803,7 +1599,7 @@ fn a_real_teammate_shows_under_its_task_and_keystrokes_reach_only_the_lead() {
     if !claude_installed() {
         return;
     }
-    let rig = Rig::with(
+    let rig = claude_with(
         "teams",
         Home::SET_UP,
         vec![
@@ -1844,7 +1640,7 @@ fn a_real_teammate_shows_under_its_task_and_keystrokes_reach_only_the_lead() {
     let t = rig.wait_task("the lead and its teammate waiting", &id, |t| {
         t["agent"]["state"] == "waiting" && t["teammates"][0]["state"] == "waiting"
     });
-    let show = text(&rig, &["task", "show", &id]);
+    let show = rig.text(&["task", "show", &id]);
     assert!(show.contains("teammates ("), "{show}\n{t}");
     // The teammate's pane is the active one: task send still types into the lead.
     rig.env.tmux.ok(&["select-pane", "-t", &mate_pane]);

@@ -15,12 +15,13 @@
 
 use crate::common;
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::responses_standin::{Reply, ResponsesStandIn};
-use common::{record, strip_styles, Env, TaskEnv};
+use common::rig::{self, AgentRig, Spec};
+use common::{Env, TaskEnv};
 use serde_json::Value;
 
 /// A bound on waiting for a moment (never a timing assertion).
@@ -31,13 +32,11 @@ const HELD: Duration = Duration::from_secs(600);
 /// One real codex at a time (each takes a second of CPU to start; the suite runs beside).
 static CODEX_SLOT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// The rig of these tests (tests/common/rig.rs) with the Responses API stand-in.
+type Rig = AgentRig<ResponsesStandIn>;
+
 fn codex_installed() -> bool {
-    let found = common::find_program(&std::env::var("PATH").unwrap_or_default(), "codex");
-    common::require(
-        "codex",
-        found.is_some(),
-        "these tests drive the real codex (npm)",
-    )
+    rig::installed("codex")
 }
 
 /// How codex's home is set up.
@@ -51,208 +50,66 @@ enum Home {
     Fresh,
 }
 
-struct Rig {
-    _slot: std::sync::MutexGuard<'static, ()>,
-    env: TaskEnv,
-    api: ResponsesStandIn,
-    monitor: Option<Child>,
-    codex_home: PathBuf,
-    test: &'static str,
-}
-
-impl Drop for Rig {
-    fn drop(&mut self) {
-        if let Some(mut m) = self.monitor.take() {
-            let _ = m.kill();
-            let _ = m.wait();
-        }
-    }
-}
-
-impl Rig {
-    fn new(test: &'static str, home: Home, script: Vec<Reply>) -> Rig {
-        let slot = CODEX_SLOT.lock().unwrap_or_else(|e| e.into_inner());
-        let env = Env::with_repo("app");
-        let user_home = env.root().join("codex-user");
-        let codex_home = user_home.join(".codex");
-        std::fs::create_dir_all(&codex_home).unwrap();
-        let api = ResponsesStandIn::start(script);
-        let mut config = String::from(
-            "check_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n[features]\nplugins = false\nremote_plugin = false\napps = false\nin_app_updates = false\ndaemon_auto_start = false\n",
-        );
-        if home != Home::Fresh {
-            config = format!(
-                "model = \"stub-model\"\nmodel_provider = \"stub\"\n{config}\n[model_providers.stub]\nname = \"stub\"\nbase_url = \"{}\"\nwire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 2\n",
-                api.base_url()
-            );
-        }
-        std::fs::write(codex_home.join("config.toml"), config).unwrap();
-        let extra: Vec<(&str, String)> = vec![
-            ("HOME", user_home.display().to_string()),
-            ("CODEX_HOME", codex_home.display().to_string()),
-            ("NO_PROXY", "127.0.0.1,localhost".into()),
-            ("no_proxy", "127.0.0.1,localhost".into()),
-        ];
-        let env = TaskEnv::real(env, &extra);
-        for k in ["OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY"] {
-            let _ = env.tmux.tmux(&["set-environment", "-g", "-u", k]);
-        }
-        env.add_project(&[]);
-        if home == Home::SetUp {
-            // What a person does once per repository: orange records the trust, and says
-            // where.
-            let r = env.ok(&["doctor", "--harness", "codex", "--trust"]);
-            let config = codex_home.join("config.toml");
-            assert_eq!(
-                r["trust_recorded"].as_str(),
-                Some(config.to_str().unwrap()),
-                "{r}"
-            );
-            let text = std::fs::read_to_string(&config).unwrap();
-            assert!(text.contains("trust_level = \"trusted\""), "{text}");
-        }
-        let monitor = env
-            .cmd_in(&env.repo, &["monitor", "--interval", "500ms"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        Rig {
-            _slot: slot,
-            env,
-            api,
-            monitor: Some(monitor),
-            codex_home,
-            test,
-        }
-    }
-
-    fn create(&self, branch: &str, summary: &str, more: &[&str]) -> String {
-        let mut args = vec!["task", "create", branch, summary, "--harness", "codex"];
-        args.extend(more);
-        let v = self.env.ok(&args);
-        v["id"].as_str().unwrap().to_string()
-    }
-
-    fn task(&self, id: &str) -> Value {
-        self.env.task(id)
-    }
-
-    fn pane(&self, id: &str) -> String {
-        self.task(id)["tmux_pane_id"].as_str().unwrap().to_string()
-    }
-
-    fn screen(&self, id: &str) -> String {
-        self.env
-            .tmux
-            .ok(&["capture-pane", "-p", "-J", "-t", &self.pane(id)])
-    }
-
-    /// What the status line shows for the task's session (`@orange_status`), unstyled.
-    fn status_line(&self, id: &str) -> String {
-        let sid = self.task(id)["tmux_session_id"]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
-        let out = self
-            .env
-            .tmux
-            .tmux(&["show-options", "-qv", "-t", &sid, "@orange_status"]);
-        strip_styles(&String::from_utf8_lossy(&out.stdout))
-    }
-
-    /// `orange task explain ID` as a person reads it.
-    fn explain(&self, id: &str) -> String {
-        let out = self
-            .env
-            .cmd_in(&self.env.repo, &["task", "explain", id])
-            .env_remove("ORANGE_JSON")
-            .output()
-            .unwrap();
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    }
-
-    /// Wait until the status line shows `needle` and `task show` agrees (`pred`); the
-    /// task as then seen.
-    fn wait_moment(
-        &self,
-        moment: &str,
-        id: &str,
-        needle: &str,
-        pred: impl Fn(&Value) -> bool,
-    ) -> Value {
-        self.wait_moment_since(moment, id, needle, None, pred)
-    }
-
-    /// [`Rig::wait_moment`]; with `since` (when it became true), how long the status line
-    /// took to show it goes to `$ORANGE_LATENCY_LOG` (the docs' table; never asserted).
-    fn wait_moment_since(
-        &self,
-        moment: &str,
-        id: &str,
-        needle: &str,
-        since: Option<Instant>,
-        pred: impl Fn(&Value) -> bool,
-    ) -> Value {
-        let start = Instant::now();
-        let mut shown: Option<Instant> = None;
-        loop {
-            let line = self.status_line(id);
-            if line.contains(needle) {
-                shown.get_or_insert_with(Instant::now);
-            }
-            let t = self.task(id);
-            if line.contains(needle) && pred(&t) {
-                if let (Some(since), Some(shown)) = (since, shown) {
-                    record(self.test, moment, &line, shown.duration_since(since));
-                }
-                return t;
-            }
-            assert!(
-                start.elapsed() < PATIENCE,
-                "[{}] {moment}: the status line never showed {needle:?} with task show agreeing (last: {line:?}); task: {t}\nscreen:\n{}",
-                self.test,
-                self.screen(id)
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn wait_turns(&self, id: &str, n: usize) {
-        assert!(
-            self.api.wait_turns(n, PATIENCE),
-            "[{}] codex sent {} turn(s), not {n}; task: {}\nscreen:\n{}",
-            self.test,
-            self.api.turns().len(),
-            self.task(id),
-            self.screen(id)
+/// codex's own config.toml in `codex_home` (its `CODEX_HOME`): no update check, no
+/// analytics, no plugins or daemon; with `url`, a `[model_providers.stub]` at the stand-in
+/// as its model (the built-in `openai` provider cannot be re-pointed, and 0.169 ignores
+/// `OPENAI_BASE_URL`), no request retries and `stream_retries` stream retries. The
+/// environment codex needs besides HOME.
+pub(crate) fn codex_home(
+    codex_home: &Path,
+    url: Option<&str>,
+    stream_retries: u32,
+) -> Vec<(&'static str, String)> {
+    std::fs::create_dir_all(codex_home).unwrap();
+    let mut config = String::from(
+        "check_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n[features]\nplugins = false\nremote_plugin = false\napps = false\nin_app_updates = false\ndaemon_auto_start = false\n",
+    );
+    if let Some(url) = url {
+        config = format!(
+            "model = \"stub-model\"\nmodel_provider = \"stub\"\n{config}\n[model_providers.stub]\nname = \"stub\"\nbase_url = \"{url}\"\nwire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = {stream_retries}\n",
         );
     }
+    std::fs::write(codex_home.join("config.toml"), config).unwrap();
+    vec![("CODEX_HOME", codex_home.display().to_string())]
+}
 
-    fn workspace(&self, id: &str) -> PathBuf {
-        self.env
-            .ws_path(self.task(id)["workspace"].as_str().unwrap())
-    }
+/// What a person does once per repository: `orange doctor --harness codex --trust`
+/// records the trust in codex's own config, and says where.
+fn trust(env: &TaskEnv, codex_home: &Path) {
+    let r = env.ok(&["doctor", "--harness", "codex", "--trust"]);
+    let config = codex_home.join("config.toml");
+    assert_eq!(
+        r["trust_recorded"].as_str(),
+        Some(config.to_str().unwrap()),
+        "{r}"
+    );
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains("trust_level = \"trusted\""), "{text}");
+}
 
-    /// The command line of the pane's process (codex itself).
-    fn agent_argv(&self, id: &str) -> Vec<String> {
-        let pid = self.agent_pid(id);
-        let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        raw.split(|b| *b == 0)
-            .filter(|a| !a.is_empty())
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect()
+/// A rig with the real codex, its home as `home` says.
+fn codex(test: &'static str, home: Home, script: Vec<Reply>) -> Rig {
+    let slot = CODEX_SLOT.lock().unwrap_or_else(|e| e.into_inner());
+    let base = Env::with_repo("app");
+    let user_home = base.root().join("codex-user");
+    let api = ResponsesStandIn::start(script);
+    let url = api.base_url();
+    let provider = (home != Home::Fresh).then_some(url.as_str());
+    let mut extra = codex_home(&user_home.join(".codex"), provider, 2);
+    extra.push(("HOME", user_home.display().to_string()));
+    let env = rig::agent_env(base, &extra, &[]);
+    if home == Home::SetUp {
+        trust(&env, &user_home.join(".codex"));
     }
-
-    fn agent_pid(&self, id: &str) -> String {
-        self.env
-            .tmux
-            .ok(&["display", "-p", "-t", &self.pane(id), "#{pane_pid}"])
-    }
+    AgentRig::start(Spec {
+        test,
+        agent: "codex",
+        patience: PATIENCE,
+        slot: Some(slot),
+        env,
+        api,
+        home: user_home,
+    })
 }
 
 /// The agent's state and the signal that told it (`task show --json`).
@@ -270,7 +127,7 @@ fn codex_works_in_its_pane_ends_its_turn_and_respawn_resumes_it() {
     if !codex_installed() {
         return;
     }
-    let rig = Rig::new(
+    let rig = codex(
         "codex_works",
         Home::SetUp,
         vec![
@@ -279,7 +136,7 @@ fn codex_works_in_its_pane_ends_its_turn_and_respawn_resumes_it() {
         ],
     );
     let summary = "--version is not an option: write codex-was-here.txt";
-    let id = rig.create("codex/works", summary, &[]);
+    let id = rig.create("codex/works", summary);
     // Interactive: its interface, the prompt after `--` (never taken for an option).
     let argv = rig.agent_argv(&id);
     // codex's npm launcher (node) runs its native binary.
@@ -296,6 +153,8 @@ fn codex_works_in_its_pane_ends_its_turn_and_respawn_resumes_it() {
     assert!(argv.iter().any(|a| a == "--dangerously-bypass-hook-trust"));
     rig.wait_turns(&id, 1);
     let first = &rig.api.turns()[0];
+    // Its turn is in progress from its first request on: working (UserPromptSubmit).
+    rig.status_since("working (turn in progress)", &id, "working", first.at);
     assert!(
         first.user_texts().iter().any(|t| t.starts_with(summary)),
         "the summary reaches codex verbatim as its first message: {:?}",
@@ -321,13 +180,9 @@ fn codex_works_in_its_pane_ends_its_turn_and_respawn_resumes_it() {
     // The end of its turn: waiting for input (Stop).
     let released = Instant::now();
     rig.api.release();
-    let t = rig.wait_moment_since(
-        "end of turn",
-        &id,
-        "waiting for input",
-        Some(released),
-        |t| agent_is(t, "waiting"),
-    );
+    let t = rig.wait_moment_since("end of turn", &id, "waiting for input", released, |t| {
+        agent_is(t, "waiting")
+    });
     assert_eq!(t["agent"]["signal"], "hook", "{t}");
     assert_eq!(t["status"], "working", "{t}");
     let explain = rig.explain(&id);
@@ -339,9 +194,7 @@ fn codex_works_in_its_pane_ends_its_turn_and_respawn_resumes_it() {
     common::wait_for("/exit typed", 10, || rig.screen(&id).contains("/exit"));
     rig.env.tmux.ok(&["send-keys", "-t", &pane, "Enter"]);
     let exited = Instant::now();
-    let t = rig.wait_moment_since("/exit", &id, "exited", Some(exited), |t| {
-        agent_is(t, "dead")
-    });
+    let t = rig.wait_moment_since("/exit", &id, "exited", exited, |t| agent_is(t, "dead"));
     assert_eq!(t["session"]["exit_status"], 0, "{t}");
     let explain = rig.explain(&id);
     assert!(explain.contains("orange task respawn"), "{explain}");
@@ -374,7 +227,7 @@ fn codex_works_in_its_pane_ends_its_turn_and_respawn_resumes_it() {
         agent_is(t, "waiting") && t["session"]["state"] == "live"
     });
     // kill -9 (its launcher and the native codex: the pane's process group): dead.
-    let pid = rig.agent_pid(&id);
+    let pid = rig.pane_pid(&id);
     let killed = Instant::now();
     Command::new("kill")
         .args(["-KILL", "--", &format!("-{pid}")])
@@ -382,7 +235,7 @@ fn codex_works_in_its_pane_ends_its_turn_and_respawn_resumes_it() {
         .unwrap();
     // Its first end without an outcome (the /exit was no crash): a crash, not stuck yet;
     // the agent dead by signal 9.
-    let t = rig.wait_moment_since("kill -9", &id, "killed", Some(killed), |t| {
+    let t = rig.wait_moment_since("kill -9", &id, "killed", killed, |t| {
         agent_is(t, "dead") && t["session"]["exit_signal"] == 9 && t["crash_count"] == 1
     });
     assert_eq!(t["status"], "working", "{t}");
@@ -407,11 +260,11 @@ fn codex_retrying_then_giving_up_on_an_error_is_seen() {
         Reply::slow(HELD, Reply::status(500, "orange stand-in: overloaded")),
     ];
     script.extend((0..20).map(|_| Reply::status(500, "orange stand-in: overloaded")));
-    let rig = Rig::new("codex_errors", Home::SetUp, script);
-    let id = rig.create("codex/errors", "say hello", &[]);
+    let rig = codex("codex_errors", Home::SetUp, script);
+    let id = rig.create("codex/errors", "say hello");
     rig.wait_turns(&id, 2);
     let retried = rig.api.turns()[1].at;
-    let t = rig.wait_moment_since("retrying", &id, "retrying", Some(retried), |t| {
+    let t = rig.wait_moment_since("retrying", &id, "retrying", retried, |t| {
         agent_is(t, "retrying")
     });
     assert_eq!(t["agent"]["signal"], "screen", "{t}");
@@ -422,10 +275,9 @@ fn codex_retrying_then_giving_up_on_an_error_is_seen() {
         agent_is(t, "error")
     });
     let last = rig.api.turns().last().unwrap().at;
-    record(
-        rig.test,
+    rig.record_now(
+        &id,
         "gave up (from its last request; upper bound)",
-        "error: overloaded",
         last.elapsed(),
     );
     assert_eq!(t["agent"]["error_kind"], "overloaded", "{t}");
@@ -448,7 +300,7 @@ fn a_headless_codex_that_ends_its_turn_has_finished() {
     if !codex_installed() {
         return;
     }
-    let rig = Rig::new(
+    let rig = codex(
         "codex_headless",
         Home::SetUp,
         vec![
@@ -456,7 +308,7 @@ fn a_headless_codex_that_ends_its_turn_has_finished() {
             Reply::text("Finished."),
         ],
     );
-    let id = rig.create("codex/headless", "write headless.txt", &["--headless"]);
+    let id = rig.create_with("codex/headless", "write headless.txt", &["--headless"]);
     let t = rig.task(&id);
     assert_eq!(t["headless"], true, "{t}");
     let show = rig.explain(&id);
@@ -495,8 +347,8 @@ fn an_untrusted_codex_is_blocked_on_folder_trust() {
     if !codex_installed() {
         return;
     }
-    let rig = Rig::new("codex_trust", Home::Untrusted, vec![]);
-    let id = rig.create("codex/trust", "say hello", &[]);
+    let rig = codex("codex_trust", Home::Untrusted, vec![]);
+    let id = rig.create("codex/trust", "say hello");
     let t = rig.wait_moment("folder trust", &id, "blocked: folder trust", |t| {
         agent_is(t, "blocked")
     });
@@ -511,7 +363,13 @@ fn an_untrusted_codex_is_blocked_on_folder_trust() {
     let r = rig.env.ok(&["doctor", "--harness", "codex", "--trust"]);
     assert_eq!(
         r["trust_recorded"].as_str(),
-        Some(rig.codex_home.join("config.toml").to_str().unwrap()),
+        Some(
+            rig.home
+                .join(".codex")
+                .join("config.toml")
+                .to_str()
+                .unwrap()
+        ),
         "{r}"
     );
 }
@@ -523,10 +381,10 @@ fn codex_without_credentials_is_blocked_on_login() {
     if !codex_installed() {
         return;
     }
-    let rig = Rig::new("codex_login", Home::Fresh, vec![]);
+    let rig = codex("codex_login", Home::Fresh, vec![]);
     // Trust alone (no provider): the login screen comes first.
     rig.env.ok(&["doctor", "--harness", "codex", "--trust"]);
-    let id = rig.create("codex/login", "say hello", &[]);
+    let id = rig.create("codex/login", "say hello");
     let t = rig.wait_moment("login", &id, "blocked: login", |t| agent_is(t, "blocked"));
     assert_eq!(t["agent"]["blocker"], "login", "{t}");
     assert!(rig.screen(&id).contains("Sign in with ChatGPT"));
@@ -545,7 +403,7 @@ fn after_clear_the_task_follows_codex_s_new_session() {
     if !codex_installed() {
         return;
     }
-    let rig = Rig::new(
+    let rig = codex(
         "codex_clear",
         Home::SetUp,
         vec![
@@ -553,7 +411,7 @@ fn after_clear_the_task_follows_codex_s_new_session() {
             Reply::slow(HELD, Reply::text("Second answer.")),
         ],
     );
-    let id = rig.create("codex/clear", "say hello", &[]);
+    let id = rig.create("codex/clear", "say hello");
     let t = rig.wait_moment("first turn ended", &id, "waiting for input", |t| {
         agent_is(t, "waiting") && t["agent_session_id"].is_string()
     });
@@ -597,7 +455,7 @@ fn a_codex_that_asks_is_blocked_on_approval_until_answered() {
     if !codex_installed() {
         return;
     }
-    let rig = Rig::new(
+    let rig = codex(
         "codex_approval",
         Home::SetUp,
         vec![
@@ -609,7 +467,7 @@ fn a_codex_that_asks_is_blocked_on_approval_until_answered() {
     let mut cfg = std::fs::read_to_string(&config).unwrap_or_default();
     cfg.push_str("\n[harness.codex]\ncommand = \"codex -a on-request -s workspace-write --\"\n");
     std::fs::write(&config, cfg).unwrap();
-    let id = rig.create("codex/approve", "write approved.txt", &[]);
+    let id = rig.create("codex/approve", "write approved.txt");
     // `sh -c '<the command>'`: its line.
     let line = rig.agent_argv(&id).join(" ");
     assert!(
@@ -667,12 +525,12 @@ fn a_sandboxed_codex_s_session_is_learned_from_its_rollout_and_resumed() {
     if !codex_installed() || !crate::sandbox::bwrap_usable() {
         return;
     }
-    let rig = Rig::new(
+    let rig = codex(
         "codex_sandbox",
         Home::SetUp,
         vec![Reply::text("First answer."), Reply::text("Resumed answer.")],
     );
-    let id = rig.create("codex/sandbox", "say hello", &["--sandbox", "bwrap"]);
+    let id = rig.create_with("codex/sandbox", "say hello", &["--sandbox", "bwrap"]);
     assert_eq!(rig.agent_argv(&id)[0], "bwrap");
     rig.wait_turns(&id, 1);
     let session = rig.api.turns()[0].header("session-id").unwrap().to_string();

@@ -14,12 +14,11 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::common::strip_styles;
 use common::chat_standin::{ChatStandIn, Reply};
-use common::{Env, TaskEnv};
+use common::rig::{self, AgentRig, Spec};
+use common::Env;
 use serde_json::{json, Value};
 
 /// A bound on a hang, never a measure: opencode (a Bun program) takes tens of seconds of
@@ -31,7 +30,7 @@ static SLOT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// What keeps opencode off the network (update checks, model lists, LSP downloads, sharing,
 /// its default plugins) and its package installs at a closed loopback port.
-pub(crate) const OPENCODE_OFFLINE: &[(&str, &str)] = &[
+const OPENCODE_OFFLINE: &[(&str, &str)] = &[
     ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
     ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
     ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1"),
@@ -44,53 +43,17 @@ pub(crate) const OPENCODE_OFFLINE: &[(&str, &str)] = &[
     ("BUN_CONFIG_REGISTRY", "http://127.0.0.1:9/"),
 ];
 
-/// Whatever the test process had that could reach a real account or another config.
-const UNSET: &[&str] = &[
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "OPENCODE_API_KEY",
-    "OPENCODE_CONFIG",
-    "OPENCODE_CONFIG_DIR",
-    "OPENCODE_CONFIG_CONTENT",
-    "OPENCODE_PURE",
-    "ALL_PROXY",
-    "all_proxy",
-];
-
 fn opencode_installed() -> bool {
-    let found = common::find_program(&std::env::var("PATH").unwrap_or_default(), "opencode");
-    common::require(
-        "opencode",
-        found.is_some(),
-        "these tests drive the real opencode (npm opencode-ai)",
-    )
+    rig::installed("opencode")
 }
 
-struct Rig {
-    _slot: std::sync::MutexGuard<'static, ()>,
-    env: TaskEnv,
-    api: ChatStandIn,
-    monitor: Option<Child>,
-    home: PathBuf,
-    test: &'static str,
-}
-
-impl Drop for Rig {
-    fn drop(&mut self) {
-        if let Some(mut m) = self.monitor.take() {
-            let _ = m.kill();
-            let _ = m.wait();
-        }
-        let _ = self.env.tmux.tmux(&["kill-server"]);
-    }
-}
+/// The rig of these tests (tests/common/rig.rs) with the chat completions stand-in.
+type Rig = AgentRig<ChatStandIn>;
 
 /// A config directory opencode needs no package install for (it installs
 /// `@opencode-ai/plugin` into every config directory it reads, and with the registries
 /// closed that would only fail slowly).
-pub(crate) fn installed_already(dir: &Path) {
+fn installed_already(dir: &Path) {
     std::fs::create_dir_all(dir.join("node_modules")).unwrap();
     let dep = json!({"@opencode-ai/plugin": "*"});
     std::fs::write(
@@ -105,188 +68,77 @@ pub(crate) fn installed_already(dir: &Path) {
     .unwrap();
 }
 
-impl Rig {
-    /// `provider`: opencode's global config names the stand-in as its model (false: no
-    /// provider at all, as on a machine where nobody logged in).
-    fn new(test: &'static str, script: Vec<Reply>, provider: bool) -> Rig {
-        let slot = SLOT.lock().unwrap_or_else(|e| e.into_inner());
-        let api = ChatStandIn::start(script);
-        let base = Env::new();
-        let home = base.root().join("agent-home");
-        let xdg = |d: &str| home.join(d);
-        for d in [".config/opencode", ".local/share", ".cache", ".local/state"] {
-            std::fs::create_dir_all(xdg(d)).unwrap();
-        }
-        let global = xdg(".config/opencode");
-        installed_already(&global);
-        let mut cfg = json!({
-            "$schema": "https://opencode.ai/config.json",
-            "autoupdate": false, "share": "disabled",
-        });
-        if provider {
-            cfg["model"] = json!("standin/standin-model");
-            cfg["small_model"] = json!("standin/standin-model");
-            cfg["provider"] = json!({"standin": {
-                "npm": "@ai-sdk/openai-compatible", "name": "standin",
-                "options": {"baseURL": api.base_url(), "apiKey": "standin-key"},
-                "models": {"standin-model": {"name": "standin"}}
-            }});
-        }
-        std::fs::write(global.join("opencode.json"), cfg.to_string()).unwrap();
-        let h = |p: PathBuf| p.display().to_string();
-        let nowhere = "http://127.0.0.1:9/";
-        let extra: Vec<(&str, String)> = vec![
-            ("HOME", h(home.clone())),
-            ("XDG_CONFIG_HOME", h(xdg(".config"))),
-            ("XDG_DATA_HOME", h(xdg(".local/share"))),
-            ("XDG_CACHE_HOME", h(xdg(".cache"))),
-            ("XDG_STATE_HOME", h(xdg(".local/state"))),
-            // opencode without a provider of its own falls back to its service on the
-            // internet: through a proxy that is a closed loopback port, it fails at once.
-            ("HTTPS_PROXY", nowhere.into()),
-            ("HTTP_PROXY", nowhere.into()),
-            ("https_proxy", nowhere.into()),
-            ("http_proxy", nowhere.into()),
-            ("NO_PROXY", "127.0.0.1,localhost".into()),
-            ("no_proxy", "127.0.0.1,localhost".into()),
-        ];
-        let mut extra = extra;
-        extra.extend(OPENCODE_OFFLINE.iter().map(|(k, v)| (*k, v.to_string())));
-        let env = TaskEnv::real(base, &extra);
-        for k in UNSET {
-            let _ = env.tmux.tmux(&["set-environment", "-g", "-u", k]);
-        }
-        env.add_project(&[]);
-        std::fs::write(
-            env.home.join("config.toml"),
-            // No nudge types into opencode, no escalation hides its state, while a test runs.
-            "[policy]\nidle_grace = \"600s\"\n",
-        )
-        .unwrap();
-        let monitor = env
-            .cmd_in(&env.repo, &["monitor", "--interval", "500ms"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        Rig {
-            _slot: slot,
-            env,
-            api,
-            monitor: Some(monitor),
-            home,
-            test,
-        }
+/// opencode's XDG directories in `home` (its HOME) and its global config
+/// (`~/.config/opencode/opencode.json`): with `url`, an `@ai-sdk/openai-compatible`
+/// provider at the stand-in as its model (None: no provider at all, as on a machine where
+/// nobody logged in). The environment opencode needs besides HOME: those directories and
+/// [`OPENCODE_OFFLINE`].
+pub(crate) fn opencode_home(home: &Path, url: Option<&str>) -> Vec<(&'static str, String)> {
+    let xdg = |d: &str| home.join(d);
+    for d in [".config/opencode", ".local/share", ".cache", ".local/state"] {
+        std::fs::create_dir_all(xdg(d)).unwrap();
     }
+    let global = xdg(".config/opencode");
+    // opencode waits long for a package install before it loads plugins (orange's among
+    // them; OPENCODE_PURE would skip them all): this directory is "installed" already.
+    installed_already(&global);
+    let mut cfg = json!({
+        "$schema": "https://opencode.ai/config.json",
+        "autoupdate": false, "share": "disabled",
+    });
+    if let Some(url) = url {
+        cfg["model"] = json!("standin/standin-model");
+        cfg["small_model"] = json!("standin/standin-model");
+        cfg["provider"] = json!({"standin": {
+            "npm": "@ai-sdk/openai-compatible", "name": "standin",
+            "options": {"baseURL": url, "apiKey": "standin-key"},
+            "models": {"standin-model": {"name": "standin"}}
+        }});
+    }
+    std::fs::write(global.join("opencode.json"), cfg.to_string()).unwrap();
+    let h = |p: PathBuf| p.display().to_string();
+    let mut env: Vec<(&'static str, String)> = vec![
+        ("XDG_CONFIG_HOME", h(xdg(".config"))),
+        ("XDG_DATA_HOME", h(xdg(".local/share"))),
+        ("XDG_CACHE_HOME", h(xdg(".cache"))),
+        ("XDG_STATE_HOME", h(xdg(".local/state"))),
+    ];
+    env.extend(OPENCODE_OFFLINE.iter().map(|(k, v)| (*k, v.to_string())));
+    env
+}
 
-    fn create(&self, branch: &str, summary: &str, harness: &str) -> String {
-        let v = self
-            .env
-            .ok(&["task", "create", branch, summary, "--harness", harness]);
-        v["id"].as_str().unwrap().to_string()
+/// A rig with the real opencode. `provider`: opencode's global config names the stand-in
+/// as its model (false: no provider at all, as on a machine where nobody logged in).
+fn opencode(test: &'static str, script: Vec<Reply>, provider: bool) -> Rig {
+    let slot = SLOT.lock().unwrap_or_else(|e| e.into_inner());
+    let api = ChatStandIn::start(script);
+    let base = Env::new();
+    let home = base.root().join("agent-home");
+    let url = api.base_url();
+    let mut extra = opencode_home(&home, provider.then_some(url.as_str()));
+    extra.push(("HOME", home.display().to_string()));
+    // opencode without a provider of its own falls back to its service on the internet:
+    // through a proxy that is a closed loopback port, it fails at once.
+    let nowhere = "http://127.0.0.1:9/";
+    for k in ["HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"] {
+        extra.push((k, nowhere.into()));
     }
-
-    fn task(&self, id: &str) -> Value {
-        self.env.task(id)
-    }
-
-    fn pane(&self, id: &str) -> String {
-        self.task(id)["tmux_pane_id"].as_str().unwrap().to_string()
-    }
-
-    fn screen(&self, id: &str) -> String {
-        self.env
-            .tmux
-            .ok(&["capture-pane", "-p", "-J", "-t", &self.pane(id)])
-    }
-
-    fn keys(&self, id: &str, keys: &[&str]) {
-        let pane = self.pane(id);
-        let mut args = vec!["send-keys", "-t", pane.as_str()];
-        args.extend(keys);
-        self.env.tmux.ok(&args);
-    }
-
-    /// What the status line shows for the task's session (`@orange_status`), unstyled.
-    fn status_line(&self, id: &str) -> String {
-        let session = self.task(id)["tmux_session_id"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        let out = self
-            .env
-            .tmux
-            .tmux(&["show-options", "-qv", "-t", &session, "@orange_status"]);
-        strip_styles(&String::from_utf8_lossy(&out.stdout))
-    }
-
-    fn explain(&self, id: &str) -> String {
-        let out = self
-            .env
-            .cmd_in(&self.env.repo, &["task", "explain", id])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn fail(&self, id: &str, what: &str, last: &str) -> ! {
-        panic!(
-            "[{}] timed out waiting for {what} (last: {last}); task: {}\nscreen:\n{}\norange.log:\n{}",
-            self.test,
-            self.task(id),
-            self.screen(id),
-            std::fs::read_to_string(self.env.home.join("orange.log")).unwrap_or_default()
-        )
-    }
-
-    /// Wait until the status line shows `needle`; the line.
-    fn status_shows(&self, what: &str, id: &str, needle: &str) -> String {
-        let mut line = String::new();
-        common::poll(PATIENCE, || {
-            line = self.status_line(id);
-            line.contains(needle).then_some(())
-        })
-        .unwrap_or_else(|| self.fail(id, what, &line));
-        line
-    }
-
-    /// Wait until `pred(task show)` holds; the task.
-    fn wait_task(&self, what: &str, id: &str, pred: impl Fn(&Value) -> bool) -> Value {
-        let mut t = Value::Null;
-        common::poll(PATIENCE, || {
-            t = self.task(id);
-            pred(&t).then(|| t.clone())
-        })
-        .unwrap_or_else(|| self.fail(id, what, &t.to_string()))
-    }
-
-    fn wait_turns(&self, id: &str, n: usize) {
-        if !self.api.wait_requests(n, PATIENCE) {
-            self.fail(
-                id,
-                &format!("{n} turn(s)"),
-                &self.api.turns().len().to_string(),
-            );
-        }
-    }
-
-    fn workspace(&self, id: &str) -> PathBuf {
-        self.env
-            .ws_path(self.task(id)["workspace"].as_str().unwrap())
-    }
-
-    /// The agent's state as `task show` has it, with its signal.
-    fn agent(&self, id: &str) -> (String, String) {
-        let t = self.task(id);
-        (
-            t["agent"]["state"].as_str().unwrap_or("").to_string(),
-            t["agent"]["signal"].as_str().unwrap_or("").to_string(),
-        )
-    }
-
-    fn send(&self, id: &str, text: &str) {
-        self.env.ok(&["task", "send", id, text]);
-    }
+    let env = rig::agent_env(base, &extra, &[]);
+    std::fs::write(
+        env.home.join("config.toml"),
+        // No nudge types into opencode, no escalation hides its state, while a test runs.
+        "[policy]\nidle_grace = \"600s\"\n",
+    )
+    .unwrap();
+    AgentRig::start(Spec {
+        test,
+        agent: "opencode",
+        patience: PATIENCE,
+        slot: Some(slot),
+        env,
+        api,
+        home,
+    })
 }
 
 /// The question tool's arguments (opencode 1.18's `question`).
@@ -306,7 +158,7 @@ fn opencode_turns_tools_questions_and_errors_read_true() {
     if !opencode_installed() {
         return;
     }
-    let rig = Rig::new(
+    let rig = opencode(
         "turns",
         vec![
             Reply::slow(
@@ -325,11 +177,7 @@ fn opencode_turns_tools_questions_and_errors_read_true() {
         ],
         true,
     );
-    let id = rig.create(
-        "oc/turns",
-        "--version is no option: write the file",
-        "opencode",
-    );
+    let id = rig.create("oc/turns", "--version is no option: write the file");
     // Working: opencode sent the first turn, the prompt as its user message, glued to
     // `--prompt=` (a separate value starting with `-` would be taken for an option).
     rig.wait_turns(&id, 1);
@@ -338,16 +186,18 @@ fn opencode_turns_tools_questions_and_errors_read_true() {
         first.contains("--version is no option: write the file"),
         "{first}"
     );
-    let line = rig.status_shows("working (slow reply)", &id, "working");
+    let asked = rig.api.turns()[0].at;
+    let line = rig.status_since("working (turn in progress)", &id, "working", asked);
     assert!(!line.contains("waiting"), "{line}");
     while rig.api.sent_at(0).is_none() {
-        let (state, _) = rig.agent(&id);
+        let (state, _) = rig.agent_state(&id);
         assert_ne!(state, "waiting", "a slow reply showed as waiting");
         std::thread::sleep(Duration::from_millis(200));
     }
     // The tool ran in the task's workspace; the turn ends: waiting for input.
     rig.wait_turns(&id, 2);
-    rig.status_shows("end of turn", &id, "waiting for input");
+    let sent = rig.api.wait_sent(1, PATIENCE).unwrap();
+    rig.status_since("end of turn", &id, "waiting for input", sent);
     let ws = rig.workspace(&id);
     assert_eq!(
         std::fs::read_to_string(ws.join("opencode-was-here.txt")).unwrap_or_default(),
@@ -365,7 +215,8 @@ fn opencode_turns_tools_questions_and_errors_read_true() {
     // A question (opencode's question tool): a question for the person, with its text.
     rig.send(&id, "Ask me which color.");
     rig.wait_turns(&id, 3);
-    let line = rig.status_shows("question", &id, "question");
+    let sent = rig.api.wait_sent(2, PATIENCE).unwrap();
+    let line = rig.status_since("end of turn on a question", &id, "question", sent);
     assert!(!line.contains("working"), "{line}");
     let explain = rig.explain(&id);
     assert!(explain.contains("Which color"), "{explain}");
@@ -383,7 +234,8 @@ fn opencode_turns_tools_questions_and_errors_read_true() {
     // An error opencode does not retry (401): an error, with its kind, that stays.
     rig.send(&id, "Fail now.");
     rig.wait_turns(&id, 5);
-    let line = rig.status_shows("401", &id, "error");
+    let sent = rig.api.wait_sent(4, PATIENCE).unwrap();
+    let line = rig.status_since("error 401 (not retried)", &id, "error", sent);
     assert!(line.contains("unauthorized"), "{line}");
     let t = rig.task(&id);
     assert_eq!(t["agent"]["state"], "error", "{t}");
@@ -392,12 +244,13 @@ fn opencode_turns_tools_questions_and_errors_read_true() {
     assert!(explain.to_lowercase().contains("unauthorized"), "{explain}");
     // (session.idle follows the error at once: the error must not turn into waiting.)
     common::holds_for("the error, not waiting", Duration::from_secs(3), || {
-        rig.agent(&id).0 == "error"
+        rig.agent_state(&id).0 == "error"
     });
     // An error it retries (429 twice): retrying, then the turn ends.
     rig.send(&id, "Try again.");
     rig.wait_turns(&id, 6);
-    rig.status_shows("429: retrying", &id, "retrying");
+    let sent = rig.api.wait_sent(5, PATIENCE).unwrap();
+    rig.status_since("429: retrying", &id, "retrying", sent);
     let t = rig.task(&id);
     assert!(
         t["agent"]["detail"]
@@ -417,7 +270,7 @@ fn opencode_exit_respawn_and_kill_read_true() {
     if !opencode_installed() {
         return;
     }
-    let rig = Rig::new(
+    let rig = opencode(
         "life",
         vec![
             Reply::text("The word is PAPAYA."),
@@ -425,9 +278,10 @@ fn opencode_exit_respawn_and_kill_read_true() {
         ],
         true,
     );
-    let id = rig.create("oc/life", "Remember the word", "opencode");
+    let id = rig.create("oc/life", "Remember the word");
     rig.wait_turns(&id, 1);
-    rig.status_shows("end of turn", &id, "waiting for input");
+    let sent = rig.api.wait_sent(0, PATIENCE).unwrap();
+    rig.status_since("end of turn", &id, "waiting for input", sent);
     let t = rig.wait_task("the conversation id", &id, |t| {
         t["agent_session_id"].is_string()
     });
@@ -437,8 +291,9 @@ fn opencode_exit_respawn_and_kill_read_true() {
     rig.keys(&id, &["-l", "/exit"]);
     common::wait_for("/exit typed", 60, || rig.screen(&id).contains("/exit"));
     rig.keys(&id, &["Enter"]);
-    rig.status_shows("/exit", &id, "exited 0");
-    assert_eq!(rig.agent(&id).0, "dead");
+    let typed = Instant::now();
+    rig.status_since("/exit", &id, "exited 0", typed);
+    assert_eq!(rig.agent_state(&id).0, "dead");
     // Closed by the person: no crash, the person told once.
     let t = rig.wait_task("/exit told", &id, |t| {
         t["agent"]["escalated"]["reason"]
@@ -448,11 +303,7 @@ fn opencode_exit_respawn_and_kill_read_true() {
     assert_eq!(t["crash_count"].as_u64().unwrap_or(0), 0, "{t}");
     // Respawn: the same conversation.
     rig.env.ok(&["task", "respawn", &id]);
-    let pane = rig.pane(&id);
-    let start = rig
-        .env
-        .tmux
-        .ok(&["display", "-p", "-t", &pane, "#{pane_start_command}"]);
+    let start = rig.start_command(&id);
     assert!(start.contains(&conv), "respawned with -s {conv}: {start}");
     let words: Vec<&str> = start
         .split_whitespace()
@@ -468,16 +319,16 @@ fn opencode_exit_respawn_and_kill_read_true() {
         body.contains("PAPAYA") && body.contains("Remember the word"),
         "the respawned opencode continues the conversation: {body}"
     );
-    rig.status_shows("respawn → end of turn", &id, "waiting for input");
+    let sent = rig.api.wait_sent(1, PATIENCE).unwrap();
+    rig.status_since("respawn → end of turn", &id, "waiting for input", sent);
     assert_eq!(rig.task(&id)["agent_session_id"], conv.as_str());
     // kill -9: dead, killed by signal 9.
-    let pid = rig
-        .env
-        .tmux
-        .ok(&["display", "-p", "-t", &rig.pane(&id), "#{pane_pid}"]);
+    let pid = rig.pane_pid(&id);
+    let killed = Instant::now();
     let _ = std::process::Command::new("kill")
         .args(["-KILL", &pid])
         .status();
+    rig.status_since("kill -9", &id, "killed (signal 9)", killed);
     let t = rig.wait_task("dead by kill -9", &id, |t| {
         t["agent"]["state"] == "dead"
             && t["agent"]["detail"]
@@ -498,7 +349,7 @@ fn opencode_approval_is_blocked_until_answered() {
     if !opencode_installed() {
         return;
     }
-    let rig = Rig::new(
+    let rig = opencode(
         "approval",
         vec![
             Reply::bash("echo approved > approved.txt"),
@@ -514,9 +365,10 @@ fn opencode_approval_is_blocked_until_answered() {
     let mut cfg = std::fs::read_to_string(rig.env.home.join("config.toml")).unwrap();
     cfg.push_str("[harness.opencode]\ncommand = \"opencode --prompt={prompt}\"\n");
     std::fs::write(rig.env.home.join("config.toml"), cfg).unwrap();
-    let id = rig.create("oc/approve", "Write approved.txt", "opencode");
+    let id = rig.create("oc/approve", "Write approved.txt");
     rig.wait_turns(&id, 1);
-    let line = rig.status_shows("approval prompt", &id, "blocked: approval");
+    let sent = rig.api.wait_sent(0, PATIENCE).unwrap();
+    let line = rig.status_since("tool-approval prompt", &id, "blocked: approval", sent);
     assert!(line.contains("approval"), "{line}");
     let explain = rig.explain(&id);
     assert!(explain.contains("approve"), "{explain}");
@@ -539,8 +391,8 @@ fn opencode_without_credentials_is_blocked_on_login() {
     if !opencode_installed() {
         return;
     }
-    let rig = Rig::new("login", vec![], false);
-    let id = rig.create("oc/login", "Say hello", "opencode");
+    let rig = opencode("login", vec![], false);
+    let id = rig.create("oc/login", "Say hello");
     let line = rig.status_shows("no credentials", &id, "blocked: login");
     assert!(!line.contains("working"), "{line}");
     let explain = rig.explain(&id);

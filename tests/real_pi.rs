@@ -11,12 +11,12 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::chat_standin::{self, ChatStandIn, Reply};
-use common::{Env, TaskEnv};
+use common::rig::{self, AgentRig, Spec};
+use common::Env;
 use serde_json::{json, Value};
 
 /// A bound on a hang, not a measure: pi takes seconds to start on this 2-core machine.
@@ -25,294 +25,82 @@ const PATIENCE: Duration = Duration::from_secs(90);
 /// One real pi at a time (they are slow to start; see other_harnesses.rs).
 static SLOT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-struct Rig {
-    _slot: std::sync::MutexGuard<'static, ()>,
-    env: TaskEnv,
-    api: ChatStandIn,
-    monitor: Option<Child>,
-    test: &'static str,
-}
-
-impl Drop for Rig {
-    fn drop(&mut self) {
-        if let Some(mut m) = self.monitor.take() {
-            let _ = m.kill();
-            let _ = m.wait();
-        }
-    }
-}
+/// The rig of these tests (tests/common/rig.rs) with the chat completions stand-in.
+type Rig = AgentRig<ChatStandIn>;
 
 fn pi_installed() -> bool {
-    let found = common::find_program(&std::env::var("PATH").unwrap_or_default(), "pi");
-    common::require("pi", found.is_some(), "these tests drive the real pi (npm)")
+    rig::installed("pi")
 }
 
-impl Rig {
-    /// `models`: pi's agent directory has the stand-in as its provider (else none: no
-    /// credentials at all). `retry`: pi's `retry` settings.
-    fn new(test: &'static str, script: Vec<Reply>, models: bool, retry: Value) -> Rig {
-        let slot = SLOT.lock().unwrap_or_else(|e| e.into_inner());
-        let env = Env::new();
-        let home = env.root().join("pi-home");
-        let agent = home.join(".pi/agent");
-        std::fs::create_dir_all(&agent).unwrap();
-        let api = ChatStandIn::start(script);
-        if models {
-            std::fs::write(
-                agent.join("models.json"),
-                json!({"providers": {"standin": {
-                    "baseUrl": api.base_url(), "api": "openai-completions", "apiKey": "standin-key",
-                    "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
-                    "models": [{"id": chat_standin::MODEL}]
-                }}})
-                .to_string(),
-            )
-            .unwrap();
-        }
+/// pi's agent directory in `home` (its HOME, `~/.pi/agent`): with `url`, the stand-in
+/// there as its provider and default model (None: no provider, no credentials at all, as
+/// on a machine nobody logged in on); `retry`: pi's `retry` settings. The environment pi
+/// needs besides HOME: no update check, no telemetry.
+pub(crate) fn pi_home(
+    home: &Path,
+    url: Option<&str>,
+    retry: Option<Value>,
+) -> Vec<(&'static str, String)> {
+    let agent = home.join(".pi/agent");
+    std::fs::create_dir_all(&agent).unwrap();
+    if let Some(url) = url {
         std::fs::write(
-            agent.join("settings.json"),
-            json!({"defaultProvider": "standin", "defaultModel": chat_standin::MODEL,
-                "enableInstallTelemetry": false, "quietStartup": true, "retry": retry})
+            agent.join("models.json"),
+            json!({"providers": {"standin": {
+                "baseUrl": url, "api": "openai-completions", "apiKey": "standin-key",
+                "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+                "models": [{"id": chat_standin::MODEL}]
+            }}})
             .to_string(),
         )
         .unwrap();
-        let extra: Vec<(&str, String)> = vec![
-            ("HOME", home.display().to_string()),
-            // Fault injection: `drop_events` breaks pi's channel mid-turn.
-            (
-                "ORANGE_DROP_AT_FILE",
-                env.root().join("drop-at").display().to_string(),
-            ),
-            ("PI_OFFLINE", "1".into()),
-            ("PI_SKIP_VERSION_CHECK", "1".into()),
-            ("PI_TELEMETRY", "0".into()),
-            ("NO_PROXY", "127.0.0.1,localhost".into()),
-        ];
-        let env = TaskEnv::real(env, &extra);
-        for k in [
-            "OPENAI_API_KEY",
-            "ANTHROPIC_API_KEY",
-            "GEMINI_API_KEY",
-            "PI_CODING_AGENT_DIR",
-            "PI_CODING_AGENT_SESSION_DIR",
-        ] {
-            let _ = env.tmux.tmux(&["set-environment", "-g", "-u", k]);
-        }
-        env.add_project(&[]);
-        let monitor = env
-            .cmd_in(&env.repo, &["monitor", "--interval", "500ms"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        Rig {
-            _slot: slot,
-            env,
-            api,
-            monitor: Some(monitor),
-            test,
-        }
     }
-
-    fn create(&self, branch: &str, summary: &str) -> String {
-        let v = self
-            .env
-            .ok(&["task", "create", branch, summary, "--harness", "pi"]);
-        v["id"].as_str().unwrap().to_string()
+    let mut settings = json!({"defaultProvider": "standin", "defaultModel": chat_standin::MODEL,
+        "enableInstallTelemetry": false, "quietStartup": true});
+    if let Some(retry) = retry {
+        settings["retry"] = retry;
     }
-
-    fn task(&self, id: &str) -> Value {
-        self.env.task(id)
-    }
-
-    fn pane(&self, id: &str) -> String {
-        self.task(id)["tmux_pane_id"].as_str().unwrap().to_string()
-    }
-
-    fn status_line(&self, id: &str) -> String {
-        let s = self.task(id)["tmux_session_id"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        let out = self
-            .env
-            .tmux
-            .tmux(&["show-options", "-qv", "-t", &s, "@orange_status"]);
-        strip_styles(&String::from_utf8_lossy(&out.stdout))
-    }
-
-    fn screen(&self, id: &str) -> String {
-        self.env
-            .tmux
-            .ok(&["capture-pane", "-p", "-J", "-t", &self.pane(id)])
-    }
-
-    fn explain(&self, id: &str) -> String {
-        let out = self
-            .env
-            .cmd_in(&self.env.repo, &["task", "explain", id])
-            .output()
-            .unwrap();
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    }
-
-    /// Wait until the status line shows `needle`; the status line.
-    fn status_shows(&self, moment: &str, id: &str, needle: &str) -> String {
-        let start = Instant::now();
-        loop {
-            let line = self.status_line(id);
-            if line.contains(needle) {
-                return line;
-            }
-            assert!(
-                start.elapsed() < PATIENCE,
-                "[{}] {moment}: the status line never showed {needle:?} (last: {line:?}); task: {}\nscreen:\n{}",
-                self.test,
-                self.task(id),
-                self.screen(id)
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Wait until `pred(task show)` holds; the task as last seen.
-    fn wait_task(&self, what: &str, id: &str, pred: impl Fn(&Value) -> bool) -> Value {
-        let mut t = Value::Null;
-        common::poll(PATIENCE, || {
-            t = self.task(id);
-            pred(&t).then(|| t.clone())
-        })
-        .unwrap_or_else(|| {
-            panic!(
-                "[{}] timed out waiting for {what}: {t}\nscreen:\n{}",
-                self.test,
-                self.screen(id)
-            )
-        })
-    }
-
-    fn screen_shows(&self, id: &str, needle: &str) {
-        let mut s = String::new();
-        common::poll(PATIENCE, || {
-            s = self.screen(id);
-            s.contains(needle).then_some(())
-        })
-        .unwrap_or_else(|| panic!("[{}] the screen never showed {needle:?}:\n{s}", self.test));
-    }
-
-    fn wait_turns(&self, id: &str, n: usize) {
-        assert!(
-            self.api.wait_requests(n, PATIENCE),
-            "[{}] pi sent {} turn(s), not {n}; task: {}\nscreen:\n{}",
-            self.test,
-            self.api.turns().len(),
-            self.task(id),
-            self.screen(id)
-        );
-    }
-
-    /// From now on orange drops every event pi's channel sends (a broken extension);
-    /// `false`: hears them again.
-    fn drop_events(&self, drop: bool) {
-        let f = self.env.env.root().join("drop-at");
-        if drop {
-            std::fs::write(f, "hook.agent").unwrap();
-        } else {
-            std::fs::remove_file(f).unwrap();
-        }
-    }
-
-    /// `orange doctor --harness pi --json`: its `channel` check.
-    fn doctor_channel(&self) -> Value {
-        let out = self
-            .env
-            .cmd_in(&self.env.repo, &["doctor", "--harness", "pi", "--json"])
-            .output()
-            .unwrap();
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "doctor --json: {e}: {}",
-                String::from_utf8_lossy(&out.stdout)
-            )
-        });
-        v["checks"]
-            .as_array()
-            .and_then(|c| c.iter().find(|c| c["name"] == "channel").cloned())
-            .unwrap_or_else(|| panic!("no channel check: {v}"))
-    }
-
-    /// Type `text` into pi and submit it.
-    fn type_line(&self, id: &str, text: &str) {
-        let pane = self.pane(id);
-        self.env.tmux.ok(&["send-keys", "-t", &pane, "-l", text]);
-        self.screen_shows(id, text);
-        self.env.tmux.ok(&["send-keys", "-t", &pane, "Enter"]);
-    }
-
-    fn workspace(&self, id: &str) -> PathBuf {
-        self.env
-            .ws_path(self.task(id)["workspace"].as_str().unwrap())
-    }
-
-    fn pane_pid(&self, id: &str) -> String {
-        self.env
-            .tmux
-            .ok(&["display", "-p", "-t", &self.pane(id), "#{pane_pid}"])
-    }
-
-    /// The command tmux started the agent's pane with (pi rewrites its own process title,
-    /// so /proc shows only `pi`).
-    fn start_command(&self, id: &str) -> String {
-        self.env.tmux.ok(&[
-            "display",
-            "-p",
-            "-t",
-            &self.pane(id),
-            "#{pane_start_command}",
-        ])
-    }
+    std::fs::write(agent.join("settings.json"), settings.to_string()).unwrap();
+    vec![
+        ("PI_OFFLINE", "1".into()),
+        ("PI_SKIP_VERSION_CHECK", "1".into()),
+        ("PI_TELEMETRY", "0".into()),
+    ]
 }
 
-fn strip_styles(s: &str) -> String {
-    let mut out = String::new();
-    let mut depth = 0;
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '#' && chars.peek() == Some(&'[') {
-            depth += 1;
-            chars.next();
-            continue;
-        }
-        if depth > 0 {
-            if c == ']' {
-                depth -= 1;
-            }
-            continue;
-        }
-        out.push(c);
-    }
-    out.trim().to_string()
+/// A rig with the real pi. `models`: pi's agent directory has the stand-in as its
+/// provider (else none: no credentials at all). `retry`: pi's `retry` settings.
+fn pi(test: &'static str, script: Vec<Reply>, models: bool, retry: Value) -> Rig {
+    let slot = SLOT.lock().unwrap_or_else(|e| e.into_inner());
+    let base = Env::new();
+    let home = base.root().join("pi-home");
+    let api = ChatStandIn::start(script);
+    let url = api.base_url();
+    let mut extra = pi_home(&home, models.then_some(url.as_str()), Some(retry));
+    extra.push(("HOME", home.display().to_string()));
+    // Fault injection: `drop_events` breaks pi's channel mid-turn.
+    let drop_at = base.root().join("drop-at").display().to_string();
+    extra.push(("ORANGE_DROP_AT_FILE", drop_at));
+    let env = rig::agent_env(base, &extra, &[]);
+    AgentRig::start(Spec {
+        test,
+        agent: "pi",
+        patience: PATIENCE,
+        slot: Some(slot),
+        env,
+        api,
+        home,
+    })
 }
 
-/// One moment of the "how soon the status line knows" table: appended to
-/// `$ORANGE_LATENCY_LOG` when set (as tests/real_claude.rs does).
-fn record(test: &str, moment: &str, since: Instant) {
-    let Some(path) = std::env::var_os("ORANGE_LATENCY_LOG") else {
-        return;
-    };
-    let secs = (since.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
-    let line = json!({"test": test, "moment": moment, "seconds": secs});
-    if let Ok(mut f) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-    {
-        use std::io::Write;
-        let _ = writeln!(f, "{line}");
+/// From now on orange drops every event pi's channel sends (a broken extension);
+/// `false`: hears them again.
+fn drop_events(rig: &Rig, drop: bool) {
+    let f = rig.env.env.root().join("drop-at");
+    if drop {
+        std::fs::write(f, "hook.agent").unwrap();
+    } else {
+        std::fs::remove_file(f).unwrap();
     }
 }
 
@@ -329,7 +117,7 @@ fn pi_works_edits_its_workspace_ends_its_turn_and_quits() {
         return;
     }
     let prompt = "--version is not an option here: make the file";
-    let rig = Rig::new(
+    let rig = pi(
         "pi-turn",
         vec![
             Reply::slow(
@@ -348,8 +136,7 @@ fn pi_works_edits_its_workspace_ends_its_turn_and_quits() {
     let seen = rig.api.turns()[0].last_user_text();
     assert!(seen.starts_with(prompt), "{seen:?}");
     // The answer streams slowly: working.
-    let line = rig.status_shows("slow reply", &id, "working");
-    record(rig.test, "working (turn in progress)", asked);
+    let line = rig.status_since("working (turn in progress)", &id, "working", asked);
     assert!(rig.api.sent_at(0).is_none(), "still streaming: {line}");
     let t = rig.task(&id);
     assert_eq!(t["agent"]["state"], "working", "{t}");
@@ -367,8 +154,7 @@ fn pi_works_edits_its_workspace_ends_its_turn_and_quits() {
         rig.api.turns()[1].body
     );
     let sent = rig.api.wait_sent(1, PATIENCE).unwrap();
-    rig.status_shows("end of turn", &id, "waiting for input");
-    record(rig.test, "end of turn", sent);
+    rig.status_since("end of turn", &id, "waiting for input", sent);
     assert_eq!(
         std::fs::read_to_string(rig.workspace(&id).join("made.txt")).unwrap(),
         "made\n"
@@ -395,8 +181,7 @@ fn pi_works_edits_its_workspace_ends_its_turn_and_quits() {
     // /quit: pi exits 0.
     rig.type_line(&id, "/quit");
     let typed = Instant::now();
-    rig.status_shows("/quit", &id, "exited 0");
-    record(rig.test, "/quit", typed);
+    rig.status_since("/quit", &id, "exited 0", typed);
     let t = rig.wait_task("the exit recorded", &id, |t| t["agent"]["state"] == "dead");
     assert_eq!(t["session"]["state"], "dead", "{t}");
     // Closed by the person: no crash, the person told once.
@@ -415,7 +200,7 @@ fn pi_gets_prompts_starting_with_a_dash_or_an_at_exactly() {
     if !pi_installed() {
         return;
     }
-    let rig = Rig::new("pi-prompts", vec![], true, no_retry());
+    let rig = pi("pi-prompts", vec![], true, no_retry());
     for (branch, prompt) in [
         ("real/pi-dash", "-p is not an option"),
         ("real/pi-at", "@README.md is not a file to attach"),
@@ -437,7 +222,7 @@ fn pi_retries_an_error_then_gives_up_on_one() {
     if !pi_installed() {
         return;
     }
-    let rig = Rig::new(
+    let rig = pi(
         "pi-retry",
         vec![
             Reply::status(503),
@@ -449,8 +234,7 @@ fn pi_retries_an_error_then_gives_up_on_one() {
     );
     let id = rig.create("real/pi-retry", "Say hello");
     let first = rig.api.wait_sent(0, PATIENCE).unwrap();
-    rig.status_shows("503: retrying", &id, "retrying");
-    record(rig.test, "503: retrying", first);
+    rig.status_since("503: retrying", &id, "retrying", first);
     let t = rig.task(&id);
     assert_eq!(t["agent"]["state"], "retrying", "{t}");
     assert!(
@@ -467,10 +251,12 @@ fn pi_retries_an_error_then_gives_up_on_one() {
     rig.wait_turns(&id, 3);
     rig.status_shows("500: retrying", &id, "retrying");
     rig.status_shows("500: error after the retries", &id, "error: server");
-    record(
-        rig.test,
+    let shown = Instant::now();
+    let gave_up = rig.api.sent_at(4).expect("the last error was sent");
+    rig.record_now(
+        &id,
         "500: error after the last retry",
-        rig.api.sent_at(4).unwrap(),
+        shown.saturating_duration_since(gave_up),
     );
     assert_eq!(rig.api.turns().len(), 5, "a first try and two retries");
     let t = rig.task(&id);
@@ -486,7 +272,7 @@ fn a_killed_pi_is_dead_and_respawn_continues_its_conversation() {
     if !pi_installed() {
         return;
     }
-    let rig = Rig::new(
+    let rig = pi(
         "pi-respawn",
         vec![
             Reply::text("Remember the word PAPAYA."),
@@ -508,8 +294,7 @@ fn a_killed_pi_is_dead_and_respawn_continues_its_conversation() {
         .status()
         .unwrap();
     let killed = Instant::now();
-    rig.status_shows("kill -9", &id, "killed (signal 9)");
-    record(rig.test, "kill -9", killed);
+    rig.status_since("kill -9", &id, "killed (signal 9)", killed);
     let t = rig.wait_task("dead", &id, |t| t["agent"]["state"] == "dead");
     assert_eq!(t["session"]["state"], "dead", "{t}");
     rig.env.ok(&["task", "respawn", &id]);
@@ -543,7 +328,7 @@ fn a_pi_without_credentials_is_blocked_on_login() {
     if !pi_installed() {
         return;
     }
-    let rig = Rig::new("pi-login", vec![], false, no_retry());
+    let rig = pi("pi-login", vec![], false, no_retry());
     let id = rig.create("real/pi-login", "Say hello");
     rig.screen_shows(&id, "No models available");
     let line = rig.status_shows("no credentials", &id, "blocked: login");
@@ -565,7 +350,7 @@ fn a_channel_that_goes_silent_mid_turn_falls_back_to_the_screen_and_doctor_says_
     if !pi_installed() {
         return;
     }
-    let rig = Rig::new(
+    let rig = pi(
         "pi-silent",
         vec![
             // Long enough that the channel breaks before the answer ends (checked below).
@@ -591,7 +376,7 @@ fn a_channel_that_goes_silent_mid_turn_falls_back_to_the_screen_and_doctor_says_
         rig.task(&id)
     );
     assert_eq!(rig.doctor_channel()["ok"], true, "heard so far");
-    rig.drop_events(true);
+    drop_events(&rig, true);
     assert!(
         rig.api.sent_at(0).is_none(),
         "the channel broke before the turn ended (else this test shows nothing)"
@@ -623,7 +408,7 @@ fn a_channel_that_goes_silent_mid_turn_falls_back_to_the_screen_and_doctor_says_
     assert_eq!(check["ok"], false, "{check}: {}", rig.task(&id));
     assert!(check["detail"].as_str().unwrap().contains(&id), "{check}");
     // Heard again: the next turn's events clear it.
-    rig.drop_events(false);
+    drop_events(&rig, false);
     rig.type_line(&id, "And again");
     rig.wait_turns(&id, 2);
     let t = rig.wait_task("the channel heard again", &id, |t| {

@@ -12,7 +12,7 @@
 #![allow(clippy::disallowed_methods)]
 
 use crate::common;
-use crate::real_claude::{claude_installed, Home, Rig};
+use crate::real_claude::{claude, claude_installed, Home};
 use crate::review::rounds;
 
 use std::path::PathBuf;
@@ -410,7 +410,7 @@ fn a_round_sent_to_a_waiting_claude_is_one_turn_and_it_acts_on_it() {
     if !claude_installed() {
         return;
     }
-    let rig = Rig::new(
+    let rig = claude(
         "review-round",
         Home::SET_UP,
         vec![
@@ -466,7 +466,7 @@ fn a_claude_reviewer_s_answer_becomes_a_round_and_leaves_the_worktree_as_it_was(
     if !claude_installed() {
         return;
     }
-    let rig = Rig::new(
+    let rig = claude(
         "reviewer-claude",
         Home::SET_UP,
         vec![

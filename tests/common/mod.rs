@@ -8,6 +8,7 @@ pub mod gh_standin;
 pub mod http_standin;
 pub mod notify_standin;
 pub mod responses_standin;
+pub mod rig;
 pub mod sshd;
 pub mod standin;
 
@@ -388,7 +389,16 @@ pub fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
 
 /// Poll `f` every [`POLL`] until it gives something; None after `timeout` (for a test
 /// that has more to say than `wait_until`'s panic when nothing comes).
-pub fn poll<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+pub fn poll<T>(timeout: Duration, f: impl FnMut() -> Option<T>) -> Option<T> {
+    poll_every(POLL, timeout, f)
+}
+
+/// [`poll`], looking every `every` (a latency measure wants looks closer together).
+pub fn poll_every<T>(
+    every: Duration,
+    timeout: Duration,
+    mut f: impl FnMut() -> Option<T>,
+) -> Option<T> {
     let start = Instant::now();
     loop {
         if let Some(v) = f() {
@@ -397,7 +407,7 @@ pub fn poll<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T>
         if start.elapsed() >= timeout {
             return None;
         }
-        std::thread::sleep(POLL);
+        std::thread::sleep(every);
     }
 }
 
@@ -744,19 +754,4 @@ pub fn strip_styles(s: &str) -> String {
         out.push(c);
     }
     out.trim().to_string()
-}
-
-/// One moment of the latency table: appended to `$ORANGE_LATENCY_LOG` when set.
-pub fn record(test: &str, moment: &str, reported: &str, latency: Duration) {
-    let Some(path) = std::env::var_os("ORANGE_LATENCY_LOG") else {
-        return;
-    };
-    let line = serde_json::json!({"test": test, "moment": moment, "reported": reported, "seconds": (latency.as_secs_f64() * 1000.0).round() / 1000.0});
-    if let Ok(mut f) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-    {
-        let _ = std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes());
-    }
 }
