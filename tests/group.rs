@@ -532,26 +532,60 @@ fn group_commands_killed_at_their_fault_points_leave_state_the_next_command_fini
         "{g}"
     );
     env.ok(&["group", "cancel", "k1", "--yes"]);
-    // Killed after its first member: the one made is a member, the rest not created.
-    crash(
-        "group.member",
-        &[
+    // Killed once the members are recorded, before any starts: each is a member,
+    // pending (`task spawn` starts it).
+    let create = |b: &str| -> Vec<String> {
+        [
             "task",
             "create",
-            "k2",
+            b,
             "x",
             "--n",
             "2",
             "--harness",
             "fake-wait",
-        ],
-    );
-    let g = env.ok(&["group", "show", "k2"]);
-    let states: Vec<String> = members(&g)
-        .iter()
-        .map(|m| m["state"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(states, ["working", "not-created"], "{g}");
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let states = |b: &str| -> Vec<String> {
+        let g = env.ok(&["group", "show", b]);
+        members(&g)
+            .iter()
+            .map(|m| m["state"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let a = create("k2");
+    crash("group.members", &a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(states("k2"), ["pending", "pending"]);
+    let first = task_of(&members(&env.ok(&["group", "show", "k2"]))[0]);
+    env.ok(&["task", "spawn", &first]);
+    // Killed with the workspaces bound (no branch checked out, no session yet), or with
+    // the sessions started but not recorded: the next command (`group list` in `crash`)
+    // gives the workspaces back and the queue starts the members, or adopts their
+    // sessions. Either way both work, each in its own workspace, one session each.
+    for (b, point) in [("k5", "group.bound"), ("k6", "group.started")] {
+        let a = create(b);
+        crash(point, &a.iter().map(String::as_str).collect::<Vec<_>>());
+        env.ok(&["task", "list"]);
+        assert_eq!(states(b), ["working", "working"], "after {point}");
+        let mut ws: Vec<String> = env
+            .ok(&["task", "list"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["branch"].as_str().unwrap().starts_with(&format!("{b}/")))
+            .map(|t| t["workspace"].as_str().unwrap().to_string())
+            .collect();
+        ws.dedup();
+        assert_eq!(ws.len(), 2, "after {point}: {ws:?}");
+        let sessions: Vec<String> = agents(&env)
+            .into_iter()
+            .filter(|s| s.starts_with(&format!("app/{b}/")))
+            .collect();
+        assert_eq!(sessions.len(), 2, "after {point}: {sessions:?}");
+        env.ok(&["group", "cancel", b, "--yes"]);
+    }
     // Cancel killed after it was recorded: run again, it cancels what is left.
     crash("group.cancel.recorded", &["group", "cancel", "k2", "--yes"]);
     assert_eq!(

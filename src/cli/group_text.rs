@@ -26,7 +26,10 @@ pub fn created(c: &GroupCreated) -> String {
                     t.workspace.as_deref().unwrap_or("?"),
                     t.tmux_session.as_deref().unwrap_or("?")
                 ),
-                (_, "queued") => "queued: it starts when a workspace is free".to_string(),
+                (_, "queued") => format!(
+                    "queued: {}",
+                    m.note.as_deref().map_or("it starts when a workspace is free".into(), |n| first_line(n, 80))
+                ),
                 (_, o) => match &m.error {
                     Some(e) => format!("{o}: {}", first_line(e, 80)),
                     None => o.to_string(),

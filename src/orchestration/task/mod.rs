@@ -2,6 +2,7 @@
 //! map, the ids, TASK.md's text, the prompts), the store under `tasks/<project>/<id>/`
 //! ([`store`]), and the task service ([`service::TaskService`]) — what happens to a task,
 //! in `service.rs` (its record and session state), `start.rs` (create, spawn, respawn),
+//! `fanout.rs` (several created and started together: a group's members),
 //! `queue.rs` (the FIFO queue), `cap.rs` (max_running: when the queue waits), `merge.rs` (merge, cancel, delete), `pr.rs` (its pull request) and `send.rs` (text
 //! typed into its agent: the one path every message and nudge takes).
 //!
@@ -11,6 +12,7 @@
 //! it.
 
 pub mod cap;
+pub mod fanout;
 pub mod merge;
 pub mod model;
 pub mod pr;
