@@ -94,6 +94,12 @@ fn n_members_each_in_their_own_workspace_and_session_the_last_queued_when_the_po
     let (ta, tb) = (env.task(&a), env.task(&b));
     assert_ne!(ta["workspace"], tb["workspace"]);
     assert_ne!(ta["tmux_session_id"], tb["tmux_session_id"]);
+    // Started side by side, their sessions are made in member order (tmux numbers them
+    // so; the picker lists them so, under their group).
+    let made = |t: &Value| -> u64 {
+        t["tmux_session_id"].as_str().unwrap()[1..].parse().unwrap()
+    };
+    assert!(made(&ta) < made(&tb), "{ta}\n{tb}");
     assert_eq!(ta["group"], gid.as_str());
     assert!(env.agent_log(&a, "prompt").starts_with("fix the api"));
     assert!(env.agent_log(&b, "prompt").starts_with("fix the api"));
@@ -161,7 +167,49 @@ fn mixed_harnesses_are_judged_by_the_check_the_diff_and_a_judge_and_one_is_picke
         .collect();
     assert_eq!(labels, ["fake-complete", "fake-complete-2", "fake-good"]);
     wait_members(&env, &gid, "reviewing");
-    let j = env.ok(&["group", "judge", &gid, "--agent", "fake-judge"]);
+    // The judge agent is started and the command returns: the checks and diffs are
+    // judged, the agent's order comes when it has answered.
+    let started = env.ok(&["group", "judge", &gid, "--agent", "fake-judge"]);
+    let run = &started["judgement"]["agent_run"];
+    let session = run["session"].as_str().unwrap().to_string();
+    assert_eq!(session, "app/feat/x/judge", "{started}");
+    assert_eq!(started["judgement"]["results"][0]["member"], "fake-good");
+    // A child row of its group: in `task list`, in the sidebar of a member, and in the
+    // picker (its session's row hangs under the members, the last of which says `├`).
+    let out = env.cmd_in(&env.repo, &["task", "list"]).output().unwrap();
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    let judge_row = out.lines().rfind(|l| l.starts_with("└ ")).unwrap();
+    assert!(
+        judge_row.starts_with("└ judge") && judge_row.contains("judging"),
+        "{out}"
+    );
+    let tree = |s: &str| {
+        env.tmux
+            .ok(&["show-options", "-v", "-t", s, "@orange_tree"])
+            .trim_end()
+            .to_string()
+    };
+    let lead = " ".repeat("group feat/x ".len());
+    assert_eq!(tree(&session), format!("{lead}└ judge"), "{out}");
+    assert_eq!(tree("app/feat/x/fake-good"), format!("{lead}├ /fake-good"));
+    let side = env
+        .cmd_in(
+            &env.repo,
+            &["sidebar", "--task", &task_of(&members(&v)[0]), "--once", "--width", "40"],
+        )
+        .output()
+        .unwrap();
+    let side = String::from_utf8_lossy(&side.stdout);
+    assert!(side.contains("judge fake-judge: judging"), "{side}");
+    // The monitor reads its answer once it has one (a pass starts `group judge G
+    // --collect`), and stops it.
+    let mut j = Value::Null;
+    wait_for("the monitor to read the judge's ranking", 60, || {
+        env.ok(&["monitor", "--once"]);
+        j = env.ok(&["group", "show", &gid]);
+        j["judgement"].get("agent_run").is_none()
+    });
+    assert!(j["judgement"].get("agent_error").is_none(), "{j}");
     let results = j["judgement"]["results"].as_array().unwrap();
     // Passing checks first: the one that made GOOD.
     assert_eq!(results[0]["member"], "fake-good", "{j}");
@@ -462,6 +510,7 @@ fn the_real_claude_code_judges_a_group_against_the_stand_in_api() {
         "claude",
         "--timeout",
         "120s",
+        "--wait",
     ]);
     let jd = &j["judgement"];
     assert!(jd.get("agent_error").is_none(), "{j}");

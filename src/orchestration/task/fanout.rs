@@ -16,6 +16,8 @@
 //! at its fault points `group.members` (recorded), `group.bound` (workspaces bound) and
 //! `group.started` (sessions started, not yet recorded).
 
+use std::sync::{Condvar, Mutex};
+
 use crate::adapters::fault;
 use crate::adapters::git;
 use crate::error::{OrangeError, Result};
@@ -159,12 +161,17 @@ impl TaskService<'_> {
         self.config()?;
         let config = self.config.as_ref().expect("loaded above");
         let this = &*self;
+        let turns = Turns::new(starting.len());
+        let turns = &turns;
         let started = std::thread::scope(|s| {
             let runs: Vec<_> = starting
                 .into_iter()
-                .map(|(i, ws, task)| {
+                .enumerate()
+                .map(|(k, (i, ws, task))| {
                     let (w, mut t) = (ws.clone(), task.clone());
                     let run = s.spawn(move || {
+                        // Its turn passes on however its start ends.
+                        let _over = Over(turns, k);
                         let r = Harness::named(&t.harness, config).and_then(|h| {
                             this.start_in_workspace(
                                 config,
@@ -174,6 +181,7 @@ impl TaskService<'_> {
                                 &w.name,
                                 &w.path,
                                 Start::First,
+                                Some((turns, k)),
                             )
                         });
                         (t, r)
@@ -209,4 +217,44 @@ fn queue(c: &mut Created, why: String) {
 /// The id of a recorded task's result.
 fn id_of(c: &Result<Created>) -> String {
     c.as_ref().map(|c| c.task.id.clone()).unwrap_or_default()
+}
+
+/// The order the sessions of tasks started together are made in: each after the ones
+/// before it, whatever the threads' speed (the picker lists sessions in the order they
+/// were made; a group's members stay in order under their group).
+pub struct Turns {
+    over: Mutex<Vec<bool>>,
+    moved: Condvar,
+}
+
+impl Turns {
+    fn new(n: usize) -> Turns {
+        Turns {
+            over: Mutex::new(vec![false; n]),
+            moved: Condvar::new(),
+        }
+    }
+
+    /// Wait until the start of every task before the `i`th is over.
+    pub fn wait(&self, i: usize) {
+        let mut over = self.over.lock().unwrap_or_else(|e| e.into_inner());
+        while !over[..i].iter().all(|o| *o) {
+            over = self.moved.wait(over).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// The `i`th task's start is over (its session made, or not to be).
+    pub fn over(&self, i: usize) {
+        self.over.lock().unwrap_or_else(|e| e.into_inner())[i] = true;
+        self.moved.notify_all();
+    }
+}
+
+/// Passes a start's turn on when dropped (a start that failed or panicked included).
+struct Over<'a>(&'a Turns, usize);
+
+impl Drop for Over<'_> {
+    fn drop(&mut self) {
+        self.0.over(self.1);
+    }
 }

@@ -314,6 +314,7 @@ impl TaskService<'_> {
             &ws.name,
             &ws.path,
             Start::First,
+            None,
         );
         if started.is_ok() {
             crate::adapters::fault::point("spawn.started");
@@ -374,6 +375,7 @@ impl TaskService<'_> {
         ws_name: &str,
         ws_path: &Path,
         start: Start,
+        turn: Option<(&super::fanout::Turns, usize)>,
     ) -> Result<()> {
         if start == Start::First {
             check_out_branch(project, task, ws_path)?;
@@ -441,7 +443,16 @@ impl TaskService<'_> {
         }
         fresh_agent_info(&dir)?;
         self.store.save(task)?;
-        let started = ready.start()?.session;
+        // Several started together: the sessions are made in their order (the picker
+        // lists sessions in the order they were made).
+        if let Some((turns, i)) = turn {
+            turns.wait(i);
+        }
+        let started = ready.start();
+        if let Some((turns, i)) = turn {
+            turns.over(i);
+        }
+        let started = started?.session;
         task.workspace = Some(ws_name.to_string());
         task.tmux_session = Some(started.target);
         task.tmux_session_id = started.id;
@@ -577,6 +588,7 @@ impl TaskService<'_> {
             &ws_name,
             &ws_path,
             Start::Respawn,
+            None,
         );
         self.recovery = None;
         started?;
