@@ -96,9 +96,7 @@ fn n_members_each_in_their_own_workspace_and_session_the_last_queued_when_the_po
     assert_ne!(ta["tmux_session_id"], tb["tmux_session_id"]);
     // Started side by side, their sessions are made in member order (tmux numbers them
     // so; the picker lists them so, under their group).
-    let made = |t: &Value| -> u64 {
-        t["tmux_session_id"].as_str().unwrap()[1..].parse().unwrap()
-    };
+    let made = |t: &Value| -> u64 { t["tmux_session_id"].as_str().unwrap()[1..].parse().unwrap() };
     assert!(made(&ta) < made(&tb), "{ta}\n{tb}");
     assert_eq!(ta["group"], gid.as_str());
     assert!(env.agent_log(&a, "prompt").starts_with("fix the api"));
@@ -195,7 +193,14 @@ fn mixed_harnesses_are_judged_by_the_check_the_diff_and_a_judge_and_one_is_picke
     let side = env
         .cmd_in(
             &env.repo,
-            &["sidebar", "--task", &task_of(&members(&v)[0]), "--once", "--width", "40"],
+            &[
+                "sidebar",
+                "--task",
+                &task_of(&members(&v)[0]),
+                "--once",
+                "--width",
+                "40",
+            ],
         )
         .output()
         .unwrap();
@@ -605,7 +610,10 @@ fn group_commands_killed_at_their_fault_points_leave_state_the_next_command_fini
             .collect()
     };
     let a = create("k2");
-    crash("group.members", &a.iter().map(String::as_str).collect::<Vec<_>>());
+    crash(
+        "group.members",
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
     assert_eq!(states("k2"), ["pending", "pending"]);
     let first = task_of(&members(&env.ok(&["group", "show", "k2"]))[0]);
     env.ok(&["task", "spawn", &first]);
@@ -659,6 +667,30 @@ fn group_commands_killed_at_their_fault_points_leave_state_the_next_command_fini
         "fake-wait",
     ]);
     let other = task_of(&members(&v)[1]);
+    // Judge killed once its agent's run is recorded (no session yet), or once the agent
+    // started: the next `group judge` reads what there is (no answer, said so; or the
+    // agent's ranking) and nothing of the judge is left running.
+    let judge = ["group", "judge", "k3", "--now", "--agent", "fake-judge"];
+    crash("group.judge.recorded", &judge);
+    let j = env.ok(&["group", "judge", "k3"]);
+    assert!(j["judgement"].get("agent_run").is_none(), "{j}");
+    assert!(
+        j["judgement"]["agent_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("without writing")),
+        "{j}"
+    );
+    crash("group.judge.started", &judge);
+    wait_for("the killed judge's ranking read", 30, || {
+        let j = env.ok(&["group", "judge", "k3"]);
+        j["judgement"].get("agent_run").is_none()
+            && j["judgement"]["results"][0]["judge_reason"] == "ranked by the fake judge"
+    });
+    assert!(
+        !env.tmux.sessions().iter().any(|s| s.ends_with("/judge")),
+        "{:?}",
+        env.tmux.sessions()
+    );
     for point in ["group.pick.recorded", "group.pick.told"] {
         crash(point, &["group", "pick", "k3", "1", "--yes"]);
     }

@@ -28,7 +28,11 @@ pub fn created(c: &GroupCreated) -> String {
                 ),
                 (_, "queued") => format!(
                     "queued: {}",
-                    m.note.as_deref().map_or("it starts when a workspace is free".into(), |n| first_line(n, 80))
+                    m.note
+                        .as_deref()
+                        .map_or("it starts when a workspace is free".into(), |n| first_line(
+                            n, 80
+                        ))
                 ),
                 (_, o) => match &m.error {
                     Some(e) => format!("{o}: {}", first_line(e, 80)),

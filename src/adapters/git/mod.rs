@@ -374,7 +374,10 @@ pub fn checkout_task_branch(repo_path: &Path, path: &Path, branch: &str) -> Resu
 /// commit yet.
 fn branch_at_head(path: &Path, branch: &str) -> Result<bool> {
     let repo = open(path)?;
-    let hooks = repo.config().ok().and_then(|c| c.get_path("core.hooksPath").ok());
+    let hooks = repo
+        .config()
+        .ok()
+        .and_then(|c| c.get_path("core.hooksPath").ok());
     if hooks.is_some() || repo.commondir().join("hooks/post-checkout").exists() {
         return Ok(false);
     }

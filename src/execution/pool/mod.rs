@@ -74,8 +74,8 @@ pub fn acquire(
 }
 
 /// Bind a workspace to each of `labels`, in order, under one hold of the pool's lock (a
-/// group's members): each its workspace, or `pool_exhausted` for it and every label after
-/// it once the pool is full. Never waits.
+/// group's members), the pool file written once for all: each its workspace, or
+/// `pool_exhausted` for it and every label after it once the pool is full. Never waits.
 pub fn acquire_many(
     home: &Home,
     project: &Project,
@@ -99,10 +99,13 @@ pub fn acquire_many(
                 size: *size,
             }),
             _ => l
-                .acquire(label, tasks)
+                .bind(label, tasks)
                 .map(|name| view(home, &name, &l.pool.workspaces[&name])),
         };
         out.push(bound);
+    }
+    if out.iter().any(Result::is_ok) {
+        l.save()?;
     }
     Ok(out)
 }

@@ -35,8 +35,19 @@ pub fn judge_due(home: &Home) {
         return;
     };
     let tmux = Tmux::from_env();
-    for g in all.iter().filter(|g| super::judge::answered(home, &tmux, g)) {
-        let args = ["group", "judge", &g.id, "--project", &g.project, "--collect", "--notify"];
+    for g in all
+        .iter()
+        .filter(|g| super::judge::answered(home, &tmux, g))
+    {
+        let args = [
+            "group",
+            "judge",
+            &g.id,
+            "--project",
+            &g.project,
+            "--collect",
+            "--notify",
+        ];
         if let Err(e) = run_orange(&args.map(String::from)) {
             store::log(
                 home,

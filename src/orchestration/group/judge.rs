@@ -249,7 +249,11 @@ fn collect(tasks: &TaskService, project: &Project, g: &Group, wait: bool) -> Res
 fn until(run: &AgentRun) -> Duration {
     chrono::DateTime::parse_from_rfc3339(&run.until)
         .ok()
-        .and_then(|u| (u.with_timezone(&chrono::Utc) - chrono::Utc::now()).to_std().ok())
+        .and_then(|u| {
+            (u.with_timezone(&chrono::Utc) - chrono::Utc::now())
+                .to_std()
+                .ok()
+        })
         .unwrap_or(Duration::ZERO)
 }
 
@@ -278,7 +282,11 @@ fn answered_now(path: &Path, run: &AgentRun, alive: impl Fn() -> bool) -> Option
 
 /// Has the judge agent of `g` answered (or ended, or run out of time)? What the monitor
 /// asks before it starts `group judge G --collect`.
-pub fn answered(home: &crate::adapters::store::Home, tmux: &crate::adapters::tmux::Tmux, g: &Group) -> bool {
+pub fn answered(
+    home: &crate::adapters::store::Home,
+    tmux: &crate::adapters::tmux::Tmux,
+    g: &Group,
+) -> bool {
     let Some(run) = g.judging() else {
         return false;
     };

@@ -16,8 +16,6 @@
 //! at its fault points `group.members` (recorded), `group.bound` (workspaces bound) and
 //! `group.started` (sessions started, not yet recorded).
 
-use std::sync::{Condvar, Mutex};
-
 use crate::adapters::fault;
 use crate::adapters::git;
 use crate::error::{OrangeError, Result};
@@ -27,6 +25,7 @@ use crate::orchestration::project::Project;
 use crate::orchestration::task::model::Task;
 use crate::orchestration::task::service::TaskService;
 use crate::orchestration::task::start::{CreateRequest, Created};
+use crate::orchestration::task::turns::{Over, Turns};
 
 /// A task being started: where its result goes, its workspace, its record.
 type Starting = (usize, pool::Workspace, Task);
@@ -98,11 +97,14 @@ impl TaskService<'_> {
             let Ok(c) = &mut out[i] else { continue };
             // Its harness is at the account's usage limit: it starts after the reset.
             match crate::orchestration::limits::held(self.home, &c.task.harness, now) {
-                Some(until) => queue(c, format!(
-                    "held: {} is at its usage limit until {}; the task starts after the reset",
-                    c.task.harness,
-                    crate::execution::harness::limit::short(until, now)
-                )),
+                Some(until) => queue(
+                    c,
+                    format!(
+                        "held: {} is at its usage limit until {}; the task starts after the reset",
+                        c.task.harness,
+                        crate::execution::harness::limit::short(until, now)
+                    ),
+                ),
                 None => go.push(i),
             }
         }
@@ -134,8 +136,7 @@ impl TaskService<'_> {
         }
         for (i, ws, task, started) in self.start_in_parallel(project, starting)? {
             match started {
-                Ok(()) => {
-                    let task = self.record_started(task, &ws.name)?;
+                Ok(task) => {
                     if let Ok(c) = &mut out[i] {
                         c.task = task;
                         c.outcome = "spawned";
@@ -151,13 +152,14 @@ impl TaskService<'_> {
         Ok(())
     }
 
-    /// Each task's agent started in its workspace, one thread each; how each start went.
+    /// Each task's agent started in its workspace and recorded `working`, one thread
+    /// each; how each start went (the task as it is then, and as recorded on success).
     #[allow(clippy::type_complexity)]
     fn start_in_parallel(
         &mut self,
         project: &Project,
         starting: Vec<Starting>,
-    ) -> Result<Vec<(usize, pool::Workspace, Task, Result<()>)>> {
+    ) -> Result<Vec<(usize, pool::Workspace, Task, Result<Task>)>> {
         self.config()?;
         let config = self.config.as_ref().expect("loaded above");
         let this = &*self;
@@ -184,6 +186,11 @@ impl TaskService<'_> {
                                 Some((turns, k)),
                             )
                         });
+                        // Its session started, not yet recorded (the repair adopts it).
+                        if r.is_ok() {
+                            fault::point("group.started");
+                        }
+                        let r = r.and_then(|()| this.record_started(t.clone(), &w.name));
                         (t, r)
                     });
                     (i, ws, task, run)
@@ -198,12 +205,13 @@ impl TaskService<'_> {
                         i,
                         ws,
                         task,
-                        Err(OrangeError::invalid("starting its agent failed unexpectedly")),
+                        Err(OrangeError::invalid(
+                            "starting its agent failed unexpectedly",
+                        )),
                     ),
                 })
                 .collect()
         });
-        fault::point("group.started");
         Ok(started)
     }
 }
@@ -217,44 +225,4 @@ fn queue(c: &mut Created, why: String) {
 /// The id of a recorded task's result.
 fn id_of(c: &Result<Created>) -> String {
     c.as_ref().map(|c| c.task.id.clone()).unwrap_or_default()
-}
-
-/// The order the sessions of tasks started together are made in: each after the ones
-/// before it, whatever the threads' speed (the picker lists sessions in the order they
-/// were made; a group's members stay in order under their group).
-pub struct Turns {
-    over: Mutex<Vec<bool>>,
-    moved: Condvar,
-}
-
-impl Turns {
-    fn new(n: usize) -> Turns {
-        Turns {
-            over: Mutex::new(vec![false; n]),
-            moved: Condvar::new(),
-        }
-    }
-
-    /// Wait until the start of every task before the `i`th is over.
-    pub fn wait(&self, i: usize) {
-        let mut over = self.over.lock().unwrap_or_else(|e| e.into_inner());
-        while !over[..i].iter().all(|o| *o) {
-            over = self.moved.wait(over).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-
-    /// The `i`th task's start is over (its session made, or not to be).
-    pub fn over(&self, i: usize) {
-        self.over.lock().unwrap_or_else(|e| e.into_inner())[i] = true;
-        self.moved.notify_all();
-    }
-}
-
-/// Passes a start's turn on when dropped (a start that failed or panicked included).
-struct Over<'a>(&'a Turns, usize);
-
-impl Drop for Over<'_> {
-    fn drop(&mut self) {
-        self.0.over(self.1);
-    }
 }

@@ -375,7 +375,7 @@ impl TaskService<'_> {
         ws_name: &str,
         ws_path: &Path,
         start: Start,
-        turn: Option<(&super::fanout::Turns, usize)>,
+        turn: Option<(&super::turns::Turns, usize)>,
     ) -> Result<()> {
         if start == Start::First {
             check_out_branch(project, task, ws_path)?;
