@@ -328,9 +328,12 @@ pub fn branch_checked_out_at(repo_path: &Path, branch: &str) -> Result<Option<Pa
         .map(|(p, _)| p))
 }
 
+/// Worktrees and the branch each has checked out, `(path, branch)`.
+pub type CheckedOut = Vec<(PathBuf, String)>;
+
 /// Every worktree (main or linked) with a branch checked out, `(path, branch)`: one `git
 /// worktree list` for as many branches as the caller asks about (a group's members).
-pub fn checked_out_branches(repo_path: &Path) -> Result<Vec<(PathBuf, String)>> {
+pub fn checked_out_branches(repo_path: &Path) -> Result<CheckedOut> {
     let out = run_ok(repo_path, ["worktree", "list", "--porcelain", "-z"])?;
     let mut found = vec![];
     let mut current: Option<PathBuf> = None;

@@ -225,7 +225,7 @@ fn check(
     tasks: &TaskService,
     project: &Project,
     req: &GroupRequest,
-) -> Result<(Vec<Member>, Vec<(std::path::PathBuf, String)>)> {
+) -> Result<(Vec<Member>, git::CheckedOut)> {
     validate_branch(&req.base)?;
     if req.prompt.trim().is_empty() {
         return Err(OrangeError::invalid(

@@ -42,7 +42,7 @@ impl TaskService<'_> {
         &mut self,
         project: &Project,
         reqs: &[CreateRequest],
-        checked_out: Option<Vec<(std::path::PathBuf, String)>>,
+        checked_out: Option<git::CheckedOut>,
         recorded: &mut dyn FnMut(&[Option<Task>]) -> Result<()>,
     ) -> Result<Vec<Result<Created>>> {
         let checked_out = match checked_out {
