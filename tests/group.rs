@@ -215,6 +215,8 @@ fn mixed_harnesses_are_judged_by_the_check_the_diff_and_a_judge_and_one_is_picke
         j["judgement"].get("agent_run").is_none()
     });
     assert!(j["judgement"].get("agent_error").is_none(), "{j}");
+    // Its row is gone from the picker: the last member's says `└` again.
+    assert_eq!(tree("app/feat/x/fake-good"), format!("{lead}└ /fake-good"));
     let results = j["judgement"]["results"].as_array().unwrap();
     // Passing checks first: the one that made GOOD.
     assert_eq!(results[0]["member"], "fake-good", "{j}");

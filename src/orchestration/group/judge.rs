@@ -234,6 +234,7 @@ fn collect(tasks: &TaskService, project: &Project, g: &Group, wait: bool) -> Res
         return Ok(g.clone());
     };
     let _ = tasks.tmux.kill_session(&target);
+    last_member_row(tasks, g, false);
     remove_worktree(&project.path, &dir);
     let labels: Vec<String> = g.members.iter().map(|m| m.label.clone()).collect();
     let mut j = g.judgement.clone().unwrap_or_default();
@@ -427,7 +428,7 @@ fn start_agent(
         marks: picker_marks(g, &harness.name),
     };
     let started = launch.prepare()?.start()?;
-    last_member_not_last(tasks, g);
+    last_member_row(tasks, g, true);
     Ok(started.session.id)
 }
 
@@ -448,8 +449,9 @@ fn picker_marks(g: &Group, harness: &str) -> Vec<(String, String)> {
     ]
 }
 
-/// The last member's picker row reads `├` now that the judge's row hangs under it.
-fn last_member_not_last(tasks: &TaskService, g: &Group) {
+/// The last member's picker row: `├` while the judge's row hangs under it (`judging`),
+/// `└` again after.
+fn last_member_row(tasks: &TaskService, g: &Group, judging: bool) {
     let Some(last) = g.members.last() else {
         return;
     };
@@ -459,7 +461,10 @@ fn last_member_not_last(tasks: &TaskService, g: &Group) {
         .and_then(|id| tasks.store.load(&g.project, id).ok())
         .and_then(|t| t.tmux_session_id);
     if let (Some(s), Some(row)) = (session, g.picker_prefix(&last.branch)) {
-        let row = row.replacen('└', "├", 1);
+        let row = match judging {
+            true => row.replacen('└', "├", 1),
+            false => row,
+        };
         let _ = tasks.tmux.set_option(
             crate::adapters::tmux::OptionScope::Session(&s),
             crate::execution::session::TREE_MARK,

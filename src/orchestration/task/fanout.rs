@@ -22,9 +22,10 @@ use crate::error::{OrangeError, Result};
 use crate::execution::harness::{Harness, Start};
 use crate::execution::{pool, resources};
 use crate::orchestration::project::Project;
-use crate::orchestration::task::model::Task;
+use crate::orchestration::task::model::{self, Task};
+use crate::orchestration::task::service::branch_free_among;
 use crate::orchestration::task::service::TaskService;
-use crate::orchestration::task::start::{CreateRequest, Created};
+use crate::orchestration::task::start::{new_task, CreateRequest, Created};
 use crate::orchestration::task::turns::{Over, Turns};
 
 /// A task being started: where its result goes, its workspace, its record.
@@ -58,18 +59,53 @@ impl TaskService<'_> {
         }
         fault::point("create.checked");
         let _lock = self.store.lock(&project.name)?;
-        let mut out = vec![];
-        let mut tasks = vec![];
-        for (req, c) in reqs.iter().zip(checked) {
-            let made = c.and_then(|(h, s, l, warning)| {
-                let task = self.record_new(project, req, &h, s, l)?;
+        // Their ids and branches settled at once (one read of the open tasks), then their
+        // files written side by side.
+        let open = self.store.list_open(Some(&project.name))?;
+        let mut ids: Vec<String> = vec![];
+        let planned: Vec<Result<Created>> = reqs
+            .iter()
+            .zip(checked)
+            .map(|(req, c)| {
+                let (h, s, l, warning) = c?;
+                let id = model::new_id(|id| {
+                    self.store.dir(&project.name, id).exists() || ids.iter().any(|i| i == id)
+                });
+                ids.push(id.clone());
+                let task = new_task(project, req, &h, (s, l), id);
+                branch_free_among(&open, &project.name, &task.branch, None)?;
                 Ok(Created {
                     task,
                     outcome: "pending",
                     note: None,
                     warning,
                 })
-            });
+            })
+            .collect();
+        let this = &*self;
+        let written: Vec<Result<()>> = std::thread::scope(|s| {
+            let runs: Vec<_> = planned
+                .iter()
+                .zip(reqs)
+                .map(|(p, req)| {
+                    let task = p.as_ref().ok().map(|c| &c.task);
+                    s.spawn(move || task.map_or(Ok(()), |t| this.write_new(t, req)))
+                })
+                .collect();
+            runs.into_iter()
+                .map(|r| {
+                    r.join().unwrap_or_else(|_| {
+                        Err(OrangeError::invalid(
+                            "recording the task failed unexpectedly",
+                        ))
+                    })
+                })
+                .collect()
+        });
+        let mut out = vec![];
+        let mut tasks = vec![];
+        for (made, w) in planned.into_iter().zip(written) {
+            let made = made.and_then(|c| w.map(|()| c));
             tasks.push(made.as_ref().ok().map(|c| c.task.clone()));
             out.push(made);
         }

@@ -190,45 +190,30 @@ impl TaskService<'_> {
         limits: Limits,
     ) -> Result<Task> {
         let id = model::new_id(|id| self.store.dir(&project.name, id).exists());
-        let branch = req
-            .branch
-            .clone()
-            .unwrap_or_else(|| format!("orange-tasks/{id}"));
-        self.check_branch_free(&project.name, &branch, None)?;
-        let now = store::now_precise();
-        // No prompt: the branch stands for the summary until the first prompt is known.
-        let summary = req.summary.clone().unwrap_or_else(|| branch.clone());
-        let task = Task {
-            id,
-            project: project.name.clone(),
-            branch,
-            harness: harness.name.clone(),
-            status: Status::Pending,
-            sandbox,
-            limits,
-            summary,
-            awaiting_prompt: req.summary.is_none(),
-            headless: req.headless || harness.mode == Mode::Headless,
-            created_at: now.clone(),
-            updated_at: now,
-            group: req.group.clone(),
-            ..Task::default()
-        };
-        let dir = self.store.dir(&project.name, &task.id);
+        let task = new_task(project, req, harness, (sandbox, limits), id);
+        self.check_branch_free(&project.name, &task.branch, None)?;
+        self.write_new(&task, req)?;
+        Ok(task)
+    }
+
+    /// Write a new task's files: its directory, TASK.md, task.json and its first history
+    /// event (the project's lock held).
+    pub(super) fn write_new(&self, task: &Task, req: &CreateRequest) -> Result<()> {
+        let project = &task.project;
+        let dir = self.store.dir(project, &task.id);
         store::ensure_dir(&dir)?;
-        let md = self.store.task_md(&project.name, &task.id);
+        let md = self.store.task_md(project, &task.id);
         std::fs::write(
             &md,
             model::task_md(req.summary.as_deref().unwrap_or(""), req.context.as_deref()),
         )
         .map_err(|e| OrangeError::io(format!("writing {}", md.display()), e))?;
-        self.store.save(&task)?;
+        self.store.save(task)?;
         self.store.append_history(
-            &task,
+            task,
             "task.created",
             json!({"branch": task.branch, "harness": task.harness, "sandbox": task.sandbox, "limits": task.limits, "prompt": !task.awaiting_prompt, "headless": task.headless}),
-        )?;
-        Ok(task)
+        )
     }
 
     /// Start the agent of a pending task: workspace, branch, TASK.md, harness setup, session.
@@ -657,6 +642,39 @@ impl TaskService<'_> {
             )));
         }
         Ok((ws.name, ws.path))
+    }
+}
+
+/// A new pending task's record, `id` given (nothing written).
+pub(super) fn new_task(
+    project: &Project,
+    req: &CreateRequest,
+    harness: &Harness,
+    (sandbox, limits): (sandbox::Kind, Limits),
+    id: String,
+) -> Task {
+    let branch = req
+        .branch
+        .clone()
+        .unwrap_or_else(|| format!("orange-tasks/{id}"));
+    let now = store::now_precise();
+    // No prompt: the branch stands for the summary until the first prompt is known.
+    let summary = req.summary.clone().unwrap_or_else(|| branch.clone());
+    Task {
+        id,
+        project: project.name.clone(),
+        branch,
+        harness: harness.name.clone(),
+        status: Status::Pending,
+        sandbox,
+        limits,
+        summary,
+        awaiting_prompt: req.summary.is_none(),
+        headless: req.headless || harness.mode == Mode::Headless,
+        created_at: now.clone(),
+        updated_at: now,
+        group: req.group.clone(),
+        ..Task::default()
     }
 }
 
