@@ -3,7 +3,8 @@
 # warm pool) to its three agents running in their tmux sessions, next to doing the same by
 # hand three times: `git worktree add -b` of a fresh worktree plus `tmux new-session -d`
 # running the agent, one after the other; and next to one `orange task create` (the
-# group's members start one after the other: it costs about N of those).
+# group's members are bound at once and start side by side; the goal is at most 1.5× one
+# task).
 #
 # The "agent" is a harness that creates a marker file as its first act; the clock stops
 # when the three markers exist (polled without forking). Repository: BENCH_FILES (default

@@ -94,6 +94,10 @@ fn n_members_each_in_their_own_workspace_and_session_the_last_queued_when_the_po
     let (ta, tb) = (env.task(&a), env.task(&b));
     assert_ne!(ta["workspace"], tb["workspace"]);
     assert_ne!(ta["tmux_session_id"], tb["tmux_session_id"]);
+    // Started side by side, their sessions are made in member order (tmux numbers them
+    // so; the picker lists them so, under their group).
+    let made = |t: &Value| -> u64 { t["tmux_session_id"].as_str().unwrap()[1..].parse().unwrap() };
+    assert!(made(&ta) < made(&tb), "{ta}\n{tb}");
     assert_eq!(ta["group"], gid.as_str());
     assert!(env.agent_log(&a, "prompt").starts_with("fix the api"));
     assert!(env.agent_log(&b, "prompt").starts_with("fix the api"));
@@ -161,7 +165,58 @@ fn mixed_harnesses_are_judged_by_the_check_the_diff_and_a_judge_and_one_is_picke
         .collect();
     assert_eq!(labels, ["fake-complete", "fake-complete-2", "fake-good"]);
     wait_members(&env, &gid, "reviewing");
-    let j = env.ok(&["group", "judge", &gid, "--agent", "fake-judge"]);
+    // The judge agent is started and the command returns: the checks and diffs are
+    // judged, the agent's order comes when it has answered.
+    let started = env.ok(&["group", "judge", &gid, "--agent", "fake-judge"]);
+    let run = &started["judgement"]["agent_run"];
+    let session = run["session"].as_str().unwrap().to_string();
+    assert_eq!(session, "app/feat/x/judge", "{started}");
+    assert_eq!(started["judgement"]["results"][0]["member"], "fake-good");
+    // A child row of its group: in `task list`, in the sidebar of a member, and in the
+    // picker (its session's row hangs under the members, the last of which says `├`).
+    let out = env.cmd_in(&env.repo, &["task", "list"]).output().unwrap();
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    let judge_row = out.lines().rfind(|l| l.starts_with("└ ")).unwrap();
+    assert!(
+        judge_row.starts_with("└ judge") && judge_row.contains("judging"),
+        "{out}"
+    );
+    let tree = |s: &str| {
+        env.tmux
+            .ok(&["show-options", "-v", "-t", s, "@orange_tree"])
+            .trim_end()
+            .to_string()
+    };
+    let lead = " ".repeat("group feat/x ".len());
+    assert_eq!(tree(&session), format!("{lead}└ judge"), "{out}");
+    assert_eq!(tree("app/feat/x/fake-good"), format!("{lead}├ /fake-good"));
+    let side = env
+        .cmd_in(
+            &env.repo,
+            &[
+                "sidebar",
+                "--task",
+                &task_of(&members(&v)[0]),
+                "--once",
+                "--width",
+                "40",
+            ],
+        )
+        .output()
+        .unwrap();
+    let side = String::from_utf8_lossy(&side.stdout);
+    assert!(side.contains("judge fake-judge: judging"), "{side}");
+    // The monitor reads its answer once it has one (a pass starts `group judge G
+    // --collect`), and stops it.
+    let mut j = Value::Null;
+    wait_for("the monitor to read the judge's ranking", 60, || {
+        env.ok(&["monitor", "--once"]);
+        j = env.ok(&["group", "show", &gid]);
+        j["judgement"].get("agent_run").is_none()
+    });
+    assert!(j["judgement"].get("agent_error").is_none(), "{j}");
+    // Its row is gone from the picker: the last member's says `└` again.
+    assert_eq!(tree("app/feat/x/fake-good"), format!("{lead}└ /fake-good"));
     let results = j["judgement"]["results"].as_array().unwrap();
     // Passing checks first: the one that made GOOD.
     assert_eq!(results[0]["member"], "fake-good", "{j}");
@@ -442,6 +497,7 @@ fn the_real_claude_code_judges_a_group_against_the_stand_in_api() {
         "claude",
         "--timeout",
         "120s",
+        "--wait",
     ]);
     let jd = &j["judgement"];
     assert!(jd.get("agent_error").is_none(), "{j}");
@@ -512,26 +568,63 @@ fn group_commands_killed_at_their_fault_points_leave_state_the_next_command_fini
         "{g}"
     );
     env.ok(&["group", "cancel", "k1", "--yes"]);
-    // Killed after its first member: the one made is a member, the rest not created.
-    crash(
-        "group.member",
-        &[
+    // Killed once the members are recorded, before any starts: each is a member,
+    // pending (`task spawn` starts it).
+    let create = |b: &str| -> Vec<String> {
+        [
             "task",
             "create",
-            "k2",
+            b,
             "x",
             "--n",
             "2",
             "--harness",
             "fake-wait",
-        ],
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let states = |b: &str| -> Vec<String> {
+        let g = env.ok(&["group", "show", b]);
+        members(&g)
+            .iter()
+            .map(|m| m["state"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let a = create("k2");
+    crash(
+        "group.members",
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
     );
-    let g = env.ok(&["group", "show", "k2"]);
-    let states: Vec<String> = members(&g)
-        .iter()
-        .map(|m| m["state"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(states, ["working", "not-created"], "{g}");
+    assert_eq!(states("k2"), ["pending", "pending"]);
+    let first = task_of(&members(&env.ok(&["group", "show", "k2"]))[0]);
+    env.ok(&["task", "spawn", &first]);
+    // Killed with the workspaces bound (no branch checked out, no session yet), or with
+    // the sessions started but not recorded: the next command (`group list` in `crash`)
+    // gives the workspaces back and the queue starts the members, or adopts their
+    // sessions. Either way both work, each in its own workspace, one session each.
+    for (b, point) in [("k5", "group.bound"), ("k6", "group.started")] {
+        let a = create(b);
+        crash(point, &a.iter().map(String::as_str).collect::<Vec<_>>());
+        env.ok(&["task", "list"]);
+        assert_eq!(states(b), ["working", "working"], "after {point}");
+        let mut ws: Vec<String> = env
+            .ok(&["task", "list"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["branch"].as_str().unwrap().starts_with(&format!("{b}/")))
+            .map(|t| t["workspace"].as_str().unwrap().to_string())
+            .collect();
+        ws.dedup();
+        assert_eq!(ws.len(), 2, "after {point}: {ws:?}");
+        let sessions: Vec<String> = agents(&env)
+            .into_iter()
+            .filter(|s| s.starts_with(&format!("app/{b}/")))
+            .collect();
+        assert_eq!(sessions.len(), 2, "after {point}: {sessions:?}");
+        env.ok(&["group", "cancel", b, "--yes"]);
+    }
     // Cancel killed after it was recorded: run again, it cancels what is left.
     crash("group.cancel.recorded", &["group", "cancel", "k2", "--yes"]);
     assert_eq!(
@@ -556,6 +649,30 @@ fn group_commands_killed_at_their_fault_points_leave_state_the_next_command_fini
         "fake-wait",
     ]);
     let other = task_of(&members(&v)[1]);
+    // Judge killed once its agent's run is recorded (no session yet), or once the agent
+    // started: the next `group judge` reads what there is (no answer, said so; or the
+    // agent's ranking) and nothing of the judge is left running.
+    let judge = ["group", "judge", "k3", "--now", "--agent", "fake-judge"];
+    crash("group.judge.recorded", &judge);
+    let j = env.ok(&["group", "judge", "k3"]);
+    assert!(j["judgement"].get("agent_run").is_none(), "{j}");
+    assert!(
+        j["judgement"]["agent_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("without writing")),
+        "{j}"
+    );
+    crash("group.judge.started", &judge);
+    wait_for("the killed judge's ranking read", 30, || {
+        let j = env.ok(&["group", "judge", "k3"]);
+        j["judgement"].get("agent_run").is_none()
+            && j["judgement"]["results"][0]["judge_reason"] == "ranked by the fake judge"
+    });
+    assert!(
+        !env.tmux.sessions().iter().any(|s| s.ends_with("/judge")),
+        "{:?}",
+        env.tmux.sessions()
+    );
     for point in ["group.pick.recorded", "group.pick.told"] {
         crash(point, &["group", "pick", "k3", "1", "--yes"]);
     }

@@ -1,5 +1,5 @@
 //! The kill loop: random commands (task create/spawn/merge/cancel/respawn/delete,
-//! workspace acquire/release, lane create/close, group create/cancel/pick) killed with SIGKILL at random moments on a
+//! workspace acquire/release, lane create/close, group create/cancel/pick) killed with SIGKILL at random moments (a group's create also at its fault points) on a
 //! real git repository and a real tmux server; after each, the next command must work and
 //! the invariants must hold:
 //! - every state file parses;
@@ -184,6 +184,17 @@ fn violations(env: &TaskEnv) -> Vec<String> {
 /// The project's cap on running agents in the loop (below its pool size of 3, so that
 /// both queue).
 const MAX_RUNNING: usize = 2;
+
+/// Where a `group create` may be made to die (`ORANGE_CRASH_AT`; empty: a random kill
+/// only): its record written, its members recorded, their workspaces bound, their
+/// sessions started but not recorded.
+const GROUP_FAULT_POINTS: &[&str] = &[
+    "",
+    "group.recorded",
+    "group.members",
+    "group.bound",
+    "group.started",
+];
 
 #[derive(Default, Debug)]
 struct Counts {
@@ -390,8 +401,15 @@ fn commands_killed_at_random_moments_leave_state_the_next_command_repairs() {
         counts.iterations += 1;
         *counts.ops.entry(op).or_default() += 1;
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut child: Child = env
-            .cmd_in(&env.repo, &argv)
+        let mut cmd = env.cmd_in(&env.repo, &argv);
+        // A group's create also dies at its fault points, each a moment a random kill
+        // rarely hits (between its members' binding, starts and records).
+        if op == "group create" {
+            if let Some(p) = rng.pick(GROUP_FAULT_POINTS).filter(|p| !p.is_empty()) {
+                cmd.env("ORANGE_CRASH_AT", p);
+            }
+        }
+        let mut child: Child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -958,3 +958,38 @@ fn the_agent_finds_this_orange_when_orange_was_run_by_its_path() {
     let log = env.agent_log(&id(&t), "env");
     assert!(log.contains("ORANGE_BIN="), "{log}");
 }
+
+/// A new task's branch is made without `git checkout` (a ref and HEAD, no index refresh
+/// of every file) — unless the repository has a `post-checkout` hook, which git's own
+/// checkout runs: then git does it, and the hook sees the task's branch.
+#[test]
+fn a_post_checkout_hook_still_runs_when_a_task_takes_its_branch() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TaskEnv::new();
+    env.add_project(&["--pool-size", "2"]);
+    let plain = env.create(&["plain/one", "x", "--harness", "fake-wait"]);
+    let ws = ws_of(&env, &plain);
+    assert_eq!(
+        git(&ws, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+        "plain/one"
+    );
+    assert!(git(&ws, &["status", "--porcelain"]).trim().is_empty());
+    let hook = env.repo.join(".git/hooks/post-checkout");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\ngit rev-parse --abbrev-ref HEAD > \"$(git rev-parse --git-dir)/hooked-branch\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let hooked = env.create(&["hooked/one", "x", "--harness", "fake-wait"]);
+    let ws = ws_of(&env, &hooked);
+    let gitdir = git(&ws, &["rev-parse", "--git-dir"]);
+    let seen = std::fs::read_to_string(std::path::Path::new(gitdir.trim()).join("hooked-branch"))
+        .unwrap_or_default();
+    assert_eq!(
+        seen.trim(),
+        "hooked/one",
+        "the hook did not see the task's branch"
+    );
+}

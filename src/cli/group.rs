@@ -25,8 +25,18 @@ pub fn run(ctx: &Ctx, cmd: GroupCmd) -> Result<Done> {
             agent,
             now,
             timeout,
+            wait,
+            collect,
             notify,
-        } => judge(ctx, t, &group, (agent, timeout), now, notify).map(Done::from),
+        } => {
+            let how = How {
+                now,
+                wait,
+                collect,
+                notify,
+            };
+            judge(ctx, t, &group, (agent, timeout), how).map(Done::from)
+        }
         GroupCmd::Pick {
             group,
             member,
@@ -128,14 +138,26 @@ fn show(ctx: &Ctx, tasks: &mut TaskService, typed: &str) -> Result<Out> {
     Ok(Out::new(group_json(&g, &ms), group_text::show(&g, &ms)))
 }
 
-/// `group judge G [--agent H] [--now] [--timeout D]`
+/// `group judge`'s switches.
+struct How {
+    now: bool,
+    wait: bool,
+    collect: bool,
+    notify: bool,
+}
+
+/// `group judge G [--agent H [--wait]] [--now] [--timeout D]`
 fn judge(
     ctx: &Ctx,
     tasks: &mut TaskService,
     typed: &str,
     (agent, timeout): (Option<String>, Option<String>),
-    now: bool,
-    notify: bool,
+    How {
+        now,
+        wait,
+        collect,
+        notify,
+    }: How,
 ) -> Result<Out> {
     let g = find(ctx, typed)?;
     let agent_timeout = timeout
@@ -150,11 +172,18 @@ fn judge(
         now,
         agent,
         agent_timeout,
+        wait,
+        collect,
     };
     let g = audited(ctx, "group.judge", inputs, || judge::judge(tasks, &g, &req))?;
     let ms = service::members(tasks, &g);
     let mut text = group_text::show(&g, &ms);
-    if let Some(v) = group_text::verdict(&g) {
+    if let Some(run) = g.judging() {
+        text.push_str(&format!(
+            "the judge agent is at work in session {}: `orange group judge {}` reads its ranking once it has answered (the monitor does, and tells you)\n",
+            run.session, g.id
+        ));
+    } else if let Some(v) = group_text::verdict(&g) {
         if notify {
             crate::orchestration::group::auto::tell_once(tasks, &g, &v)?;
         }

@@ -31,6 +31,13 @@ pub enum GroupCmd {
         /// How long the judge agent may take (default 15m)
         #[arg(long, value_name = "DURATION")]
         timeout: Option<String>,
+        /// Wait for the judge agent's ranking (by default the command returns once it is
+        /// started: the next `group judge G`, or the monitor, reads its answer)
+        #[arg(long)]
+        wait: bool,
+        /// Only read the answer of a judge agent at work (what the monitor runs)
+        #[arg(long, hide = true)]
+        collect: bool,
         /// Tell the people attached the verdict, once (what the monitor's `--judge auto`
         /// judging does)
         #[arg(long, hide = true)]

@@ -26,7 +26,14 @@ pub fn created(c: &GroupCreated) -> String {
                     t.workspace.as_deref().unwrap_or("?"),
                     t.tmux_session.as_deref().unwrap_or("?")
                 ),
-                (_, "queued") => "queued: it starts when a workspace is free".to_string(),
+                (_, "queued") => format!(
+                    "queued: {}",
+                    m.note
+                        .as_deref()
+                        .map_or("it starts when a workspace is free".into(), |n| first_line(
+                            n, 80
+                        ))
+                ),
                 (_, o) => match &m.error {
                     Some(e) => format!("{o}: {}", first_line(e, 80)),
                     None => o.to_string(),
@@ -120,8 +127,31 @@ pub fn nest(rows: Vec<(Option<&Group>, Vec<String>)>, all: bool) -> Vec<Vec<Stri
                 out.push(r);
             }
         }
+        // Its judge agent at work, under the members.
+        if let Some(run) = g.judging() {
+            let width = out.last().map_or(7, Vec::len);
+            let mut r = vec!["-".to_string(); width];
+            r[col] = "└ judge".into();
+            r[col + 1] = "judging".into();
+            r[col + 2] = run.session.clone();
+            if let (Some(cell), Some(agent)) = (r.get_mut(col + 5), judge_agent(g)) {
+                *cell = agent;
+            }
+            if let Some(cell) = r.last_mut() {
+                *cell = format!("ranks the {} members", g.members.len());
+            }
+            if all {
+                r[0] = g.project.clone();
+            }
+            out.push(r);
+        }
     }
     out
+}
+
+/// The harness of a group's judge agent, when it has one.
+fn judge_agent(g: &Group) -> Option<String> {
+    g.judgement.as_ref().and_then(|j| j.agent.clone())
 }
 
 /// `3 members: 2 reviewing, 1 working`.
@@ -149,6 +179,7 @@ fn state_of(g: &Group) -> String {
     match (&g.picked, g.cancelled, &g.judgement) {
         (Some(p), _, _) => format!("picked /{p}"),
         (None, true, _) => "cancelled".into(),
+        (None, false, Some(j)) if j.agent_run.is_some() => "judging".into(),
         (None, false, Some(j)) => match j.results.first() {
             Some(w) => format!("judged: /{} leads", w.member),
             None => "judged".into(),
@@ -211,6 +242,14 @@ pub fn show(g: &Group, ms: &[MemberNow]) -> String {
         }
         if let Some(e) = &j.agent_error {
             s.push_str(&format!("judge agent: {}\n", first_line(e, 120)));
+        }
+        if let Some(run) = &j.agent_run {
+            s.push_str(&format!(
+                "judge agent ({}): at work in session {} since {} (its order is not in the ranking yet)\n",
+                j.agent.as_deref().unwrap_or("?"),
+                run.session,
+                run.started_at
+            ));
         }
         for n in &j.notes {
             s.push_str(&format!("{n}\n"));

@@ -322,17 +322,29 @@ fn remote_branch_exists(repo_path: &Path, branch: &str) -> bool {
 
 /// The worktree (main or linked) that has `branch` checked out, if any.
 pub fn branch_checked_out_at(repo_path: &Path, branch: &str) -> Result<Option<PathBuf>> {
+    Ok(checked_out_branches(repo_path)?
+        .into_iter()
+        .find(|(_, b)| b == branch)
+        .map(|(p, _)| p))
+}
+
+/// Worktrees and the branch each has checked out, `(path, branch)`.
+pub type CheckedOut = Vec<(PathBuf, String)>;
+
+/// Every worktree (main or linked) with a branch checked out, `(path, branch)`: one `git
+/// worktree list` for as many branches as the caller asks about (a group's members).
+pub fn checked_out_branches(repo_path: &Path) -> Result<CheckedOut> {
     let out = run_ok(repo_path, ["worktree", "list", "--porcelain", "-z"])?;
-    let want = format!("branch refs/heads/{branch}");
+    let mut found = vec![];
     let mut current: Option<PathBuf> = None;
     for field in out.split('\0') {
         if let Some(p) = field.strip_prefix("worktree ") {
             current = Some(PathBuf::from(p));
-        } else if field == want {
-            return Ok(current);
+        } else if let (Some(b), Some(at)) = (field.strip_prefix("branch refs/heads/"), &current) {
+            found.push((at.clone(), b.to_string()));
         }
     }
-    Ok(None)
+    Ok(found)
 }
 
 /// Put `branch` in the worktree at `path`: the local branch when it exists, else a new
@@ -349,9 +361,44 @@ pub fn checkout_task_branch(repo_path: &Path, path: &Path, branch: &str) -> Resu
         )?;
         Ok("remote")
     } else {
-        run_ok(path, ["checkout", "--quiet", "-b", branch])?;
+        if !branch_at_head(path, branch)? {
+            run_ok(path, ["checkout", "--quiet", "-b", branch])?;
+        }
         Ok("new")
     }
+}
+
+/// `git checkout -b BRANCH` without git: the branch made at HEAD's commit and HEAD
+/// pointed to it. The work tree and index already hold that commit, so nothing in them
+/// changes — but git refreshes the whole index first (every file stat'ed, and in a
+/// worktree made the same second every file read again: seconds for 5,000 files under
+/// load). False (nothing done: the caller runs git) when git would do more: a
+/// `post-checkout` hook to run (or a `core.hooksPath` that may hold one), or no HEAD
+/// commit yet.
+fn branch_at_head(path: &Path, branch: &str) -> Result<bool> {
+    let repo = open(path)?;
+    let hooks = repo
+        .config()
+        .ok()
+        .and_then(|c| c.get_path("core.hooksPath").ok());
+    if hooks.is_some() || repo.commondir().join("hooks/post-checkout").exists() {
+        return Ok(false);
+    }
+    let Ok(commit) = repo.head().and_then(|h| h.peel_to_commit()) else {
+        return Ok(false);
+    };
+    let failed = |what: &str, e: git2::Error| {
+        OrangeError::BackendCommandFailed(format!(
+            "{what} {branch:?} in {}: {}",
+            path.display(),
+            e.message()
+        ))
+    };
+    repo.branch(branch, &commit, false)
+        .map_err(|e| failed("creating branch", e))?;
+    repo.set_head(&format!("refs/heads/{branch}"))
+        .map_err(|e| failed("checking out branch", e))?;
+    Ok(true)
 }
 
 /// The branch checked out at `path`, `None` when detached.

@@ -73,6 +73,43 @@ pub fn acquire(
     }
 }
 
+/// Bind a workspace to each of `labels`, in order, under one hold of the pool's lock (a
+/// group's members), the pool file written once for all: each its workspace, or
+/// `pool_exhausted` for it and every label after it once the pool is full. Never waits.
+pub fn acquire_many(
+    home: &Home,
+    project: &Project,
+    labels: &[&str],
+    tasks: &dyn TaskLookup,
+) -> Result<Vec<Result<Workspace>>> {
+    for l in labels {
+        validate_label(l)?;
+    }
+    let mut l = Locked::open(home, project)?;
+    let mut out = Vec::with_capacity(labels.len());
+    for label in labels {
+        let bound = match out.last() {
+            Some(Err(OrangeError::PoolExhausted {
+                project,
+                bound,
+                size,
+            })) => Err(OrangeError::PoolExhausted {
+                project: project.clone(),
+                bound: *bound,
+                size: *size,
+            }),
+            _ => l
+                .bind(label, tasks)
+                .map(|name| view(home, &name, &l.pool.workspaces[&name])),
+        };
+        out.push(bound);
+    }
+    if out.iter().any(Result::is_ok) {
+        l.save()?;
+    }
+    Ok(out)
+}
+
 /// Task labels are data, never paths: anything printable goes, but not empty, not
 /// control characters, and not absurdly long.
 pub fn validate_label(label: &str) -> Result<()> {

@@ -225,6 +225,14 @@ impl<'a> Locked<'a> {
 
     /// Bind the first usable available slot, creating one lazily under the size limit.
     pub(super) fn acquire(&mut self, label: &str, tasks: &dyn TaskLookup) -> Result<String> {
+        let name = self.bind(label, tasks)?;
+        self.save()?;
+        Ok(name)
+    }
+
+    /// [`Self::acquire`] without saving the binding: the caller saves once for several
+    /// (a group's members: one write of the pool file instead of one each).
+    pub(super) fn bind(&mut self, label: &str, tasks: &dyn TaskLookup) -> Result<String> {
         self.heal_creating()?;
         // Idempotent per label: a retry after a crash between acquire and the caller's own
         // bookkeeping gets the same workspace instead of leaking it.
@@ -274,7 +282,6 @@ impl<'a> Locked<'a> {
         slot.status = SlotStatus::Bound;
         slot.task = Some(label.to_string());
         slot.bound_at = Some(store::now_rfc3339());
-        self.save()?;
         Ok(name)
     }
 

@@ -2,6 +2,8 @@
 //! (every member with a task is ready for review, merged, cancelled or gone, and one at
 //! least is ready), as a command of its own (`orange group judge G --notify`: a check may
 //! run for minutes and must never hold up a pass), which tells the people attached once.
+//! The same for a judge agent that has answered (`group judge --agent` returned once it
+//! started): `orange group judge G --collect --notify` reads its ranking and tells.
 
 use serde_json::json;
 
@@ -32,6 +34,29 @@ pub fn judge_due(home: &Home) {
     let Ok(all) = groups.list(None) else {
         return;
     };
+    let tmux = Tmux::from_env();
+    for g in all
+        .iter()
+        .filter(|g| super::judge::answered(home, &tmux, g))
+    {
+        let args = [
+            "group",
+            "judge",
+            &g.id,
+            "--project",
+            &g.project,
+            "--collect",
+            "--notify",
+        ];
+        if let Err(e) = run_orange(&args.map(String::from)) {
+            store::log(
+                home,
+                "warn",
+                "group: judge's answer not read",
+                json!({"group": g.id, "error": e.to_string()}),
+            );
+        }
+    }
     for g in all.into_iter().filter(waiting) {
         if let Err(e) = start_if_ready(home, &groups, &g) {
             store::log(
@@ -66,13 +91,18 @@ fn start_if_ready(home: &Home, groups: &GroupStore, g: &Group) -> Result<()> {
         g.auto_started = Some(store::now_rfc3339());
         groups.save(&g)?;
     }
+    let args = ["group", "judge", &g.id, "--project", &g.project, "--notify"].map(String::from);
+    run_orange(&args)?;
+    store::log(home, "info", "group: judging", json!({"group": g.id}));
+    Ok(())
+}
+
+/// Run this orange with `args`, in the background (at most [`LIMIT`]).
+fn run_orange(args: &[String]) -> Result<()> {
     let exe = std::env::current_exe()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| "orange".into());
-    let args = ["group", "judge", &g.id, "--project", &g.project, "--notify"].map(String::from);
-    crate::adapters::shell::spawn_limited(&exe, &args, LIMIT)?;
-    store::log(home, "info", "group: judging", json!({"group": g.id}));
-    Ok(())
+    crate::adapters::shell::spawn_limited(&exe, args, LIMIT)
 }
 
 /// Tell the people attached `msg` (a tmux message on each client), once, and log it.

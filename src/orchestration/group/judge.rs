@@ -4,6 +4,13 @@
 //! launcher in a scratch worktree of the project, given the prompt and every member's diff
 //! and check result, answering with a ranking in RANKING.md (the format: docs/groups.md,
 //! [`model::parse_ranking`]). The rank: [`model::rank`].
+//!
+//! A judge agent may take minutes: `group judge --agent` records the judgement of the
+//! checks and diffs, starts the agent and returns (`--wait` waits for its answer). Its
+//! ranking is read into the judgement by the next `group judge G` once it has answered,
+//! or by the monitor ([`answered`]: `group judge G --collect --notify`), which tells the
+//! people attached. The run is recorded before its session starts, so a command killed
+//! in between leaves a session the next one finds by name and stops.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -16,7 +23,7 @@ use crate::execution::launch::{Launch, Owner, Workspace};
 use crate::execution::session::Mux;
 use crate::execution::{pool, sandbox};
 use crate::orchestration::group::model::{
-    self, CheckResult, DiffSize, Group, Judgement, MemberResult,
+    self, AgentRun, CheckResult, DiffSize, Group, Judgement, MemberResult,
 };
 use crate::orchestration::group::service::{members, MemberNow};
 use crate::orchestration::group::store::GroupStore;
@@ -41,11 +48,27 @@ pub struct JudgeRequest {
     pub agent: Option<String>,
     /// How long the judge agent may take (default [`DEFAULT_JUDGE_TIMEOUT`]).
     pub agent_timeout: Option<Duration>,
+    /// Wait for the judge agent's answer (else return once it is started).
+    pub wait: bool,
+    /// Only read the answer of a judge agent at work (the monitor's call): nothing is
+    /// judged again.
+    pub collect: bool,
 }
 
-/// Judge `g`: its judgement, recorded in the group.
+/// Judge `g`: its judgement, recorded in the group. With a judge agent at work and no new
+/// one asked for, its answer is read instead (when it has one).
 pub fn judge(tasks: &mut TaskService, g: &Group, req: &JudgeRequest) -> Result<Group> {
     let project = project::get(tasks.home, &g.project)?;
+    if g.judging().is_some() {
+        if req.agent.is_none() {
+            return collect(tasks, &project, g, req.wait);
+        }
+        // A new judge replaces the one at work.
+        stop_agent(tasks, &project, g);
+    }
+    if req.collect {
+        return Ok(g.clone());
+    }
     let now = members(tasks, g);
     let judged: Vec<&MemberNow> = now
         .iter()
@@ -72,7 +95,7 @@ pub fn judge(tasks: &mut TaskService, g: &Group, req: &JudgeRequest) -> Result<G
                 })
         })
         .collect();
-    let mut results: Vec<MemberResult> = judged
+    let results: Vec<MemberResult> = judged
         .iter()
         .zip(&checks)
         .zip(&diffs)
@@ -89,34 +112,200 @@ pub fn judge(tasks: &mut TaskService, g: &Group, req: &JudgeRequest) -> Result<G
         at: store::now_rfc3339(),
         check_cmd: project.check_cmd.clone(),
         agent: req.agent.clone(),
+        results,
         ..Judgement::default()
     };
-    if let Some(agent) = &req.agent {
-        match ask_agent(tasks, &project, g, &base, &results, agent, req) {
-            Ok(ranking) if ranking.is_empty() => {
-                judgement.agent_error = Some("the judge's answer named no member".into())
-            }
-            Ok(ranking) => {
-                for (place, (label, reason)) in ranking.into_iter().enumerate() {
-                    if let Some(r) = results.iter_mut().find(|r| r.member == label) {
-                        r.judge_place = Some(place + 1);
-                        r.judge_reason = Some(reason);
-                    }
-                }
-            }
-            Err(e) => judgement.agent_error = Some(e.to_string()),
+    let Some(agent) = &req.agent else {
+        finish(&mut judgement, None);
+        return save_judgement(tasks, g, judgement, None).map(|(g, _)| g);
+    };
+    // The judgement of the checks and diffs, and the run recorded before it starts.
+    let timeout = req.agent_timeout.unwrap_or(DEFAULT_JUDGE_TIMEOUT);
+    let run = AgentRun {
+        session: crate::execution::launch::session_name(
+            &Mux::Tmux(tasks.tmux.clone()),
+            &g.project,
+            &judge_branch(g),
+        ),
+        session_id: None,
+        started_at: store::now_rfc3339(),
+        until: (chrono::Utc::now() + timeout).to_rfc3339(),
+    };
+    judgement.agent_run = Some(run.clone());
+    finish(&mut judgement, None);
+    let (mut g, _) = save_judgement(tasks, g, judgement, None)?;
+    fault::point("group.judge.recorded");
+    match start_agent(tasks, &project, &g, &base, agent) {
+        Ok(id) => {
+            let mut started = run.clone();
+            started.session_id = id;
+            let j = g.judgement.clone().unwrap_or_default();
+            g = save_judgement(tasks, &g, j, Some((&run, Some(started))))?.0;
+        }
+        Err(e) => {
+            // Nothing to wait for: the ranking without the judge's order, and why.
+            let mut j = g.judgement.clone().unwrap_or_default();
+            finish(&mut j, Some(Err(e)));
+            remove_worktree(&project.path, &judge_dir(tasks, &g));
+            return save_judgement(tasks, &g, j, Some((&run, None))).map(|(g, _)| g);
         }
     }
-    model::rank(&mut results);
-    judgement.notes = model::notes(&results, project.check_cmd.is_some());
-    judgement.results = results;
+    fault::point("group.judge.started");
+    match req.wait {
+        true => collect(tasks, &project, &g, true),
+        false => Ok(g),
+    }
+}
+
+/// The judge's branch name (its session's name is made of it).
+fn judge_branch(g: &Group) -> String {
+    format!("{}/judge", g.base)
+}
+
+/// The judge agent's scratch worktree.
+fn judge_dir(tasks: &TaskService, g: &Group) -> PathBuf {
+    GroupStore::new(tasks.home)
+        .scratch(&g.project, &g.id)
+        .join("judge")
+}
+
+/// Rank the results with the judge's answer (`None`: none asked, or none yet) and say
+/// what the ranking rests on.
+fn finish(j: &mut Judgement, answer: Option<Result<Vec<(String, String)>>>) {
+    match answer {
+        Some(Ok(ranking)) if ranking.is_empty() => {
+            j.agent_error = Some("the judge's answer named no member".into())
+        }
+        Some(Ok(ranking)) => {
+            for (place, (label, reason)) in ranking.into_iter().enumerate() {
+                if let Some(r) = j.results.iter_mut().find(|r| r.member == label) {
+                    r.judge_place = Some(place + 1);
+                    r.judge_reason = Some(reason);
+                }
+            }
+        }
+        Some(Err(e)) => j.agent_error = Some(e.to_string()),
+        None => {}
+    }
+    model::rank(&mut j.results);
+    j.notes = model::notes(&j.results, j.check_cmd.is_some());
+}
+
+/// Record `j` as `g`'s judgement (under the project's lock). `run`: only while the
+/// judgement on record still waits for that run (`(run, then)`: it becomes `then`);
+/// false, nothing saved, when another command has recorded another meanwhile.
+fn save_judgement(
+    tasks: &TaskService,
+    g: &Group,
+    mut j: Judgement,
+    run: Option<(&AgentRun, Option<AgentRun>)>,
+) -> Result<(Group, bool)> {
     let groups = GroupStore::new(tasks.home);
     let _lock = tasks.store.lock(&g.project)?;
     let mut g = groups.load(&g.project, &g.id)?;
-    g.judgement = Some(judgement);
+    if let Some((was, then)) = run {
+        if g.judging() != Some(was) {
+            return Ok((g, false));
+        }
+        j.agent_run = then;
+    }
+    g.judgement = Some(j);
     groups.save(&g)?;
     fault::point("group.judged");
-    Ok(g)
+    Ok((g, true))
+}
+
+/// Read the answer of `g`'s judge agent at work into its judgement, once it has one (its
+/// RANKING.md written and settled, its session ended, or its time up); `wait`: wait for
+/// it. Its session and worktree are removed then. As it is while it has none.
+fn collect(tasks: &TaskService, project: &Project, g: &Group, wait: bool) -> Result<Group> {
+    let Some(run) = g.judging().cloned() else {
+        return Ok(g.clone());
+    };
+    let dir = judge_dir(tasks, g);
+    let target = run.session_id.clone().unwrap_or(run.session.clone());
+    let alive = || tasks.tmux.has_session(&target).unwrap_or(false);
+    let left = until(&run);
+    let answer = match wait {
+        true => Some(wait_for_ranking(&dir.join("RANKING.md"), left, alive)),
+        false => answered_now(&dir.join("RANKING.md"), &run, alive),
+    };
+    let Some(answer) = answer else {
+        return Ok(g.clone());
+    };
+    let _ = tasks.tmux.kill_session(&target);
+    last_member_row(tasks, g, false);
+    remove_worktree(&project.path, &dir);
+    let labels: Vec<String> = g.members.iter().map(|m| m.label.clone()).collect();
+    let mut j = g.judgement.clone().unwrap_or_default();
+    finish(
+        &mut j,
+        Some(answer.map(|a| model::parse_ranking(&a, &labels))),
+    );
+    j.at = store::now_rfc3339();
+    save_judgement(tasks, g, j, Some((&run, None))).map(|(g, _)| g)
+}
+
+/// How long a run has left (zero once its time is up).
+fn until(run: &AgentRun) -> Duration {
+    chrono::DateTime::parse_from_rfc3339(&run.until)
+        .ok()
+        .and_then(|u| {
+            (u.with_timezone(&chrono::Utc) - chrono::Utc::now())
+                .to_std()
+                .ok()
+        })
+        .unwrap_or(Duration::ZERO)
+}
+
+/// The judge's answer if it has one now: RANKING.md written and unchanged for a second
+/// (or its session ended), an error when the session ended without one or its time is
+/// up; `None` while it is at work.
+fn answered_now(path: &Path, run: &AgentRun, alive: impl Fn() -> bool) -> Option<Result<String>> {
+    let text = std::fs::read_to_string(path)
+        .ok()
+        .filter(|t| !t.trim().is_empty());
+    let settled = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t.elapsed().is_ok_and(|e| e >= Duration::from_secs(1)));
+    let over = until(run).is_zero();
+    match text {
+        Some(t) if settled || over || !alive() => Some(Ok(t)),
+        None if over => Some(Err(OrangeError::invalid(
+            "the judge agent wrote no RANKING.md in its time",
+        ))),
+        None if !alive() => Some(Err(OrangeError::invalid(
+            "the judge agent ended without writing RANKING.md",
+        ))),
+        _ => None,
+    }
+}
+
+/// Has the judge agent of `g` answered (or ended, or run out of time)? What the monitor
+/// asks before it starts `group judge G --collect`.
+pub fn answered(
+    home: &crate::adapters::store::Home,
+    tmux: &crate::adapters::tmux::Tmux,
+    g: &Group,
+) -> bool {
+    let Some(run) = g.judging() else {
+        return false;
+    };
+    let path = GroupStore::new(home)
+        .scratch(&g.project, &g.id)
+        .join("judge/RANKING.md");
+    let target = run.session_id.clone().unwrap_or(run.session.clone());
+    answered_now(&path, run, || tmux.has_session(&target).unwrap_or(false)).is_some()
+}
+
+/// Stop `g`'s judge agent at work and remove its worktree (a new judging replaces it).
+fn stop_agent(tasks: &TaskService, project: &Project, g: &Group) {
+    if let Some(run) = g.judging() {
+        let _ = tasks
+            .tmux
+            .kill_session(run.session_id.as_deref().unwrap_or(&run.session));
+    }
+    remove_worktree(&project.path, &judge_dir(tasks, g));
 }
 
 /// The project's check in every judged member's workspace, as many at once as there are
@@ -180,17 +369,21 @@ fn run_checks(
     Ok(out)
 }
 
-/// Start a judge agent of `harness` through the launcher in a scratch worktree, wait for
-/// its RANKING.md, and read it. The agent's session and worktree are removed after.
-fn ask_agent(
-    tasks: &mut TaskService,
+/// Start a judge agent of `harness` through the launcher in a scratch worktree (a session
+/// of the same name left by a killed command stopped first), given JUDGE.md: its
+/// session's id. It shows in the picker under its group's members.
+fn start_agent(
+    tasks: &TaskService,
     project: &Project,
     g: &Group,
     base: &str,
-    results: &[MemberResult],
     harness: &str,
-    req: &JudgeRequest,
-) -> Result<Vec<(String, String)>> {
+) -> Result<Option<String>> {
+    let results = g
+        .judgement
+        .as_ref()
+        .map(|j| j.results.clone())
+        .unwrap_or_default();
     let config = Config::load(tasks.home)?;
     let harness = Harness::resolve(Some(harness), &config)?;
     tasks.tmux.preflight()?;
@@ -200,13 +393,17 @@ fn ask_agent(
     remove_worktree(&project.path, &dir);
     store::ensure_dir(&scratch)?;
     git::worktree_add_detached(&project.path, &dir, base)?;
-    let brief = judge_brief(tasks, project, g, base, results);
+    let brief = judge_brief(project, g, base, &results);
     std::fs::write(dir.join("JUDGE.md"), brief)
         .map_err(|e| OrangeError::io(format!("writing {}", dir.join("JUDGE.md").display()), e))?;
     let agent_dir = scratch.join("agent");
     store::ensure_dir(&agent_dir)?;
     let mux = Mux::Tmux(tasks.tmux.clone());
-    let branch = format!("{}/judge", g.base);
+    let branch = judge_branch(g);
+    let name = crate::execution::launch::session_name(&mux, &g.project, &branch);
+    if tasks.tmux.has_session(&name)? {
+        tasks.tmux.kill_session(&name)?;
+    }
     let launch = Launch {
         home: tasks.home,
         config: &config,
@@ -228,34 +425,59 @@ fn ask_agent(
         task_md: None,
         mux: &mux,
         exit_file: None,
-        marks: vec![],
+        marks: picker_marks(g, &harness.name),
     };
     let started = launch.prepare()?.start()?;
-    fault::point("group.judge.started");
-    let target = started.session.id.clone().unwrap_or(started.session.target);
-    let answer = wait_for_ranking(
-        &dir.join("RANKING.md"),
-        req.agent_timeout.unwrap_or(DEFAULT_JUDGE_TIMEOUT),
-        || tasks.tmux.has_session(&target).unwrap_or(false),
-    );
-    let _ = tasks.tmux.kill_session(&target);
-    remove_worktree(&project.path, &dir);
-    let labels: Vec<String> = g.members.iter().map(|m| m.label.clone()).collect();
-    Ok(model::parse_ranking(&answer?, &labels))
+    last_member_row(tasks, g, true);
+    Ok(started.session.id)
+}
+
+/// The judge's session in the picker: under its group (`└ judge `), saying what it
+/// does. `@orange_task` (the group's id) puts it among the task sessions the picker
+/// lists; without `@orange_home` the crash repair never takes it for a task's agent.
+fn picker_marks(g: &Group, harness: &str) -> Vec<(String, String)> {
+    vec![
+        (crate::execution::session::TASK_MARK.into(), g.id.clone()),
+        (
+            crate::execution::session::TREE_MARK.into(),
+            g.judge_picker_prefix(),
+        ),
+        (
+            crate::orchestration::observe::snapshot::SESSION_OPTION.into(),
+            crate::text::for_tmux(&format!("⚖ judging ({harness})")),
+        ),
+    ]
+}
+
+/// The last member's picker row: `├` while the judge's row hangs under it (`judging`),
+/// `└` again after.
+fn last_member_row(tasks: &TaskService, g: &Group, judging: bool) {
+    let Some(last) = g.members.last() else {
+        return;
+    };
+    let session = last
+        .task
+        .as_ref()
+        .and_then(|id| tasks.store.load(&g.project, id).ok())
+        .and_then(|t| t.tmux_session_id);
+    if let (Some(s), Some(row)) = (session, g.picker_prefix(&last.branch)) {
+        let row = match judging {
+            true => row.replacen('└', "├", 1),
+            false => row,
+        };
+        let _ = tasks.tmux.set_option(
+            crate::adapters::tmux::OptionScope::Session(&s),
+            crate::execution::session::TREE_MARK,
+            &row,
+        );
+    }
 }
 
 /// What the judge agent is told (the rest is in JUDGE.md).
 const JUDGE_PROMPT: &str = "You are a judge. Read JUDGE.md in this directory: it holds a task, several attempts at it (each one's diff and check result) and the format of your answer. Rank the attempts, best first, and write your ranking to RANKING.md in this directory, in that format. Change nothing else.";
 
 /// JUDGE.md: the prompt, each judged member's check result and diff, the answer format.
-fn judge_brief(
-    tasks: &TaskService,
-    project: &Project,
-    g: &Group,
-    base: &str,
-    results: &[MemberResult],
-) -> String {
-    let _ = tasks;
+fn judge_brief(project: &Project, g: &Group, base: &str, results: &[MemberResult]) -> String {
     let mut s = format!(
         "# Judge {} attempts\n\n## The task each attempt was given\n\n{}\n\n",
         results.len(),

@@ -58,6 +58,18 @@ impl Group {
         let label = &self.members[at].label;
         Some(crate::text::for_tmux(&format!("{lead}{glyph} /{label} ")))
     }
+
+    /// The picker's row of its judge agent, under the members (`└ judge `); the last
+    /// member's row then reads `├` ([`Group::picker_prefix`] with `judged`).
+    pub fn judge_picker_prefix(&self) -> String {
+        let lead = " ".repeat(format!("group {} ", self.base).chars().count());
+        crate::text::for_tmux(&format!("{lead}└ judge "))
+    }
+
+    /// Is a judge agent at work?
+    pub fn judging(&self) -> Option<&AgentRun> {
+        self.judgement.as_ref().and_then(|j| j.agent_run.as_ref())
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,6 +122,24 @@ pub struct Judgement {
     /// "no member passes the checks", "/1 and /3 tie", …
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The judge agent while it is at work (`group judge --agent` returns once it is
+    /// started): the next `group judge G`, or the monitor once it has answered, reads its
+    /// ranking into this judgement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_run: Option<AgentRun>,
+}
+
+/// A judge agent at work.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct AgentRun {
+    /// Its tmux session (the name is recorded before it starts: a command killed in
+    /// between leaves a session the next one finds).
+    pub session: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    pub started_at: String,
+    /// When its time is up (RFC 3339): its answer is read as it is then, or it has none.
+    pub until: String,
 }
 
 /// One member's result.

@@ -53,6 +53,9 @@ pub struct MemberCreated {
     pub task: Option<Task>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Why a queued member waits (a full pool, a cap, a usage limit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -140,7 +143,7 @@ pub fn create(
     project: &Project,
     req: GroupRequest,
 ) -> Result<GroupCreated> {
-    let members = check(tasks, project, &req)?;
+    let (members, checked_out) = check(tasks, project, &req)?;
     let groups = GroupStore::new(tasks.home);
     let group = {
         let _lock = tasks.store.lock(&project.name)?;
@@ -159,36 +162,45 @@ pub fn create(
         g
     };
     fault::point("group.recorded");
+    let reqs: Vec<CreateRequest> = group
+        .members
+        .iter()
+        .map(|m| CreateRequest {
+            branch: Some(m.branch.clone()),
+            summary: Some(req.prompt.clone()),
+            harness: Some(m.harness.clone()),
+            context: req.context.clone(),
+            spawn: req.spawn,
+            sandbox: req.sandbox.clone(),
+            headless: req.headless,
+            group: Some(group.id.clone()),
+            limits: req.limits.clone(),
+        })
+        .collect();
+    // Every member's task written into the record under the lock they are recorded
+    // under, before any starts.
+    let results = tasks.create_together(project, &reqs, Some(checked_out), &mut |made| {
+        let mut g = groups.load(&project.name, &group.id)?;
+        for (m, t) in g.members.iter_mut().zip(made) {
+            if let Some(t) = t {
+                m.task = Some(t.id.clone());
+            }
+        }
+        groups.save(&g)
+    })?;
     let mut created = vec![];
-    for m in group.members.clone() {
-        let r = tasks.create(
-            project,
-            CreateRequest {
-                branch: Some(m.branch.clone()),
-                summary: Some(req.prompt.clone()),
-                harness: Some(m.harness.clone()),
-                context: req.context.clone(),
-                spawn: req.spawn,
-                sandbox: req.sandbox.clone(),
-                headless: req.headless,
-                group: Some(group.id.clone()),
-                limits: req.limits.clone(),
-            },
-        );
-        let (task, outcome, error) = match r {
-            Ok(c) => (Some(c.task), c.outcome.to_string(), None),
+    for (m, r) in group.members.iter().zip(results) {
+        let (task, outcome, error, note) = match r {
+            Ok(c) => (Some(c.task), c.outcome.to_string(), None, c.note),
             // Recorded failed: the others go on.
             Err(OrangeError::TaskFailed { id, source }) => (
                 tasks.store.load(&project.name, &id).ok(),
                 "failed".to_string(),
                 Some(source.to_string()),
+                None,
             ),
-            Err(e) => (None, "failed".to_string(), Some(e.to_string())),
+            Err(e) => (None, "failed".to_string(), Some(e.to_string()), None),
         };
-        if let Some(t) = &task {
-            set_member_task(tasks, &groups, &group, &m.label, &t.id)?;
-        }
-        fault::point("group.member");
         created.push(MemberCreated {
             member: m.label.clone(),
             branch: m.branch.clone(),
@@ -196,6 +208,7 @@ pub fn create(
             outcome,
             task,
             error,
+            note,
         });
     }
     let group = groups.load(&project.name, &group.id)?;
@@ -206,8 +219,13 @@ pub fn create(
 }
 
 /// The members a request makes, each checked as `task create` checks one (branch,
-/// harness) before anything is recorded: a group is made whole or not at all.
-fn check(tasks: &TaskService, project: &Project, req: &GroupRequest) -> Result<Vec<Member>> {
+/// harness) before anything is recorded: a group is made whole or not at all. With them,
+/// the project's worktrees and their branches (read once, for every member's checks).
+fn check(
+    tasks: &TaskService,
+    project: &Project,
+    req: &GroupRequest,
+) -> Result<(Vec<Member>, git::CheckedOut)> {
     validate_branch(&req.base)?;
     if req.prompt.trim().is_empty() {
         return Err(OrangeError::invalid(
@@ -244,6 +262,7 @@ fn check(tasks: &TaskService, project: &Project, req: &GroupRequest) -> Result<V
         )));
     }
     let open = tasks.store.list_open(Some(&project.name))?;
+    let checked_out = git::checked_out_branches(&project.path)?;
     for m in &members {
         validate_branch(&m.branch)?;
         let h = Harness::resolve(Some(&m.harness), &config)?;
@@ -256,7 +275,7 @@ fn check(tasks: &TaskService, project: &Project, req: &GroupRequest) -> Result<V
                 m.branch, t.id, t.status
             )));
         }
-        if let Some(at) = git::branch_checked_out_at(&project.path, &m.branch)? {
+        if let Some((at, _)) = checked_out.iter().find(|(_, b)| *b == m.branch) {
             return Err(OrangeError::invalid(format!(
                 "branch {:?} is checked out in {}",
                 m.branch,
@@ -264,23 +283,7 @@ fn check(tasks: &TaskService, project: &Project, req: &GroupRequest) -> Result<V
             )));
         }
     }
-    Ok(members)
-}
-
-/// Write a member's task id into the group's record (under the project's lock).
-fn set_member_task(
-    tasks: &TaskService,
-    groups: &GroupStore,
-    group: &Group,
-    label: &str,
-    id: &str,
-) -> Result<()> {
-    let _lock = tasks.store.lock(&group.project)?;
-    let mut g = groups.load(&group.project, &group.id)?;
-    if let Some(m) = g.members.iter_mut().find(|m| m.label == label) {
-        m.task = Some(id.to_string());
-    }
-    groups.save(&g)
+    Ok((members, checked_out))
 }
 
 /// Every member as it is now. A member whose task is not in the record (a create killed

@@ -138,4 +138,39 @@ impl TaskService<'_> {
         crate::adapters::fault::point("cap.counted");
         Ok(Some(lock))
     }
+
+    /// [`Self::room_for`] for `n` agents of `project` started together (a group's
+    /// members): how many of them the caps leave room for, why the rest wait (`None`: all
+    /// fit), and the fleet lock to hold while they start.
+    pub(super) fn room_for_many(
+        &mut self,
+        project: &str,
+        n: usize,
+    ) -> Result<(
+        usize,
+        Option<OrangeError>,
+        Option<crate::adapters::store::LockGuard>,
+    )> {
+        let fleet = self.config()?.fleet.max_running;
+        let mine = crate::orchestration::project::get(self.home, project)?.max_running;
+        if mine.is_none() && fleet.is_none() {
+            return Ok((n, None, None));
+        }
+        let lock = cap::fleet_lock(self.home)?;
+        let (open, _) = self.store.list_open_lenient();
+        let mut counts = cap::Counts::of(
+            open.iter()
+                .filter(|t| cap::running_on_record(&self.store, t))
+                .map(|t| t.project.as_str()),
+        );
+        for k in 0..n {
+            if let Some(full) = counts.full(project, mine, fleet) {
+                return Ok((k, Some(full.error()), Some(lock)));
+            }
+            counts.running += 1;
+            *counts.per_project.entry(project.to_string()).or_default() += 1;
+        }
+        crate::adapters::fault::point("cap.counted");
+        Ok((n, None, Some(lock)))
+    }
 }

@@ -229,24 +229,12 @@ impl<'a> TaskService<'a> {
         branch: &str,
         except: Option<&str>,
     ) -> Result<()> {
-        for t in self.store.list_open(Some(project))? {
-            if t.branch == branch && !t.status.is_final() && Some(t.id.as_str()) != except {
-                let hint = match t.status {
-                    Status::Failed | Status::Pending => format!(
-                        "; start it with `orange task {} {}` or remove it with `orange task cancel {}`",
-                        if t.status == Status::Failed { "respawn" } else { "spawn" },
-                        t.id,
-                        t.id
-                    ),
-                    _ => String::new(),
-                };
-                return Err(OrangeError::invalid(format!(
-                    "branch {branch:?} already belongs to task {} ({}) in project {project}{hint}",
-                    t.id, t.status
-                )));
-            }
-        }
-        Ok(())
+        branch_free_among(
+            &self.store.list_open(Some(project))?,
+            project,
+            branch,
+            except,
+        )
     }
 
     /// Can an agent of `harness` start here: tmux, and its program on PATH.
@@ -423,4 +411,33 @@ impl<'a> TaskService<'a> {
                 ))
             })
     }
+}
+
+/// Is `branch` free in `project`, as its open tasks `open` say (`except`: a task that may
+/// hold it)?
+pub(super) fn branch_free_among(
+    open: &[Task],
+    project: &str,
+    branch: &str,
+    except: Option<&str>,
+) -> Result<()> {
+    for t in open {
+        if t.branch == branch && !t.status.is_final() && Some(t.id.as_str()) != except {
+            let hint =
+                match t.status {
+                    Status::Failed | Status::Pending => format!(
+                    "; start it with `orange task {} {}` or remove it with `orange task cancel {}`",
+                    if t.status == Status::Failed { "respawn" } else { "spawn" },
+                    t.id,
+                    t.id
+                ),
+                    _ => String::new(),
+                };
+            return Err(OrangeError::invalid(format!(
+                "branch {branch:?} already belongs to task {} ({}) in project {project}{hint}",
+                t.id, t.status
+            )));
+        }
+    }
+    Ok(())
 }

@@ -67,11 +67,14 @@ pub struct Created {
 
 impl TaskService<'_> {
     pub fn create(&mut self, project: &Project, req: CreateRequest) -> Result<Created> {
-        let (harness, sandbox, limits) = self.check_create(project, &req)?;
+        let (harness, sandbox, limits) = self.check_create(project, &req, None)?;
         crate::adapters::fault::point("create.checked");
         // Limits nothing here can enforce are refused before anything is recorded.
         let warning = resources::check(&limits)?;
-        let task = self.record_new(project, &req, &harness, sandbox, limits)?;
+        let task = {
+            let _lock = self.store.lock(&project.name)?;
+            self.record_new(project, &req, &harness, sandbox, limits)?
+        };
         if !req.spawn {
             return Ok(Created {
                 task,
@@ -126,14 +129,17 @@ impl TaskService<'_> {
     /// Everything that can be checked before anything is recorded (a task that cannot
     /// start must not be left behind, pending and hidden): its branch, its summary, its
     /// harness, its sandbox (one that cannot run here, even for a task not started yet),
-    /// and when it starts now, tmux, its program and the project's base.
-    fn check_create(
+    /// and when it starts now, tmux, its program and the project's base. `checked_out`:
+    /// the project's worktrees and their branches when the caller has read them (one
+    /// `git worktree list` for many tasks); `None` reads them.
+    pub(super) fn check_create(
         &mut self,
         project: &Project,
         req: &CreateRequest,
+        checked_out: Option<&[(std::path::PathBuf, String)]>,
     ) -> Result<(Harness, sandbox::Kind, Limits)> {
         if let Some(b) = &req.branch {
-            check_new_branch(project, b)?;
+            check_new_branch(project, b, checked_out)?;
         }
         if let Some(s) = &req.summary {
             if s.trim().is_empty() {
@@ -173,9 +179,9 @@ impl TaskService<'_> {
         Ok((harness, sandbox, limits))
     }
 
-    /// Record a new pending task (under the project's lock): its id, its branch, task.json,
+    /// Record a new pending task (the project's lock held): its id, its branch, task.json,
     /// TASK.md and its first history event.
-    fn record_new(
+    pub(super) fn record_new(
         &mut self,
         project: &Project,
         req: &CreateRequest,
@@ -183,47 +189,31 @@ impl TaskService<'_> {
         sandbox: sandbox::Kind,
         limits: Limits,
     ) -> Result<Task> {
-        let _lock = self.store.lock(&project.name)?;
         let id = model::new_id(|id| self.store.dir(&project.name, id).exists());
-        let branch = req
-            .branch
-            .clone()
-            .unwrap_or_else(|| format!("orange-tasks/{id}"));
-        self.check_branch_free(&project.name, &branch, None)?;
-        let now = store::now_precise();
-        // No prompt: the branch stands for the summary until the first prompt is known.
-        let summary = req.summary.clone().unwrap_or_else(|| branch.clone());
-        let task = Task {
-            id,
-            project: project.name.clone(),
-            branch,
-            harness: harness.name.clone(),
-            status: Status::Pending,
-            sandbox,
-            limits,
-            summary,
-            awaiting_prompt: req.summary.is_none(),
-            headless: req.headless || harness.mode == Mode::Headless,
-            created_at: now.clone(),
-            updated_at: now,
-            group: req.group.clone(),
-            ..Task::default()
-        };
-        let dir = self.store.dir(&project.name, &task.id);
+        let task = new_task(project, req, harness, (sandbox, limits), id);
+        self.check_branch_free(&project.name, &task.branch, None)?;
+        self.write_new(&task, req)?;
+        Ok(task)
+    }
+
+    /// Write a new task's files: its directory, TASK.md, task.json and its first history
+    /// event (the project's lock held).
+    pub(super) fn write_new(&self, task: &Task, req: &CreateRequest) -> Result<()> {
+        let project = &task.project;
+        let dir = self.store.dir(project, &task.id);
         store::ensure_dir(&dir)?;
-        let md = self.store.task_md(&project.name, &task.id);
+        let md = self.store.task_md(project, &task.id);
         std::fs::write(
             &md,
             model::task_md(req.summary.as_deref().unwrap_or(""), req.context.as_deref()),
         )
         .map_err(|e| OrangeError::io(format!("writing {}", md.display()), e))?;
-        self.store.save(&task)?;
+        self.store.save(task)?;
         self.store.append_history(
-            &task,
+            task,
             "task.created",
             json!({"branch": task.branch, "harness": task.harness, "sandbox": task.sandbox, "limits": task.limits, "prompt": !task.awaiting_prompt, "headless": task.headless}),
-        )?;
-        Ok(task)
+        )
     }
 
     /// Start the agent of a pending task: workspace, branch, TASK.md, harness setup, session.
@@ -247,33 +237,49 @@ impl TaskService<'_> {
         // The cap counted and the agent started under one lock: never over it.
         let _room = self.room_for(project_name, id)?;
         match self.start_pending(&mut task) {
-            Ok(ws_name) => {
-                let from = task.status;
-                task.status = Status::Working;
-                task.failure = None;
-                task.updated_at = store::now_rfc3339();
-                self.store.save(&task)?;
-                self.store.append_history(
-                    &task,
-                    "agent.spawned",
-                    json!({"workspace": ws_name, "tmux_session": task.tmux_session, "harness": task.harness}),
-                )?;
-                self.store.append_history(
-                    &task,
-                    "status.changed",
-                    json!({"from": from, "to": task.status}),
-                )?;
-                Ok(task)
-            }
-            Err(e) if !e.fails_the_task() => Err(e),
-            Err(e) => {
-                self.fail(project_name, id, &e)?;
-                Err(OrangeError::TaskFailed {
-                    id: id.to_string(),
-                    source: Box::new(e),
-                })
-            }
+            Ok(ws_name) => self.record_started(task, &ws_name),
+            Err(e) => Err(self.not_started(project_name, id, e)?),
         }
+    }
+
+    /// A pending task's agent started in `ws_name`: the task is `working` (the project
+    /// lock held).
+    pub(super) fn record_started(&self, mut task: Task, ws_name: &str) -> Result<Task> {
+        let from = task.status;
+        task.status = Status::Working;
+        task.failure = None;
+        task.updated_at = store::now_rfc3339();
+        self.store.save(&task)?;
+        self.store.append_history(
+            &task,
+            "agent.spawned",
+            json!({"workspace": ws_name, "tmux_session": task.tmux_session, "harness": task.harness}),
+        )?;
+        self.store.append_history(
+            &task,
+            "status.changed",
+            json!({"from": from, "to": task.status}),
+        )?;
+        Ok(task)
+    }
+
+    /// A pending task whose start failed with `e` (nothing of it left running): the
+    /// error to return — `e` itself when it is transient (a full pool: the task waits in
+    /// the queue), else `task_failed`, the task recorded `failed` with its reason.
+    pub(super) fn not_started(
+        &mut self,
+        project_name: &str,
+        id: &str,
+        e: OrangeError,
+    ) -> Result<OrangeError> {
+        if !e.fails_the_task() {
+            return Ok(e);
+        }
+        self.fail(project_name, id, &e)?;
+        Ok(OrangeError::TaskFailed {
+            id: id.to_string(),
+            source: Box::new(e),
+        })
     }
 
     /// Workspace, branch, session for a pending task; on failure nothing is left behind
@@ -284,24 +290,37 @@ impl TaskService<'_> {
         self.preflight(&harness)?;
         let ws = pool::acquire(self.home, &project, &task.id, None, &self.store)?;
         crate::adapters::fault::point("spawn.acquired");
-        let started =
-            self.start_in_workspace(&project, task, &harness, &ws.name, &ws.path, Start::First);
+        let config = self.config.as_ref().expect("loaded above");
+        let started = self.start_in_workspace(
+            config,
+            &project,
+            task,
+            &harness,
+            &ws.name,
+            &ws.path,
+            Start::First,
+            None,
+        );
         if started.is_ok() {
             crate::adapters::fault::point("spawn.started");
         }
         if let Err(e) = started {
-            // Its session, if it started, goes first; if it cannot be stopped, the
-            // workspace stays bound to the task (the crash repair finishes both).
-            let stopped = match task.tmux_session_id.take() {
-                Some(s) => self.tmux.kill_session(&s).is_ok(),
-                None => true,
-            };
-            if stopped {
-                let _ = pool::release(self.home, &project, &ws.name, true);
-            }
+            self.undo_start(&project, task, &ws.name);
             return Err(e);
         }
         Ok(ws.name)
+    }
+
+    /// After a failed first start: its session, if it started, goes first; if it cannot
+    /// be stopped, the workspace stays bound to the task (the crash repair finishes both).
+    pub(super) fn undo_start(&self, project: &Project, task: &mut Task, ws_name: &str) {
+        let stopped = match task.tmux_session_id.take() {
+            Some(s) => self.tmux.kill_session(&s).is_ok(),
+            None => true,
+        };
+        if stopped {
+            let _ = pool::release(self.home, project, ws_name, true);
+        }
     }
 
     /// Record that a task could not start: `failed`, with the reason, holding nothing.
@@ -331,14 +350,17 @@ impl TaskService<'_> {
     /// Check out the branch, link TASK.md, then start the agent through the launcher
     /// (its workspace setup, conversation, sandbox, environment and session), its intent
     /// recorded before it runs.
-    fn start_in_workspace(
-        &mut self,
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn start_in_workspace(
+        &self,
+        config: &crate::execution::config::Config,
         project: &Project,
         task: &mut Task,
         harness: &Harness,
         ws_name: &str,
         ws_path: &Path,
         start: Start,
+        turn: Option<(&super::turns::Turns, usize)>,
     ) -> Result<()> {
         if start == Start::First {
             check_out_branch(project, task, ws_path)?;
@@ -353,8 +375,6 @@ impl TaskService<'_> {
         let harness = &harness;
         self.link_task_md(project, task, ws_path)?;
         let prompt = self.prompt_for(task, start);
-        self.config()?;
-        let config = self.config.as_ref().expect("loaded above");
         let dir = self.store.dir(&task.project, &task.id);
         let (id, branch) = (task.id.clone(), task.branch.clone());
         // The conversation to continue (a first start begins a new one), and the
@@ -408,7 +428,16 @@ impl TaskService<'_> {
         }
         fresh_agent_info(&dir)?;
         self.store.save(task)?;
-        let started = ready.start()?.session;
+        // Several started together: the sessions are made in their order (the picker
+        // lists sessions in the order they were made).
+        if let Some((turns, i)) = turn {
+            turns.wait(i);
+        }
+        let started = ready.start();
+        if let Some((turns, i)) = turn {
+            turns.over(i);
+        }
+        let started = started?.session;
         task.workspace = Some(ws_name.to_string());
         task.tmux_session = Some(started.target);
         task.tmux_session_id = started.id;
@@ -535,13 +564,16 @@ impl TaskService<'_> {
             .filter(|r| !r.is_empty())
             .map(|r| Recovery::Append(format!("It was stopped and restarted by hand: {r}")));
         self.recovery = message.or(why);
+        let config = self.config.as_ref().expect("loaded above");
         let started = self.start_in_workspace(
+            config,
             &project,
             &mut task,
             &harness,
             &ws_name,
             &ws_path,
             Start::Respawn,
+            None,
         );
         self.recovery = None;
         started?;
@@ -613,6 +645,39 @@ impl TaskService<'_> {
     }
 }
 
+/// A new pending task's record, `id` given (nothing written).
+pub(super) fn new_task(
+    project: &Project,
+    req: &CreateRequest,
+    harness: &Harness,
+    (sandbox, limits): (sandbox::Kind, Limits),
+    id: String,
+) -> Task {
+    let branch = req
+        .branch
+        .clone()
+        .unwrap_or_else(|| format!("orange-tasks/{id}"));
+    let now = store::now_precise();
+    // No prompt: the branch stands for the summary until the first prompt is known.
+    let summary = req.summary.clone().unwrap_or_else(|| branch.clone());
+    Task {
+        id,
+        project: project.name.clone(),
+        branch,
+        harness: harness.name.clone(),
+        status: Status::Pending,
+        sandbox,
+        limits,
+        summary,
+        awaiting_prompt: req.summary.is_none(),
+        headless: req.headless || harness.mode == Mode::Headless,
+        created_at: now.clone(),
+        updated_at: now,
+        group: req.group.clone(),
+        ..Task::default()
+    }
+}
+
 /// Only an active task's agent is respawned (a pending one is spawned).
 fn check_respawnable(task: &Task) -> Result<()> {
     if task.status.is_active() {
@@ -631,8 +696,12 @@ fn check_respawnable(task: &Task) -> Result<()> {
 }
 
 /// A branch a new task may take: a valid name, not the project's default branch, checked
-/// out nowhere.
-fn check_new_branch(project: &Project, b: &str) -> Result<()> {
+/// out nowhere (`checked_out`: the worktrees' branches, when the caller has read them).
+fn check_new_branch(
+    project: &Project,
+    b: &str,
+    checked_out: Option<&[(std::path::PathBuf, String)]>,
+) -> Result<()> {
     validate_branch(b)?;
     if *b == project.default_branch {
         return Err(OrangeError::invalid(format!(
@@ -640,7 +709,11 @@ fn check_new_branch(project: &Project, b: &str) -> Result<()> {
             project.name
         )));
     }
-    if let Some(at) = git::branch_checked_out_at(&project.path, b)? {
+    let at = match checked_out {
+        Some(list) => list.iter().find(|(_, br)| br == b).map(|(p, _)| p.clone()),
+        None => git::branch_checked_out_at(&project.path, b)?,
+    };
+    if let Some(at) = at {
         return Err(OrangeError::invalid(format!(
             "branch {b:?} is checked out in {}; a branch can be checked out in one worktree only (switch that worktree to another branch first)",
             at.display()
@@ -650,9 +723,14 @@ fn check_new_branch(project: &Project, b: &str) -> Result<()> {
 }
 
 /// The task's branch checked out in its workspace (a branch is checked out in one
-/// worktree only).
+/// worktree only; one not made yet is checked out nowhere: no `git worktree list` then).
 fn check_out_branch(project: &Project, task: &Task, ws_path: &Path) -> Result<()> {
-    if let Some(at) = git::branch_checked_out_at(&project.path, &task.branch)? {
+    let made = git::local_branch_exists(&project.path, &task.branch);
+    if let Some(at) = made
+        .then(|| git::branch_checked_out_at(&project.path, &task.branch))
+        .transpose()?
+        .flatten()
+    {
         let at_c = at.canonicalize().unwrap_or(at.clone());
         if at_c != ws_path.canonicalize().unwrap_or(ws_path.to_path_buf()) {
             return Err(OrangeError::invalid(format!(

@@ -138,6 +138,13 @@ fn group_lines(home: &Home, task: &Task) -> Vec<String> {
             if me { " ◂" } else { "" }
         ));
     }
+    if g.judging().is_some() {
+        let agent = g.judgement.as_ref().and_then(|j| j.agent.clone());
+        out.push(format!(
+            "judge {}: judging",
+            agent.as_deref().unwrap_or("agent")
+        ));
+    }
     out
 }
 
