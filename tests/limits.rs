@@ -379,3 +379,43 @@ fn real_claude_at_its_limit_is_limited_then_resumed_at_the_reset() {
     let _ = monitor.kill();
     let _ = monitor.wait();
 }
+
+/// A queue that waits only on another project's limit: project `web` has no limited task
+/// of its own, but its task of the limited harness is held; past the reset the monitor
+/// starts it (and resumes the limited task of `app` as ever).
+#[test]
+fn another_projects_queue_held_by_a_limit_starts_at_the_reset() {
+    let reset = reset_in(chrono::Duration::minutes(5));
+    let (env, a) = start(&reset, "");
+    let (web, _) = common::make_repo(&env.root(), "web");
+    env.ok(&["project", "add", web.to_str().unwrap()]);
+    pass_at(&env, "0s");
+    assert_eq!(agent(&env, &a)["state"], "limited");
+    let (ok, b) = env.json_in(
+        &web,
+        &["task", "create", "w/1", "web work", "--harness", "limitbot"],
+    );
+    assert!(ok, "{b}");
+    assert_eq!(b["outcome"], "queued", "{b}");
+    assert!(b["note"].as_str().unwrap().contains("usage limit"), "{b}");
+    let b = id(&b);
+    assert_eq!(env.task(&b)["project"], "web");
+    // Before the reset it stays queued.
+    pass_at(&env, "0s");
+    assert_eq!(env.task(&b)["status"], "pending");
+    // Past the reset: web's queue starts though no task of web was limited.
+    let r = pass_at(&env, "7m");
+    assert_eq!(env.task(&b)["status"], "working", "{r}");
+    let spawned = env.history_events(&b, "auto.spawned");
+    assert_eq!(spawned.len(), 1, "{spawned:?}");
+    let started = r["actions"].as_array().unwrap().iter().any(|a| {
+        a["task"] == b.as_str()
+            && a["action"] == "spawned"
+            && a["reason"] == "the usage limit reset"
+    });
+    assert!(started, "{r}");
+    // And app's limited task is resumed as ever.
+    common::wait_for("the resume typed in", 20, || {
+        env.input_lines(&a) == vec!["continue".to_string()]
+    });
+}

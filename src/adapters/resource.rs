@@ -39,20 +39,43 @@ fn uid() -> u32 {
 }
 
 /// A cgroup v2 directory this process may create children in, with the memory
-/// controller: this process's own cgroup on the unified hierarchy when it is writable.
+/// controller given to them: this process's own cgroup on the unified hierarchy, as
+/// [`v2_parent`] judges it.
 pub fn writable_cgroup() -> Result<PathBuf, String> {
     let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    let Some(rel) = own.lines().find_map(|l| l.strip_prefix("0::")) else {
-        return Err("no cgroup v2 hierarchy in /proc/self/cgroup".into());
-    };
     let mount = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
         .into_iter()
         .map(Path::new)
         .find(|m| m.join("cgroup.controllers").exists())
-        .ok_or("no cgroup v2 mount (/sys/fs/cgroup is cgroup v1)")?;
+        .unwrap_or(Path::new("/sys/fs/cgroup"));
+    v2_parent(&own, mount)
+}
+
+/// The cgroup v2 directory under `mount` (the unified hierarchy) that agents' cgroups can
+/// be made in, for a process whose `/proc/self/cgroup` reads `own`. A child gets
+/// `memory.max` (and `cpu.max`, `pids.max`) only when its parent's
+/// `cgroup.subtree_control` enables the controller, and the kernel lets no cgroup but the
+/// root enable one while it holds processes (the "no internal processes" rule; orange's
+/// own process is in it). So: its own cgroup when its `cgroup.subtree_control` has
+/// `memory` already (a delegated cgroup), or when it is the hierarchy's root (no
+/// `cgroup.type` file: only the root lacks one), where the wrapper enables what it
+/// needs first. A cgroup namespace's root is not the kernel's: a container's `/` holding
+/// its processes cannot enable controllers (EBUSY), and is refused here.
+pub fn v2_parent(own: &str, mount: &Path) -> Result<PathBuf, String> {
+    let Some(rel) = own.lines().find_map(|l| l.strip_prefix("0::")) else {
+        return Err("no cgroup v2 hierarchy in /proc/self/cgroup".into());
+    };
+    if !mount.join("cgroup.controllers").exists() {
+        return Err(format!(
+            "no cgroup v2 mount ({} is cgroup v1)",
+            mount.display()
+        ));
+    }
     let dir = mount.join(rel.trim_start_matches('/'));
-    let controllers = std::fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
-    if !controllers.split_whitespace().any(|c| c == "memory") {
+    let words = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+    let has = |text: &str, c: &str| text.split_whitespace().any(|w| w == c);
+    let controllers = words("cgroup.controllers");
+    if !has(&controllers, "memory") {
         return Err(format!(
             "the cgroup v2 mount {} offers no memory controller (it has: {})",
             mount.display(),
@@ -63,10 +86,20 @@ pub fn writable_cgroup() -> Result<PathBuf, String> {
             }
         ));
     }
-    let writable = std::fs::metadata(&dir)
-        .map(|m| !m.permissions().readonly() && dir_writable(&dir))
-        .unwrap_or(false);
-    if !writable {
+    let delegated = has(&words("cgroup.subtree_control"), "memory");
+    let root = rel.trim() == "/" && !dir.join("cgroup.type").exists();
+    if !delegated && !root {
+        let what = if rel.trim() == "/" {
+            "the root of this cgroup namespace (a container's), holding processes, cannot enable controllers for children"
+        } else {
+            "a cgroup holding processes (orange's own) cannot enable controllers for children"
+        };
+        return Err(format!(
+            "the cgroup {} does not give memory to its children: {what}; needs a delegated cgroup with memory in cgroup.subtree_control",
+            dir.display()
+        ));
+    }
+    if !dir_writable(&dir) {
         return Err(format!(
             "the cgroup {} is not writable by orange",
             dir.display()
@@ -127,21 +160,45 @@ pub fn systemd_argv(caps: Caps, unit: &str, argv: &[String]) -> Vec<String> {
 }
 
 /// `argv` moved, by the shell that starts it, into the new cgroup `dir` with its limits
-/// written first.
+/// written first. The controllers a limit needs are enabled in the parent's
+/// `cgroup.subtree_control` when they are not yet (memory always: its counters are what
+/// the monitor reads). Any step that fails — a controller the kernel will not enable, a
+/// limit it will not take — exits 125 before the agent starts, as the v1 step does: never
+/// an agent running without the limit it was given.
 pub fn cgroup_argv(caps: Caps, dir: &Path, argv: &[String]) -> Vec<String> {
-    let mut script = String::from("mkdir -p \"$0\" || exit 125; ");
+    let parent = dir.parent().unwrap_or(Path::new("/"));
+    let mut script = format!(
+        "p={}; d=\"$0\"; {{ read -r on < \"$p/cgroup.subtree_control\"; }} 2>/dev/null; ",
+        super::shell::quote(&parent.display().to_string())
+    );
+    let mut enable = |c: &str| {
+        script.push_str(&format!(
+            "case \" $on \" in *\" {c} \"*) ;; *) echo +{c} > \"$p/cgroup.subtree_control\" || exit 125;; esac; "
+        ));
+    };
+    enable("memory");
+    if caps.cpu_percent.is_some() {
+        enable("cpu");
+    }
+    if caps.pids.is_some() {
+        enable("pids");
+    }
+    script.push_str("mkdir -p \"$d\" || exit 125; ");
     if let Some(m) = caps.memory {
         script.push_str(&format!(
-            "echo {m} > \"$0/memory.max\"; echo 0 > \"$0/memory.swap.max\" 2>/dev/null; "
+            "echo {m} > \"$d/memory.max\" || exit 125; echo 0 > \"$d/memory.swap.max\" 2>/dev/null; "
         ));
     }
     if let Some(c) = caps.cpu_percent {
-        script.push_str(&format!("echo '{} 100000' > \"$0/cpu.max\"; ", c * 1000));
+        script.push_str(&format!(
+            "echo '{} 100000' > \"$d/cpu.max\" || exit 125; ",
+            u64::from(c) * 1000
+        ));
     }
     if let Some(p) = caps.pids {
-        script.push_str(&format!("echo {p} > \"$0/pids.max\"; "));
+        script.push_str(&format!("echo {p} > \"$d/pids.max\" || exit 125; "));
     }
-    script.push_str("echo $$ > \"$0/cgroup.procs\" || exit 125; exec \"$@\"");
+    script.push_str("echo $$ > \"$d/cgroup.procs\" || exit 125; exec \"$@\"");
     let mut out = vec![
         "sh".to_string(),
         "-c".into(),
@@ -284,6 +341,175 @@ mod tests {
         assert_eq!(p.ppid, 7);
         assert_eq!(p.ticks, 42);
         assert_eq!(p.rss_pages, 250);
+    }
+
+    /// A fake unified hierarchy: `cgroup.controllers` at its root, and the cgroup `rel`
+    /// with these controllers and `subtree_control` (and `cgroup.type`, as every cgroup
+    /// but the root has).
+    fn fake_v2(rel: &str, controllers: &str, subtree: &str) -> tempfile::TempDir {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("cgroup.controllers"), "cpu memory pids\n").unwrap();
+        let dir = root.path().join(rel.trim_start_matches('/'));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("cgroup.controllers"), format!("{controllers}\n")).unwrap();
+        std::fs::write(dir.join("cgroup.subtree_control"), format!("{subtree}\n")).unwrap();
+        if rel != "/" {
+            std::fs::write(dir.join("cgroup.type"), "domain\n").unwrap();
+        }
+        root
+    }
+
+    #[test]
+    fn without_cgroup_v2_there_is_no_v2_parent() {
+        let root = fake_v2("/", "cpu memory pids", "");
+        let v1 = "12:memory:/user.slice\n3:pids:/user.slice\n";
+        let e = v2_parent(v1, root.path()).unwrap_err();
+        assert!(e.contains("no cgroup v2 hierarchy"), "{e}");
+        // A v2 line, but no v2 mount (this machine: /sys/fs/cgroup is v1).
+        let bare = tempfile::tempdir().unwrap();
+        let e = v2_parent("0::/\n", bare.path()).unwrap_err();
+        assert!(e.contains("no cgroup v2 mount"), "{e}");
+    }
+
+    #[test]
+    fn a_v2_cgroup_without_memory_is_refused() {
+        let root = fake_v2("/a.slice/me", "cpu pids", "");
+        let e = v2_parent("0::/a.slice/me\n", root.path()).unwrap_err();
+        assert!(e.contains("no memory controller (it has: cpu pids)"), "{e}");
+    }
+
+    #[test]
+    fn memory_not_given_to_children_of_a_non_root_cgroup_is_refused() {
+        let root = fake_v2("/a.slice/me", "cpu memory pids", "");
+        let e = v2_parent("0::/a.slice/me\n", root.path()).unwrap_err();
+        assert!(
+            e.contains("needs a delegated cgroup with memory in cgroup.subtree_control"),
+            "{e}"
+        );
+        // Only cpu given: still no memory.max for a child.
+        let root = fake_v2("/a.slice/me", "cpu memory pids", "cpu");
+        assert!(v2_parent("0::/a.slice/me\n", root.path()).is_err());
+    }
+
+    #[test]
+    fn a_cgroup_that_gives_memory_to_its_children_is_taken() {
+        let root = fake_v2("/a.slice/me", "cpu memory pids", "cpu memory pids");
+        let dir = v2_parent("1:name=x:/\n0::/a.slice/me\n", root.path()).unwrap();
+        assert_eq!(dir, root.path().join("a.slice/me"));
+    }
+
+    #[test]
+    fn the_root_is_taken_and_a_namespace_root_refused() {
+        // The hierarchy's root (no cgroup.type): exempt from the rule; the wrapper
+        // enables the controllers.
+        let root = fake_v2("/", "cpu memory pids", "");
+        assert_eq!(v2_parent("0::/\n", root.path()).unwrap(), root.path());
+        // A container's `/` (cgroup.type: it is not the kernel's root) holds processes.
+        std::fs::write(root.path().join("cgroup.type"), "domain\n").unwrap();
+        let e = v2_parent("0::/\n", root.path()).unwrap_err();
+        assert!(e.contains("cgroup namespace"), "{e}");
+        // Unless it gives memory to its children already.
+        std::fs::write(root.path().join("cgroup.subtree_control"), "memory\n").unwrap();
+        assert!(v2_parent("0::/\n", root.path()).is_ok());
+    }
+
+    fn all_caps() -> Caps {
+        Caps {
+            memory: Some(64 << 20),
+            cpu_percent: Some(150),
+            pids: Some(64),
+        }
+    }
+
+    #[test]
+    fn the_v2_step_enables_writes_each_limit_and_checks_each_write() {
+        let argv = cgroup_argv(all_caps(), Path::new("/cg/me/orange-t1"), &["agent".into()]);
+        let s = &argv[2];
+        assert!(s.starts_with("p=/cg/me; d=\"$0\";"), "{s}");
+        for c in ["memory", "cpu", "pids"] {
+            assert!(
+                s.contains(&format!(
+                    "echo +{c} > \"$p/cgroup.subtree_control\" || exit 125;"
+                )),
+                "{s}"
+            );
+        }
+        assert!(
+            s.contains("echo 67108864 > \"$d/memory.max\" || exit 125;"),
+            "{s}"
+        );
+        assert!(
+            s.contains("echo '150000 100000' > \"$d/cpu.max\" || exit 125;"),
+            "{s}"
+        );
+        assert!(s.contains("echo 64 > \"$d/pids.max\" || exit 125;"), "{s}");
+        assert!(s.ends_with("echo $$ > \"$d/cgroup.procs\" || exit 125; exec \"$@\""));
+        assert_eq!(&argv[3..], ["/cg/me/orange-t1", "agent"]);
+        // Memory alone: no cpu nor pids enabled.
+        let caps = Caps {
+            memory: Some(64 << 20),
+            ..Caps::default()
+        };
+        let s = &cgroup_argv(caps, Path::new("/cg/me/x"), &["agent".into()])[2];
+        assert!(!s.contains("+cpu") && !s.contains("+pids"), "{s}");
+    }
+
+    /// Run the v2 step for real with `sh`, a directory standing in for the cgroup: its
+    /// exit status, and the directory of the agent's cgroup.
+    fn run_step(parent: &Path) -> (i32, PathBuf) {
+        let dir = parent.join("orange-t1");
+        let argv = cgroup_argv(
+            all_caps(),
+            &dir,
+            &["sh".into(), "-c".into(), "exit 7".into()],
+        );
+        let st = std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        (st.code().unwrap_or(-1), dir)
+    }
+
+    #[test]
+    fn the_v2_step_runs_the_agent_once_every_limit_is_written() {
+        let parent = tempfile::tempdir().unwrap();
+        std::fs::write(parent.path().join("cgroup.subtree_control"), "memory\n").unwrap();
+        let (code, dir) = run_step(parent.path());
+        assert_eq!(code, 7, "the agent ran (its own exit status)");
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+        assert_eq!(read("memory.max").trim(), "67108864");
+        assert_eq!(read("cpu.max").trim(), "150000 100000");
+        assert_eq!(read("pids.max").trim(), "64");
+        assert!(read("cgroup.procs").trim().parse::<u32>().is_ok());
+        // memory was on already; cpu and pids were asked for.
+        let on = std::fs::read_to_string(parent.path().join("cgroup.subtree_control")).unwrap();
+        assert_eq!(on.trim(), "+pids", "the last controller enabled");
+    }
+
+    #[test]
+    fn a_limit_that_cannot_be_written_stops_the_step_with_125() {
+        // memory.max a directory: its write fails (as root too), as the kernel's does
+        // without the memory controller.
+        let parent = tempfile::tempdir().unwrap();
+        std::fs::write(
+            parent.path().join("cgroup.subtree_control"),
+            "cpu memory pids\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(parent.path().join("orange-t1/memory.max")).unwrap();
+        assert_eq!(
+            run_step(parent.path()).0,
+            125,
+            "never an agent without its limit"
+        );
+        // A controller the kernel will not enable: the same.
+        let parent = tempfile::tempdir().unwrap();
+        std::fs::create_dir(parent.path().join("cgroup.subtree_control")).unwrap();
+        assert_eq!(run_step(parent.path()).0, 125);
+        // A cgroup that cannot be made (its parent a file).
+        let file = tempfile::NamedTempFile::new().unwrap();
+        assert_eq!(run_step(file.path()).0, 125);
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! 1. a transient `systemd-run --user --scope` where a user systemd answers (memory,
 //!    CPU and tasks, the tree in its own cgroup);
 //! 2. else a cgroup v2 directory orange creates under its own cgroup when it may write
-//!    there (the same three);
+//!    there and its children can be given the memory controller (it is delegated one in
+//!    its `cgroup.subtree_control`, or it is the hierarchy's root:
+//!    `resource::v2_parent`) (the same three);
 //! 3. else cgroup v1: a cgroup per agent under `orange/` in this process's own cgroup of
 //!    each of the memory, cpu, cpuacct and pids hierarchies, when the memory one is
 //!    writable (root on a v1-only machine);

@@ -138,6 +138,32 @@ pub fn record(home: &Home, harness: &str, task: &str, until: &str) -> Result<()>
     Ok(())
 }
 
+/// The harnesses whose reset has passed at `now`, taken out of the record: their queued
+/// tasks may start, in every project (a project whose queue waits only on the limit has
+/// no limited task of its own to resume and start it). Read without the lock first: a
+/// pass with nothing passed costs one read.
+pub fn released(home: &Home, now: DateTime<Utc>) -> Result<Vec<String>> {
+    let path = file(home);
+    let over = |m: &BTreeMap<String, Limited>| -> Vec<String> {
+        m.iter()
+            .filter(|(_, l)| parse(&l.until).is_none_or(|t| t <= now))
+            .map(|(h, _)| h.clone())
+            .collect()
+    };
+    let m: BTreeMap<String, Limited> = store::read_json(&path).unwrap_or_default();
+    if over(&m).is_empty() {
+        return Ok(vec![]);
+    }
+    let _lock = lock(home)?;
+    let mut m: BTreeMap<String, Limited> = store::read_json(&path).unwrap_or_default();
+    let gone = over(&m);
+    if !gone.is_empty() {
+        m.retain(|h, _| !gone.contains(h));
+        store::write_json_atomic(&path, &m)?;
+    }
+    Ok(gone)
+}
+
 /// An agent of `harness` started a turn after its limit: the account is usable again, the
 /// harness is no longer held.
 pub fn clear(home: &Home, harness: &str) -> Result<()> {
@@ -156,6 +182,23 @@ pub fn clear(home: &Home, harness: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reset_passed_is_released_once_and_the_others_stay_held() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = Home {
+            root: tmp.path().to_path_buf(),
+        };
+        std::fs::create_dir_all(home.run_dir()).unwrap();
+        record(&home, "claude", "t1", "2026-11-27T04:00:00Z").unwrap();
+        record(&home, "pi", "t2", "2026-11-27T06:00:00Z").unwrap();
+        let now = parse("2026-11-27T05:00:00Z").unwrap();
+        assert_eq!(released(&home, now).unwrap(), ["claude"]);
+        assert!(released(&home, now).unwrap().is_empty());
+        assert!(held(&home, "pi", now).is_some());
+        let later = parse("2026-11-27T06:00:01Z").unwrap();
+        assert_eq!(released(&home, later).unwrap(), ["pi"]);
+    }
 
     #[test]
     fn a_hold_without_a_time_waits_and_one_past_acts_at_once() {

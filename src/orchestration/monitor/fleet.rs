@@ -2,27 +2,39 @@
 //! place without freeing a workspace, so no command starts the next task; the monitor
 //! does, at the start of a pass, from what earlier passes recorded (a death is in
 //! agent.json). It is also the repair after a command killed between recording a task
-//! and starting it: a queued task with room is started by the next pass.
+//! and starting it: a queued task with room is started by the next pass. So does the
+//! end of a usage limit ([`limits::released`]): the queued tasks of its harness start in
+//! every project, not only in those of the limited tasks it resumes.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use serde_json::json;
 
 use crate::execution::pool::SlotStatus;
-use crate::orchestration::project;
 use crate::orchestration::task::{cap, Status, Task};
+use crate::orchestration::{limits, project};
 
 use super::{Monitor, PassReport};
 
 impl Monitor<'_> {
-    /// Start what waits behind a cap when there is room now (and a workspace to take).
-    /// Whether anything started. Costs nothing without a queued task or a cap.
+    /// Start what waits behind a cap when there is room now (and a workspace to take),
+    /// and what waited on a usage limit whose reset has passed. Whether anything started.
+    /// Costs nothing without a queued task, or one read without a cap.
     pub(super) fn start_queued(&mut self, open: &[Task], report: &mut PassReport) -> bool {
         if !open.iter().any(|t| t.status == Status::Pending) {
             return false;
         }
+        let released = match limits::released(self.home, limits::clock()) {
+            Ok(r) => r,
+            Err(e) => {
+                report
+                    .actions
+                    .push(json!({"action": "error", "error": format!("the usage limits: {e}")}));
+                vec![]
+            }
+        };
         let caps = cap::Caps::read(self.home);
-        if !caps.any() {
+        if !caps.any() && released.is_empty() {
             return false;
         }
         let counts = cap::Counts::of(
@@ -31,23 +43,32 @@ impl Monitor<'_> {
                 .map(|t| t.project.as_str()),
         );
         let registry = project::load(self.home).ok();
-        let mut waiting = BTreeSet::new();
+        let mut waiting = BTreeMap::new();
         for t in open.iter().filter(|t| t.status == Status::Pending) {
-            // Only the queues that a cap holds (others wait for a workspace, as ever).
+            // Only the queues that a cap or a limit held (others wait for a workspace,
+            // as ever).
             let capped = caps.fleet.is_some() || caps.projects.contains_key(&t.project);
-            if capped
-                && caps.full(&counts, &t.project).is_none()
+            let reason = if released.contains(&t.harness) {
+                "the usage limit reset"
+            } else if capped {
+                "a place under max_running came free"
+            } else {
+                continue;
+            };
+            if caps.full(&counts, &t.project).is_none()
                 && self.has_room(registry.as_ref(), &t.project)
             {
-                waiting.insert(t.project.clone());
+                waiting.entry(t.project.clone()).or_insert(reason);
             }
         }
         let mut started = false;
-        for p in waiting {
+        for (p, reason) in waiting {
             let next = self.tasks.spawn_next(&p);
             for id in next.spawned.iter().chain(&next.more) {
                 started = true;
-                report.actions.push(json!({"task": id, "action": "spawned", "reason": "a place under max_running came free"}));
+                report
+                    .actions
+                    .push(json!({"task": id, "action": "spawned", "reason": reason}));
             }
             if let Some(e) = next.error {
                 report
