@@ -48,11 +48,18 @@ fn review_with(env: &TaskEnv, editor: &str, args: &[&str]) -> std::process::Outp
     c.output().unwrap()
 }
 
+/// The task's review rounds (`reviews/N.json`, as orange reads them: a round being written
+/// is a `.tmp-*` file beside them, empty at first, until it is renamed into place).
 pub(crate) fn rounds(env: &TaskEnv, id: &str) -> Vec<Value> {
     let dir = env.home.join(format!("tasks/app/{id}/reviews"));
     let mut v: Vec<Value> = std::fs::read_dir(&dir)
         .map(|d| {
             d.flatten()
+                .filter(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name.strip_suffix(".json")
+                        .is_some_and(|n| n.parse::<u32>().is_ok())
+                })
                 .map(|e| serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap())
                 .collect()
         })
