@@ -1258,7 +1258,7 @@ fn a_sandboxed_claude_works_in_its_worktree_and_its_hooks_reach_orange() {
     ]);
     let id = v["id"].as_str().unwrap().to_string();
     assert_eq!(v["sandbox"], "bwrap", "{v}");
-    assert_eq!(rig.agent_argv(&id)[0], "bwrap");
+    assert_eq!(rig.agent_argv(&id)[4], "bwrap");
     rig.wait_turns(&id, 2);
     let sent = rig
         .api

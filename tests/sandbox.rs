@@ -241,13 +241,19 @@ fn a_sandboxed_agent_commits_in_its_worktree_and_writes_nothing_else() {
         .collect();
     assert_eq!(via.len(), 1, "{reply}\n{t}");
     assert_eq!(t["summary"], "it's $(done) from inside", "{t}");
-    // The agent runs under bwrap, and a respawn keeps it there.
+    // The agent runs under bwrap (behind orange's set-up step: `sh -c … orange-sandbox
+    // bwrap …`), and a respawn keeps it there.
     let pane_cmd = |env: &TaskEnv, id: &str| {
         let pane = env.task(id)["tmux_pane_id"].as_str().unwrap().to_string();
         let pid = env.tmux.ok(&["display", "-p", "-t", &pane, "#{pane_pid}"]);
-        std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default()
+        let raw = std::fs::read(format!("/proc/{}/cmdline", pid.trim())).unwrap_or_default();
+        let argv: Vec<String> = raw
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        argv.get(3..5).map(|a| a.join(" ")).unwrap_or_default()
     };
-    assert_eq!(pane_cmd(env, &id).trim(), "bwrap");
+    assert_eq!(pane_cmd(env, &id), "orange-sandbox bwrap");
     let session = env.task(&id)["tmux_session_id"]
         .as_str()
         .unwrap()
@@ -256,7 +262,7 @@ fn a_sandboxed_agent_commits_in_its_worktree_and_writes_nothing_else() {
     env.ok(&["task", "update", &id, "--status", "working"]);
     env.ok(&["task", "respawn", &id]);
     common::wait_for("the respawned agent", 20, || {
-        pane_cmd(env, &id).trim() == "bwrap"
+        pane_cmd(env, &id) == "orange-sandbox bwrap"
     });
 }
 

@@ -63,9 +63,35 @@ const BASE: &[&str] = &[
     "--die-with-parent",
 ];
 
-/// `bwrap … -- <command>`: [`BASE`], then `spec`'s mounts in order.
+/// The step before bwrap: bwrap's own set-up can fail for a moment's reason — a file bound
+/// by name that its program replaces by a rename at that instant fails the mount with
+/// ENOENT (claude saves `~/.claude.json` so, at the end of each turn: a reviewer started
+/// then could not start, "Can't bind mount … .claude.json … No such file or directory").
+/// Inside the sandbox, [`INSIDE`] writes `started` to descriptor 3 (a file of this step)
+/// before it runs the command; without it the set-up failed and is tried again, at most
+/// twice. (bwrap's `--json-status-fd` cannot tell: it writes `child-pid` before the mounts.)
+/// The command itself is never run twice: its exit (127 when it is not found included) is
+/// the pane's.
+const SETUP_RETRY: &str = r#"s=$(mktemp) || exec "$@"
+n=0
+while :; do
+  "$@" 3>"$s"; rc=$?
+  if [ "$n" -ge 2 ] || grep -q started "$s"; then rm -f "$s"; exit "$rc"; fi
+  n=$((n + 1))
+done"#;
+
+/// The first step inside the sandbox: tell [`SETUP_RETRY`] the sandbox is made, close its
+/// descriptor (the agent never holds it), run the command.
+const INSIDE: &str = r#"echo started >&3; exec 3>&-; exec "$@""#;
+
+/// `$0` of [`SETUP_RETRY`]: what `ps` shows for it.
+pub const STEP_NAME: &str = "orange-sandbox";
+
+/// `sh -c <SETUP_RETRY> orange-sandbox bwrap … -- sh -c <INSIDE> orange-agent <command>`:
+/// [`BASE`], then `spec`'s mounts in order.
 pub fn argv(spec: &Spec, command: &[String]) -> Vec<String> {
-    let mut v: Vec<String> = std::iter::once(PROGRAM)
+    let mut v: Vec<String> = ["sh", "-c", SETUP_RETRY, STEP_NAME, PROGRAM]
+        .into_iter()
         .chain(BASE.iter().copied())
         .map(|s| s.to_string())
         .collect();
@@ -89,6 +115,7 @@ pub fn argv(spec: &Spec, command: &[String]) -> Vec<String> {
         v.extend(["--unsetenv".into(), k.clone()]);
     }
     v.extend(["--chdir".into(), s(&spec.cwd), "--".into()]);
+    v.extend(["sh", "-c", INSIDE, "orange-agent"].map(String::from));
     v.extend(command.iter().cloned());
     v
 }
@@ -184,12 +211,50 @@ mod tests {
         };
         let v = argv(&spec, &["claude".into(), "--".into(), "-x".into()]);
         let at = |s: &str| v.iter().position(|a| a == s).unwrap();
-        assert_eq!(v[0], "bwrap");
+        assert_eq!(v[..2], ["sh", "-c"]);
+        assert_eq!(v[4], "bwrap");
         assert!(at("--tmpfs") < at("--ro-bind-try"));
         assert!(at("--ro-bind-try") < at("--bind-try"));
         assert_eq!(v[at("--bind-try") + 1], "/tmp/my home/ws");
         assert_eq!(v[at("--setenv") + 1], "IS_SANDBOX");
         assert_eq!(v[at("--unsetenv") + 1], "SSH_AUTH_SOCK");
-        assert_eq!(&v[v.len() - 4..], ["--", "claude", "--", "-x"]);
+        assert_eq!(
+            &v[v.len() - 8..v.len() - 3],
+            ["--", "sh", "-c", INSIDE, "orange-agent"]
+        );
+        assert_eq!(&v[v.len() - 3..], ["claude", "--", "-x"]);
+    }
+
+    /// [`SETUP_RETRY`] run by a real `sh` around a stand-in for bwrap (`$1`: a counter
+    /// file; it says `started` on fd 3 from run `$2` on, then exits `$3`): the
+    /// runs it got and the exit status.
+    fn retried(child_from: u32, exit: i32) -> (u32, i32) {
+        let dir = tempfile::tempdir().unwrap();
+        let count = dir.path().join("runs");
+        let fake = r#"n=$(($(cat "$1" 2>/dev/null || echo 0) + 1)); echo $n > "$1"
+[ "$n" -ge "$2" ] && echo started >&3
+exit "$3""#;
+        let st = Command::new("sh")
+            .args(["-c", SETUP_RETRY, STEP_NAME, "sh", "-c", fake, "fake"])
+            .arg(&count)
+            .args([child_from.to_string(), exit.to_string()])
+            .status()
+            .unwrap();
+        let runs = std::fs::read_to_string(&count)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        (runs, st.code().unwrap())
+    }
+
+    #[test]
+    fn a_failed_set_up_is_tried_again_and_the_command_never_twice() {
+        // Set up at once, the command exits 1: run once, its status kept.
+        assert_eq!(retried(1, 1), (1, 1));
+        // The set-up failed once, then the command ran and exited 0.
+        assert_eq!(retried(2, 0), (2, 0));
+        // The set-up never works: three tries, bwrap's status (1) kept.
+        assert_eq!(retried(99, 1), (3, 1));
     }
 }
