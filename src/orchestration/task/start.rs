@@ -24,10 +24,15 @@ use crate::execution::session::{self, Mux};
 use crate::orchestration::attention::session::{agent_pane, SessionState};
 use crate::orchestration::attention::SessionView;
 use crate::orchestration::project::{self, Project};
+use crate::orchestration::task::fanout::Shared;
 use crate::orchestration::task::model::{
     self, first_prompt, respawn_prompt, validate_branch, validate_summary, Status, Task,
 };
 use crate::orchestration::task::service::{Recovery, TaskService};
+
+/// Where a task started together with others hands its session to be made with theirs
+/// (`fanout.rs`), and gets it back made.
+pub(super) type Hand<'a> = dyn Fn(launch::Prepared) -> Result<session::Started> + 'a;
 
 /// How long a live agent stopped by `task respawn --force` has after SIGTERM before the
 /// processes left get SIGKILL.
@@ -129,17 +134,16 @@ impl TaskService<'_> {
     /// Everything that can be checked before anything is recorded (a task that cannot
     /// start must not be left behind, pending and hidden): its branch, its summary, its
     /// harness, its sandbox (one that cannot run here, even for a task not started yet),
-    /// and when it starts now, tmux, its program and the project's base. `checked_out`:
-    /// the project's worktrees and their branches when the caller has read them (one
-    /// `git worktree list` for many tasks); `None` reads them.
+    /// and when it starts now, tmux, its program and the project's base. `shared`: what
+    /// the caller read once for many tasks (`None`: read here).
     pub(super) fn check_create(
         &mut self,
         project: &Project,
         req: &CreateRequest,
-        checked_out: Option<&[(std::path::PathBuf, String)]>,
+        shared: Option<&Shared>,
     ) -> Result<(Harness, sandbox::Kind, Limits)> {
         if let Some(b) = &req.branch {
-            check_new_branch(project, b, checked_out)?;
+            check_new_branch(project, b, shared.map(|s| &s.checked_out[..]))?;
         }
         if let Some(s) = &req.summary {
             if s.trim().is_empty() {
@@ -174,7 +178,9 @@ impl TaskService<'_> {
         )?;
         if req.spawn {
             self.preflight(&harness)?;
-            git::base_ref(&project.path, &project.default_branch)?;
+            if shared.is_none() {
+                git::base_ref(&project.path, &project.default_branch)?;
+            }
         }
         Ok((harness, sandbox, limits))
     }
@@ -360,7 +366,7 @@ impl TaskService<'_> {
         ws_name: &str,
         ws_path: &Path,
         start: Start,
-        turn: Option<(&super::turns::Turns, usize)>,
+        together: Option<&Hand>,
     ) -> Result<()> {
         if start == Start::First {
             check_out_branch(project, task, ws_path)?;
@@ -428,20 +434,16 @@ impl TaskService<'_> {
         }
         fresh_agent_info(&dir)?;
         self.store.save(task)?;
-        // Several started together: the sessions are made in their order (the picker
-        // lists sessions in the order they were made).
-        if let Some((turns, i)) = turn {
-            turns.wait(i);
-        }
-        let started = ready.start();
-        if let Some((turns, i)) = turn {
-            turns.over(i);
-        }
-        let started = started?.session;
+        // Several started together: their sessions are made at once, in their order (the
+        // picker lists sessions in the order they were made).
+        let started = match together {
+            Some(hand) => hand(ready.prepared())?,
+            None => ready.start()?.session,
+        };
         task.workspace = Some(ws_name.to_string());
         task.tmux_session = Some(started.target);
         task.tmux_session_id = started.id;
-        task.tmux_server = self.tmux.server_identity()?;
+        task.tmux_server = started.server;
         task.tmux_pane_id = started.pane;
         Ok(())
     }
