@@ -30,34 +30,7 @@ use crate::orchestration::task::batch::{Batch, Seat};
 use crate::orchestration::task::model::{self, Task};
 use crate::orchestration::task::service::branch_free_among;
 use crate::orchestration::task::service::TaskService;
-use crate::orchestration::task::start::{new_task, CreateRequest, Created};
-
-/// What the checks of several tasks created together ([`TaskService::check_create`]) read
-/// once for all of them.
-pub(super) struct Shared {
-    /// The project's worktrees and their branches (one `git worktree list`).
-    pub(super) checked_out: git::CheckedOut,
-}
-
-impl Shared {
-    /// `checked_out`: the worktrees when the caller has just read them (`None`: read
-    /// here). `spawn`: some of the tasks start now, so the project's base is resolved
-    /// (once: it must name a commit).
-    pub(super) fn read(
-        project: &Project,
-        checked_out: Option<git::CheckedOut>,
-        spawn: bool,
-    ) -> Result<Shared> {
-        let checked_out = match checked_out {
-            Some(c) => c,
-            None => git::checked_out_branches(&project.path)?,
-        };
-        if spawn {
-            git::base_ref(&project.path, &project.default_branch)?;
-        }
-        Ok(Shared { checked_out })
-    }
-}
+use crate::orchestration::task::start::{new_task, CreateRequest, Created, Shared};
 
 /// A task being started: where its result goes, its workspace, its record.
 type Starting = (usize, pool::Workspace, Task);

@@ -24,7 +24,6 @@ use crate::execution::session::{self, Mux};
 use crate::orchestration::attention::session::{agent_pane, SessionState};
 use crate::orchestration::attention::SessionView;
 use crate::orchestration::project::{self, Project};
-use crate::orchestration::task::fanout::Shared;
 use crate::orchestration::task::model::{
     self, first_prompt, respawn_prompt, validate_branch, validate_summary, Status, Task,
 };
@@ -68,6 +67,33 @@ pub struct Created {
     /// Its resource limits are only partly enforced here (prlimit).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
+}
+
+/// What the checks of several tasks created together ([`TaskService::check_create`]) read
+/// once for all of them.
+pub(super) struct Shared {
+    /// The project's worktrees and their branches (one `git worktree list`).
+    checked_out: git::CheckedOut,
+}
+
+impl Shared {
+    /// `checked_out`: the worktrees when the caller has just read them (`None`: read
+    /// here). `spawn`: some of the tasks start now, so the project's base is resolved
+    /// (once: it must name a commit).
+    pub(super) fn read(
+        project: &Project,
+        checked_out: Option<git::CheckedOut>,
+        spawn: bool,
+    ) -> Result<Shared> {
+        let checked_out = match checked_out {
+            Some(c) => c,
+            None => git::checked_out_branches(&project.path)?,
+        };
+        if spawn {
+            git::base_ref(&project.path, &project.default_branch)?;
+        }
+        Ok(Shared { checked_out })
+    }
 }
 
 impl TaskService<'_> {
