@@ -9,8 +9,8 @@
 // Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
 #![allow(clippy::disallowed_methods)]
 
-use std::path::PathBuf;
-use std::process::Stdio;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
 
 use serde_json::Value;
 
@@ -49,7 +49,7 @@ fn cgroups_of(env: &TaskEnv) -> Vec<PathBuf> {
 }
 
 /// The name of a cgroup directory.
-fn name(p: &std::path::Path) -> String {
+fn name(p: &Path) -> String {
     p.file_name().unwrap().to_string_lossy().into_owned()
 }
 
@@ -57,6 +57,32 @@ fn name(p: &std::path::Path) -> String {
 fn text(env: &TaskEnv, args: &[&str]) -> String {
     let out = env.cmd_in(&env.repo, args).output().unwrap();
     common::strip_styles(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// `task create BRANCH` (fake-wait, `--pids 64`) paused once its task is recorded and its
+/// cgroup made, before its agent starts (`pause`: the fault points' directory).
+fn create_paused(env: &TaskEnv, branch: &str, pause: &Path) -> Child {
+    let args = ["task", "create", branch, "x", "--harness", "fake-wait"];
+    let creating = env
+        .cmd_in(&env.repo, &args)
+        .args(["--pids", "64", "--json"])
+        .env("ORANGE_PAUSE_AT", "launch.cgroup_made")
+        .env("ORANGE_PAUSE_DIR", pause)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::wait_for("the create to pause with its cgroup made", 20, || {
+        pause.join("launch.cgroup_made.paused").exists()
+    });
+    creating
+}
+
+/// A create [`create_paused`] goes on: the task it made.
+fn go_on(creating: Child, pause: &Path) -> Value {
+    std::fs::write(pause.join("launch.cgroup_made.go"), "").unwrap();
+    let out = creating.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 #[test]
@@ -203,36 +229,11 @@ fn a_sweep_never_removes_the_cgroup_of_a_task_recorded_after_it_read_the_tasks()
         pause.path().join("monitor.sweeping.paused").exists()
     });
     // A task is recorded and its cgroup made; its agent has not joined it yet.
-    let creating = env
-        .cmd_in(
-            &env.repo,
-            &[
-                "task",
-                "create",
-                "young",
-                "x",
-                "--harness",
-                "fake-wait",
-                "--pids",
-                "64",
-                "--json",
-            ],
-        )
-        .env("ORANGE_PAUSE_AT", "launch.cgroup_made")
-        .env("ORANGE_PAUSE_DIR", pause.path())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    common::wait_for("the create to pause with its cgroup made", 20, || {
-        pause.path().join("launch.cgroup_made.paused").exists()
-    });
+    let creating = create_paused(&env, "young", pause.path());
     assert!(!cgroups_of(&env).is_empty());
     std::fs::write(pause.path().join("monitor.sweeping.go"), "").unwrap();
     assert!(monitor.wait_with_output().unwrap().status.success());
-    std::fs::write(pause.path().join("launch.cgroup_made.go"), "").unwrap();
-    let out = creating.wait_with_output().unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let created: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let created = go_on(creating, pause.path());
     let (id, session) = (
         common::id(&created),
         created["tmux_session"].as_str().unwrap(),
@@ -260,37 +261,12 @@ fn a_failed_cgroup_join_is_told_apart_from_an_agent_exiting_125() {
         return;
     };
     let pause = tempfile::tempdir().unwrap();
-    let creating = env
-        .cmd_in(
-            &env.repo,
-            &[
-                "task",
-                "create",
-                "unjoined",
-                "x",
-                "--harness",
-                "fake-wait",
-                "--pids",
-                "64",
-                "--json",
-            ],
-        )
-        .env("ORANGE_PAUSE_AT", "launch.cgroup_made")
-        .env("ORANGE_PAUSE_DIR", pause.path())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    common::wait_for("the create to pause with its cgroup made", 20, || {
-        pause.path().join("launch.cgroup_made.paused").exists()
-    });
+    let creating = create_paused(&env, "unjoined", pause.path());
     // Its cgroup removed from under it before the agent joins (a person, a sweep).
     for d in cgroups_of(&env) {
         std::fs::remove_dir(&d).unwrap();
     }
-    std::fs::write(pause.path().join("launch.cgroup_made.go"), "").unwrap();
-    let out = creating.wait_with_output().unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let id = common::id(&serde_json::from_slice::<Value>(&out.stdout).unwrap());
+    let id = common::id(&go_on(creating, pause.path()));
     let t = env.wait_session(&id, "dead");
     assert_eq!(t["session"]["exit_status"], 125, "{t}");
     let why = t["never_started"].as_str().unwrap_or_default().to_string();

@@ -571,11 +571,17 @@ mod tests {
             .unwrap_or(-1)
     }
 
+    /// The cgroup `t1` made with every limit in a fake v1 layout under `root`.
+    fn made_v1(root: &Path) -> Dirs {
+        let d = Dirs::v1(&fake_v1(root, &["memory", "cpu", "pids"]), "t1");
+        d.make(all_caps()).unwrap();
+        d
+    }
+
     #[test]
     fn the_join_step_writes_its_pid_into_each_cgroup_then_runs_the_agent() {
         let root = tempfile::tempdir().unwrap();
-        let d = Dirs::v1(&fake_v1(root.path(), &["memory", "cpu", "pids"]), "t1");
-        d.make(all_caps()).unwrap();
+        let d = made_v1(root.path());
         let marker = root.path().join("cgroup-join-failed");
         // One left by an earlier start: gone, never taken for this one.
         std::fs::write(&marker, "old").unwrap();
@@ -599,8 +605,7 @@ mod tests {
     #[test]
     fn a_failed_join_leaves_its_words_and_never_starts_the_agent() {
         let root = tempfile::tempdir().unwrap();
-        let d = Dirs::v1(&fake_v1(root.path(), &["memory", "cpu", "pids"]), "t1");
-        d.make(all_caps()).unwrap();
+        let d = made_v1(root.path());
         // The pids cgroup removed from under it (a sweep, a person).
         let gone = root.path().join("pids/me/orange/t1");
         std::fs::remove_dir_all(&gone).unwrap();
