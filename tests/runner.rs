@@ -13,6 +13,7 @@ mod common;
 
 mod agent_state;
 mod bad_input;
+mod cgroup_faults;
 mod chat_standin;
 mod claude_screens;
 mod cli;

@@ -297,7 +297,7 @@ fn explain(ctx: &Ctx, tasks: &mut TaskService, id: &str) -> Result<Out> {
     let view = with_keys_here(tasks, tasks.view(t, &panes), &panes);
     let text = task_text::explain(&view);
     Ok(Out::new(
-        json!({"id": view.task.id, "agent": view.agent, "session": view.session, "crash_count": view.task.crash_count, "next_step": view.next_step}),
+        json!({"id": view.task.id, "agent": view.agent, "session": view.session, "crash_count": view.task.crash_count, "next_step": view.next_step, "never_started": view.never_started}),
         text,
     ))
 }

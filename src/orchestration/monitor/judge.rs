@@ -26,6 +26,8 @@ pub(super) struct Seen {
     /// The memory limit (bytes) the kernel killed it at (a dead agent whose cgroup
     /// counted an OOM kill).
     pub(super) oom: Option<u64>,
+    /// A dead agent that never started: why (joining its cgroup failed).
+    pub(super) never_started: Option<String>,
     pub(super) state: Option<State>,
     pub(super) signal: Option<Signal>,
     pub(super) exit: Option<PaneExit>,
@@ -226,6 +228,13 @@ impl<'a> Monitor<'a> {
                 seen.blocker = Some((agent::Blocker::NotInSandbox, line));
             }
         }
+        // Exit 125 from the step that joins its cgroup (its words left beside the agent's
+        // record): the agent never ran.
+        let code = match seen.exit {
+            Some(PaneExit::Status(c)) => Some(c),
+            _ => None,
+        };
+        seen.never_started = self.tasks.never_started(task, code);
         seen.death = Some(death);
         seen
     }
@@ -524,7 +533,11 @@ fn detail(state: State, seen: &Seen, info: &AgentInfo, task: &str) -> Option<Str
             .map(|q| format!("asked: {q}"))
             .or_else(|| seen.silent.clone()),
         State::Working => seen.silent.clone(),
-        State::Dead => Some(death_detail(seen.exit, info, task)),
+        State::Dead => Some(
+            seen.never_started
+                .clone()
+                .unwrap_or_else(|| death_detail(seen.exit, info, task)),
+        ),
         _ => None,
     }
 }

@@ -20,7 +20,7 @@ use crate::adapters::fault;
 use crate::adapters::git;
 use crate::error::{OrangeError, Result};
 use crate::execution::harness::{Harness, Start};
-use crate::execution::{pool, resources};
+use crate::execution::pool;
 use crate::orchestration::project::Project;
 use crate::orchestration::task::model::{self, Task};
 use crate::orchestration::task::service::branch_free_among;
@@ -52,10 +52,8 @@ impl TaskService<'_> {
         };
         let mut checked = vec![];
         for req in reqs {
-            checked.push(
-                self.check_create(project, req, Some(&checked_out))
-                    .and_then(|(h, s, l)| Ok((h, s, l, resources::check(&l)?))),
-            );
+            let c = self.check_create(project, req, Some(&checked_out));
+            checked.push(c.and_then(|(h, s, l)| Ok((h, s, l, self.check_limits(&l)?))));
         }
         fault::point("create.checked");
         let _lock = self.store.lock(&project.name)?;

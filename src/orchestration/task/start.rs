@@ -18,7 +18,7 @@ use crate::execution::config::HEADLESS;
 use crate::execution::harness::{Harness, Mode, Start};
 use crate::execution::launch::{self, Launch, Owner, Workspace};
 use crate::execution::pool;
-use crate::execution::resources::{self, Limits};
+use crate::execution::resources::Limits;
 use crate::execution::sandbox;
 use crate::execution::session::{self, Mux};
 use crate::orchestration::attention::session::{agent_pane, SessionState};
@@ -69,8 +69,9 @@ impl TaskService<'_> {
     pub fn create(&mut self, project: &Project, req: CreateRequest) -> Result<Created> {
         let (harness, sandbox, limits) = self.check_create(project, &req, None)?;
         crate::adapters::fault::point("create.checked");
-        // Limits nothing here can enforce are refused before anything is recorded.
-        let warning = resources::check(&limits)?;
+        // Limits nothing here can enforce, or a cgroup the kernel will not make with them,
+        // are refused before anything is recorded.
+        let warning = self.check_limits(&limits)?;
         let task = {
             let _lock = self.store.lock(&project.name)?;
             self.record_new(project, &req, &harness, sandbox, limits)?
@@ -161,17 +162,7 @@ impl TaskService<'_> {
         }
         let sandbox = sandbox::choose(req.sandbox.as_deref(), project, config, &harness.name)?;
         launch::check_sandbox(home, config, project, &harness, sandbox)?;
-        let limits = resources::choose(
-            &req.limits,
-            (
-                &project.name,
-                config.project.get(&project.name).map(|p| &p.limits),
-            ),
-            (
-                &harness.name,
-                config.harness.get(&harness.name).map(|h| &h.limits),
-            ),
-        )?;
+        let limits = config.limits_for(&req.limits, &project.name, &harness.name)?;
         if req.spawn {
             self.preflight(&harness)?;
             git::base_ref(&project.path, &project.default_branch)?;
