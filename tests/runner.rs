@@ -42,6 +42,7 @@ mod progress;
 mod project;
 mod readme;
 mod real_claude;
+mod real_claude_resume;
 mod real_codex;
 mod real_opencode;
 mod real_pi;
