@@ -43,6 +43,7 @@ mod progress;
 mod project;
 mod readme;
 mod real_claude;
+mod real_claude_resume;
 mod real_codex;
 mod real_opencode;
 mod real_pi;

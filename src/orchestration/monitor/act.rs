@@ -211,7 +211,7 @@ impl<'a> Monitor<'a> {
             // Its turn ended: what `task send` held for it goes in first (and no idle
             // policy in this pass: it has work). A turn that ended on an API error too,
             // once its policy has acted on the error (a pass before).
-            State::Waiting if !task.held.is_empty() => {
+            State::Waiting if !task.held.is_empty() && !seen.settling => {
                 self.deliver_held(&task, &mut info, report);
             }
             State::Error

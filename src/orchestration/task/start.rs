@@ -25,7 +25,7 @@ use crate::orchestration::attention::session::{agent_pane, SessionState};
 use crate::orchestration::attention::SessionView;
 use crate::orchestration::project::{self, Project};
 use crate::orchestration::task::model::{
-    self, first_prompt, respawn_prompt, validate_branch, validate_summary, Status, Task,
+    self, first_prompt, respawn_prompt, validate_branch, validate_summary, SendKind, Status, Task,
 };
 use crate::orchestration::task::service::{Recovery, TaskService};
 
@@ -366,6 +366,7 @@ impl TaskService<'_> {
         let harness = &harness;
         self.link_task_md(project, task, ws_path)?;
         let prompt = self.prompt_for(task, start);
+        let prompt = super::send::hold_resume_prompt(task, harness, start, ws_path, prompt);
         let dir = self.store.dir(&task.project, &task.id);
         let (id, branch) = (task.id.clone(), task.branch.clone());
         // The conversation to continue (a first start begins a new one), and the
@@ -419,6 +420,10 @@ impl TaskService<'_> {
         }
         fresh_agent_info(&dir)?;
         self.store.save(task)?;
+        if let Some(h) = task.held.first().filter(|h| h.kind == SendKind::Resume) {
+            let data = json!({"text": h.text, "kind": "resume", "via": "respawn"});
+            self.store.append_history(task, "message.held", data)?;
+        }
         // Several started together: the sessions are made in their order (the picker
         // lists sessions in the order they were made).
         if let Some((turns, i)) = turn {
