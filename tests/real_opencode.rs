@@ -402,11 +402,12 @@ fn opencode_without_credentials_is_blocked_on_login() {
 
 /// What orange's plugin for opencode hands on (src/execution/harness/opencode_plugin.js,
 /// run by node as opencode's Bun runs it): opencode 1.18 ends a turn with busy, idle and
-/// session.idle within ≈ 70 ms, and one hook process at a time takes a second or more on
-/// a loaded machine. With a fake `orange` on PATH holding the plugin's first hook, a burst
-/// of events waits: every busy, idle and tool start still waiting gives way to the newest
-/// one, one that says what was last sent is not sent, and every event that carries more
-/// (the conversation, a prompt, a tool's end, a permission, a question) goes, in order.
+/// session.idle within ≈ 70 ms, and one hook process at a time takes tenths of a second or
+/// more on a loaded machine. With a fake `orange` on PATH holding the plugin's first hook,
+/// a burst of events waits: every busy, idle and tool start still waiting gives way to the
+/// newest one, one that says what was last sent is not sent, and every event that carries
+/// more (the conversation, a prompt, a tool's end, a permission, a question) goes, in
+/// order.
 #[test]
 fn the_opencode_plugin_hands_on_only_the_newest_state() {
     let Some(node) = rig::program("node") else {

@@ -9,13 +9,13 @@
 // failure is swallowed.
 //
 // opencode 1.18 ends a turn with session.status busy, session.status idle and session.idle
-// within ≈ 70 ms, and one hook process takes a second or more on a loaded machine: sent
-// one by one, the idle waited behind a busy that said nothing new. So an event that says
-// only a state (busy or idle: session.status busy/idle, session.idle,
+// within ≈ 70 ms, and one hook process takes tenths of a second or more on a loaded
+// machine: sent one by one, the idle waited behind a busy that said nothing new. So an
+// event that says only a state (busy or idle: session.status busy/idle, session.idle,
 // tool.execute.before) and still waits gives way to a newer one of its session, and one
-// that says what was last sent is not sent. Events that carry more (the conversation id,
-// a prompt, a tool's end, a permission, a question, an error, a retry) are always sent,
-// in order.
+// that says what was last sent is not sent. Events that carry more (the conversation id, a
+// prompt, a tool's end, a permission, a question, an error, a retry) are always sent, in
+// order.
 import { spawn } from "node:child_process"
 import { readFileSync, unlinkSync } from "node:fs"
 import { join } from "node:path"
