@@ -10,7 +10,8 @@
 # only the screen or the pane tells.
 # Usage: scripts/bench-latency.sh [--json] [RUNS] [AGENT...]   (RUNS: how many times the
 # tests run, default 1, the table shows the median per moment; AGENT: claude, pi, codex,
-# opencode, default all four)
+# opencode, default all four). BENCH_DEBUG=1: the debug build the tests use anyway, not the
+# release one (whose fat-LTO build takes long on a small machine); say which in the figures.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 json=0
@@ -35,11 +36,13 @@ else
 fi
 cd "$root"
 unset TMUX TMUX_PANE ORANGE_TMUX_SOCKET ORANGE_HOME
+build=(--release)
+[[ ${BENCH_DEBUG:-} == 1 ]] && build=()
 failed=0
 for _ in $(seq "$runs"); do
     for agent in "${agents[@]}"; do
         # A failing test still leaves the moments it measured; the exit status says so.
-        ORANGE_LATENCY_LOG=$log cargo test --quiet --release --test runner "real_$agent::" >&2 ||
+        ORANGE_LATENCY_LOG=$log cargo test --quiet "${build[@]}" --test runner "real_$agent::" >&2 ||
             { echo "bench-latency: real_$agent:: failed" >&2; failed=1; }
     done
 done

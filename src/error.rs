@@ -81,6 +81,10 @@ pub enum OrangeError {
     /// requested, conflicts); `--force` merges anyway.
     #[error("{0}")]
     PrNotReady(String),
+    /// The agent's cgroup cannot be made with its limits here (the kernel refused a
+    /// directory, a controller or a limit): nothing was recorded.
+    #[error("the agent's cgroup cannot be made: {0}; lower or remove the limit (--memory, --cpu, --pids, or memory, cpu, pids in config.toml), or see `orange doctor`'s resources line")]
+    CgroupFailed(String),
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -114,6 +118,7 @@ impl OrangeError {
             OrangeError::GhNotInstalled => "gh_not_installed",
             OrangeError::GhNotLoggedIn(_) => "gh_not_logged_in",
             OrangeError::PrNotReady(_) => "pr_not_ready",
+            OrangeError::CgroupFailed(_) => "cgroup_failed",
             OrangeError::AgentNotReady { .. } => "agent_not_ready",
         }
     }
@@ -156,6 +161,7 @@ impl OrangeError {
             "gh_not_installed",
             "gh_not_logged_in",
             "pr_not_ready",
+            "cgroup_failed",
         ];
         CODES
             .iter()

@@ -15,6 +15,7 @@ fn expected(name: &str) -> Option<Result<Blocker, ()>> {
         ("trust-folder", Some(Ok(Blocker::FolderTrust))),
         ("bypass-warning", Some(Ok(Blocker::BypassWarning))),
         ("api-key", Some(Ok(Blocker::ApiKey))),
+        ("resume-dialog", Some(Ok(Blocker::ResumeChoice))),
         ("not-logged-in", Some(Ok(Blocker::Login))),
         ("approval", Some(Ok(Blocker::Approval))),
         ("tool-approval", Some(Ok(Blocker::Approval))),

@@ -96,9 +96,18 @@ struct DemoServer(String);
 
 impl Drop for DemoServer {
     fn drop(&mut self) {
+        let socket = std::process::Command::new("tmux")
+            .args(["-L", &self.0, "display", "-p", "#{socket_path}"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
         let _ = std::process::Command::new("tmux")
             .args(["-L", &self.0, "kill-server"])
             .output();
+        // tmux 3.3a leaves its socket file behind after kill-server.
+        if !socket.is_empty() {
+            let _ = std::fs::remove_file(socket);
+        }
     }
 }
 

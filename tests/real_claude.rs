@@ -35,7 +35,7 @@ pub(crate) const PATIENCE: Duration = Duration::from_secs(60);
 /// (every 500 ms).
 const GRACES: Duration = Duration::from_secs(3);
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     orange::adapters::shell::is_root()
 }
 
@@ -127,7 +127,7 @@ pub(crate) fn claude(test: &'static str, home: Home, script: Vec<Reply>) -> Rig 
 }
 
 /// [`claude`] with more environment; `sandbox`: see [`claude_home`].
-fn claude_with(
+pub(crate) fn claude_with(
     test: &'static str,
     home: Home,
     script: Vec<Reply>,

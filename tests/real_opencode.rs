@@ -399,3 +399,176 @@ fn opencode_without_credentials_is_blocked_on_login() {
     assert!(explain.contains("opencode auth login"), "{explain}");
     assert!(rig.api.requests().is_empty(), "no model was asked");
 }
+
+/// What orange's plugin for opencode hands on (src/execution/harness/opencode_plugin.js,
+/// run by node as opencode's Bun runs it): opencode 1.18 ends a turn with busy, idle and
+/// session.idle within ≈ 70 ms, and one hook process at a time takes tenths of a second or
+/// more on a loaded machine. With a fake `orange` on PATH holding the plugin's first hook,
+/// a burst of events waits: every busy, idle and tool start still waiting gives way to the
+/// newest one, one that says what was last sent is not sent, and every event that carries
+/// more (the conversation, a prompt, a tool's end, a permission, a question) goes, in
+/// order.
+#[test]
+fn the_opencode_plugin_hands_on_only_the_newest_state() {
+    let Some(node) = rig::program("node") else {
+        return;
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix("orange-plugin-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path().canonicalize().unwrap();
+    let plugin =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/execution/harness/opencode_plugin.js");
+    std::fs::copy(plugin, dir.join("orange.mjs")).unwrap();
+    std::fs::write(dir.join("driver.mjs"), PLUGIN_DRIVER).unwrap();
+    // The fake orange: a line per hook (its event, its standard input); the first hook
+    // waits until the test opens `release`; `ends` says each hook is over.
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(
+        bin.join("orange"),
+        "#!/bin/sh\nbody=$(cat)\nprintf '%s %s\\n' \"$3\" \"$body\" >> calls\n\
+         if mkdir first 2>/dev/null; then : > held; cat release > /dev/null; fi\n\
+         printf '%s\\n' \"$3\" >> ends\n",
+    )
+    .unwrap();
+    let mut perms = std::fs::metadata(bin.join("orange")).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(bin.join("orange"), perms).unwrap();
+    let release = dir.join("release");
+    let made = std::process::Command::new("mkfifo").arg(&release).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let child = std::process::Command::new(node)
+        .arg("driver.mjs")
+        .current_dir(&dir)
+        .env("PATH", path)
+        .env("OPENCODE_CONFIG_DIR", &dir)
+        .env_remove("ORANGE_BIN")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut driver = Driver(child, release.clone());
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+    let mut running = |what: &str| {
+        if let Ok(Some(status)) = driver.0.try_wait() {
+            let mut err = String::new();
+            let _ = std::io::Read::read_to_string(driver.0.stderr.as_mut().unwrap(), &mut err);
+            panic!("the driver ended ({status}) before {what}: {err}");
+        }
+    };
+    // Phase 1: the first hook (session.created) held, the whole burst queued behind it.
+    common::wait_for("the first hook held, the burst queued", 60, || {
+        running("the burst was queued");
+        dir.join("held").exists() && dir.join("queued").exists()
+    });
+    drop(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&release)
+            .unwrap(),
+    );
+    common::wait_for("the burst handed on", 60, || {
+        read("ends").lines().any(|l| l == "opencode.question.asked")
+    });
+    // Phase 2: nothing held; the answer goes at once, the states behind it say nothing new.
+    std::io::Write::write_all(driver.0.stdin.as_mut().unwrap(), b"go\n").unwrap();
+    drop(driver.0.stdin.take());
+    let status = common::poll(Duration::from_secs(60), || driver.0.try_wait().ok()?);
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(driver.0.stderr.as_mut().unwrap(), &mut err);
+    assert!(status.is_some_and(|s| s.success()), "the driver: {err}");
+    let calls: Vec<(String, Value)> = read("calls")
+        .lines()
+        .map(|l| {
+            let (event, body) = l.split_once(' ').unwrap_or((l, ""));
+            (
+                event.to_string(),
+                serde_json::from_str(body).unwrap_or(Value::Null),
+            )
+        })
+        .collect();
+    let events: Vec<&str> = calls.iter().map(|(e, _)| e.as_str()).collect();
+    assert_eq!(
+        events,
+        [
+            "opencode.session.created",
+            "opencode.chat.message",
+            "opencode.tool.execute.after",
+            "opencode.permission.asked",
+            "opencode.permission.replied",
+            "opencode.session.idle",
+            "opencode.question.asked",
+            "opencode.question.replied",
+        ],
+        "every call: {calls:?}"
+    );
+    assert_eq!(calls[0].1["info"]["id"], "ses_orange", "{calls:?}");
+    assert_eq!(calls[1].1["prompt"], "write the file", "{calls:?}");
+    assert_eq!(calls[3].1["patterns"], json!(["ls"]), "{calls:?}");
+    for (event, body) in &calls {
+        assert_eq!(body["session_id"], "ses_orange", "{event}: {body}");
+    }
+}
+
+/// The node process driving orange's plugin; on drop the held hook is let go and node
+/// ends, whatever the test found.
+struct Driver(std::process::Child, PathBuf);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        use std::os::unix::fs::OpenOptionsExt;
+        // (Non-blocking: with no hook waiting there is no reader, and the open fails.)
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&self.1);
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// opencode's calls of orange's plugin, as node runs them (`driver.mjs` beside the plugin,
+/// `orange.mjs`): a turn with a tool, a permission and a question, queued behind the first
+/// hook; then, after a line on standard input, the answer and the states that follow it.
+const PLUGIN_DRIVER: &str = r#"import { OrangePlugin } from "./orange.mjs"
+import { writeFileSync } from "node:fs"
+import { createInterface } from "node:readline"
+const h = await OrangePlugin({ client: { session: { promptAsync: async () => {} } } })
+const s = "ses_orange"
+const ev = (type, properties) => h.event({ event: { type, properties } })
+const status = (type) => ev("session.status", { sessionID: s, status: { type } })
+const tool = (when, name) => h["tool.execute." + when]({ tool: name, sessionID: s }, {})
+await ev("session.created", { info: { id: s } })
+await status("busy")
+await h["chat.message"]({ sessionID: s }, { parts: [{ type: "text", text: "write the file" }] })
+await tool("before", "write")
+await tool("after", "write")
+await status("busy")
+await status("idle")
+await ev("session.idle", { sessionID: s })
+await ev("permission.asked", { sessionID: s, permission: "bash", patterns: ["ls"] })
+await tool("before", "bash")
+await ev("permission.replied", { sessionID: s, reply: "once" })
+await status("busy")
+await status("idle")
+await ev("session.idle", { sessionID: s })
+await ev("question.asked", { sessionID: s, questions: [{ question: "Which color?" }] })
+writeFileSync("queued", "")
+const lines = createInterface({ input: process.stdin })
+for await (const _ of lines) break
+lines.close()
+process.stdin.destroy()
+await ev("question.replied", { sessionID: s })
+await status("busy")
+await tool("before", "read")
+await status("idle")
+await status("busy")
+"#;

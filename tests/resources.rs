@@ -47,24 +47,29 @@ fn mechanism(env: &TaskEnv) -> String {
 /// systemd are there but the v1 memory hierarchy is writable (root on a v1-only machine,
 /// as here: told by the machine, not by orange), else what `orange doctor` names.
 fn expected_mechanism(env: &TaskEnv) -> String {
-    let v1 = !Path::new("/sys/fs/cgroup/cgroup.controllers").exists()
-        && std::env::var_os("XDG_RUNTIME_DIR").is_none()
-        && own_v1("memory").is_some_and(|d| {
-            let probe = d.join(format!("orange-test-probe-{}", std::process::id()));
-            let ok = std::fs::create_dir(&probe).is_ok();
-            let _ = std::fs::remove_dir(&probe);
-            ok
-        });
-    if v1 {
+    if v1_here() {
         "cgroup-v1".into()
     } else {
         mechanism(env)
     }
 }
 
+/// cgroup v1 is orange's mechanism here, as the machine tells (not orange): no cgroup v2,
+/// no user systemd, and the v1 memory hierarchy writable.
+pub(crate) fn v1_here() -> bool {
+    !Path::new("/sys/fs/cgroup/cgroup.controllers").exists()
+        && std::env::var_os("XDG_RUNTIME_DIR").is_none()
+        && own_v1("memory").is_some_and(|d| {
+            let probe = d.join(format!("orange-test-probe-{}", std::process::id()));
+            let ok = std::fs::create_dir(&probe).is_ok();
+            let _ = std::fs::remove_dir(&probe);
+            ok
+        })
+}
+
 /// This test process's own cgroup in the v1 hierarchy `controller` (orange's, as the
 /// tests run it).
-fn own_v1(controller: &str) -> Option<PathBuf> {
+pub(crate) fn own_v1(controller: &str) -> Option<PathBuf> {
     let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let rel = own.lines().find_map(|l| {
         let mut f = l.splitn(3, ':');
@@ -79,14 +84,14 @@ fn own_v1(controller: &str) -> Option<PathBuf> {
 }
 
 /// The agent cgroup of task `id` of `env` in the v1 hierarchy `controller`.
-fn v1_dir(env: &TaskEnv, controller: &str, id: &str) -> Option<PathBuf> {
+pub(crate) fn v1_dir(env: &TaskEnv, controller: &str, id: &str) -> Option<PathBuf> {
     let name = orange::execution::resources::cgroup_name(&env.home, id);
     own_v1(controller).map(|d| d.join("orange").join(name))
 }
 
 /// Removes every agent cgroup of its orange home when dropped — after a failure too:
 /// what is left in one is killed, then each directory removed (waiting for the kill).
-struct CgroupGuard(PathBuf);
+pub(crate) struct CgroupGuard(pub(crate) PathBuf);
 
 impl Drop for CgroupGuard {
     fn drop(&mut self) {

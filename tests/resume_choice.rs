@@ -1,10 +1,10 @@
 //! Claude Code's resume dialog ("Resume from summary / Resume full session as-is / Don't
 //! ask again", opened when a long, old conversation is resumed) reads as `blocked: resume
-//! choice`, and is answered only when `[harness.claude] resume` says how. The pinned claude
-//! opens it only behind a server-side flag and a summary it precomputed on Anthropic's
-//! side (docs/agents.md), so the agent here is a program that draws the dialog with the
-//! pinned binary's own texts (tests/fixtures/resume-dialog-agent.sh) under the name
-//! `claude` (a harness that takes a built-in's name is read with its screens).
+//! choice`, and is answered only when `[harness.claude] resume` says how: the exact keys,
+//! fast. The agent here is a program that draws the dialog with the pinned binary's own
+//! texts (tests/fixtures/resume-dialog-agent.sh) under the name `claude` (a harness that
+//! takes a built-in's name is read with its screens) and logs every key it reads; the
+//! real claude opening its dialog on `task respawn` is tests/real_claude_resume.rs.
 
 use crate::common::{self, fixtures, TaskEnv};
 use serde_json::Value;

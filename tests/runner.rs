@@ -13,6 +13,7 @@ mod common;
 
 mod agent_state;
 mod bad_input;
+mod cgroup_faults;
 mod chat_standin;
 mod claude_screens;
 mod cli;
@@ -42,6 +43,7 @@ mod progress;
 mod project;
 mod readme;
 mod real_claude;
+mod real_claude_resume;
 mod real_codex;
 mod real_opencode;
 mod real_pi;

@@ -11,8 +11,10 @@ use crate::common::{self, fixtures, TaskEnv};
 use serde_json::Value;
 use std::path::Path;
 
-/// Split the lead's window (the new pane becomes the active one), title it `name`, run
-/// `script` there in `cwd`; the new pane's id.
+/// Start a teammate as Claude Code 2.1.330 does: split the lead's window with `cat` as a
+/// placeholder (the new pane becomes the active one), title it `name`, then respawn it
+/// with the teammate's command — here `script` in `cwd`, given claude's teammate flags
+/// (`--agent-id`, `--agent-name`, `--team-name`); the new pane's id.
 fn teammate(env: &TaskEnv, lead: &str, cwd: &Path, name: &str, script: &str) -> String {
     let pane = env.tmux.ok(&[
         "split-window",
@@ -23,11 +25,30 @@ fn teammate(env: &TaskEnv, lead: &str, cwd: &Path, name: &str, script: &str) -> 
         "-P",
         "-F",
         "#{pane_id}",
+        "--",
+        "cat",
+    ]);
+    env.tmux.ok(&["select-pane", "-t", &pane, "-T", name]);
+    let id = format!("{name}@team");
+    env.tmux.ok(&[
+        "respawn-pane",
+        "-k",
+        "-t",
+        &pane,
+        "-c",
+        cwd.to_str().unwrap(),
+        "--",
         "sh",
         "-c",
         script,
+        "sh",
+        "--agent-id",
+        &id,
+        "--agent-name",
+        name,
+        "--team-name",
+        "team",
     ]);
-    env.tmux.ok(&["select-pane", "-t", &pane, "-T", name]);
     pane
 }
 
@@ -73,10 +94,28 @@ fn teammates_show_under_the_task_and_keystrokes_reach_only_the_lead() {
         "tester",
         "printf 'Bash command\\n  rm -rf build\\nDo you want to proceed?\\n> 1. Yes\\n  2. No\\nEsc to cancel\\n'; exec cat > tester.log",
     );
+    // A shell the person splits off beside them is no teammate.
+    let shell = env.tmux.ok(&[
+        "split-window",
+        "-d",
+        "-t",
+        &lead,
+        "-P",
+        "-F",
+        "#{pane_id}",
+        "--",
+        "sh",
+        "-c",
+        "printf '* Compiling... (esc to interrupt)\\n'; exec cat",
+    ]);
     common::wait_for("the teammates' screens", 20, || {
         env.tmux
-            .ok(&["capture-pane", "-p", "-t", &asks])
-            .contains("Esc to cancel")
+            .ok(&["capture-pane", "-p", "-t", &shell])
+            .contains("esc to interrupt")
+            && env
+                .tmux
+                .ok(&["capture-pane", "-p", "-t", &asks])
+                .contains("Esc to cancel")
             && env
                 .tmux
                 .ok(&["capture-pane", "-p", "-t", &busy])

@@ -1,6 +1,6 @@
 //! What the kernel offers to hold an agent's process tree to a memory, CPU and process
-//! limit, and what the tree uses now: the argv of `systemd-run --user --scope`, of a
-//! cgroup v2 directory orange writes itself, of `prlimit`; the probes that say which can
+//! limit, and what the tree uses now: the argv of `systemd-run --user --scope` and of
+//! `prlimit` (a cgroup orange makes itself is `super::cgroup`'s); the probes that say which can
 //! work here; and the reading of `/proc` (no process started: the monitor reads every
 //! agent in its one pass). `execution::resources` chooses among them.
 
@@ -58,8 +58,8 @@ pub fn writable_cgroup() -> Result<PathBuf, String> {
 /// root enable one while it holds processes (the "no internal processes" rule; orange's
 /// own process is in it). So: its own cgroup when its `cgroup.subtree_control` has
 /// `memory` already (a delegated cgroup), or when it is the hierarchy's root (no
-/// `cgroup.type` file: only the root lacks one), where the wrapper enables what it
-/// needs first. A cgroup namespace's root is not the kernel's: a container's `/` holding
+/// `cgroup.type` file: only the root lacks one), where `cgroup::Dirs::make` enables
+/// what it needs first. A cgroup namespace's root is not the kernel's: a container's `/` holding
 /// its processes cannot enable controllers (EBUSY), and is refused here.
 pub fn v2_parent(own: &str, mount: &Path) -> Result<PathBuf, String> {
     let Some(rel) = own.lines().find_map(|l| l.strip_prefix("0::")) else {
@@ -155,56 +155,6 @@ pub fn systemd_argv(caps: Caps, unit: &str, argv: &[String]) -> Vec<String> {
         prop(format!("TasksMax={p}"));
     }
     out.push("--".into());
-    out.extend(argv.iter().cloned());
-    out
-}
-
-/// `argv` moved, by the shell that starts it, into the new cgroup `dir` with its limits
-/// written first. The controllers a limit needs are enabled in the parent's
-/// `cgroup.subtree_control` when they are not yet (memory always: its counters are what
-/// the monitor reads). Any step that fails — a controller the kernel will not enable, a
-/// limit it will not take — exits 125 before the agent starts, as the v1 step does: never
-/// an agent running without the limit it was given.
-pub fn cgroup_argv(caps: Caps, dir: &Path, argv: &[String]) -> Vec<String> {
-    let parent = dir.parent().unwrap_or(Path::new("/"));
-    let mut script = format!(
-        "p={}; d=\"$0\"; {{ read -r on < \"$p/cgroup.subtree_control\"; }} 2>/dev/null; ",
-        super::shell::quote(&parent.display().to_string())
-    );
-    let mut enable = |c: &str| {
-        script.push_str(&format!(
-            "case \" $on \" in *\" {c} \"*) ;; *) echo +{c} > \"$p/cgroup.subtree_control\" || exit 125;; esac; "
-        ));
-    };
-    enable("memory");
-    if caps.cpu_percent.is_some() {
-        enable("cpu");
-    }
-    if caps.pids.is_some() {
-        enable("pids");
-    }
-    script.push_str("mkdir -p \"$d\" || exit 125; ");
-    if let Some(m) = caps.memory {
-        script.push_str(&format!(
-            "echo {m} > \"$d/memory.max\" || exit 125; echo 0 > \"$d/memory.swap.max\" 2>/dev/null; "
-        ));
-    }
-    if let Some(c) = caps.cpu_percent {
-        script.push_str(&format!(
-            "echo '{} 100000' > \"$d/cpu.max\" || exit 125; ",
-            u64::from(c) * 1000
-        ));
-    }
-    if let Some(p) = caps.pids {
-        script.push_str(&format!("echo {p} > \"$d/pids.max\" || exit 125; "));
-    }
-    script.push_str("echo $$ > \"$d/cgroup.procs\" || exit 125; exec \"$@\"");
-    let mut out = vec![
-        "sh".to_string(),
-        "-c".into(),
-        script,
-        dir.display().to_string(),
-    ];
     out.extend(argv.iter().cloned());
     out
 }
@@ -400,7 +350,7 @@ mod tests {
 
     #[test]
     fn the_root_is_taken_and_a_namespace_root_refused() {
-        // The hierarchy's root (no cgroup.type): exempt from the rule; the wrapper
+        // The hierarchy's root (no cgroup.type): exempt from the rule; orange
         // enables the controllers.
         let root = fake_v2("/", "cpu memory pids", "");
         assert_eq!(v2_parent("0::/\n", root.path()).unwrap(), root.path());
@@ -411,105 +361,6 @@ mod tests {
         // Unless it gives memory to its children already.
         std::fs::write(root.path().join("cgroup.subtree_control"), "memory\n").unwrap();
         assert!(v2_parent("0::/\n", root.path()).is_ok());
-    }
-
-    fn all_caps() -> Caps {
-        Caps {
-            memory: Some(64 << 20),
-            cpu_percent: Some(150),
-            pids: Some(64),
-        }
-    }
-
-    #[test]
-    fn the_v2_step_enables_writes_each_limit_and_checks_each_write() {
-        let argv = cgroup_argv(all_caps(), Path::new("/cg/me/orange-t1"), &["agent".into()]);
-        let s = &argv[2];
-        assert!(s.starts_with("p=/cg/me; d=\"$0\";"), "{s}");
-        for c in ["memory", "cpu", "pids"] {
-            assert!(
-                s.contains(&format!(
-                    "echo +{c} > \"$p/cgroup.subtree_control\" || exit 125;"
-                )),
-                "{s}"
-            );
-        }
-        assert!(
-            s.contains("echo 67108864 > \"$d/memory.max\" || exit 125;"),
-            "{s}"
-        );
-        assert!(
-            s.contains("echo '150000 100000' > \"$d/cpu.max\" || exit 125;"),
-            "{s}"
-        );
-        assert!(s.contains("echo 64 > \"$d/pids.max\" || exit 125;"), "{s}");
-        assert!(s.ends_with("echo $$ > \"$d/cgroup.procs\" || exit 125; exec \"$@\""));
-        assert_eq!(&argv[3..], ["/cg/me/orange-t1", "agent"]);
-        // Memory alone: no cpu nor pids enabled.
-        let caps = Caps {
-            memory: Some(64 << 20),
-            ..Caps::default()
-        };
-        let s = &cgroup_argv(caps, Path::new("/cg/me/x"), &["agent".into()])[2];
-        assert!(!s.contains("+cpu") && !s.contains("+pids"), "{s}");
-    }
-
-    /// Run the v2 step for real with `sh`, a directory standing in for the cgroup: its
-    /// exit status, and the directory of the agent's cgroup.
-    fn run_step(parent: &Path) -> (i32, PathBuf) {
-        let dir = parent.join("orange-t1");
-        let argv = cgroup_argv(
-            all_caps(),
-            &dir,
-            &["sh".into(), "-c".into(), "exit 7".into()],
-        );
-        let st = std::process::Command::new(&argv[0])
-            .args(&argv[1..])
-            .stderr(std::process::Stdio::null())
-            .status()
-            .unwrap();
-        (st.code().unwrap_or(-1), dir)
-    }
-
-    #[test]
-    fn the_v2_step_runs_the_agent_once_every_limit_is_written() {
-        let parent = tempfile::tempdir().unwrap();
-        std::fs::write(parent.path().join("cgroup.subtree_control"), "memory\n").unwrap();
-        let (code, dir) = run_step(parent.path());
-        assert_eq!(code, 7, "the agent ran (its own exit status)");
-        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
-        assert_eq!(read("memory.max").trim(), "67108864");
-        assert_eq!(read("cpu.max").trim(), "150000 100000");
-        assert_eq!(read("pids.max").trim(), "64");
-        assert!(read("cgroup.procs").trim().parse::<u32>().is_ok());
-        // memory was on already; cpu and pids were asked for.
-        let on = std::fs::read_to_string(parent.path().join("cgroup.subtree_control")).unwrap();
-        assert_eq!(on.trim(), "+pids", "the last controller enabled");
-    }
-
-    #[test]
-    fn a_limit_that_cannot_be_written_stops_the_step_with_125() {
-        // memory.max a directory: its write fails (as root too), as the kernel's does
-        // without the memory controller.
-        let parent = tempfile::tempdir().unwrap();
-        std::fs::write(
-            parent.path().join("cgroup.subtree_control"),
-            "cpu memory pids\n",
-        )
-        .unwrap();
-        std::fs::create_dir_all(parent.path().join("orange-t1/memory.max")).unwrap();
-        assert_eq!(
-            run_step(parent.path()).0,
-            125,
-            "never an agent without its limit"
-        );
-        // A controller the kernel will not enable: the same.
-        let parent = tempfile::tempdir().unwrap();
-        std::fs::create_dir(parent.path().join("cgroup.subtree_control")).unwrap();
-        assert_eq!(run_step(parent.path()).0, 125);
-        // A cgroup that cannot be made (its parent a file).
-        let file = tempfile::NamedTempFile::new().unwrap();
-        assert_eq!(run_step(file.path()).0, 125);
     }
 
     #[test]

@@ -157,6 +157,23 @@ pub fn audited<T: serde::Serialize>(
     result
 }
 
+/// Write `prompt` to the terminal and read one line of answer. The prompt goes out in one
+/// write: inside a tmux popup, a prompt written in pieces can be drawn apart (a status-line
+/// redraw between the pieces moves the cursor away and back), and then the whole question
+/// is never on the screen as one run of text.
+pub fn ask(prompt: &str) -> Result<String> {
+    {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(prompt.as_bytes());
+        let _ = err.flush();
+    }
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .map_err(|e| OrangeError::io("reading the answer", e))?;
+    Ok(answer)
+}
+
 /// Go on once the person said yes to `question` (or passed --yes); without a terminal to
 /// ask on, refused.
 pub fn confirm(question: &str, yes: bool) -> Result<()> {
@@ -168,12 +185,7 @@ pub fn confirm(question: &str, yes: bool) -> Result<()> {
             "{question} — pass --yes to confirm (no terminal to ask on)"
         )));
     }
-    eprint!("{question} [y/N] ");
-    let _ = std::io::stderr().flush();
-    let mut answer = String::new();
-    std::io::stdin()
-        .read_line(&mut answer)
-        .map_err(|e| OrangeError::io("reading the answer", e))?;
+    let answer = ask(&format!("{question} [y/N] "))?;
     if matches!(answer.trim(), "y" | "Y" | "yes") {
         Ok(())
     } else {

@@ -15,6 +15,7 @@ pub mod group_text;
 pub mod hook;
 pub mod host;
 pub mod lane;
+pub mod lane_args;
 pub mod limit_args;
 pub mod monitor;
 pub mod plugin;

@@ -184,13 +184,7 @@ fn count(n: usize) -> String {
 
 /// Ask on the terminal; Enter is yes.
 fn yes(question: &str) -> Result<bool> {
-    use std::io::Write;
-    eprint!("{question} [Y/n] ");
-    let _ = std::io::stderr().flush();
-    let mut answer = String::new();
-    std::io::stdin()
-        .read_line(&mut answer)
-        .map_err(|e| OrangeError::io("reading the answer", e))?;
+    let answer = crate::cli::context::ask(&format!("{question} [Y/n] "))?;
     Ok(matches!(answer.trim(), "" | "y" | "Y" | "yes"))
 }
 

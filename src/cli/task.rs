@@ -297,7 +297,7 @@ fn explain(ctx: &Ctx, tasks: &mut TaskService, id: &str) -> Result<Out> {
     let view = with_keys_here(tasks, tasks.view(t, &panes), &panes);
     let text = task_text::explain(&view);
     Ok(Out::new(
-        json!({"id": view.task.id, "agent": view.agent, "session": view.session, "crash_count": view.task.crash_count, "next_step": view.next_step}),
+        json!({"id": view.task.id, "agent": view.agent, "session": view.session, "crash_count": view.task.crash_count, "next_step": view.next_step, "never_started": view.never_started}),
         text,
     ))
 }
@@ -462,7 +462,7 @@ fn send(
     force: bool,
 ) -> Result<Out> {
     let (op, inputs) = match kind {
-        SendKind::Message | SendKind::Review => (
+        SendKind::Message | SendKind::Review | SendKind::Resume => (
             "task.send",
             json!({"id": id, "force": force, "chars": text.chars().count()}),
         ),
@@ -470,11 +470,13 @@ fn send(
     };
     let project = ctx.project.as_deref();
     let sent = audited(ctx, op, inputs, || match kind {
-        SendKind::Message | SendKind::Review => tasks.send(id, project, text, kind, force),
+        SendKind::Message | SendKind::Review | SendKind::Resume => {
+            tasks.send(id, project, text, kind, force)
+        }
         SendKind::Nudge => tasks.nudge(id, project, force),
     })?;
     let what = match kind {
-        SendKind::Message | SendKind::Review => "message",
+        SendKind::Message | SendKind::Review | SendKind::Resume => "message",
         SendKind::Nudge => "nudge",
     };
     let line = task_text::first_line(&sent.text, 60);

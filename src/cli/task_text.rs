@@ -189,6 +189,7 @@ pub fn show(
         ));
     }
     text.push_str(&agent_text(&view.agent, &view.task.id));
+    text.push_str(&never_started_text(view));
     if !view.teammates.is_empty() {
         text.push_str("teammates (panes its agent split off; keystrokes go to the lead only):\n");
         for t in &view.teammates {
@@ -365,6 +366,7 @@ pub fn explain(view: &TaskView) -> String {
         text.push_str(&format!("last agent hook: {e} at {at}\n"));
     }
     text.push_str(&agent_text(a, &view.task.id));
+    text.push_str(&never_started_text(view));
     if a.nudges > 0 {
         text.push_str(&format!("nudged {} time(s)\n", a.nudges));
     }
@@ -481,6 +483,23 @@ fn agent_text(a: &AgentInfo, task: &str) -> String {
             text.push_str(&format!("  | {l}\n"));
         }
     }
+    text
+}
+
+/// Why its agent never started (joining its cgroup failed; unless its detail says it
+/// already), and what to do.
+fn never_started_text(view: &TaskView) -> String {
+    let Some(why) = &view.never_started else {
+        return String::new();
+    };
+    let mut text = String::new();
+    if view.agent.detail.as_deref() != Some(why.as_str()) {
+        text.push_str(&format!("{why}\n"));
+    }
+    text.push_str(&format!(
+        "to do: {}\n",
+        agent::never_started_advice(&view.task.id)
+    ));
     text
 }
 

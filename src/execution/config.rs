@@ -424,6 +424,21 @@ impl Config {
         Ok(cfg)
     }
 
+    /// The resource limits of a new task of `harness` in `project`: each of `flags`
+    /// (`--memory/--cpu/--pids`), else `[project.NAME]`'s, else `[harness.NAME]`'s.
+    pub fn limits_for(
+        &self,
+        flags: &crate::execution::resources::LimitConfig,
+        project: &str,
+        harness: &str,
+    ) -> Result<crate::execution::resources::Limits> {
+        crate::execution::resources::choose(
+            flags,
+            (project, self.project.get(project).map(|p| &p.limits)),
+            (harness, self.harness.get(harness).map(|h| &h.limits)),
+        )
+    }
+
     /// The policy for a task: task, then harness, then global settings.
     pub fn policy_for(&self, task_id: &str, harness: &str) -> Policy {
         let task = self

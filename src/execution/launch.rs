@@ -146,12 +146,14 @@ impl<'a> Launch<'a> {
             &self.places(),
         );
         let argv = self.sandboxed(&harness, argv)?;
-        // Outside the sandbox: the limits hold bwrap and everything under it.
+        // Outside the sandbox: the limits hold bwrap and everything under it. Its cgroup
+        // is made here (a failure is `cgroup_failed`, before the agent starts).
         let argv = resources::wrap(
             &self.limits,
             &resources::cgroup_name(&self.home.root, self.owner.id()),
+            self.agent_dir,
             argv,
-        );
+        )?;
         Ok(Ready {
             launch: self,
             argv,

@@ -18,8 +18,13 @@
 //! at its memory limit, and removes it once its task ended ([`sweep`]).
 //!
 //! The task records its limits at creation (`--memory/--cpu/--pids`, over the project's
-//! `[project.NAME]`, over the harness's `[harness.NAME]`); the launcher wraps the agent's
-//! argv with [`wrap`].
+//! `[project.NAME]`, over the harness's `[harness.NAME]`), once [`check`] has proved them
+//! (under a cgroup: a probe made with them, or `cgroup_failed` before anything is
+//! recorded); the launcher wraps the agent's argv with [`wrap`], which makes the agent's
+//! cgroup before the agent's shell step joins it.
+
+use std::collections::HashSet;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -245,14 +250,21 @@ impl Mechanism {
 }
 
 /// What the limits become here: a refusal when nothing can enforce them, a warning when
-/// only part of them is (prlimit). Checked before anything is recorded.
-pub fn check(limits: &Limits) -> Result<Option<String>> {
+/// only part of them is (prlimit). Checked before anything is recorded: under a cgroup
+/// (v2 or v1) they are proved — a probe cgroup `probe-<pid>-<home hash>` made with them,
+/// then removed — and a cgroup the kernel will not make with them is `cgroup_failed`.
+/// (systemd's scope and prlimit take them when the agent starts: not proved here.)
+pub fn check(home: &Path, limits: &Limits) -> Result<Option<String>> {
     if limits.is_empty() {
         return Ok(None);
     }
     let (m, why) = mechanism();
     match m {
-        Mechanism::Systemd | Mechanism::Cgroup(_) | Mechanism::CgroupV1(_) => Ok(None),
+        Mechanism::Systemd => Ok(None),
+        Mechanism::Cgroup(_) | Mechanism::CgroupV1(_) => {
+            prove(home, limits)?;
+            Ok(None)
+        }
         Mechanism::Unavailable => Err(OrangeError::invalid(format!(
             "resource limits cannot be enforced here: {why}"
         ))),
@@ -264,6 +276,61 @@ pub fn check(limits: &Limits) -> Result<Option<String>> {
             Ok(Some(w))
         }
     }
+}
+
+/// Make a probe cgroup with `limits` and remove it (fault point `cgroup.proved`: a kill
+/// there leaves the probe, which the monitor's [`sweep`] removes once its process died).
+fn prove(home: &Path, limits: &Limits) -> Result<()> {
+    let Some(probe) = agent_cgroup(&probe_name(home, std::process::id())) else {
+        return Ok(());
+    };
+    probe
+        .make(caps(limits))
+        .map_err(OrangeError::CgroupFailed)?;
+    crate::adapters::fault::point("cgroup.proved");
+    probe.remove();
+    Ok(())
+}
+
+/// The probe cgroup of process `pid` of the orange at `home`.
+fn probe_name(home: &Path, pid: u32) -> String {
+    cgroup_name(home, &format!("{PROBE}{pid}"))
+}
+
+/// A probe's name starts so (never a task's id).
+const PROBE: &str = "probe-";
+
+/// The limits a cgroup v2 or v1 here would refuse whatever their size (a controller it
+/// lacks), each with why: what `orange doctor` names. Empty under systemd, prlimit or none.
+pub fn refused_here() -> Vec<String> {
+    let one = |caps: Caps| match &mechanism().0 {
+        Mechanism::CgroupV1(parents) => {
+            let have: Vec<&str> = parents.iter().map(|(c, _)| c.as_str()).collect();
+            cgroup::v1_controllers(&have, caps).err()
+        }
+        Mechanism::Cgroup(dir) => {
+            let words = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+            cgroup::v2_controllers(
+                &words("cgroup.controllers"),
+                &words("cgroup.subtree_control"),
+                caps,
+            )
+            .err()
+        }
+        _ => None,
+    };
+    let cpu = Caps {
+        cpu_percent: Some(100),
+        ..Caps::default()
+    };
+    let pids = Caps {
+        pids: Some(512),
+        ..Caps::default()
+    };
+    [("cpu", cpu), ("pids", pids)]
+        .into_iter()
+        .filter_map(|(what, c)| one(c).map(|why| format!("{what} limits are refused ({why})")))
+        .collect()
 }
 
 /// The name of the agent cgroup of task `id` of the orange whose data is at `home`: the
@@ -289,56 +356,97 @@ pub fn agent_cgroup(name: &str) -> Option<Dirs> {
     }
 }
 
-/// `argv` run under `limits` by this machine's mechanism; `name` names its scope or
-/// cgroup ([`cgroup_name`]). A cgroup left by the agent before it (a respawn's) is removed
-/// first: the new agent's counters (its OOM kills) start at zero.
-pub fn wrap(limits: &Limits, name: &str, argv: Vec<String>) -> Vec<String> {
-    if limits.is_empty() {
-        return argv;
-    }
-    let caps = Caps {
+/// The limits as the kernel takes them.
+fn caps(limits: &Limits) -> Caps {
+    Caps {
         memory: limits.memory,
         cpu_percent: limits.cpu.map(|c| (c * 100.0).round().max(1.0) as u32),
         pids: limits.pids,
-    };
+    }
+}
+
+/// The file in an agent's own directory where the step that joins its cgroup leaves why
+/// it could not (the agent then never started; the step exits 125).
+pub const JOIN_FAILED: &str = "cgroup-join-failed";
+
+/// `argv` run under `limits` by this machine's mechanism; `name` names its scope or
+/// cgroup ([`cgroup_name`]). A cgroup is made here, its limits written, before the agent
+/// starts (a cgroup left by the agent before it, a respawn's, is removed first: the new
+/// agent's counters, its OOM kills, start at zero); the agent's shell step only joins it,
+/// leaving why it could not in `agent_dir`'s [`JOIN_FAILED`].
+pub fn wrap(
+    limits: &Limits,
+    name: &str,
+    agent_dir: &Path,
+    argv: Vec<String>,
+) -> Result<Vec<String>> {
+    if limits.is_empty() {
+        return Ok(argv);
+    }
+    let caps = caps(limits);
     if let Some(d) = agent_cgroup(name) {
         d.remove();
+        d.make(caps).map_err(OrangeError::CgroupFailed)?;
+        // Where the step can leave why it could not join.
+        crate::adapters::store::ensure_dir(agent_dir)?;
+        crate::adapters::fault::point("launch.cgroup_made");
+        return Ok(d.join_argv(&agent_dir.join(JOIN_FAILED), &argv));
     }
-    match &mechanism().0 {
+    Ok(match &mechanism().0 {
         Mechanism::Systemd => resource::systemd_argv(
             caps,
             &format!("orange-{name}-{}.scope", std::process::id()),
             &argv,
         ),
-        Mechanism::Cgroup(dir) => {
-            resource::cgroup_argv(caps, &dir.join(format!("orange-{name}")), &argv)
-        }
-        Mechanism::CgroupV1(parents) => Dirs::v1(parents, name).v1_argv(caps, &argv),
         Mechanism::Prlimit => match limits.memory {
             Some(m) => resource::prlimit_argv(m, &argv),
             None => argv,
         },
-        Mechanism::Unavailable => argv,
-    }
+        _ => argv,
+    })
 }
 
 /// Remove the agent cgroups of the orange at `home` whose task is not in `live` (ended,
 /// or its agent gone for good); one that still holds a process is left for a later
-/// sweep. The names removed.
-pub fn sweep(home: &std::path::Path, live: &std::collections::HashSet<&str>) -> Vec<String> {
+/// sweep. A task not in `live` may have been recorded since it was read (its agent about
+/// to join the cgroup made for it): `open_now` asks the store again, once, before any is
+/// removed (`None`: it could not say, and nothing is). A probe ([`check`]) is left while
+/// its process lives. The names removed.
+pub fn sweep(
+    home: &Path,
+    live: &HashSet<&str>,
+    open_now: &dyn Fn() -> Option<HashSet<String>>,
+) -> Vec<String> {
     let suffix = cgroup_name(home, "");
     let names = match &mechanism().0 {
         Mechanism::CgroupV1(parents) => cgroup::v1_children(parents),
         Mechanism::Cgroup(dir) => cgroup::v2_children(dir),
         _ => return vec![],
     };
-    names
-        .into_iter()
-        .filter(|n| {
-            n.strip_suffix(suffix.as_str())
-                .is_some_and(|id| !id.is_empty() && !live.contains(id))
+    let unknown: Vec<(String, &str)> = names
+        .iter()
+        .filter_map(|n| {
+            let id = n.strip_suffix(suffix.as_str())?;
+            (!id.is_empty() && !live.contains(id)).then(|| (n.clone(), id))
         })
-        .filter(|n| agent_cgroup(n).is_some_and(|d| d.remove()))
+        .filter(|(_, id)| match id.strip_prefix(PROBE) {
+            Some(pid) => !pid
+                .parse::<u32>()
+                .is_ok_and(crate::adapters::process::alive),
+            None => true,
+        })
+        .collect();
+    if unknown.is_empty() {
+        return vec![];
+    }
+    let Some(open) = open_now() else {
+        return vec![];
+    };
+    unknown
+        .into_iter()
+        .filter(|(_, id)| !open.contains(*id))
+        .filter(|(n, _)| agent_cgroup(n).is_some_and(|d| d.remove()))
+        .map(|(n, _)| n)
         .collect()
 }
 

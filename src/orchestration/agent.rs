@@ -114,6 +114,14 @@ pub fn killed_reason(limit: u64) -> String {
     )
 }
 
+/// What to do about an agent that never started because joining its cgroup failed.
+pub fn never_started_advice(task: &str) -> String {
+    format!(
+        "see `orange doctor`'s resources line, then `orange task respawn {task}` (with other \
+         limits: --memory, --cpu, --pids)"
+    )
+}
+
 /// A usage limit an agent stopped on: when it resets, and what the monitor did at the reset.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LimitHold {

@@ -117,17 +117,22 @@ pub fn add_monitor_check(report: &mut Report, watch: &Watch) {
 }
 
 /// Which mechanism enforces resource limits (`memory`, `cpu`, `pids`) here, and why the
-/// better ones were passed over. Failed only when none can: limits are then refused.
+/// better ones were passed over; the limits its cgroup would refuse whatever their size (a
+/// controller it lacks). Failed only when none can: limits are then refused.
 pub fn add_resources_check(report: &mut Report) {
-    use crate::execution::resources::{mechanism, Mechanism};
+    use crate::execution::resources::{mechanism, refused_here, Mechanism};
     let (m, why) = mechanism();
     let ok = *m != Mechanism::Unavailable;
+    let mut detail = format!("{}: {why}", m.name());
+    for r in refused_here() {
+        detail.push_str(&format!("; {r}"));
+    }
     add(
         report,
         check(
             "resources",
             ok,
-            format!("{}: {why}", m.name()),
+            detail,
             (!ok).then(|| {
                 "install util-linux's prlimit, or run orange under a user systemd (loginctl enable-linger)".into()
             }),

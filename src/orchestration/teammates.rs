@@ -1,8 +1,9 @@
 //! An agent's teammates: the panes its program splits off its own window (Claude Code's
 //! agent teams: `split-window -d -t <lead pane>` for each teammate, titled with its name).
 //! The task stays bound to its lead pane by id (`task.tmux_pane_id`: every keystroke, the
-//! monitor's verdict); the other panes of that window — sidebars aside — are its
-//! teammates, each shown under the task with the state its screen tells. The monitor
+//! monitor's verdict); the panes of that window that Claude Code started as teammates (their
+//! start command carries `--agent-id`/`--team-name`) are its teammates, each shown under
+//! the task with the state its screen tells — a shell the person splits off is none. The monitor
 //! writes them (`teammates.json` in the task's directory); `task show` and the sidebar
 //! read them.
 
@@ -66,18 +67,22 @@ pub fn observe(
                 "pane_title",
                 "pane_current_command",
                 "pane_dead",
+                "pane_start_command",
             ],
         )
         .unwrap_or_default();
-    for r in rows.iter().filter(|r| r.len() == 5 && r[1] == "1") {
+    for r in rows.iter().filter(|r| r.len() == 6 && r[1] == "1") {
         sidebars.insert(r[0].clone());
     }
     rows.into_iter()
-        .filter(|r| r.len() == 5 && r[0] != lead.pane_id && r[1] != "1")
-        .map(|r| {
+        .filter(|r| r.len() == 6 && r[0] != lead.pane_id && r[1] != "1")
+        .filter_map(|r| Some((agent_name(&r[5])?, r)))
+        .map(|(named, r)| {
             // Claude Code titles its pane with a status glyph first ("✳ general-purpose").
             let title = r[2].trim_start_matches(|c: char| !c.is_alphanumeric());
-            let name = if title.trim().is_empty() || r[2] == hostname() {
+            let name = if !named.is_empty() {
+                named
+            } else if title.trim().is_empty() || r[2] == hostname() {
                 r[3].clone()
             } else {
                 title.to_string()
@@ -95,6 +100,36 @@ pub fn observe(
             }
         })
         .collect()
+}
+
+/// Whether a pane's start command is a Claude Code teammate's, and its name if it says
+/// one. Claude Code 2.1.330 splits the lead's window with `cat` as a placeholder, then
+/// `respawn-pane -k` runs the teammate there: its command carries `--agent-id ID
+/// --agent-name NAME --team-name TEAM`, which tmux keeps as `pane_start_command`. Any
+/// other pane of the window (a shell the person split off, an editor) is no teammate:
+/// `None`. `Some("")`: a teammate whose command names it not.
+fn agent_name(start: &str) -> Option<String> {
+    // Each flag as `--flag VALUE` or `--flag=VALUE` (claude writes either).
+    let words: Vec<&str> = start.split_whitespace().collect();
+    let flag = |w: &str, f: &str| w == f || w.strip_prefix(f).is_some_and(|r| r.starts_with('='));
+    if !words
+        .iter()
+        .any(|w| flag(w, "--agent-id") || flag(w, "--team-name"))
+    {
+        return None;
+    }
+    let name = words.iter().enumerate().find_map(|(i, w)| {
+        let v = w.strip_prefix("--agent-name")?;
+        match v.strip_prefix('=') {
+            Some(v) => Some(v),
+            None if v.is_empty() => words.get(i + 1).copied(),
+            None => None,
+        }
+    });
+    let name = name
+        .unwrap_or_default()
+        .trim_matches(|c| matches!(c, '\'' | '"' | '\\'));
+    Some(name.to_string())
 }
 
 /// tmux's default pane title is the host's name: no name at all.
@@ -189,5 +224,29 @@ mod tests {
         assert_eq!(line(&t), "└ tester: blocked (approval)");
         save(d.path(), &[]).unwrap();
         assert!(!d.path().join(FILE).exists());
+    }
+
+    #[test]
+    fn only_a_pane_claude_started_as_a_teammate_is_one() {
+        let cmd = r#"/bin/sh -c "cd /w && claude --agent-id 'researcher@t1' --agent-name 'researcher' --team-name 't1' --agent-color blue""#;
+        assert_eq!(agent_name(cmd).as_deref(), Some("researcher"));
+        assert_eq!(
+            agent_name("claude --team-name t1 --agent-id x@t1").as_deref(),
+            Some("")
+        );
+        assert_eq!(
+            agent_name("claude --agent-id=x@t1 --agent-name=tester --team-name=t1").as_deref(),
+            Some("tester")
+        );
+        // A shell the person split off, claude's placeholder, an editor: none.
+        for other in [
+            "",
+            "cat",
+            "bash",
+            "vim notes --agent-name x",
+            "\"sleep 100\"",
+        ] {
+            assert_eq!(agent_name(other), None, "{other}");
+        }
     }
 }

@@ -75,6 +75,10 @@ pub enum Reply {
     /// The inner reply, for each of the next `n` turn requests (claude's own retries of an
     /// error consume the script: `Repeat(3, Status(529, ..))` answers three attempts).
     Repeat(usize, Box<Reply>),
+    /// The inner reply, its usage saying the conversation's context holds `n` tokens read
+    /// from the cache (`cache_read_input_tokens`, instead of [`CACHE_READ_TOKENS`]): an
+    /// answer in a long conversation.
+    Context(u64, Box<Reply>),
 }
 
 impl Reply {
@@ -112,6 +116,9 @@ impl Reply {
     pub fn repeat(n: usize, r: Reply) -> Reply {
         Reply::Repeat(n, Box::new(r))
     }
+    pub fn context(n: u64, r: Reply) -> Reply {
+        Reply::Context(n, Box::new(r))
+    }
 
     /// `Repeat` unrolled into plain replies (`Slow(d, Repeat(n, r))` = n × `Slow(d, r)`).
     fn flatten(self) -> Vec<Reply> {
@@ -128,6 +135,11 @@ impl Reply {
                 .flatten()
                 .into_iter()
                 .map(|x| Reply::Slow(d, Box::new(x)))
+                .collect(),
+            Reply::Context(n, r) => r
+                .flatten()
+                .into_iter()
+                .map(|x| Reply::Context(n, Box::new(x)))
                 .collect(),
             r => vec![r],
         }
@@ -557,8 +569,8 @@ pub const CACHE_CREATION_TOKENS: u64 = 7;
 pub const CACHE_READ_TOKENS: u64 = 3;
 pub const OUTPUT_TOKENS: u64 = 5;
 
-fn usage(output: u64) -> Value {
-    json!({"input_tokens": INPUT_TOKENS, "cache_creation_input_tokens": CACHE_CREATION_TOKENS, "cache_read_input_tokens": CACHE_READ_TOKENS, "output_tokens": output})
+fn usage(output: u64, cache_read: u64) -> Value {
+    json!({"input_tokens": INPUT_TOKENS, "cache_creation_input_tokens": CACHE_CREATION_TOKENS, "cache_read_input_tokens": cache_read, "output_tokens": output})
 }
 
 /// One content block of an answer: its `content_block_start`, its deltas, the whole block.
@@ -575,12 +587,22 @@ fn answer(
     model: &str,
     mark: &dyn Fn(),
 ) -> io::Result<bool> {
-    // Unwrap nested Slow into one delay.
+    // Unwrap nested Slow into one delay, and a Context into the usage it reports.
     let mut delay = Duration::ZERO;
+    let mut cache_read = CACHE_READ_TOKENS;
     let mut r = reply;
-    while let Reply::Slow(d, inner_r) = r {
-        delay += *d;
-        r = inner_r;
+    loop {
+        match r {
+            Reply::Slow(d, inner_r) => {
+                delay += *d;
+                r = inner_r;
+            }
+            Reply::Context(n, inner_r) => {
+                cache_read = *n;
+                r = inner_r;
+            }
+            _ => break,
+        }
     }
     match r {
         Reply::Hang => {
@@ -616,7 +638,7 @@ fn answer(
             s.flush()?;
             return Ok(true);
         }
-        Reply::Slow(..) | Reply::Repeat(..) => unreachable!("flattened"),
+        Reply::Slow(..) | Reply::Repeat(..) | Reply::Context(..) => unreachable!("flattened"),
         _ => {}
     }
     let n = inner.id();
@@ -667,7 +689,7 @@ fn answer(
         let body = json!({
             "id": msg_id, "type": "message", "role": "assistant", "model": model,
             "content": blocks.iter().map(|b| b.2.clone()).collect::<Vec<_>>(), "stop_reason": stop_reason, "stop_sequence": null,
-            "usage": usage(OUTPUT_TOKENS),
+            "usage": usage(OUTPUT_TOKENS, cache_read),
         });
         mark();
         write_json(s, 200, &body, false)?;
@@ -681,7 +703,7 @@ fn answer(
         &sse(
             "message_start",
             &json!({"type":"message_start","message":{"id":msg_id,"type":"message","role":"assistant","model":model,
-                "content":[],"stop_reason":null,"stop_sequence":null,"usage":usage(1)}}),
+                "content":[],"stop_reason":null,"stop_sequence":null,"usage":usage(1, cache_read)}}),
         ),
     )?;
     if !delay.is_zero() {

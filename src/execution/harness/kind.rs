@@ -270,6 +270,13 @@ pub trait AgentKind: Sync {
         Ok(vec![])
     }
 
+    /// Continuing `conversation` in `workspace`, it may first ask the person how (Claude
+    /// Code's resume dialog), which it does only when started without a prompt: a respawn
+    /// then starts it so, and its prompt waits in the task until it is idle.
+    fn may_ask_before_resuming(&self, _workspace: &Path, _conversation: &str) -> bool {
+        false
+    }
+
     /// Its command line takes the prompt when it continues a conversation (opencode 1.18
     /// ignores `--prompt` with `-s`: its [`AgentKind::env`] delivers it).
     fn prompt_on_resume(&self, _headless: bool) -> bool {

@@ -219,10 +219,11 @@ pub fn create(
 }
 
 /// The members a request makes, each checked as `task create` checks one (branch,
-/// harness) before anything is recorded: a group is made whole or not at all. With them,
-/// the project's worktrees and their branches (read once, for every member's checks).
+/// harness, resource limits) before anything is recorded: a group is made whole or not at
+/// all. With them, the project's worktrees and their branches (read once, for every
+/// member's checks).
 fn check(
-    tasks: &TaskService,
+    tasks: &mut TaskService,
     project: &Project,
     req: &GroupRequest,
 ) -> Result<(Vec<Member>, git::CheckedOut)> {
@@ -269,6 +270,8 @@ fn check(
         if req.spawn {
             h.preflight()?;
         }
+        let limits = config.limits_for(&req.limits, &project.name, &h.name)?;
+        tasks.check_limits(&limits)?;
         if let Some(t) = open.iter().find(|t| t.branch == m.branch) {
             return Err(OrangeError::invalid(format!(
                 "branch {:?} already belongs to task {} ({})",

@@ -211,7 +211,7 @@ impl<'a> Monitor<'a> {
             // Its turn ended: what `task send` held for it goes in first (and no idle
             // policy in this pass: it has work). A turn that ended on an API error too,
             // once its policy has acted on the error (a pass before).
-            State::Waiting if !task.held.is_empty() => {
+            State::Waiting if !task.held.is_empty() && !seen.settling => {
                 self.deliver_held(&task, &mut info, report);
             }
             State::Error
@@ -297,7 +297,7 @@ impl<'a> Monitor<'a> {
         let dir = self.tasks.store.dir(&task.project, &task.id);
         agent::save_observation(&dir, info, before)?;
         if !same_agent {
-            self.on_exit(task, policy, info, report)?;
+            self.on_exit(task, policy, seen.never_started.as_deref(), info, report)?;
         }
         Ok(())
     }
@@ -412,10 +412,14 @@ impl<'a> Monitor<'a> {
         self.act(task, &action, "idle", info, report)
     }
 
+    /// A death of `task`'s agent not reported (an outcome, a status it set): closed, a
+    /// one-shot turn ended, an agent that cannot start or never started, a kill at its
+    /// memory limit — each told, no crash — else a crash, counted, and its on_exit.
     fn on_exit(
         &mut self,
         task: &Task,
         policy: &Resolved,
+        never_started: Option<&str>,
         info: &mut AgentInfo,
         report: &mut PassReport,
     ) -> Result<()> {
@@ -452,6 +456,12 @@ impl<'a> Monitor<'a> {
         // respawn that would fail the same way.
         if let Some(b) = info.blocker.filter(|b| *b != agent::Blocker::Approval) {
             let why = format!("{} — {}", b.label(), b.advice(&task.id));
+            return self.escalate(task, &why, info, report);
+        }
+        // It never started (joining its cgroup failed): no crash, and a respawn into the
+        // same failure helps nobody; the person decides (the doctor, other limits).
+        if let Some(why) = never_started {
+            let why = format!("{why}; {}", agent::never_started_advice(&task.id));
             return self.escalate(task, &why, info, report);
         }
         // Killed by the kernel at its memory limit: a respawn with the same limit would

@@ -9,9 +9,13 @@ use crate::execution::sandbox;
 use crate::orchestration::agent::{self, AgentInfo, LogState, Signal, State};
 use crate::orchestration::attention::session::Panes;
 use crate::orchestration::screen;
-use crate::orchestration::task::{Task, TaskStore};
+use crate::orchestration::task::{SendKind, Task, TaskStore};
 
 use super::{age, Monitor};
+
+/// How long a claude respawned without its prompt may take to say it is idle: past it,
+/// what is held for it is typed anyway (a last look still keeps it out of a dialog).
+const SETTLE_LIMIT: Duration = Duration::from_secs(60);
 
 /// Lines of scrollback read above a dead agent's screen for its last words.
 const DEATH_SCROLLBACK: usize = 200;
@@ -26,6 +30,8 @@ pub(super) struct Seen {
     /// The memory limit (bytes) the kernel killed it at (a dead agent whose cgroup
     /// counted an OOM kill).
     pub(super) oom: Option<u64>,
+    /// A dead agent that never started: why (joining its cgroup failed).
+    pub(super) never_started: Option<String>,
     pub(super) state: Option<State>,
     pub(super) signal: Option<Signal>,
     pub(super) exit: Option<PaneExit>,
@@ -53,6 +59,11 @@ pub(super) struct Seen {
     pub(super) look: Option<String>,
     /// A dead agent's pane: its id and the pid its program had.
     pub(super) pane: Option<(String, u32)>,
+    /// A claude respawned without its prompt (held for it, [`SendKind::Resume`]) that has
+    /// not said it is idle yet (`sessions/<pid>.json`), for up to [`SETTLE_LIMIT`]: still
+    /// starting, it may yet open its resume dialog (2.1.330 draws it up to a second after
+    /// its SessionStart hook, and says idle only after that), so nothing is typed yet.
+    pub(super) settling: bool,
 }
 
 impl Seen {
@@ -226,6 +237,13 @@ impl<'a> Monitor<'a> {
                 seen.blocker = Some((agent::Blocker::NotInSandbox, line));
             }
         }
+        // Exit 125 from the step that joins its cgroup (its words left beside the agent's
+        // record): the agent never ran.
+        let code = match seen.exit {
+            Some(PaneExit::Status(c)) => Some(c),
+            _ => None,
+        };
+        seen.never_started = self.tasks.never_started(task, code);
         seen.death = Some(death);
         seen
     }
@@ -282,6 +300,12 @@ impl<'a> Monitor<'a> {
         // Just started (SessionStart): a resumed claude may open its resume dialog after
         // the hook.
         let started = info.hook_event.as_deref() == Some("SessionStart");
+        seen.settling = task.harness == "claude"
+            && task
+                .held
+                .iter()
+                .any(|h| h.kind == SendKind::Resume && age(&h.at, now) < SETTLE_LIMIT)
+            && claude_says(task, pane.pane_pid, &self.tasks.store).as_deref() != Some("idle");
         if task.harness == "claude" && (info.hook_state.is_none() || busy || was_stuck || started) {
             seen.look = Some(pane.pane_id.clone());
         }
@@ -524,7 +548,11 @@ fn detail(state: State, seen: &Seen, info: &AgentInfo, task: &str) -> Option<Str
             .map(|q| format!("asked: {q}"))
             .or_else(|| seen.silent.clone()),
         State::Working => seen.silent.clone(),
-        State::Dead => Some(death_detail(seen.exit, info, task)),
+        State::Dead => Some(
+            seen.never_started
+                .clone()
+                .unwrap_or_else(|| death_detail(seen.exit, info, task)),
+        ),
         _ => None,
     }
 }

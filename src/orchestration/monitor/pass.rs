@@ -209,9 +209,16 @@ impl<'a> Monitor<'a> {
             .footprint
             .read(&agents, now.timestamp_millis().max(0) as u64)
         {
-            // The agent cgroups of tasks no longer open: gone with their tasks.
+            // The agent cgroups of tasks no longer open: gone with their tasks. One whose
+            // task this pass did not read may be a task recorded since (its agent about to
+            // join it): the store is asked again before any is removed.
             let live: HashSet<&str> = open.iter().map(|t| t.id.as_str()).collect();
-            for name in resources::sweep(&self.home.root, &live) {
+            let open_now = || {
+                let now = self.tasks.store.list_open(None).ok()?;
+                Some(now.into_iter().map(|t| t.id).collect())
+            };
+            crate::adapters::fault::pause("monitor.sweeping");
+            for name in resources::sweep(&self.home.root, &live, &open_now) {
                 store::log(
                     self.home,
                     "info",

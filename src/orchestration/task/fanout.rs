@@ -23,8 +23,8 @@ use crate::adapters::git;
 use crate::error::{OrangeError, Result};
 use crate::execution::harness::{Harness, Start};
 use crate::execution::launch;
+use crate::execution::pool;
 use crate::execution::session::Mux;
-use crate::execution::{pool, resources};
 use crate::orchestration::project::Project;
 use crate::orchestration::task::batch::{Batch, Seat};
 use crate::orchestration::task::model::{self, Task};
@@ -54,10 +54,8 @@ impl TaskService<'_> {
         let shared = Shared::read(project, checked_out, reqs.iter().any(|r| r.spawn))?;
         let mut checked = vec![];
         for req in reqs {
-            checked.push(
-                self.check_create(project, req, Some(&shared))
-                    .and_then(|(h, s, l)| Ok((h, s, l, resources::check(&l)?))),
-            );
+            let c = self.check_create(project, req, Some(&shared));
+            checked.push(c.and_then(|(h, s, l)| Ok((h, s, l, self.check_limits(&l)?))));
         }
         fault::point("create.checked");
         let _lock = self.store.lock(&project.name)?;

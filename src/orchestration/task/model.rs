@@ -217,6 +217,9 @@ pub enum SendKind {
     Nudge,
     /// A review round (`task review --send`): one message with every comment.
     Review,
+    /// A respawn's prompt for a claude that may first ask how to resume its conversation
+    /// (it asks only when started without one): typed once it is idle.
+    Resume,
 }
 
 /// One line of `history.jsonl`.

@@ -206,6 +206,7 @@ impl TaskService<'_> {
             SendKind::Nudge => "task nudge",
             SendKind::Review => "task review",
             SendKind::Message => "task send",
+            SendKind::Resume => "task respawn",
         };
         match self.deliver(&task, Some(message), force, via)? {
             Typed::Done => Ok(sent),
@@ -363,6 +364,7 @@ impl TaskService<'_> {
             let (event, mut data) = match h.kind {
                 SendKind::Message => ("message.sent", json!({"text": h.text})),
                 SendKind::Review => ("message.sent", json!({"text": h.text, "kind": "review"})),
+                SendKind::Resume => ("message.sent", json!({"text": h.text, "kind": "resume"})),
                 SendKind::Nudge => (
                     "agent.nudged",
                     json!({"message": h.text, "reason": "by hand"}),
@@ -398,6 +400,46 @@ fn check_has_agent(task: &Task) -> Result<()> {
         "task {} is {}: it has no agent to send to{hint}",
         task.id, task.status
     )))
+}
+
+/// A respawn's `prompt`, kept back from the command line when the program may first ask
+/// how to resume its conversation, which it does only when started without one (Claude
+/// Code's resume dialog, `AgentKind::may_ask_before_resuming`): then it waits in `held`
+/// (first, as [`SendKind::Resume`]), typed once the agent is idle — after the dialog is
+/// answered, by config.toml's `resume` or by the person. What the command line gets. A
+/// resume prompt held by an earlier start that never got it is dropped either way (this
+/// start has its own).
+pub(super) fn hold_resume_prompt(
+    task: &mut Task,
+    harness: &Harness,
+    start: crate::execution::harness::Start,
+    workspace: &std::path::Path,
+    prompt: Option<String>,
+) -> Option<String> {
+    use crate::execution::harness::{Conversation, Mode, Start};
+    task.held.retain(|h| h.kind != SendKind::Resume);
+    let kind = harness.kind();
+    let asks = start == Start::Respawn
+        && harness.is_builtin()
+        && harness.mode == Mode::Interactive
+        && matches!(
+            kind.conversation(start, task.agent_session_id.as_deref(), workspace),
+            Some(Conversation::Resume(id)) if kind.may_ask_before_resuming(workspace, &id)
+        );
+    let text = prompt.as_deref().map(text::for_agent).unwrap_or_default();
+    if !asks || text.is_empty() {
+        return prompt;
+    }
+    task.held.insert(
+        0,
+        Held {
+            text,
+            at: store::now_precise(),
+            kind: SendKind::Resume,
+            reply: None,
+        },
+    );
+    None
 }
 
 #[cfg(test)]

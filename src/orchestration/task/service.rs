@@ -16,6 +16,7 @@ use crate::error::{OrangeError, Result};
 use crate::execution::config::Config;
 use crate::execution::harness::Harness;
 use crate::execution::pool;
+use crate::execution::resources::Limits;
 use crate::orchestration::attention::next::NextStep;
 use crate::orchestration::attention::session::SessionState;
 use crate::orchestration::attention::summary::{item_of, Agents};
@@ -52,6 +53,9 @@ pub struct TaskView {
     /// absent while no agent runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<crate::orchestration::footprint::Usage>,
+    /// Why its agent never started (joining its cgroup failed); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub never_started: Option<String>,
 }
 
 /// What happens to tasks: the one service every command and the monitor go through.
@@ -61,6 +65,9 @@ pub struct TaskService<'a> {
     pub tmux: Tmux,
     pub(super) config: Option<Config>,
     pub(super) recovery: Option<Recovery>,
+    /// The limits this command proved already ([`TaskService::check_limits`]), with
+    /// their warning: a group's members are proved once, not once per member.
+    proved: Vec<(Limits, Option<String>)>,
 }
 
 /// A policy's message for a respawned agent.
@@ -78,6 +85,7 @@ impl<'a> TaskService<'a> {
             tmux: Tmux::from_env(),
             config: None,
             recovery: None,
+            proved: vec![],
         }
     }
 
@@ -140,8 +148,10 @@ impl<'a> TaskService<'a> {
             .and_then(|_| {
                 crate::orchestration::footprint::load(&self.store.dir(&task.project, &task.id))
             });
+        let never_started = self.never_started(&task, session.exit_status);
         TaskView {
             usage,
+            never_started,
             task,
             session,
             agent,
@@ -167,7 +177,7 @@ impl<'a> TaskService<'a> {
         let _lock = self.store.lock(&task.project)?;
         let mut task = self.store.load(&task.project, &task.id)?;
         let limits = flags.parse("--")?.or(task.limits);
-        let warning = crate::execution::resources::check(&limits)?;
+        let warning = self.check_limits(&limits)?;
         if limits != task.limits {
             let from = task.limits;
             task.limits = limits;
@@ -180,6 +190,36 @@ impl<'a> TaskService<'a> {
             )?;
         }
         Ok((task, warning))
+    }
+
+    /// Can an agent run under `limits` here? Refused where nothing can enforce them, or
+    /// where the kernel will not make a cgroup with them (`cgroup_failed`: proved with a
+    /// probe cgroup, `resources::check`); a warning when they are only partly enforced.
+    /// Asked before anything is recorded; the same limits are proved once per command.
+    pub fn check_limits(&mut self, limits: &Limits) -> Result<Option<String>> {
+        if let Some((_, w)) = self.proved.iter().find(|(l, _)| l == limits) {
+            return Ok(w.clone());
+        }
+        let warning = crate::execution::resources::check(&self.home.root, limits)?;
+        self.proved.push((*limits, warning.clone()));
+        Ok(warning)
+    }
+
+    /// Why the agent of `task`, whose pane ended with `exit_status`, never started: the
+    /// step that joins its cgroup could not (it exits 125 and leaves its words in the
+    /// agent's directory; an agent that exits 125 itself leaves none). The one reading of
+    /// it, for the task's view and the monitor's pass.
+    pub fn never_started(&self, task: &Task, exit_status: Option<i32>) -> Option<String> {
+        if exit_status != Some(125) {
+            return None;
+        }
+        let dir = crate::orchestration::agent::agent_dir(&self.store.dir(&task.project, &task.id));
+        let words =
+            store::read_regular(&dir.join(crate::execution::resources::JOIN_FAILED), 4096).ok()?;
+        Some(format!(
+            "the agent never started: joining its cgroup failed ({})",
+            String::from_utf8_lossy(&words).trim()
+        ))
     }
 
     /// Read what the task's Claude conversation appended to its transcripts since the last

@@ -18,14 +18,14 @@ use crate::execution::config::HEADLESS;
 use crate::execution::harness::{Harness, Mode, Start};
 use crate::execution::launch::{self, Launch, Owner, Workspace};
 use crate::execution::pool;
-use crate::execution::resources::{self, Limits};
+use crate::execution::resources::Limits;
 use crate::execution::sandbox;
 use crate::execution::session::{self, Mux};
 use crate::orchestration::attention::session::{agent_pane, SessionState};
 use crate::orchestration::attention::SessionView;
 use crate::orchestration::project::{self, Project};
 use crate::orchestration::task::model::{
-    self, first_prompt, respawn_prompt, validate_branch, validate_summary, Status, Task,
+    self, first_prompt, respawn_prompt, validate_branch, validate_summary, SendKind, Status, Task,
 };
 use crate::orchestration::task::service::{Recovery, TaskService};
 
@@ -100,8 +100,9 @@ impl TaskService<'_> {
     pub fn create(&mut self, project: &Project, req: CreateRequest) -> Result<Created> {
         let (harness, sandbox, limits) = self.check_create(project, &req, None)?;
         crate::adapters::fault::point("create.checked");
-        // Limits nothing here can enforce are refused before anything is recorded.
-        let warning = resources::check(&limits)?;
+        // Limits nothing here can enforce, or a cgroup the kernel will not make with them,
+        // are refused before anything is recorded.
+        let warning = self.check_limits(&limits)?;
         let task = {
             let _lock = self.store.lock(&project.name)?;
             self.record_new(project, &req, &harness, sandbox, limits)?
@@ -191,17 +192,7 @@ impl TaskService<'_> {
         }
         let sandbox = sandbox::choose(req.sandbox.as_deref(), project, config, &harness.name)?;
         launch::check_sandbox(home, config, project, &harness, sandbox)?;
-        let limits = resources::choose(
-            &req.limits,
-            (
-                &project.name,
-                config.project.get(&project.name).map(|p| &p.limits),
-            ),
-            (
-                &harness.name,
-                config.harness.get(&harness.name).map(|h| &h.limits),
-            ),
-        )?;
+        let limits = config.limits_for(&req.limits, &project.name, &harness.name)?;
         if req.spawn {
             self.preflight(&harness)?;
             if shared.is_none() {
@@ -407,6 +398,7 @@ impl TaskService<'_> {
         let harness = &harness;
         self.link_task_md(project, task, ws_path)?;
         let prompt = self.prompt_for(task, start);
+        let prompt = super::send::hold_resume_prompt(task, harness, start, ws_path, prompt);
         let dir = self.store.dir(&task.project, &task.id);
         let (id, branch) = (task.id.clone(), task.branch.clone());
         // The conversation to continue (a first start begins a new one), and the
@@ -460,6 +452,10 @@ impl TaskService<'_> {
         }
         fresh_agent_info(&dir)?;
         self.store.save(task)?;
+        if let Some(h) = task.held.first().filter(|h| h.kind == SendKind::Resume) {
+            let data = json!({"text": h.text, "kind": "resume", "via": "respawn"});
+            self.store.append_history(task, "message.held", data)?;
+        }
         // Several started together: their sessions are made at once, in their order (the
         // picker lists sessions in the order they were made).
         let started = match together {

@@ -5,6 +5,7 @@
 
 pub mod doctor;
 pub mod paths;
+pub mod resume;
 pub mod transcript;
 
 use std::path::{Path, PathBuf};
@@ -115,6 +116,15 @@ impl AgentKind for Claude {
             (Start::First, Some(id)) => Conversation::New(id.to_string()),
             _ => Conversation::New(crate::execution::harness::kind::new_uuid()),
         })
+    }
+
+    /// A long, old conversation ([`resume::may_ask`]).
+    fn may_ask_before_resuming(&self, workspace: &Path, conversation: &str) -> bool {
+        resume::may_ask(
+            &paths::log_path(workspace, conversation),
+            &paths::user_file(),
+            SystemTime::now(),
+        )
     }
 
     fn permission_mode(&self, configured: Option<&str>) -> Option<String> {

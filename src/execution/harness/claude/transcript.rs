@@ -42,6 +42,9 @@ pub fn state_of_line(line: &str) -> Option<LogState> {
         // as `/exit`, its output) are bookkeeping, not work.
         "user" if v.get("isMeta").and_then(|m| m.as_bool()) == Some(true) => None,
         "user" if is_local_command(&v) => None,
+        // The summary a compaction (`/compact`, or the resume dialog's "Resume from
+        // summary") puts at the head of the conversation: no turn.
+        "user" if v.get("isCompactSummary").and_then(|m| m.as_bool()) == Some(true) => None,
         // Esc during a request or a tool, or a rejected tool call: the turn ended and no
         // Stop hook fires.
         "user" if content_text_any(&v).contains("[Request interrupted by user") => {
@@ -245,15 +248,7 @@ pub fn first_prompt_in_log(path: &Path) -> Option<String> {
 /// assistant line that has any (its final message; a tool call's line has none). Only the
 /// last 4 MiB are read. `None`: no answer (or no transcript).
 pub fn last_answer_in_log(path: &Path) -> Option<String> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut f = store::open_regular(path).ok()?;
-    let len = f.metadata().ok()?.len();
-    let from = len.saturating_sub(4 << 20);
-    f.seek(SeekFrom::Start(from)).ok()?;
-    let mut bytes = Vec::new();
-    f.take(4 << 20).read_to_end(&mut bytes).ok()?;
-    let text = String::from_utf8_lossy(&bytes);
-    text.lines().rev().find_map(|line| {
+    log_tail(path)?.lines().rev().find_map(|line| {
         if !line.contains("\"assistant\"") {
             return None;
         }
@@ -270,6 +265,18 @@ pub fn last_answer_in_log(path: &Path) -> Option<String> {
             .collect();
         (!said.is_empty()).then(|| said.join("\n"))
     })
+}
+
+/// The last 4 MiB of a transcript (its first line there may be cut). `None`: no transcript.
+pub fn log_tail(path: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = store::open_regular(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    let from = len.saturating_sub(4 << 20);
+    f.seek(SeekFrom::Start(from)).ok()?;
+    let mut bytes = Vec::new();
+    f.take(4 << 20).read_to_end(&mut bytes).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// The first string among `keys` in a hook's JSON payload.
@@ -451,5 +458,21 @@ mod tests {
         assert_eq!(state, LogState::Working { tool: false });
         assert_eq!(end, turn.len());
         assert_eq!(state_of_log_at("{\"type\":\"mode\"}\n"), None);
+    }
+
+    #[test]
+    fn a_compaction_s_summary_is_no_turn() {
+        // What Claude Code 2.1.330 writes after `/compact` (or "Resume from summary"): the
+        // summary, then the command and its output; then it waits at its prompt.
+        let log = [
+            r#"{"type":"system","subtype":"compact_boundary"}"#,
+            r#"{"type":"user","isCompactSummary":true,"isVisibleInTranscriptOnly":true,"message":{"role":"user","content":"This session is being continued from a previous conversation."}}"#,
+            r#"{"type":"user","isMeta":true,"message":{"role":"user","content":"<local-command-caveat>The command below was run directly in Claude Code</local-command-caveat>"}}"#,
+            r#"{"type":"user","message":{"role":"user","content":"<command-name>/compact</command-name>"}}"#,
+            r#"{"type":"user","message":{"role":"user","content":"<local-command-stdout>Compacted</local-command-stdout>"}}"#,
+        ]
+        .join("\n");
+        assert_eq!(state_of_line(log.lines().nth(1).unwrap()), None);
+        assert_eq!(state_of_log(&log), None);
     }
 }
