@@ -174,10 +174,10 @@ fn claude_on_path() -> bool {
     common::find_program(&std::env::var("PATH").unwrap_or_default(), "claude").is_some()
 }
 
-/// What claude says of itself (`~/.claude/sessions/<pid>.json` in its HOME): `idle`,
-/// `busy` or `waiting`.
+/// What claude says of itself (`~/.claude/sessions/<pid>.json` in its HOME, by the
+/// agent's pid): `idle`, `busy` or `waiting`.
 fn claude_status(rig: &Rig, id: &str) -> Option<String> {
-    let pid = rig.pane_pid(id);
+    let pid = rig.agent_pid(id);
     let file = rig.home.join(format!(".claude/sessions/{pid}.json"));
     let v: Value = serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
     v["status"].as_str().map(str::to_string)
