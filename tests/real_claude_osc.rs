@@ -30,12 +30,12 @@ fn layer_status(rig: &Rig, id: &str) -> Option<Status> {
     )
 }
 
-/// The rig with the layer on for claude.
-fn layered(test: &'static str, script: Vec<Reply>) -> Rig {
+/// The rig with the layer on for claude (and `more` in config.toml).
+fn layered(test: &'static str, script: Vec<Reply>, more: &str) -> Rig {
     let rig = claude(test, Home::SET_UP, script);
     std::fs::write(
         rig.env.home.join("config.toml"),
-        "[harness.claude]\nstatus_reports = true\n",
+        format!("[harness.claude]\nstatus_reports = true\n{more}"),
     )
     .unwrap();
     rig
@@ -72,6 +72,7 @@ fn with_the_layer_claude_reports_its_turns_and_a_cut_short_one_is_told_by_them()
             Reply::text("I wrote the file."),
             Reply::slow(Duration::from_secs(60), Reply::text("too late")),
         ],
+        "",
     );
     let id = rig.create("real/osc", "Write osc.txt");
     rig.wait_turns(&id, 1);
@@ -148,6 +149,7 @@ fn a_killed_claude_under_the_layer_is_dead_and_respawn_starts_it_again() {
             Reply::text("Remember the word MANGO."),
             Reply::text("Back again."),
         ],
+        "",
     );
     let id = rig.create("real/osc-kill", "Remember a word");
     let sent = rig.api.wait_sent(0, PATIENCE).unwrap();
@@ -187,6 +189,55 @@ fn a_killed_claude_under_the_layer_is_dead_and_respawn_starts_it_again() {
         sent,
     );
     report_shows(&rig, &id, &["done", "idle"]);
+}
+
+/// A turn that ends on a question stays a question under the layer (claude's `done`
+/// report agrees with its Stop hook, whose question stands): escalated, never nudged.
+#[test]
+fn a_question_under_the_layer_is_never_nudged() {
+    if !claude_installed() {
+        return;
+    }
+    let rig = layered(
+        "osc-question",
+        vec![Reply::Question(
+            "I found two login forms.\n\nShould I change both of them?".into(),
+        )],
+        "[policy]\nidle_grace = \"2s\"\n",
+    );
+    let id = rig.create("real/osc-question", "Fix the login form");
+    let sent = rig
+        .api
+        .wait_sent(0, PATIENCE)
+        .expect("the question was sent");
+    rig.status_since(
+        "end of turn on a question (osc)",
+        &id,
+        "question for you",
+        sent,
+    );
+    report_shows(&rig, &id, &["done"]);
+    let t = rig.wait_task("the escalation", &id, |t| {
+        t["agent"]["escalated"].is_object()
+    });
+    assert!(
+        t["agent"]["escalated"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Should I change both of them?"),
+        "{t}"
+    );
+    common::holds_for("no nudge, nothing typed into claude", GRACES, || {
+        rig.history(&id, "agent.nudged").is_empty() && rig.api.turns().len() == 1
+    });
+    let t = rig.task(&id);
+    assert_eq!(t["agent"]["state"], "waiting", "{t}");
+    assert!(
+        t["agent"]["asked"]
+            .as_str()
+            .is_some_and(|q| q.contains("Should I change both of them?")),
+        "{t}"
+    );
 }
 
 /// The option off (the default): claude's probe goes to tmux, which never answers it, so

@@ -493,8 +493,10 @@ fn report_seen(kind: &dyn AgentKind, r: &osc::Report, ms: u64) -> Option<ReportS
 
 /// The status report `r` beside what the hook, the log or the screen said: the newest
 /// word wins. A report no newer than the hook or the log line that decided leaves their
-/// word; a newer one decides (`signal: osc`), but one that tells the same block as the hook
-/// keeps the hook's detail (the tool's name).
+/// word. A newer one decides (`signal: osc`); when it says what was already said (the same
+/// state, the same block), what the hook or the log said with it stands — the tool's name
+/// of an approval, the kind of an error, the question a turn ended on — and the report
+/// adds only its own question.
 fn weigh_report(seen: &mut Seen, info: &AgentInfo, log_at: Option<&str>, r: &ReportSeen) {
     seen.report = Some(r.reported.clone());
     let at = r.reported.at.as_str();
@@ -507,27 +509,23 @@ fn weigh_report(seen: &mut Seen, info: &AgentInfo, log_at: Option<&str>, r: &Rep
         return;
     }
     let says = &r.says;
-    let same_block = seen.signal == Some(Signal::Hook)
-        && says.state == State::Blocked
-        && seen.state == Some(State::Blocked)
-        && seen.blocker.as_ref().map(|(b, _)| *b) == says.blocker;
-    if !same_block {
-        seen.blocker = says
-            .blocker
-            .map(|b| (b, says.detail.clone().unwrap_or_default()));
-    }
-    seen.state = Some(says.state);
     seen.signal = Some(Signal::Osc);
+    let agrees = seen.state == Some(says.state)
+        && (says.state != State::Blocked || seen.blocker.as_ref().map(|(b, _)| *b) == says.blocker);
+    if agrees {
+        if says.state == State::Waiting && seen.asked.is_none() {
+            seen.asked = says.detail.clone();
+        }
+        return;
+    }
+    let detail = || says.detail.clone().unwrap_or_default();
+    seen.state = Some(says.state);
     seen.since = Some(at.to_string());
+    seen.blocker = says.blocker.map(|b| (b, detail()));
     seen.retry = None;
-    seen.error = (says.state == State::Error).then(|| {
-        (
-            says.error.unwrap_or(agent::ErrorKind::Other),
-            says.detail.clone().unwrap_or_default(),
-        )
-    });
-    seen.limit =
-        (says.state == State::Limited).then(|| (says.detail.clone().unwrap_or_default(), None));
+    seen.error = (says.state == State::Error)
+        .then(|| (says.error.unwrap_or(agent::ErrorKind::Other), detail()));
+    seen.limit = (says.state == State::Limited).then(|| (detail(), None));
     seen.asked = (says.state == State::Waiting)
         .then(|| says.detail.clone())
         .flatten();
@@ -726,6 +724,24 @@ mod tests {
             s.blocker,
             Some((agent::Blocker::Approval, "asks to use Bash".into()))
         );
+        // The turn ended on a question (the hook's words): the report's `done` keeps it.
+        let mut asked = hooked(State::Waiting, 5);
+        asked.hook_detail = Some("Should I change both?".into());
+        let s = judge(&asked, report("state=done:app=claude-code", 1));
+        assert_eq!(
+            (s.state, s.signal, s.asked.as_deref()),
+            (
+                Some(State::Waiting),
+                Some(Signal::Osc),
+                Some("Should I change both?")
+            )
+        );
+        // The hook's error, reported again: the hook's kind stays.
+        let mut failed = hooked(State::Error, 5);
+        failed.hook_error = Some(agent::ErrorKind::RateLimited);
+        failed.hook_detail = Some("429".into());
+        let s = judge(&failed, report("state=error:msg=b29wcw==", 1));
+        assert_eq!(s.error, Some((agent::ErrorKind::RateLimited, "429".into())));
         // An error reported: its kind from its words.
         let s = judge(
             &hooked(State::Working, 10),
