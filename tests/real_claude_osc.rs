@@ -9,7 +9,9 @@
 #![allow(clippy::disallowed_methods)]
 
 use crate::common;
-use crate::real_claude::{claude, claude_installed, Home, Rig, PATIENCE};
+use crate::real_claude::{
+    claude, claude_installed, question_is_never_nudged, Home, Rig, PATIENCE, QUESTION,
+};
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -200,37 +202,12 @@ fn a_question_under_the_layer_is_never_nudged() {
     }
     let rig = layered(
         "osc-question",
-        vec![Reply::Question(
-            "I found two login forms.\n\nShould I change both of them?".into(),
-        )],
+        vec![Reply::Question(QUESTION.into())],
         "[policy]\nidle_grace = \"2s\"\n",
     );
     let id = rig.create("real/osc-question", "Fix the login form");
-    let sent = rig
-        .api
-        .wait_sent(0, PATIENCE)
-        .expect("the question was sent");
-    rig.status_since(
-        "end of turn on a question (osc)",
-        &id,
-        "question for you",
-        sent,
-    );
-    report_shows(&rig, &id, &["done"]);
-    let t = rig.wait_task("the escalation", &id, |t| {
-        t["agent"]["escalated"].is_object()
-    });
-    assert!(
-        t["agent"]["escalated"]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("Should I change both of them?"),
-        "{t}"
-    );
-    common::holds_for("no nudge, nothing typed into claude", GRACES, || {
-        rig.history(&id, "agent.nudged").is_empty() && rig.api.turns().len() == 1
-    });
-    let t = rig.task(&id);
+    question_is_never_nudged(&rig, &id, "end of turn on a question (osc)");
+    let t = report_shows(&rig, &id, &["done"]);
     assert_eq!(t["agent"]["state"], "waiting", "{t}");
     assert!(
         t["agent"]["asked"]
