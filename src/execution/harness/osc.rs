@@ -74,11 +74,10 @@ fn word(v: &str) -> String {
 /// as it is), made safe for one line, cut at [`MAX_TEXT`] characters.
 fn text_of(v: &str) -> String {
     let raw = base64(v).map_or_else(|| v.to_string(), crate::text::lossy);
-    let one: String = crate::text::safe_line(raw.trim())
+    crate::text::safe_line(raw.trim())
         .chars()
         .take(MAX_TEXT)
-        .collect();
-    one
+        .collect()
 }
 
 /// Standard base64 (padding optional); `None` for anything else.
