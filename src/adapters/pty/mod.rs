@@ -172,7 +172,6 @@ pub fn main(args: Vec<OsString>) -> i32 {
             libc::cfmakeraw(&mut raw);
             libc::tcsetattr(0, libc::TCSANOW, &raw);
         }
-        shed_start_up_pages();
         let how = relay.run();
         if have_modes {
             libc::tcsetattr(0, libc::TCSANOW, &saved);
@@ -218,51 +217,6 @@ fn copy_size(fd: c_int) {
             libc::ioctl(fd, libc::TIOCSWINSZ, &ws);
         }
     }
-}
-
-/// Let the kernel unmap the pages of the program's files the start-up touched (the
-/// layer's binary, libc, the loader: the kernel maps up to 64 KiB around each page it
-/// faults in, so most of libc counts as resident); the relay loop faults back in only what
-/// it reads. Only read-only mappings of a file that hold no page of their own (no private
-/// dirty or anonymous page: never the relocated data): the same bytes come back from the
-/// file.
-fn shed_start_up_pages() {
-    let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
-        return;
-    };
-    let mut candidate: Option<(usize, usize)> = None;
-    let mut own_pages = false;
-    let shed = |range: Option<(usize, usize)>, own: bool| {
-        if let (Some((a, b)), false) = (range, own) {
-            // SAFETY: a read-only, file-backed private mapping of this process with no page
-            // of its own: MADV_DONTNEED drops its page-table entries, and later reads fault
-            // the file's same bytes back in.
-            unsafe {
-                libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_DONTNEED);
-            }
-        }
-    };
-    for line in smaps.lines() {
-        let mut f = line.split_whitespace();
-        let Some(first) = f.next() else { continue };
-        if let Some((a, b)) = first.split_once('-').filter(|_| !first.ends_with(':')) {
-            shed(candidate.take(), own_pages);
-            own_pages = false;
-            let perms = f.next().unwrap_or("");
-            let path = f.nth(3).unwrap_or("");
-            if perms.starts_with('r') && !perms.contains('w') && path.starts_with('/') {
-                if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
-                {
-                    candidate = Some((a, b));
-                }
-            }
-        } else if matches!(first, "Private_Dirty:" | "Anonymous:")
-            && f.next().is_some_and(|kb| kb != "0")
-        {
-            own_pages = true;
-        }
-    }
-    shed(candidate, own_pages);
 }
 
 /// End as the agent ended: its exit status, or its signal (raised on the layer itself,
