@@ -174,10 +174,10 @@ fn claude_on_path() -> bool {
     common::find_program(&std::env::var("PATH").unwrap_or_default(), "claude").is_some()
 }
 
-/// What claude says of itself (`~/.claude/sessions/<pid>.json` in its HOME): `idle`,
-/// `busy` or `waiting`.
+/// What claude says of itself (`~/.claude/sessions/<pid>.json` in its HOME, by the
+/// agent's pid): `idle`, `busy` or `waiting`.
 fn claude_status(rig: &Rig, id: &str) -> Option<String> {
-    let pid = rig.pane_pid(id);
+    let pid = rig.agent_pid(id);
     let file = rig.home.join(format!(".claude/sessions/{pid}.json"));
     let v: Value = serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
     v["status"].as_str().map(str::to_string)
@@ -268,6 +268,9 @@ fn a_set_up_claude_works_edits_its_worktree_and_ends_its_turn() {
     assert!(t["agent"].get("blocker").is_none(), "{t}");
 }
 
+/// The question claude's only turn ends on ([`question_is_never_nudged`]).
+pub(crate) const QUESTION: &str = "I found two login forms.\n\nShould I change both of them?";
+
 #[test]
 fn a_question_is_never_answered_by_a_nudge() {
     if !claude_installed() {
@@ -276,9 +279,7 @@ fn a_question_is_never_answered_by_a_nudge() {
     let rig = claude(
         "question",
         Home::SET_UP,
-        vec![Reply::Question(
-            "I found two login forms.\n\nShould I change both of them?".into(),
-        )],
+        vec![Reply::Question(QUESTION.into())],
     );
     std::fs::write(
         rig.env.home.join("config.toml"),
@@ -286,13 +287,20 @@ fn a_question_is_never_answered_by_a_nudge() {
     )
     .unwrap();
     let id = rig.create("real/question", "Fix the login form");
+    question_is_never_nudged(&rig, &id, "end of turn on a question");
+}
+
+/// Task `id`'s claude ends its only turn on [`QUESTION`] (the idle grace 2 s): the status
+/// line says so (`moment` in the latency log), it is escalated with the question, and
+/// nothing is nudged or typed into claude.
+pub(crate) fn question_is_never_nudged(rig: &Rig, id: &str, moment: &str) {
     let sent = rig
         .api
         .wait_sent(0, PATIENCE)
         .expect("the question was sent");
-    rig.status_since("end of turn on a question", &id, "question for you", sent);
+    rig.status_since(moment, id, "question for you", sent);
     // Well past the idle grace: escalated (it needs the person), never nudged.
-    let t = rig.wait_task("the escalation", &id, |t| {
+    let t = rig.wait_task("the escalation", id, |t| {
         t["agent"]["escalated"].is_object()
     });
     assert!(
@@ -305,9 +313,9 @@ fn a_question_is_never_answered_by_a_nudge() {
     // Something that must NOT happen: for 3 s (the grace and several monitor passes
     // over), every look finds no nudge and nothing typed.
     common::holds_for("no nudge, nothing typed into claude", GRACES, || {
-        rig.history(&id, "agent.nudged").is_empty() && rig.api.turns().len() == 1
+        rig.history(id, "agent.nudged").is_empty() && rig.api.turns().len() == 1
     });
-    assert!(rig.history(&id, "agent.nudged").is_empty());
+    assert!(rig.history(id, "agent.nudged").is_empty());
     assert_eq!(rig.api.turns().len(), 1, "nothing was typed into claude");
 }
 

@@ -16,6 +16,7 @@ pub mod http;
 pub mod mux;
 pub mod process;
 pub mod progress;
+pub mod pty;
 pub mod resource;
 pub mod served;
 pub mod shell;

@@ -354,6 +354,7 @@ pub fn explain(view: &TaskView) -> String {
                 Signal::Log => "the Claude session log",
                 Signal::Pane => "the tmux pane (process exit)",
                 Signal::Screen => "screen activity",
+                Signal::Osc => "the agent's status report (OSC 7501)",
                 Signal::None => "nothing",
             },
             a.at,
@@ -364,6 +365,13 @@ pub fn explain(view: &TaskView) -> String {
     text.push('\n');
     if let (Some(e), Some(at)) = (&a.hook_event, &a.hook_at) {
         text.push_str(&format!("last agent hook: {e} at {at}\n"));
+    }
+    if let Some(r) = &a.report {
+        text.push_str(&format!(
+            "last status report (osc): {} at {}\n",
+            crate::text::safe_line(&r.said),
+            r.at
+        ));
     }
     text.push_str(&agent_text(a, &view.task.id));
     text.push_str(&never_started_text(view));

@@ -270,6 +270,10 @@ pub struct HarnessConfig {
     /// `pi -p`, `opencode run`); `task create --headless` chooses it per task.
     #[serde(default)]
     pub mode: Option<crate::execution::harness::kind::Mode>,
+    /// Run the agent under orange's pty layer (`orange-pty`), which answers its OSC 7501
+    /// probe and keeps its status reports: a state source beside its hooks (default off).
+    #[serde(default)]
+    pub status_reports: Option<bool>,
 }
 
 /// Patterns (regular expressions, case-insensitive, matched against each of the last 30

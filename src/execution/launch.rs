@@ -15,11 +15,12 @@
 use std::path::{Path, PathBuf};
 
 use crate::adapters::mux::NewSession;
+use crate::adapters::pty;
 use crate::adapters::store::Home;
 use crate::adapters::tmux::session_char_ok;
 use crate::error::{OrangeError, Result};
 use crate::execution::config::Config;
-use crate::execution::harness::{self, declared, Conversation, Harness, Start};
+use crate::execution::harness::{self, declared, osc, Conversation, Harness, Start};
 use crate::execution::pool;
 use crate::execution::repo::Project;
 use crate::execution::resources;
@@ -154,6 +155,7 @@ impl<'a> Launch<'a> {
             self.agent_dir,
             argv,
         )?;
+        let argv = self.layered(&harness, argv)?;
         Ok(Ready {
             launch: self,
             argv,
@@ -175,6 +177,36 @@ impl<'a> Launch<'a> {
             project: self.project.name.clone(),
             agent_dir: Some(self.agent_dir.to_path_buf()),
         }
+    }
+
+    /// `argv` under the pty layer when the harness asks for status reports (outermost: the
+    /// layer is the pane's process, outside the agent's cgroup and sandbox); as it is
+    /// otherwise. Either way the status an earlier agent's layer left is removed: it is
+    /// none of this agent's.
+    fn layered(&self, harness: &Harness, argv: Vec<String>) -> Result<Vec<String>> {
+        let status = osc::status_file(self.agent_dir);
+        if let Err(e) = std::fs::remove_file(&status) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                return Err(OrangeError::io(format!("removing {}", status.display()), e));
+            }
+        }
+        if !harness.status_reports {
+            return Ok(argv);
+        }
+        let layer = pty::layer_path().ok_or_else(|| {
+            OrangeError::BackendNotFound(format!(
+                "[harness.{}] status_reports = true needs {} beside orange ({}); install it with orange (cargo install builds both) or set status_reports = false",
+                harness.name,
+                pty::BIN,
+                std::env::current_exe()
+                    .ok()
+                    .and_then(|e| e.parent().map(Path::to_path_buf))
+                    .unwrap_or_default()
+                    .display()
+            ))
+        })?;
+        crate::adapters::store::ensure_dir(self.agent_dir)?;
+        Ok(pty::wrap_argv(&layer, &status, argv))
     }
 
     /// `argv` run in the agent's sandbox (none: as it is).

@@ -631,6 +631,7 @@ mod tests {
             nudge_message: None,
             nudge_submit: "Enter".into(),
             mode: Default::default(),
+            status_reports: false,
         };
         let named = named_paths(&h(&format!("sh {} {{prompt}}", script.display())));
         assert!(named.contains(&script), "{named:?}");

@@ -67,6 +67,9 @@ pub struct AgentInfo {
     pub hook_error: Option<ErrorKind>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hook_detail: Option<String>,
+    /// The newest status report (OSC 7501) of the live agent: its pty layer keeps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<Reported>,
     /// What holds a blocked agent (with `state: blocked`, and for a root refusal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocker: Option<Blocker>,
@@ -104,6 +107,15 @@ pub struct AgentInfo {
     /// kill. `None`: it was not, or orange cannot tell (prlimit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub killed_at_limit: Option<u64>,
+}
+
+/// A status report (OSC 7501) as the monitor last read it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reported {
+    /// The report in short: `working`, `blocked (permission)`.
+    pub said: String,
+    /// When it came (RFC 3339, the monitor's clock).
+    pub at: String,
 }
 
 /// `killed: memory limit 4G`: the reason of an agent the kernel killed at its limit.
@@ -219,6 +231,7 @@ impl AgentInfo {
             hook_blocker,
             hook_error,
             hook_detail,
+            report,
             blocker,
             last_lines,
             asked,
@@ -247,6 +260,7 @@ impl AgentInfo {
             && *hook_blocker == other.hook_blocker
             && *hook_error == other.hook_error
             && *hook_detail == other.hook_detail
+            && *report == other.report
             && *blocker == other.blocker
             && *last_lines == other.last_lines
             && *asked == other.asked

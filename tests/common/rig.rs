@@ -342,9 +342,24 @@ impl<A: ModelStandIn> AgentRig<A> {
         ])
     }
 
-    /// The command line of the pane's process.
+    /// The agent's process id: the pane's, or under orange's pty layer (`status_reports`)
+    /// the layer's child, as the layer's status file names it.
+    pub fn agent_pid(&self, id: &str) -> String {
+        let pane = self.pane_pid(id);
+        let t = self.task(id);
+        let file = self.env.home.join(format!(
+            "tasks/{}/{id}/agent/{}",
+            t["project"].as_str().unwrap_or_default(),
+            orange::adapters::pty::status::FILE
+        ));
+        orange::adapters::pty::status::read(&file)
+            .filter(|s| s.layer_pid.to_string() == pane)
+            .map_or(pane, |s| s.agent_pid.to_string())
+    }
+
+    /// The agent's command line.
     pub fn agent_argv(&self, id: &str) -> Vec<String> {
-        let pid = self.pane_pid(id);
+        let pid = self.agent_pid(id);
         let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         raw.split(|b| *b == 0)
             .filter(|a| !a.is_empty())

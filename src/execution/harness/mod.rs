@@ -11,6 +11,7 @@ mod files;
 pub mod kind;
 pub mod limit;
 pub mod opencode;
+pub mod osc;
 pub mod pi;
 pub mod state;
 
@@ -53,6 +54,10 @@ pub struct Harness {
     /// Interactive (default) or headless (one-shot): config.toml's `mode`, else the
     /// task's (`task create --headless`, recorded in the task).
     pub mode: Mode,
+    /// Started under orange's pty layer, which keeps its OSC 7501 status reports
+    /// (`[harness.NAME] status_reports = true`; off by default).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub status_reports: bool,
 }
 
 /// What orange knows of the program a harness named `name` runs: a built-in's knowledge
@@ -116,6 +121,7 @@ impl Harness {
                 nudge_message: h.nudge_message.clone(),
                 nudge_submit: h.nudge_submit.clone().unwrap_or_else(|| "Enter".into()),
                 mode: Mode::Interactive,
+                status_reports: h.status_reports.unwrap_or(false),
             });
         }
         if BUILTIN.contains(&name) {
@@ -147,6 +153,11 @@ impl Harness {
                     .get(name)
                     .and_then(|h| h.mode)
                     .unwrap_or_default(),
+                status_reports: config
+                    .harness
+                    .get(name)
+                    .and_then(|h| h.status_reports)
+                    .unwrap_or(false),
             });
         }
         let mut known: Vec<&str> = BUILTIN.to_vec();
@@ -285,6 +296,7 @@ mod tests {
                 nudge_message: None,
                 nudge_submit: None,
                 mode: None,
+                status_reports: None,
             },
         );
         c.harness.insert(
@@ -303,6 +315,7 @@ mod tests {
                 nudge_message: None,
                 nudge_submit: None,
                 mode: None,
+                status_reports: None,
             },
         );
         c

@@ -76,6 +76,8 @@ pub enum Signal {
     Log,
     Pane,
     Screen,
+    /// The agent's own status report (OSC 7501), kept by orange's pty layer.
+    Osc,
     None,
 }
 

@@ -20,7 +20,8 @@ use crate::orchestration::task::send;
 use crate::orchestration::task::service::Recovery;
 use crate::orchestration::task::{Status, Task};
 
-use super::judge::{self, Seen};
+use super::judge::Seen;
+use super::verdict;
 use super::{
     age, now_s, Monitor, PassReport, CRASH_LIMIT, DEFAULT_IDLE_GRACE, DEFAULT_MAX_NUDGES,
     DEFAULT_NUDGE,
@@ -192,7 +193,7 @@ impl<'a> Monitor<'a> {
         crate::adapters::fault::pause("monitor.observed");
         let before = info.clone();
         let log_grew = seen.log_grew(&info);
-        let state = judge::record(&mut info, &seen, &stamp, &task.id);
+        let state = verdict::record(&mut info, &seen, &stamp, &task.id);
         // The lock is for a check that acts or writes: one that finds nothing new and
         // nothing due (most of them, most passes) takes none.
         let quiet = !due(&task, state, &info, &seen, &policy, log_grew, now)
@@ -468,7 +469,7 @@ impl<'a> Monitor<'a> {
         // most likely end the same way, so no crash to count and no policy: the person
         // decides (more memory, or respawn it as it is).
         if let Some(limit) = info.killed_at_limit {
-            return self.escalate(task, &judge::killed_detail(limit, &task.id), info, report);
+            return self.escalate(task, &verdict::killed_detail(limit, &task.id), info, report);
         }
         // A crash: the agent ended without reporting complete or stuck.
         let crashes = self.tasks.record_crash(&current, &how)?;

@@ -1,12 +1,14 @@
-//! What state one agent is in, from the best signal (hook > Claude log > pane > screen):
+//! What state one agent is in, from the best signal (hook or status report, whichever is
+//! newer > Claude log > pane > screen):
 //! [`Monitor::judge`] weighs what the pass saw into a [`Seen`], and [`record`] writes that
 //! verdict into the agent's record (`agent.json`) before the policies act ([`super::act`]).
 
 use std::time::Duration;
 
 use crate::adapters::tmux::{PaneExit, PaneInfo};
+use crate::execution::harness::{osc, AgentKind};
 use crate::execution::sandbox;
-use crate::orchestration::agent::{self, AgentInfo, LogState, Signal, State};
+use crate::orchestration::agent::{self, AgentInfo, HookSays, LogState, Signal, State};
 use crate::orchestration::attention::session::Panes;
 use crate::orchestration::screen;
 use crate::orchestration::task::{SendKind, Task, TaskStore};
@@ -64,6 +66,8 @@ pub(super) struct Seen {
     /// starting, it may yet open its resume dialog (2.1.330 draws it up to a second after
     /// its SessionStart hook, and says idle only after that), so nothing is typed yet.
     pub(super) settling: bool,
+    /// The agent's newest status report (OSC 7501), when its pty layer kept one.
+    pub(super) report: Option<agent::Reported>,
 }
 
 impl Seen {
@@ -71,10 +75,10 @@ impl Seen {
     /// whatever the last hook said; a retry shows only while it looks busy.
     pub(super) fn apply(&mut self, s: screen::Screen) {
         match s {
-            // The same block a hook told first (claude's PermissionRequest, with the
-            // tool's name): the hook's word stands.
+            // The same block a hook or a status report told first (claude's
+            // PermissionRequest, with the tool's name): that word stands.
             screen::Screen::Blocked(b, _)
-                if self.signal == Some(Signal::Hook)
+                if matches!(self.signal, Some(Signal::Hook | Signal::Osc))
                     && self.blocker.as_ref().is_some_and(|(h, _)| *h == b) => {}
             screen::Screen::Blocked(b, line) => {
                 self.state = Some(State::Blocked);
@@ -124,12 +128,13 @@ impl Seen {
         }
     }
 
-    /// What was seen says more than an error line on screen: a hook or the transcript,
-    /// but a hook that last said "working" (codex fires none when it gives up).
+    /// What was seen says more than an error line on screen: a hook, a status report or
+    /// the transcript, but a hook or report that last said "working" (codex fires none
+    /// when it gives up).
     fn outranks_screen_error(&self) -> bool {
         match self.signal {
             None | Some(Signal::Screen | Signal::None) => false,
-            Some(Signal::Hook) => self.state != Some(State::Working),
+            Some(Signal::Hook | Signal::Osc) => self.state != Some(State::Working),
             _ => true,
         }
     }
@@ -281,15 +286,29 @@ impl<'a> Monitor<'a> {
             progress: log_grew && matches!(log.state, Some(LogState::Working { tool: true })),
             ..Seen::default()
         };
-        let channel = crate::execution::harness::kind_of(&task.harness).channel();
-        weigh(&mut seen, info, log, pane, now, grace, channel);
+        let kind = crate::execution::harness::kind_of(&task.harness);
+        // Under orange's pty layer the pane's process is the layer: the agent is its child
+        // (and may have reported its status).
+        let layer = osc::read(
+            &agent::agent_dir(&self.tasks.store.dir(&task.project, &task.id)),
+            pane.pane_pid,
+        );
+        let agent_pid = layer.as_ref().map_or(pane.pane_pid, |l| l.agent_pid);
+        let report = layer
+            .and_then(|l| l.report)
+            .and_then(|(r, ms)| report_seen(kind, &r, ms));
+        let log_at = log.at.clone();
+        weigh(&mut seen, info, log, pane, now, grace, kind.channel());
+        if let Some(r) = &report {
+            weigh_report(&mut seen, info, log_at.as_deref(), r);
+        }
         let stalled = seen.state == Some(State::Working) && !log_grew;
         // Working by the transcript but idle by claude's own account: a turn cut short
         // (Esc while the request waited) that no hook and no transcript line tells.
         if stalled
-            && seen.signal != Some(Signal::Screen)
+            && matches!(seen.signal, Some(Signal::Hook | Signal::Log))
             && task.harness == "claude"
-            && claude_says(task, pane.pane_pid, &self.tasks.store).as_deref() == Some("idle")
+            && claude_says(task, agent_pid, &self.tasks.store).as_deref() == Some("idle")
         {
             seen.state = Some(State::Waiting);
         }
@@ -305,7 +324,7 @@ impl<'a> Monitor<'a> {
                 .held
                 .iter()
                 .any(|h| h.kind == SendKind::Resume && age(&h.at, now) < SETTLE_LIMIT)
-            && claude_says(task, pane.pane_pid, &self.tasks.store).as_deref() != Some("idle");
+            && claude_says(task, agent_pid, &self.tasks.store).as_deref() != Some("idle");
         if task.harness == "claude" && (info.hook_state.is_none() || busy || was_stuck || started) {
             seen.look = Some(pane.pane_id.clone());
         }
@@ -449,143 +468,79 @@ fn weigh(
     }
 }
 
-/// What a running claude says of itself (`idle`, `busy`, `waiting`): by its pid, or in a
-/// sandbox from its task's own `claude-sessions/`.
-fn claude_says(task: &Task, pane_pid: u32, store: &TaskStore) -> Option<String> {
+/// A status report as the judge weighs it: what it says in orange's words, in short, and
+/// when it came.
+struct ReportSeen {
+    says: HookSays,
+    reported: agent::Reported,
+}
+
+/// The report `r` that came at `ms` (Unix ms, the real clock), on the monitor's clock (the
+/// one hooks are stamped on); `None` when it says nothing (`clear`, an unknown word).
+fn report_seen(kind: &dyn AgentKind, r: &osc::Report, ms: u64) -> Option<ReportSeen> {
+    let mut says = r.says()?;
+    says.state = crate::orchestration::limits::state_of(kind, says.state, says.detail.as_deref());
+    let skew = crate::orchestration::limits::clock() - chrono::Utc::now();
+    let at = chrono::DateTime::from_timestamp_millis(i64::try_from(ms).ok()?)? + skew;
+    Some(ReportSeen {
+        says,
+        reported: agent::Reported {
+            said: r.summary(),
+            at: at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+        },
+    })
+}
+
+/// The status report `r` beside what the hook, the log or the screen said: the newest
+/// word wins. A report no newer than the hook or the log line that decided leaves their
+/// word. A newer one decides (`signal: osc`); when it says what was already said (the same
+/// state, the same block), what the hook or the log said with it stands — the tool's name
+/// of an approval, the kind of an error, the question a turn ended on — and the report
+/// adds only its own question.
+fn weigh_report(seen: &mut Seen, info: &AgentInfo, log_at: Option<&str>, r: &ReportSeen) {
+    seen.report = Some(r.reported.clone());
+    let at = r.reported.at.as_str();
+    let decided_at = match seen.signal {
+        Some(Signal::Hook) => info.hook_at.as_deref(),
+        Some(Signal::Log) => log_at,
+        _ => None,
+    };
+    if decided_at.is_some_and(|t| !agent::after(at, t)) {
+        return;
+    }
+    let says = &r.says;
+    seen.signal = Some(Signal::Osc);
+    let agrees = seen.state == Some(says.state)
+        && (says.state != State::Blocked || seen.blocker.as_ref().map(|(b, _)| *b) == says.blocker);
+    if agrees {
+        if says.state == State::Waiting && seen.asked.is_none() {
+            seen.asked = says.detail.clone();
+        }
+        return;
+    }
+    let detail = || says.detail.clone().unwrap_or_default();
+    seen.state = Some(says.state);
+    seen.since = Some(at.to_string());
+    seen.blocker = says.blocker.map(|b| (b, detail()));
+    seen.retry = None;
+    seen.error = (says.state == State::Error)
+        .then(|| (says.error.unwrap_or(agent::ErrorKind::Other), detail()));
+    seen.limit = (says.state == State::Limited).then(|| (detail(), None));
+    seen.asked = (says.state == State::Waiting)
+        .then(|| says.detail.clone())
+        .flatten();
+}
+
+/// What a running claude says of itself (`idle`, `busy`, `waiting`): by its pid (the
+/// agent's, under a pty layer), or in a sandbox from its task's own `claude-sessions/`.
+fn claude_says(task: &Task, agent_pid: u32, store: &TaskStore) -> Option<String> {
     if task.sandbox == sandbox::Kind::None {
-        agent::claude_session_status(pane_pid)
+        agent::claude_session_status(agent_pid)
     } else {
         agent::claude_session_status_in(&sandbox::claude_sessions(
             &store.dir(&task.project, &task.id),
         ))
     }
-}
-
-/// Write what was seen of one agent into its record (`info`, read at the pass's start):
-/// its state and since when, its signal, the log's length, its exit, error, blocker,
-/// question and last words, and the detail shown for it. `stamp`: when the pass looked.
-/// The state recorded.
-pub(super) fn record(info: &mut AgentInfo, seen: &Seen, stamp: &str, task: &str) -> State {
-    let state = seen.state.unwrap_or(State::Unknown);
-    let blocker = seen.blocker.as_ref().map(|(b, _)| *b);
-    let log_grew = seen.log_grew(info);
-    if info.state != Some(state) || (state == State::Blocked && info.blocker != blocker) {
-        info.since = seen.since.clone().unwrap_or_else(|| stamp.to_string());
-        // An escalation belongs to the state it was raised in (a dialog, an error, an
-        // idle period): the agent moved on. A death's stays until a respawn.
-        if state != State::Dead {
-            info.escalated = None;
-        }
-    } else if state == State::Waiting {
-        // Still waiting, but it did something in between that no pass saw (answered a
-        // nudge, printed): a new idle period begins.
-        let newer = |t: &str| agent::after(t, &info.since);
-        let began = match seen.signal {
-            Some(Signal::Hook) => info.hook_at.clone().filter(|t| newer(t)),
-            Some(Signal::Screen) => seen.since.clone().filter(|t| newer(t)),
-            _ if log_grew => Some(stamp.to_string()),
-            _ => None,
-        };
-        if let Some(t) = began {
-            info.since = t;
-        }
-    }
-    if seen.progress {
-        info.progress_at = Some(stamp.to_string());
-        info.idle_nudges = 0;
-    }
-    info.state = Some(state);
-    info.signal = seen.signal;
-    info.at = stamp.to_string();
-    info.log_len = seen.log_len;
-    info.exit_status = match seen.exit {
-        Some(PaneExit::Status(c)) => Some(c),
-        _ => None,
-    };
-    info.error_kind = seen.error.as_ref().map(|(k, _)| *k);
-    info.killed_at_limit = seen.oom.filter(|_| state == State::Dead);
-    info.asked = seen.asked.clone().filter(|_| state == State::Waiting);
-    if state != State::Dead {
-        info.blocker = blocker;
-        info.last_lines.clear();
-    } else if seen.death.as_deref() != info.handled_death.as_deref()
-        || (info.last_lines.is_empty() && !seen.last_lines.is_empty())
-    {
-        // A new death (or its words read late): its own last words and reason, kept
-        // while it stays dead.
-        info.blocker = blocker;
-        info.last_lines = seen.last_lines.clone();
-    }
-    info.detail = detail(state, seen, info, task);
-    info.channel_silent = seen
-        .silent
-        .clone()
-        .filter(|_| seen.went_silent && state != State::Dead);
-    state
-}
-
-/// The detail shown for an agent in `state`: its error, what blocks it and what to do,
-/// its retry, its question, how it died.
-fn detail(state: State, seen: &Seen, info: &AgentInfo, task: &str) -> Option<String> {
-    match state {
-        State::Error => seen.error.as_ref().map(|(_, m)| m.clone()),
-        State::Limited => seen.limit.as_ref().map(|(m, _)| m.clone()),
-        State::Blocked => seen.blocker.as_ref().map(|(b, line)| {
-            let advice = b.advice(task);
-            if line.is_empty() {
-                advice
-            } else {
-                format!("{line} — {advice}")
-            }
-        }),
-        State::Retrying => seen
-            .retry
-            .as_ref()
-            .map(|r| format!("retrying an API error by itself ({r})")),
-        State::Waiting => info
-            .asked
-            .as_ref()
-            .map(|q| format!("asked: {q}"))
-            .or_else(|| seen.silent.clone()),
-        State::Working => seen.silent.clone(),
-        State::Dead => Some(
-            seen.never_started
-                .clone()
-                .unwrap_or_else(|| death_detail(seen.exit, info, task)),
-        ),
-        _ => None,
-    }
-}
-
-/// A dead agent's detail: how it ended, and its last line (the reason is usually there).
-fn death_detail(exit: Option<PaneExit>, info: &AgentInfo, task: &str) -> String {
-    if let Some(limit) = info.killed_at_limit {
-        return killed_detail(limit, task);
-    }
-    let how = match exit {
-        Some(PaneExit::Signal(s)) => format!("killed by signal {s}"),
-        Some(PaneExit::Status(c)) => format!("exited with status {c}"),
-        None => "session gone".into(),
-    };
-    match (info.blocker, info.last_lines.last()) {
-        // What was not found, in the program's words (a pane line: printers make it safe).
-        (Some(b @ agent::Blocker::NotInSandbox), Some(line)) => {
-            format!("{how} ({}): {}", line.trim(), b.advice(task))
-        }
-        (Some(b), _) => format!("{how}: {}", b.advice(task)),
-        (None, Some(line)) => format!("{how}: {}", line.trim()),
-        (None, None) => how,
-    }
-}
-
-/// An agent the kernel killed at its memory limit: what happened, and what to do.
-pub(super) fn killed_detail(limit: u64, task: &str) -> String {
-    format!(
-        "{}: the kernel killed its process tree at its memory limit (an OOM kill); \
-         give it more with `orange task respawn {task} --memory SIZE` (or raise `memory` \
-         in config.toml for its next tasks), or respawn it as it is",
-        agent::killed_reason(limit)
-    )
 }
 
 #[cfg(test)]
@@ -688,5 +643,124 @@ mod tests {
             (Some(State::Working), Some(Signal::Screen))
         );
         assert!(s.silent.as_deref().unwrap().contains("no event yet"));
+    }
+
+    /// A status report against the hook: the newer word decides (`signal: osc` when it is
+    /// the report); one no newer leaves the hook's; one telling the hook's own block keeps
+    /// the hook's detail; `clear` says nothing.
+    #[test]
+    fn the_newest_of_hook_and_status_report_decides() {
+        let now = chrono::Utc::now();
+        let at = |s: i64| now - chrono::Duration::seconds(s);
+        let hooked = |state, s: i64| AgentInfo {
+            hook_state: Some(state),
+            hook_at: Some(at(s).to_rfc3339_opts(chrono::SecondsFormat::Micros, true)),
+            ..AgentInfo::default()
+        };
+        let pane = PaneInfo {
+            window_activity: now.timestamp() as u64,
+            ..PaneInfo::default()
+        };
+        let report = |payload: &str, s: i64| {
+            let r = osc::parse(payload.as_bytes()).unwrap();
+            report_seen(
+                &crate::execution::harness::claude::Claude,
+                &r,
+                at(s).timestamp_millis() as u64,
+            )
+        };
+        let judge = |info: &AgentInfo, r: Option<ReportSeen>| {
+            let mut seen = Seen::default();
+            weigh(
+                &mut seen,
+                info,
+                FromLog::default(),
+                &pane,
+                now,
+                Duration::from_secs(3),
+                None,
+            );
+            if let Some(r) = &r {
+                weigh_report(&mut seen, info, None, r);
+            }
+            seen
+        };
+        // The turn ended (the report, newer) after the hook said working.
+        let s = judge(
+            &hooked(State::Working, 10),
+            report("state=done:app=claude-code", 2),
+        );
+        assert_eq!(
+            (s.state, s.signal),
+            (Some(State::Waiting), Some(Signal::Osc))
+        );
+        assert_eq!(s.report.as_ref().unwrap().said, "done");
+        // The hook came after the report: its word stands (the report is still shown).
+        let s = judge(
+            &hooked(State::Working, 1),
+            report("state=idle:app=claude-code", 5),
+        );
+        assert_eq!(
+            (s.state, s.signal),
+            (Some(State::Working), Some(Signal::Hook))
+        );
+        assert_eq!(s.report.as_ref().unwrap().said, "idle");
+        // No hook at all (screen activity decided): the report decides.
+        let s = judge(&AgentInfo::default(), report("state=working:app=x", 30));
+        assert_eq!(
+            (s.state, s.signal),
+            (Some(State::Working), Some(Signal::Osc))
+        );
+        // The hook's approval, then the same block reported: the hook's words stay.
+        let mut approval = hooked(State::Blocked, 5);
+        approval.hook_blocker = Some(agent::Blocker::Approval);
+        approval.hook_detail = Some("asks to use Bash".into());
+        let s = judge(&approval, report("state=blocked:kind=permission", 1));
+        assert_eq!(
+            (s.state, s.signal),
+            (Some(State::Blocked), Some(Signal::Osc))
+        );
+        assert_eq!(
+            s.blocker,
+            Some((agent::Blocker::Approval, "asks to use Bash".into()))
+        );
+        // The turn ended on a question (the hook's words): the report's `done` keeps it.
+        let mut asked = hooked(State::Waiting, 5);
+        asked.hook_detail = Some("Should I change both?".into());
+        let s = judge(&asked, report("state=done:app=claude-code", 1));
+        assert_eq!(
+            (s.state, s.signal, s.asked.as_deref()),
+            (
+                Some(State::Waiting),
+                Some(Signal::Osc),
+                Some("Should I change both?")
+            )
+        );
+        // The hook's error, reported again: the hook's kind stays.
+        let mut failed = hooked(State::Error, 5);
+        failed.hook_error = Some(agent::ErrorKind::RateLimited);
+        failed.hook_detail = Some("429".into());
+        let s = judge(&failed, report("state=error:msg=b29wcw==", 1));
+        assert_eq!(s.error, Some((agent::ErrorKind::RateLimited, "429".into())));
+        // An error reported: its kind from its words.
+        let s = judge(
+            &hooked(State::Working, 10),
+            report("state=error:msg=NTI5IE92ZXJsb2FkZWQ=", 1),
+        );
+        assert_eq!(s.state, Some(State::Error));
+        assert_eq!(
+            s.error,
+            Some((agent::ErrorKind::Overloaded, "529 Overloaded".into()))
+        );
+        // A question: waiting on the person, its words the question.
+        let s = judge(
+            &hooked(State::Working, 10),
+            report("state=blocked:kind=question:msg=V2hpY2g/", 1),
+        );
+        assert_eq!(
+            (s.state, s.asked.as_deref()),
+            (Some(State::Waiting), Some("Which?"))
+        );
+        assert!(report("state=clear", 1).is_none());
     }
 }

@@ -47,6 +47,7 @@ pub mod replies;
 mod reread;
 mod review;
 pub mod run;
+mod verdict;
 
 pub use hook::agent_hook;
 
