@@ -49,14 +49,20 @@ cd "$repo"
 "$ORANGE" project add "$repo" --name bench --pool-size "$n" >&2
 "$ORANGE" workspace init >&2
 
-# Wait until DIR holds COUNT files (a glob: no process per look).
+# A pipe nobody writes: `read -t` on it waits without a process (`sleep 0.001` is a fork
+# and an exec per look — ≈ 5–12 ms each here, a CPU's worth of processes beside the starts
+# being timed, and a clock that stops up to a look late).
+mkfifo "$tmp/never"
+exec {never}<>"$tmp/never"
+
+# Wait until DIR holds COUNT files (a glob and a `read -t`: no process per look).
 wait_count() {
     local dir=$1 want=$2 i files
     shopt -s nullglob
     for ((i = 0; i < 30000; i++)); do
         files=("$dir"/*)
         ((${#files[@]} >= want)) && return 0
-        sleep 0.001
+        read -r -t 0.001 -u "$never" _ || true
     done
     bench_die "timed out waiting for $want files in $dir"
 }

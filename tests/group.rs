@@ -145,6 +145,94 @@ fn n_members_each_in_their_own_workspace_and_session_the_last_queued_when_the_po
     assert!(agents(&env).is_empty(), "{:?}", env.tmux.sessions());
 }
 
+/// The members' sessions are made in one tmux call, in member order, with no call to ask
+/// whether a name is taken or which server runs; a name another session holds falls back
+/// to the name with the member's id after it (a call of its own), and that session is left
+/// as it was.
+#[test]
+fn the_members_sessions_are_made_in_one_tmux_call_and_a_taken_name_falls_back() {
+    let env = env("6");
+    let create = |b: &str| {
+        env.ok_counting_tmux(&[
+            "task",
+            "create",
+            b,
+            "x",
+            "--n",
+            "3",
+            "--harness",
+            "fake-wait",
+        ])
+    };
+    let sessions_of = |v: &Value| -> Vec<(String, u64)> {
+        members(v)
+            .iter()
+            .map(|m| {
+                let t = &m["task"];
+                let id = t["tmux_session_id"].as_str().unwrap()[1..].parse().unwrap();
+                (t["tmux_session"].as_str().unwrap().to_string(), id)
+            })
+            .collect()
+    };
+    let (v, calls) = create("one");
+    let made: Vec<&String> = calls.iter().filter(|c| c.contains("new-session")).collect();
+    assert_eq!(made.len(), 1, "{calls:#?}");
+    // Nothing asks whether a name is taken; which server runs is not asked per member
+    // (`new-session` tells it; the monitor's check after the create asks it once).
+    assert!(
+        !calls.iter().any(|c| c.contains("has-session")),
+        "{calls:#?}"
+    );
+    let identity = |c: &&String| {
+        c.contains("display-message -p #{socket_path}\u{1f}#{pid}\u{1f}#{start_time}\u{1e}")
+    };
+    assert!(calls.iter().filter(identity).count() <= 1, "{calls:#?}");
+    let s = sessions_of(&v);
+    let names: Vec<&str> = s.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["app/one/1", "app/one/2", "app/one/3"]);
+    assert!(s.windows(2).all(|w| w[0].1 < w[1].1), "{s:?}");
+    for m in members(&v) {
+        assert!(m["task"]["tmux_server"]["pid"].as_u64().is_some(), "{m}");
+    }
+    // Another's session holds the second member's name.
+    env.tmux
+        .ok(&["new-session", "-d", "-s", "app/two/2", "sleep", "3600"]);
+    let (v, calls) = create("two");
+    let second = task_of(&members(&v)[1]);
+    let s = sessions_of(&v);
+    let names: Vec<&str> = s.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "app/two/1".to_string(),
+            format!("app/two/2-{second}"),
+            "app/two/3".into()
+        ]
+    );
+    // The first, then the third with the rest, then the second under its other name.
+    let made = calls.iter().filter(|c| c.contains("new-session")).count();
+    assert_eq!(made, 3, "{calls:#?}");
+    assert_eq!(
+        env.tmux
+            .ok(&["show-options", "-qv", "-t", "=app/two/2:", "@orange_task"])
+            .trim(),
+        ""
+    );
+    assert!(env
+        .tmux
+        .ok(&[
+            "list-panes",
+            "-t",
+            "=app/two/2:",
+            "-F",
+            "#{pane_start_command}"
+        ])
+        .contains("3600"));
+    for id in [task_of(&members(&v)[0]), second] {
+        env.wait_session(&id, "live");
+    }
+}
+
 #[test]
 fn mixed_harnesses_are_judged_by_the_check_the_diff_and_a_judge_and_one_is_picked() {
     let env = env("3");
@@ -285,11 +373,17 @@ fn mixed_harnesses_are_judged_by_the_check_the_diff_and_a_judge_and_one_is_picke
 #[test]
 fn a_hanging_check_is_killed_at_its_timeout_and_no_member_passing_is_said() {
     let env = env("2");
+    // A check no other program on the machine runs (a benchmark's agents are `sleep 600`).
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let check = format!("sleep 600.{nanos:09}");
     env.ok(&[
         "project",
         "update",
         "--check-cmd",
-        "sleep 600",
+        &check,
         "--check-timeout",
         "1s",
     ]);
@@ -309,9 +403,9 @@ fn a_hanging_check_is_killed_at_its_timeout_and_no_member_passing_is_said() {
     assert!(notes.contains("no member passes"), "{notes}");
     // Ranked anyway; equal diffs tie.
     assert!(notes.contains("tie at rank 1"), "{notes}");
-    // No `sleep 600` left behind.
+    // The check is not left behind.
     let left = std::process::Command::new("pgrep")
-        .args(["-f", "^sleep 600$"])
+        .args(["-f", &format!("^{}$", check.replace('.', "\\."))])
         .output()
         .unwrap();
     assert!(left.stdout.is_empty(), "a check outlived its timeout");

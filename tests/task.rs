@@ -349,6 +349,52 @@ fn exact_session_targets_never_touch_a_prefix_neighbour() {
     assert_eq!(shown["session"]["state"], "none");
 }
 
+/// A task's session is made by one tmux call: no `has-session` first, and `new-session`
+/// tells which server made it. A name another session holds gives the task its id after
+/// it (a call of its own), and the other session is left as it was.
+#[test]
+fn a_taken_session_name_gives_the_task_its_id_after_it_and_leaves_the_other_alone() {
+    let env = TaskEnv::new();
+    env.add_project(&["--name", "p"]);
+    let create =
+        |b: &str| env.ok_counting_tmux(&["task", "create", b, "x", "--harness", "fake-wait"]);
+    let (t, calls) = create("free");
+    assert_eq!(t["tmux_session"], "p/free");
+    assert!(t["tmux_server"]["pid"].as_u64().is_some(), "{t}");
+    let made: Vec<&String> = calls.iter().filter(|c| c.contains("new-session")).collect();
+    assert_eq!(made.len(), 1, "{calls:#?}");
+    assert!(
+        !calls.iter().any(|c| c.contains("has-session")),
+        "{calls:#?}"
+    );
+    // Another's session holds the name.
+    env.tmux
+        .ok(&["new-session", "-d", "-s", "p/taken", "sleep", "3600"]);
+    let (t, calls) = create("taken");
+    assert_eq!(t["tmux_session"], format!("p/taken-{}", id(&t)).as_str());
+    let made = calls.iter().filter(|c| c.contains("new-session")).count();
+    assert_eq!(made, 2, "{calls:#?}");
+    env.wait_session(&id(&t), "live");
+    assert_eq!(
+        env.tmux
+            .ok(&["show-options", "-qv", "-t", "=p/taken:", "@orange_task"]),
+        ""
+    );
+    assert!(env
+        .tmux
+        .ok(&[
+            "list-panes",
+            "-t",
+            "=p/taken:",
+            "-F",
+            "#{pane_start_command}"
+        ])
+        .contains("3600"));
+    // The task's own session is the one orange acts on.
+    env.ok(&["task", "cancel", &id(&t), "--yes"]);
+    assert!(env.tmux.has_session("p/taken"));
+}
+
 #[test]
 fn dotted_project_and_branch_names_are_sanitized_and_seen_alive() {
     let tmp_env = Env::with_repo("my.app");

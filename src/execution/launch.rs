@@ -4,7 +4,9 @@
 //! made [`Ready`] (the harness's workspace setup, the conversation, the argv, wrapped in
 //! the sandbox), the caller records its intent (what the agent is started with is on disk
 //! before it runs), then [`Ready::start`] starts the session with the one environment
-//! every agent gets ([`env`]) under the one session name ([`session_name`]).
+//! every agent gets ([`env`]) under the one session name ([`session_name`]). Agents
+//! started together hand their [`Ready::prepared`] sessions to [`start_many`], which
+//! makes them all at once (one tmux call).
 //!
 //! The caller prepares the workspace itself (a task's branch and TASK.md, a lane's new
 //! worktree) and keeps its own records: this file knows no task store and no lane
@@ -263,31 +265,87 @@ impl Ready<'_> {
     /// [`session_name`]: another session of the same name gets the owner's id after it),
     /// its marks.
     pub fn start(self) -> Result<Started> {
-        let l = self.launch;
-        let mut name = session_name(l.mux, &l.project.name, l.branch);
-        if let Mux::Tmux(t) = l.mux {
-            if t.has_session(&name)? {
-                name = format!("{name}-{}", l.owner.id());
-            }
-        }
-        let mut env = env(l.home, l.project, l.owner, l.branch, l.workspace);
-        env.extend(self.kind_env);
-        let spec = NewSession {
-            name,
-            cwd: l.workspace.path.to_path_buf(),
-            env,
-            command: self.argv,
-            width: None,
-            height: None,
-            marks: l.marks.clone(),
-        };
-        let session = l.mux.start(&spec, l.exit_file.unwrap_or(Path::new("")))?;
+        let mux = self.launch.mux;
+        let (conversation, permission_mode) =
+            (self.conversation.clone(), self.permission_mode.clone());
+        let session = start_many(mux, vec![self.prepared()])
+            .pop()
+            .expect("one answer per start")?;
         Ok(Started {
             session,
-            conversation: self.conversation,
-            permission_mode: self.permission_mode,
+            conversation,
+            permission_mode,
         })
     }
+
+    /// The session to make, for [`start_many`] (several agents started together): the
+    /// agent's environment, its session name and the other name it takes when that one is
+    /// taken, its marks. (What it is started with — its conversation, its permission mode —
+    /// the caller has from here.)
+    pub fn prepared(self) -> Prepared {
+        let l = self.launch;
+        let name = session_name(l.mux, &l.project.name, l.branch);
+        let other_name = format!("{name}-{}", l.owner.id());
+        let mut env = env(l.home, l.project, l.owner, l.branch, l.workspace);
+        env.extend(self.kind_env);
+        Prepared {
+            spec: NewSession {
+                name,
+                cwd: l.workspace.path.to_path_buf(),
+                env,
+                command: self.argv,
+                width: None,
+                height: None,
+                marks: l.marks.clone(),
+            },
+            other_name,
+            exit_file: l.exit_file.map(Path::to_path_buf).unwrap_or_default(),
+        }
+    }
+}
+
+/// An agent's session, ready to be made ([`Ready::prepared`]).
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    spec: NewSession,
+    /// Its name when [`session_name`] is taken: the owner's id after it.
+    other_name: String,
+    /// Where zellij writes the agent's exit status.
+    exit_file: PathBuf,
+}
+
+/// Make the sessions of agents started together, in order, with as few calls to the
+/// multiplexer as can be (tmux: one, when they fit in one call and share one `PATH`): one
+/// answer each. A session whose name is taken is made under its other name (the owner's id
+/// after it) by a call of its own; the rest are made together all the same.
+pub fn start_many(mux: &Mux, starts: Vec<Prepared>) -> Vec<Result<session::Started>> {
+    if starts.is_empty() {
+        return vec![];
+    }
+    let specs: Vec<(&NewSession, &Path)> = starts
+        .iter()
+        .map(|p| (&p.spec, p.exit_file.as_path()))
+        .collect();
+    mux.start_many(&specs)
+        .into_iter()
+        .zip(&starts)
+        .map(|(made, p)| match made? {
+            Some(started) => Ok(started),
+            None => {
+                let spec = NewSession {
+                    name: p.other_name.clone(),
+                    ..p.spec.clone()
+                };
+                let made = mux.start_many(&[(&spec, p.exit_file.as_path())]).pop();
+                made.expect("one answer per start")?.ok_or_else(|| {
+                    OrangeError::BackendCommandFailed(format!(
+                        "sessions {:?} and {:?} both exist already",
+                        p.spec.name, p.other_name
+                    ))
+                })
+            }
+        })
+        .collect()
 }
 
 /// Can the sandbox `kind` run here, and would the agent of `harness` find its program

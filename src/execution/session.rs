@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::adapters::store::Home;
-use crate::adapters::tmux::{NewSession, PaneExit, PaneInfo, Tmux};
+use crate::adapters::tmux::{NewSession, PaneExit, PaneInfo, ServerId, Tmux};
 use crate::adapters::zellij::Zellij;
 use crate::error::{OrangeError, Result};
 
@@ -24,6 +24,8 @@ pub struct Started {
     pub id: Option<String>,
     /// tmux's id of the agent's pane (`%7`); none for zellij.
     pub pane: Option<String>,
+    /// The tmux server instance that made it; none for zellij.
+    pub server: Option<ServerId>,
 }
 
 /// Is the session there, and did its program exit (how)?
@@ -65,26 +67,39 @@ impl Mux {
         }
     }
 
-    /// Start `spec` detached. zellij reports exit status through `exit_file`.
-    pub fn start(&self, spec: &NewSession, exit_file: &Path) -> Result<Started> {
+    /// Start each of `specs` detached (zellij reports the exit status through its
+    /// `exit_file`), in order; one answer each, `None` when another session has its name
+    /// (left as it was). tmux makes them in as few calls as it can
+    /// ([`Tmux::new_sessions_unless_taken`]); zellij one after the other.
+    pub fn start_many(&self, specs: &[(&NewSession, &Path)]) -> Vec<Result<Option<Started>>> {
         match self {
             Mux::Tmux(t) => {
-                let info = t.new_session(spec)?;
-                Ok(Started {
-                    target: info.name,
-                    id: Some(info.id),
-                    pane: Some(info.pane_id),
-                })
+                let specs: Vec<NewSession> = specs.iter().map(|(s, _)| (*s).clone()).collect();
+                t.new_sessions_unless_taken(&specs)
+                    .into_iter()
+                    .map(|made| {
+                        Ok(made?.map(|m| Started {
+                            target: m.info.name,
+                            id: Some(m.info.id),
+                            pane: Some(m.info.pane_id),
+                            server: Some(m.server),
+                        }))
+                    })
+                    .collect()
             }
-            Mux::Zellij(z) => {
-                let _ = std::fs::remove_file(exit_file);
-                z.create(spec, exit_file)?;
-                Ok(Started {
-                    target: spec.name.clone(),
-                    id: None,
-                    pane: None,
+            Mux::Zellij(z) => specs
+                .iter()
+                .map(|(spec, exit_file)| {
+                    let _ = std::fs::remove_file(exit_file);
+                    z.create(spec, exit_file)?;
+                    Ok(Some(Started {
+                        target: spec.name.clone(),
+                        id: None,
+                        pane: None,
+                        server: None,
+                    }))
                 })
-            }
+                .collect(),
         }
     }
 

@@ -596,6 +596,23 @@ impl TaskEnv {
         v
     }
 
+    /// [`TaskEnv::ok`] with a counting tmux first on `PATH` ([`counting_tmux`]): what it
+    /// printed, and the tmux calls it made, each whole ([`whole_calls`]).
+    pub fn ok_counting_tmux(&self, args: &[&str]) -> (Value, Vec<String>) {
+        let (bin, log) = counting_tmux(&self.root());
+        let before = whole_calls(&log).len();
+        let mut a = args.to_vec();
+        a.push("--json");
+        let out = self
+            .cmd_in(&self.env.repo, &a)
+            .env("PATH", format!("{}:{}", bin.display(), self.path))
+            .output()
+            .unwrap();
+        let (ok, v) = parse_json_output(&a, &out);
+        assert!(ok, "orange {args:?} failed: {v}");
+        (v, whole_calls(&log)[before..].to_vec())
+    }
+
     pub fn err(&self, args: &[&str], code: &str) -> String {
         expect_error(args, self.json(args), code)
     }
@@ -722,6 +739,23 @@ pub fn calls(log: &Path) -> Vec<String> {
         .lines()
         .map(str::to_string)
         .collect()
+}
+
+/// The calls of [`counting_tmux`]'s log, each whole: a call is logged on one line, but an
+/// argument holding newlines (a prompt) goes on over the next lines, which (unlike a call,
+/// whose first argument is a flag) do not start with `-`.
+pub fn whole_calls(log: &Path) -> Vec<String> {
+    let mut out: Vec<String> = vec![];
+    for line in calls(log) {
+        match out.last_mut() {
+            Some(call) if !line.starts_with('-') => {
+                call.push('\n');
+                call.push_str(&line);
+            }
+            _ => out.push(line),
+        }
+    }
+    out
 }
 
 /// Run `c` with `input` on its standard input; its output (stdout captured).

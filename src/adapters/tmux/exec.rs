@@ -51,6 +51,18 @@ impl Ran {
         OrangeError::BackendCommandFailed(format!("tmux {} failed: {why}", self.shown))
     }
 
+    /// `new-session` found its name taken (tmux 3.3a stops the sequence there and leaves
+    /// the other session as it was).
+    pub(super) fn taken(&self) -> bool {
+        !self.success && self.stderr.contains("duplicate session")
+    }
+
+    /// What it printed, whether it worked or not (a sequence that stopped half-way printed
+    /// what the commands before the failing one printed).
+    pub(super) fn stdout(&self) -> &str {
+        &self.stdout
+    }
+
     pub(super) fn ok(self) -> Result<String> {
         if self.success {
             Ok(self.stdout)
@@ -74,6 +86,34 @@ fn is_missing_target(stderr: &str) -> bool {
     ]
     .iter()
     .any(|p| stderr.contains(p))
+}
+
+/// `cmds` as one command sequence, each trailing `;` escaped.
+fn sequence(cmds: Vec<TmuxCommand<'_>>) -> TmuxCommands<'_> {
+    let mut list = TmuxCommands::new();
+    for mut cmd in cmds {
+        if let Some(args) = cmd.args.as_mut() {
+            args.iter_mut().for_each(escape_trailing_semicolon);
+        }
+        list.push(cmd);
+    }
+    list
+}
+
+/// The most a command sequence may weigh in one tmux call ([`sequence_size`]): tmux 3.3a
+/// sends the client's command in one message of at most 16 KB (16,384 bytes less its
+/// headers: 16,364 bytes of arguments went through, 16,370 were "failed to send
+/// command"), with room to spare.
+pub(super) const MAX_SEQUENCE: usize = 16_000;
+
+/// What `cmds` weigh as one command sequence, as tmux counts it: each argument with its
+/// terminating NUL, the `;` between commands included.
+pub(super) fn sequence_size(cmds: &[TmuxCommand<'_>]) -> usize {
+    sequence(cmds.to_vec())
+        .to_vec()
+        .iter()
+        .map(|a| a.len() + 1)
+        .sum()
 }
 
 /// An argv for error messages: long elements shortened, odd ones debug-quoted.
@@ -152,13 +192,7 @@ impl Tmux {
     /// The arguments of one tmux invocation running `cmds` in sequence: global flags, then
     /// the commands joined by `;` elements (tmux_interface keeps them apart from `args`).
     fn argv<'a>(&self, cmds: Vec<TmuxCommand<'a>>) -> Vec<Cow<'a, str>> {
-        let mut list = TmuxCommands::new();
-        for mut cmd in cmds {
-            if let Some(args) = cmd.args.as_mut() {
-                args.iter_mut().for_each(escape_trailing_semicolon);
-            }
-            list.push(cmd);
-        }
+        let list = sequence(cmds);
         let mut tmux = ti::Tmux::new();
         match &self.server {
             Server::Default => {}

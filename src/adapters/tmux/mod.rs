@@ -53,7 +53,7 @@ pub use self::handle::{Server, Tmux};
 pub use self::observe::{Marked, MarkedSession, Observed};
 pub use self::options::OptionScope;
 pub use self::parse::{PaneExit, PaneInfo, ServerId, SessionInfo};
-pub use self::sessions::SessionRow;
+pub use self::sessions::{Made, SessionRow};
 pub use self::target::session_char_ok;
 pub use self::windows::AgentWindow;
 pub use crate::adapters::mux::{submit_pause, NewSession};

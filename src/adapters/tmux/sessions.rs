@@ -3,9 +3,11 @@
 
 use serde::Serialize;
 use tmux_interface as ti;
+use tmux_interface::TmuxCommand;
 
+use super::exec::{sequence_size, MAX_SEQUENCE};
 use super::handle::Tmux;
-use super::parse::{num, Format, PaneFields, SessionInfo};
+use super::parse::{num, Format, PaneFields, ServerId, SessionInfo, SERVER};
 use super::target::{
     pane_target, session_target, validate_program, validate_session_name, validate_word,
 };
@@ -24,64 +26,153 @@ pub struct SessionRow {
     pub windows: u32,
 }
 
+/// A session `new-session` made: its ids, and the server instance that made it (asked in
+/// the same call: no other call to learn which server runs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Made {
+    pub info: SessionInfo,
+    pub server: ServerId,
+}
+
 // Sessions and the server.
 impl Tmux {
     /// Create a detached session running `spec.command` (argv, never parsed by a shell) with
     /// `remain-on-exit on` on its window, so the pane stays readable and its exit status
-    /// observable after the program ends.
+    /// observable after the program ends. A name taken is an error.
     pub fn new_session(&self, spec: &NewSession) -> Result<SessionInfo> {
-        validate_session_name(&spec.name)?;
-        for (k, _) in &spec.env {
-            validate_word("environment variable name", k)?;
+        match self.new_session_unless_taken(spec)? {
+            Some(made) => Ok(made.info),
+            None => Err(OrangeError::BackendCommandFailed(format!(
+                "tmux new-session failed: duplicate session: {}",
+                spec.name
+            ))),
         }
-        for (k, _) in &spec.marks {
-            validate_word("option name", k)?;
+    }
+
+    /// [`Tmux::new_session`] in one tmux call, no `has-session` first: `None` when another
+    /// session has the name (left as it was).
+    pub fn new_session_unless_taken(&self, spec: &NewSession) -> Result<Option<Made>> {
+        let mut answers = self.new_sessions_unless_taken(std::slice::from_ref(spec));
+        answers.pop().expect("one answer per session")
+    }
+
+    /// Each of `specs` made as [`Tmux::new_session`] makes one, in order, in as few tmux
+    /// calls as can be: each `new-session`, its `remain-on-exit` and its marks in one
+    /// command sequence, the sequences of consecutive sessions of one `PATH` (a session's
+    /// panes take the PATH of the client that made them) in one call, under tmux's limit
+    /// of a call ([`MAX_SEQUENCE`]). One answer per spec, in order: `None` when another
+    /// session has its name — tmux 3.3a stops a sequence at `duplicate session`, the
+    /// sessions before it made and the other one left as it was; the specs after it go on
+    /// in another call. A call that fails otherwise answers the spec it stopped at with its
+    /// error; the rest go on too. (A failing `set-option` of the session before would be
+    /// told as the next one's failure: they cannot fail on a session the same sequence
+    /// just made.)
+    pub fn new_sessions_unless_taken(&self, specs: &[NewSession]) -> Vec<Result<Option<Made>>> {
+        let fmt = Format::panes(PaneFields::Placed).and(SERVER);
+        let mut answers: Vec<Option<Result<Option<Made>>>> = specs.iter().map(|_| None).collect();
+        // Each spec's commands; one that fails its checks is answered now.
+        let mut ready: Vec<(usize, Vec<TmuxCommand<'_>>, usize)> = vec![];
+        for (i, spec) in specs.iter().enumerate() {
+            match session_cmds(spec, &fmt) {
+                Ok(cmds) => {
+                    // Its commands and the `;` before them.
+                    let size = sequence_size(&cmds) + 2;
+                    ready.push((i, cmds, size));
+                }
+                Err(e) => answers[i] = Some(Err(e)),
+            }
         }
-        validate_program(&spec.command)?;
-        let cwd = spec.cwd.to_str().ok_or_else(|| {
-            OrangeError::invalid(format!("{} is not valid UTF-8", spec.cwd.display()))
-        })?;
-        let fmt = Format::panes(PaneFields::Placed);
-        let mut cmds = vec![new_session_cmd(spec, cwd, &fmt)];
-        // Same command sequence: applied before the server can notice the program's exit.
-        cmds.push(
-            ti::SetOption::new()
-                .window()
-                .target_pane(pane_target(&spec.name))
-                .option("remain-on-exit")
-                .value("on")
-                .build(),
-        );
-        for (k, v) in &spec.marks {
-            cmds.push(
-                ti::SetOption::new()
-                    .target_pane(pane_target(&spec.name))
-                    .option(k.clone())
-                    .value(v.clone())
-                    .build(),
-            );
+        let mut next = 0;
+        while next < ready.len() {
+            let path = path_of(&specs[ready[next].0]);
+            let (mut take, mut size) = (0, 0);
+            for (i, _, s) in &ready[next..] {
+                if path_of(&specs[*i]) != path || (take > 0 && size + s > MAX_SEQUENCE) {
+                    break;
+                }
+                size += s;
+                take += 1;
+            }
+            let call = &ready[next..next + take];
+            let cmds = call
+                .iter()
+                .flat_map(|(_, c, _)| c.iter().cloned())
+                .collect();
+            let got = self.sessions_call(cmds, path, &fmt, call.len());
+            next += got.len();
+            for ((i, _, _), answer) in call.iter().zip(got) {
+                let spec = &specs[*i];
+                answers[*i] = Some(answer.and_then(|made| match made {
+                    Some(m) if m.info.name != spec.name => {
+                        Err(OrangeError::BackendCommandFailed(format!(
+                            "tmux named the session {:?} instead of {:?}",
+                            m.info.name, spec.name
+                        )))
+                    }
+                    made => Ok(made),
+                }));
+            }
         }
-        let path = spec
-            .env
-            .iter()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| v.as_str());
-        let out = self.exec_with_path(cmds, path)?.ok()?;
-        let info = match fmt.rows(&out)?.first() {
-            Some(r) => SessionInfo::from(fmt.pane(r)?),
-            None => {
-                return Err(OrangeError::BackendCommandFailed(format!(
-                    "unexpected tmux output: {out:?}"
-                )))
+        answers
+            .into_iter()
+            .map(|a| a.expect("every spec answered"))
+            .collect()
+    }
+
+    /// One tmux call making `n` sessions (`cmds`): the answers of the sessions it got to,
+    /// in order from the first (fewer than `n` when it stopped at a taken name or a
+    /// failure; at least one).
+    fn sessions_call(
+        &self,
+        cmds: Vec<TmuxCommand<'_>>,
+        path: Option<&str>,
+        fmt: &Format,
+        n: usize,
+    ) -> Vec<Result<Option<Made>>> {
+        let ran = match self.exec_with_path(cmds, path) {
+            Ok(ran) => ran,
+            Err(e) => return vec![Err(e)],
+        };
+        let made: Result<Vec<Made>> = fmt.rows(ran.stdout()).and_then(|rows| {
+            rows.iter()
+                .map(|r| {
+                    Ok(Made {
+                        info: SessionInfo::from(fmt.pane(r)?),
+                        server: fmt.server(r)?,
+                    })
+                })
+                .collect()
+        });
+        let made = match made {
+            Ok(m) => m,
+            Err(e) => {
+                // Which sessions it made cannot be told: each is told so.
+                return (0..n)
+                    .map(|_| Err(OrangeError::BackendCommandFailed(e.to_string())))
+                    .collect();
             }
         };
-        if info.name != spec.name {
-            return Err(OrangeError::BackendCommandFailed(format!(
-                "tmux named the session {:?} instead of {:?}",
-                info.name, spec.name
-            )));
+        let mut answers: Vec<Result<Option<Made>>> =
+            made.into_iter().take(n).map(|m| Ok(Some(m))).collect();
+        let at = answers.len();
+        if at == n && !ran.success {
+            // Every session made, the last one's options not all set.
+            answers[n - 1] = Err(ran.error());
+        } else if at < n {
+            let why = if ran.taken() {
+                Ok(None)
+            } else if ran.success {
+                Err(OrangeError::BackendCommandFailed(format!(
+                    "unexpected tmux output: {} sessions told of {n} made: {:?}",
+                    at,
+                    ran.stdout()
+                )))
+            } else {
+                Err(ran.error())
+            };
+            answers.push(why);
         }
-        Ok(info)
+        answers
     }
 
     /// Kill a session (exact name or id). `Ok(false)` when there was no such session. The
@@ -149,6 +240,50 @@ impl Tmux {
             Err(ran.error())
         }
     }
+}
+
+/// The `PATH` a session's panes get (its client's).
+fn path_of(spec: &NewSession) -> Option<&str> {
+    spec.env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str())
+}
+
+/// The command sequence of one new session (its names and program checked first): its
+/// `new-session -P -F fmt`, then, in the same sequence so that they hold before the server
+/// can notice the program's exit, `remain-on-exit on` and its marks.
+fn session_cmds<'a>(spec: &'a NewSession, fmt: &Format) -> Result<Vec<TmuxCommand<'a>>> {
+    validate_session_name(&spec.name)?;
+    for (k, _) in &spec.env {
+        validate_word("environment variable name", k)?;
+    }
+    for (k, _) in &spec.marks {
+        validate_word("option name", k)?;
+    }
+    validate_program(&spec.command)?;
+    let cwd = spec.cwd.to_str().ok_or_else(|| {
+        OrangeError::invalid(format!("{} is not valid UTF-8", spec.cwd.display()))
+    })?;
+    let mut cmds = vec![new_session_cmd(spec, cwd, fmt)];
+    cmds.push(
+        ti::SetOption::new()
+            .window()
+            .target_pane(pane_target(&spec.name))
+            .option("remain-on-exit")
+            .value("on")
+            .build(),
+    );
+    for (k, v) in &spec.marks {
+        cmds.push(
+            ti::SetOption::new()
+                .target_pane(pane_target(&spec.name))
+                .option(k.clone())
+                .value(v.clone())
+                .build(),
+        );
+    }
+    Ok(cmds)
 }
 
 /// `new-session -d -P -F fmt` for `spec`, its program run as `/bin/sh -c 'exec <argv>'`.

@@ -6,7 +6,7 @@
 //!
 //! Every step is recorded before it is acted on, so a command killed half-way leaves a
 //! record the next one finishes: a member created but not yet written into the record is
-//! found by its group and branch; `cancel` and `pick` run again finish what is left.
+//! found by its group and branch (the record gets its members' ids beside their starts); `cancel` and `pick` run again finish what is left.
 
 use serde::Serialize;
 use serde_json::json;
@@ -178,8 +178,8 @@ pub fn create(
         })
         .collect();
     // Every member's task written into the record under the lock they are recorded
-    // under, before any starts.
-    let results = tasks.create_together(project, &reqs, Some(checked_out), &mut |made| {
+    // under, beside their starts.
+    let results = tasks.create_together(project, &reqs, Some(checked_out), &|made| {
         let mut g = groups.load(&project.name, &group.id)?;
         for (m, t) in g.members.iter_mut().zip(made) {
             if let Some(t) = t {
@@ -290,18 +290,18 @@ fn check(
 }
 
 /// Every member as it is now. A member whose task is not in the record (a create killed
-/// between the two) is found by its group and branch; one whose task is gone is `gone`.
+/// before it wrote them: its members may have started, failed or been cancelled since) is
+/// found by its group and branch among all the project's tasks; one whose task is gone is
+/// `gone`.
 pub fn members(tasks: &TaskService, g: &Group) -> Vec<MemberNow> {
-    let mut open: Option<Vec<Task>> = None;
+    let mut all: Option<Vec<Task>> = None;
     g.members
         .iter()
         .map(|m| {
             let task = match &m.task {
                 Some(id) => tasks.store.load(&g.project, id).ok(),
-                None => open
-                    .get_or_insert_with(|| {
-                        tasks.store.list_open(Some(&g.project)).unwrap_or_default()
-                    })
+                None => all
+                    .get_or_insert_with(|| tasks.store.list(Some(&g.project)).unwrap_or_default())
                     .iter()
                     .find(|t| t.group.as_deref() == Some(&g.id) && t.branch == m.branch)
                     .cloned(),

@@ -2,7 +2,9 @@
 //! each checked and recorded as `create` does one, then under the same hold of the
 //! project's lock their workspaces bound at once (one hold of the pool's lock) and their
 //! agents started in parallel, one thread each (the branch checked out, TASK.md linked,
-//! the session started through the launcher), and each outcome recorded. A task that
+//! the agent made ready through the launcher), their sessions all made at once by the
+//! last thread to have its agent ready (`batch.rs`: one launcher call, one tmux call, in
+//! the tasks' order), and each outcome recorded. A task that
 //! cannot start is `failed` alone, its workspace given back; one the pool or a cap has no
 //! room for waits in the queue; the others go on.
 //!
@@ -20,39 +22,39 @@ use crate::adapters::fault;
 use crate::adapters::git;
 use crate::error::{OrangeError, Result};
 use crate::execution::harness::{Harness, Start};
+use crate::execution::launch;
 use crate::execution::pool;
+use crate::execution::session::Mux;
 use crate::orchestration::project::Project;
+use crate::orchestration::task::batch::{Batch, Seat};
 use crate::orchestration::task::model::{self, Task};
 use crate::orchestration::task::service::branch_free_among;
 use crate::orchestration::task::service::TaskService;
-use crate::orchestration::task::start::{new_task, CreateRequest, Created};
-use crate::orchestration::task::turns::{Over, Turns};
+use crate::orchestration::task::start::{new_task, CreateRequest, Created, Shared};
 
 /// A task being started: where its result goes, its workspace, its record.
 type Starting = (usize, pool::Workspace, Task);
 
 impl TaskService<'_> {
     /// Create the tasks `reqs` asks for and start those with `spawn` together (see the
-    /// module documentation). `recorded` is called under the project's lock once every
-    /// task is recorded (`None`: one that could not be), before any starts: a group
-    /// writes its members' ids there. `checked_out`: the project's worktrees and their
-    /// branches, when the caller has just read them (`None`: read here, once for every
-    /// task). One result per request, in order: `task_failed` for a task recorded
-    /// failed, another error for one never recorded.
+    /// module documentation). `recorded` is called once every task is recorded (`None`:
+    /// one that could not be), on a thread of its own beside their starts, under the
+    /// project's lock: a group writes its members' ids there (a command killed before it
+    /// has leaves a group that finds its members by group and branch). `checked_out`: the
+    /// project's worktrees and their branches, when the caller has just read them
+    /// (`None`: read here, once for every task). One result per request, in order:
+    /// `task_failed` for a task recorded failed, another error for one never recorded.
     pub fn create_together(
         &mut self,
         project: &Project,
         reqs: &[CreateRequest],
         checked_out: Option<git::CheckedOut>,
-        recorded: &mut dyn FnMut(&[Option<Task>]) -> Result<()>,
+        recorded: &(dyn Fn(&[Option<Task>]) -> Result<()> + Sync),
     ) -> Result<Vec<Result<Created>>> {
-        let checked_out = match checked_out {
-            Some(c) => c,
-            None => git::checked_out_branches(&project.path)?,
-        };
+        let shared = Shared::read(project, checked_out, reqs.iter().any(|r| r.spawn))?;
         let mut checked = vec![];
         for req in reqs {
-            let c = self.check_create(project, req, Some(&checked_out));
+            let c = self.check_create(project, req, Some(&shared));
             checked.push(c.and_then(|(h, s, l)| Ok((h, s, l, self.check_limits(&l)?))));
         }
         fault::point("create.checked");
@@ -107,14 +109,24 @@ impl TaskService<'_> {
             tasks.push(made.as_ref().ok().map(|c| c.task.clone()));
             out.push(made);
         }
-        recorded(&tasks)?;
         fault::point("group.members");
         let wanted: Vec<usize> = (0..reqs.len())
             .filter(|&i| reqs[i].spawn && out[i].is_ok())
             .collect();
-        if !wanted.is_empty() {
-            self.start_together(project, &mut out, &wanted)?;
-        }
+        let (wrote, started) = std::thread::scope(|s| {
+            let wrote = s.spawn(|| recorded(&tasks));
+            let started = match wanted.is_empty() {
+                true => Ok(()),
+                false => self.start_together(project, &mut out, &wanted),
+            };
+            (wrote.join(), started)
+        });
+        started?;
+        wrote.unwrap_or_else(|_| {
+            Err(OrangeError::invalid(
+                "recording the tasks together failed unexpectedly",
+            ))
+        })?;
         Ok(out)
     }
 
@@ -187,7 +199,9 @@ impl TaskService<'_> {
     }
 
     /// Each task's agent started in its workspace and recorded `working`, one thread
-    /// each; how each start went (the task as it is then, and as recorded on success).
+    /// each, their sessions made at once when every thread has its agent ready (a
+    /// [`Batch`]: one launcher call, one tmux call); how each start went (the task as it
+    /// is then, and as recorded on success).
     #[allow(clippy::type_complexity)]
     fn start_in_parallel(
         &mut self,
@@ -197,8 +211,9 @@ impl TaskService<'_> {
         self.config()?;
         let config = self.config.as_ref().expect("loaded above");
         let this = &*self;
-        let turns = Turns::new(starting.len());
-        let turns = &turns;
+        let mux = Mux::Tmux(self.tmux.clone());
+        let batch = Batch::new(starting.len(), |ready| launch::start_many(&mux, ready));
+        let batch = &batch;
         let started = std::thread::scope(|s| {
             let runs: Vec<_> = starting
                 .into_iter()
@@ -206,8 +221,16 @@ impl TaskService<'_> {
                 .map(|(k, (i, ws, task))| {
                     let (w, mut t) = (ws.clone(), task.clone());
                     let run = s.spawn(move || {
-                        // Its turn passes on however its start ends.
-                        let _over = Over(turns, k);
+                        // Its seat is given up if its start ends before it hands its
+                        // session over (failed or panicked): the others do not wait.
+                        let _seat = Seat(batch, k);
+                        let hand = |ready| {
+                            batch.hand(k, ready).unwrap_or_else(|| {
+                                Err(OrangeError::invalid(
+                                    "making the agents' sessions failed unexpectedly",
+                                ))
+                            })
+                        };
                         let r = Harness::named(&t.harness, config).and_then(|h| {
                             this.start_in_workspace(
                                 config,
@@ -217,7 +240,7 @@ impl TaskService<'_> {
                                 &w.name,
                                 &w.path,
                                 Start::First,
-                                Some((turns, k)),
+                                Some(&hand),
                             )
                         });
                         // Its session started, not yet recorded (the repair adopts it).

@@ -2,8 +2,8 @@
 //! map, the ids, TASK.md's text, the prompts), the store under `tasks/<project>/<id>/`
 //! ([`store`]), and the task service ([`service::TaskService`]) — what happens to a task,
 //! in `service.rs` (its record and session state), `start.rs` (create, spawn, respawn),
-//! `fanout.rs` (several created and started together: a group's members; `turns.rs` the
-//! order their sessions are made in),
+//! `fanout.rs` (several created and started together: a group's members; `batch.rs` where
+//! their sessions are made at once, in order),
 //! `queue.rs` (the FIFO queue), `cap.rs` (max_running: when the queue waits), `merge.rs` (merge, cancel, delete), `pr.rs` (its pull request) and `send.rs` (text
 //! typed into its agent: the one path every message and nudge takes).
 //!
@@ -12,6 +12,7 @@
 //! it uses the modules that read the model (attention, observer), which must not depend on
 //! it.
 
+pub mod batch;
 pub mod cap;
 pub mod fanout;
 pub mod merge;
@@ -22,7 +23,6 @@ pub mod send;
 pub mod service;
 pub mod start;
 pub mod store;
-pub mod turns;
 
 pub use model::*;
 pub use store::TaskStore;

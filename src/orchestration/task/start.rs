@@ -29,6 +29,10 @@ use crate::orchestration::task::model::{
 };
 use crate::orchestration::task::service::{Recovery, TaskService};
 
+/// Where a task started together with others hands its session to be made with theirs
+/// (`fanout.rs`), and gets it back made.
+pub(super) type Hand<'a> = dyn Fn(launch::Prepared) -> Result<session::Started> + 'a;
+
 /// How long a live agent stopped by `task respawn --force` has after SIGTERM before the
 /// processes left get SIGKILL.
 pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
@@ -63,6 +67,33 @@ pub struct Created {
     /// Its resource limits are only partly enforced here (prlimit).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
+}
+
+/// What the checks of several tasks created together ([`TaskService::check_create`]) read
+/// once for all of them.
+pub(super) struct Shared {
+    /// The project's worktrees and their branches (one `git worktree list`).
+    checked_out: git::CheckedOut,
+}
+
+impl Shared {
+    /// `checked_out`: the worktrees when the caller has just read them (`None`: read
+    /// here). `spawn`: some of the tasks start now, so the project's base is resolved
+    /// (once: it must name a commit).
+    pub(super) fn read(
+        project: &Project,
+        checked_out: Option<git::CheckedOut>,
+        spawn: bool,
+    ) -> Result<Shared> {
+        let checked_out = match checked_out {
+            Some(c) => c,
+            None => git::checked_out_branches(&project.path)?,
+        };
+        if spawn {
+            git::base_ref(&project.path, &project.default_branch)?;
+        }
+        Ok(Shared { checked_out })
+    }
 }
 
 impl TaskService<'_> {
@@ -130,17 +161,16 @@ impl TaskService<'_> {
     /// Everything that can be checked before anything is recorded (a task that cannot
     /// start must not be left behind, pending and hidden): its branch, its summary, its
     /// harness, its sandbox (one that cannot run here, even for a task not started yet),
-    /// and when it starts now, tmux, its program and the project's base. `checked_out`:
-    /// the project's worktrees and their branches when the caller has read them (one
-    /// `git worktree list` for many tasks); `None` reads them.
+    /// and when it starts now, tmux, its program and the project's base. `shared`: what
+    /// the caller read once for many tasks (`None`: read here).
     pub(super) fn check_create(
         &mut self,
         project: &Project,
         req: &CreateRequest,
-        checked_out: Option<&[(std::path::PathBuf, String)]>,
+        shared: Option<&Shared>,
     ) -> Result<(Harness, sandbox::Kind, Limits)> {
         if let Some(b) = &req.branch {
-            check_new_branch(project, b, checked_out)?;
+            check_new_branch(project, b, shared.map(|s| &s.checked_out[..]))?;
         }
         if let Some(s) = &req.summary {
             if s.trim().is_empty() {
@@ -165,7 +195,9 @@ impl TaskService<'_> {
         let limits = config.limits_for(&req.limits, &project.name, &harness.name)?;
         if req.spawn {
             self.preflight(&harness)?;
-            git::base_ref(&project.path, &project.default_branch)?;
+            if shared.is_none() {
+                git::base_ref(&project.path, &project.default_branch)?;
+            }
         }
         Ok((harness, sandbox, limits))
     }
@@ -351,7 +383,7 @@ impl TaskService<'_> {
         ws_name: &str,
         ws_path: &Path,
         start: Start,
-        turn: Option<(&super::turns::Turns, usize)>,
+        together: Option<&Hand>,
     ) -> Result<()> {
         if start == Start::First {
             check_out_branch(project, task, ws_path)?;
@@ -424,20 +456,16 @@ impl TaskService<'_> {
             let data = json!({"text": h.text, "kind": "resume", "via": "respawn"});
             self.store.append_history(task, "message.held", data)?;
         }
-        // Several started together: the sessions are made in their order (the picker
-        // lists sessions in the order they were made).
-        if let Some((turns, i)) = turn {
-            turns.wait(i);
-        }
-        let started = ready.start();
-        if let Some((turns, i)) = turn {
-            turns.over(i);
-        }
-        let started = started?.session;
+        // Several started together: their sessions are made at once, in their order (the
+        // picker lists sessions in the order they were made).
+        let started = match together {
+            Some(hand) => hand(ready.prepared())?,
+            None => ready.start()?.session,
+        };
         task.workspace = Some(ws_name.to_string());
         task.tmux_session = Some(started.target);
         task.tmux_session_id = started.id;
-        task.tmux_server = self.tmux.server_identity()?;
+        task.tmux_server = started.server;
         task.tmux_pane_id = started.pane;
         Ok(())
     }
