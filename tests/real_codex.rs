@@ -479,9 +479,15 @@ fn a_codex_that_asks_is_blocked_on_approval_until_answered() {
         "{line}"
     );
     rig.wait_turns(&id, 1);
-    let t = rig.wait_moment("approval prompt", &id, "blocked: approval", |t| {
-        agent_is(t, "blocked")
-    });
+    // The moment it became true: the stand-in sent the command that needs approving.
+    let sent = rig.api.wait_sent(0, PATIENCE).unwrap();
+    let t = rig.wait_moment_since(
+        "tool-approval prompt",
+        &id,
+        "blocked: approval",
+        sent,
+        |t| agent_is(t, "blocked"),
+    );
     assert_eq!(t["agent"]["blocker"], "approval", "{t}");
     assert_eq!(t["agent"]["signal"], "hook", "{t}");
     assert_eq!(t["agent"]["hook_event"], "PermissionRequest", "{t}");

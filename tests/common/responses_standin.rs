@@ -128,6 +128,8 @@ impl Recorded {
 struct Inner {
     script: Mutex<VecDeque<Reply>>,
     requests: Mutex<Vec<Recorded>>,
+    /// For each script entry handed out to a turn, when its reply was completely sent.
+    sent: Mutex<Vec<Option<Instant>>>,
     stop: AtomicBool,
     released: AtomicBool,
 }
@@ -146,6 +148,7 @@ impl ResponsesStandIn {
         let inner = Arc::new(Inner {
             script: Mutex::new(script.into()),
             requests: Mutex::new(vec![]),
+            sent: Mutex::new(vec![]),
             stop: AtomicBool::new(false),
             released: AtomicBool::new(false),
         });
@@ -209,6 +212,14 @@ impl ResponsesStandIn {
             }
             std::thread::sleep(Duration::from_millis(25));
         }
+    }
+
+    /// Wait until the reply of script entry `k` (the `k`th turn's) was completely sent;
+    /// when it was. The moment what that reply makes true became true.
+    pub fn wait_sent(&self, k: usize, timeout: Duration) -> Option<Instant> {
+        let at = || self.inner.sent.lock().unwrap().get(k).copied().flatten();
+        self.wait_until(timeout, |_| at().is_some());
+        at()
     }
 
     /// Wait for `n` turns.
@@ -293,17 +304,23 @@ fn serve(conn: TcpStream, inner: &Inner) {
         );
         return;
     }
-    let reply = if req.is_turn() {
-        inner
+    let (reply, k) = if req.is_turn() {
+        let reply = inner
             .script
             .lock()
             .unwrap()
             .pop_front()
-            .unwrap_or_else(|| Reply::text("done"))
+            .unwrap_or_else(|| Reply::text("done"));
+        let mut sent = inner.sent.lock().unwrap();
+        sent.push(None);
+        (reply, Some(sent.len() - 1))
     } else {
-        Reply::text("orange stand-in title")
+        (Reply::text("orange stand-in title"), None)
     };
     answer(&mut out, reply, inner);
+    if let Some(k) = k {
+        inner.sent.lock().unwrap()[k] = Some(Instant::now());
+    }
 }
 
 fn answer(out: &mut TcpStream, reply: Reply, inner: &Inner) {
