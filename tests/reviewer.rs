@@ -26,10 +26,13 @@ fn env() -> TaskEnv {
     let env = TaskEnv::new();
     env.add_project(&[]);
     let script = common::fixtures().join("fake-reviewer.sh");
+    // The checkout may live under /tmp, private inside the reviewer's sandbox: the script's
+    // directory is made visible there, as a person would for a script of their own.
     for mode in ["write", "touch", "answer", "fail"] {
         env.append_config(&format!(
-            "[harness.fake-review-{mode}]\ncommand = \"sh {} {mode} {{prompt}}\"\n",
-            script.display()
+            "[harness.fake-review-{mode}]\ncommand = \"sh {} {mode} {{prompt}}\"\nsandbox_readable = [{:?}]\n",
+            script.display(),
+            common::fixtures().display().to_string()
         ));
     }
     env
