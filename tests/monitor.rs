@@ -510,6 +510,10 @@ fn an_approval_prompt_from_hooks_is_blocked_escalated_and_never_nudged() {
     assert!(t["agent"].get("escalated").is_none(), "{t}");
 }
 
+/// An agent started with its prompt is not waiting for anyone between its SessionStart and
+/// that prompt's UserPromptSubmit (seen: the status line said "waiting for input" in that
+/// gap and `task send` typed into what became a working claude's turn); a later
+/// SessionStart (`/clear`, `/resume` typed in the pane) is an idle agent's.
 #[test]
 fn session_start_is_not_work_and_stop_failure_is_an_error_with_its_kind() {
     let env = TaskEnv::new();
@@ -527,7 +531,50 @@ fn session_start_is_not_work_and_stop_failure_is_an_error_with_its_kind() {
         serde_json::json!({"session_id": conv, "source": "startup"}),
     );
     pass(&env);
+    let t = env.task(&id);
+    assert_eq!(
+        t["agent"]["state"], "working",
+        "its prompt's turn follows: {t}"
+    );
+    assert!(
+        t["agent"].get("progress_at").is_none(),
+        "no progress yet: {t}"
+    );
+    // Until it submits that prompt claude calls itself idle (`sessions/<pid>.json`): no
+    // turn cut short, still working.
+    let pane = t["tmux_pane_id"].as_str().unwrap().to_string();
+    let pid = env.tmux.ok(&["display", "-p", "-t", &pane, "#{pane_pid}"]);
+    let sessions = env.user_home.join(".claude/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let status = sessions.join(format!("{}.json", pid.trim()));
+    std::fs::write(&status, r#"{"status":"idle"}"#).unwrap();
+    pass(&env);
+    let t = env.task(&id);
+    assert_eq!(t["agent"]["state"], "working", "submitting its prompt: {t}");
+    std::fs::write(&status, r#"{"status":"busy"}"#).unwrap();
+    hook(
+        &env,
+        &id,
+        "UserPromptSubmit",
+        serde_json::json!({"session_id": conv, "prompt": "go"}),
+    );
+    pass(&env);
+    assert_eq!(env.task(&id)["agent"]["state"], "working");
+    hook(&env, &id, "Stop", serde_json::json!({"session_id": conv}));
+    pass(&env);
     assert_eq!(env.task(&id)["agent"]["state"], "waiting");
+    // The person types `/resume`, then `/clear`: the agent stays idle.
+    for source in ["resume", "clear"] {
+        hook(
+            &env,
+            &id,
+            "SessionStart",
+            serde_json::json!({"session_id": conv, "source": source}),
+        );
+        pass(&env);
+        let t = env.task(&id);
+        assert_eq!(t["agent"]["state"], "waiting", "{source}: {t}");
+    }
     hook(
         &env,
         &id,

@@ -322,6 +322,17 @@ pub trait AgentKind: Sync {
             .map(str::to_string)
     }
 
+    /// Whether `event` is the agent announcing it has just started (Claude Code's and
+    /// codex's SessionStart at a start-up or a resume — not after `/clear` or a
+    /// compaction). Started with its prompt, that prompt's turn follows at once.
+    fn announces_start(&self, event: &str, payload: &serde_json::Value) -> bool {
+        event == "SessionStart"
+            && matches!(
+                payload.get("source").and_then(|s| s.as_str()),
+                None | Some("startup") | Some("resume")
+            )
+    }
+
     /// The conversation an event announces (opencode's `session.created`): the task's
     /// conversation from then on (what a respawn continues).
     fn hook_conversation(&self, _event: &str, _payload: &serde_json::Value) -> Option<String> {

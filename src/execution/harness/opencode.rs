@@ -145,6 +145,10 @@ impl AgentKind for Opencode {
             .map(str::to_string)
     }
 
+    fn announces_start(&self, event: &str, _payload: &Value) -> bool {
+        event == "opencode.session.created"
+    }
+
     fn hook_conversation(&self, event: &str, payload: &Value) -> Option<String> {
         (event == "opencode.session.created")
             .then(|| payload.pointer("/info/id").and_then(Value::as_str))

@@ -111,6 +111,10 @@ impl AgentKind for Pi {
         ))
     }
 
+    fn announces_start(&self, event: &str, _payload: &Value) -> bool {
+        event == "session_start"
+    }
+
     fn hook_says(&self, event: &str, payload: &Value) -> Option<HookSays> {
         says(
             event,

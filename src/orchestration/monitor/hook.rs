@@ -10,6 +10,7 @@ use crate::adapters::store::{self, Home};
 use crate::error::Result;
 use crate::orchestration::agent::{self, State};
 use crate::orchestration::prompt;
+use crate::orchestration::task::model::{SendKind, Task};
 use crate::orchestration::task::service::TaskService;
 
 use super::now_s;
@@ -128,6 +129,16 @@ pub fn agent_hook(
     {
         return Ok(json!({"task": task.id, "event": event, "ignored": "already waiting"}));
     }
+    // Started with its prompt, the agent announces its start (claude: SessionStart) just
+    // before that prompt's turn begins: it waits for no one in between. Its first event
+    // only: a later start-up (`/resume` typed in the pane) is an idle agent's.
+    if says.state == State::Waiting
+        && info.hook_event.is_none()
+        && kind.announces_start(event, &payload)
+        && carries_its_prompt(&task)
+    {
+        says.state = State::Working;
+    }
     let at = now_s();
     info.hook_state = Some(says.state);
     info.hook_at = Some(at.clone());
@@ -145,6 +156,13 @@ pub fn agent_hook(
     Ok(
         json!({"task": task.id, "event": event, "state": says.state, "blocker": says.blocker, "error": says.error, "detail": says.detail, "first_prompt": first_prompt, "session_id": learned}),
     )
+}
+
+/// Whether the task's agent was started with its prompt: not one started without a prompt
+/// (it waits for the person's first), nor one whose respawn prompt is held until it is
+/// idle (a claude that may first ask how to resume).
+fn carries_its_prompt(task: &Task) -> bool {
+    !task.awaiting_prompt && !task.held.iter().any(|h| h.kind == SendKind::Resume)
 }
 
 /// Record `sid`, the conversation its agent named (a SessionStart hook, opencode's

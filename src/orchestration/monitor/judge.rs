@@ -304,8 +304,17 @@ impl<'a> Monitor<'a> {
         }
         let stalled = seen.state == Some(State::Working) && !log_grew;
         // Working by the transcript but idle by claude's own account: a turn cut short
-        // (Esc while the request waited) that no hook and no transcript line tells.
+        // (Esc while the request waited) that no hook and no transcript line tells. Not a
+        // claude that just announced its start with its prompt (working by its
+        // SessionStart, [`super::hook`]): idle until it submits that prompt, for a moment.
+        let submitting = info.hook_event.as_deref() == Some("SessionStart")
+            && info.hook_state == Some(State::Working)
+            && info
+                .hook_at
+                .as_deref()
+                .is_some_and(|at| age(at, now) < SETTLE_LIMIT);
         if stalled
+            && !submitting
             && matches!(seen.signal, Some(Signal::Hook | Signal::Log))
             && task.harness == "claude"
             && claude_says(task, agent_pid, &self.tasks.store).as_deref() == Some("idle")
