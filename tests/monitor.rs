@@ -552,14 +552,18 @@ fn session_start_is_not_work_and_stop_failure_is_an_error_with_its_kind() {
     let t = env.task(&id);
     assert_eq!(t["agent"]["state"], "working", "submitting its prompt: {t}");
     std::fs::write(&status, r#"{"status":"busy"}"#).unwrap();
-    hook(
-        &env,
-        &id,
-        "UserPromptSubmit",
-        serde_json::json!({"session_id": conv, "prompt": "go"}),
-    );
-    pass(&env);
-    assert_eq!(env.task(&id)["agent"]["state"], "working");
+    // A prompt submitted: working.
+    let submitted = || {
+        hook(
+            &env,
+            &id,
+            "UserPromptSubmit",
+            serde_json::json!({"session_id": conv, "prompt": "go"}),
+        );
+        pass(&env);
+        assert_eq!(env.task(&id)["agent"]["state"], "working");
+    };
+    submitted();
     hook(&env, &id, "Stop", serde_json::json!({"session_id": conv}));
     pass(&env);
     assert_eq!(env.task(&id)["agent"]["state"], "waiting");
@@ -575,14 +579,7 @@ fn session_start_is_not_work_and_stop_failure_is_an_error_with_its_kind() {
         let t = env.task(&id);
         assert_eq!(t["agent"]["state"], "waiting", "{source}: {t}");
     }
-    hook(
-        &env,
-        &id,
-        "UserPromptSubmit",
-        serde_json::json!({"session_id": conv, "prompt": "go"}),
-    );
-    pass(&env);
-    assert_eq!(env.task(&id)["agent"]["state"], "working");
+    submitted();
     hook(
         &env,
         &id,
