@@ -247,30 +247,13 @@ fn on_limit_escalate_and_wait_type_nothing() {
 /// `ANTHROPIC_BASE_URL` for a gateway (as for a claude.ai subscriber) and composes its own
 /// limit line from the unified rate-limit headers.
 fn gateway_token() -> String {
-    use base64_free::b64url;
+    use base64::Engine;
+    let b64url = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
     format!(
         "{}.{}.c2ln",
         b64url(br#"{"alg":"none","typ":"JWT"}"#),
         b64url(br#"{"aud":"claude-gateway","sub":"orange-test","exp":4102444800}"#)
     )
-}
-
-mod base64_free {
-    /// Base64url without padding (a test's few bytes; no crate for it).
-    pub fn b64url(b: &[u8]) -> String {
-        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-        let mut out = String::new();
-        for c in b.chunks(3) {
-            let n = (c[0] as u32) << 16
-                | (*c.get(1).unwrap_or(&0) as u32) << 8
-                | *c.get(2).unwrap_or(&0) as u32;
-            let k = c.len() + 1;
-            for i in 0..k {
-                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
-            }
-        }
-        out
-    }
 }
 
 #[test]
