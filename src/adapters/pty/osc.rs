@@ -66,7 +66,7 @@ impl Scanner {
         let mut i = 0;
         while i < bytes.len() {
             if self.step == Step::Ground {
-                match memchr(ESC, &bytes[i..]) {
+                match memchr::memchr(ESC, &bytes[i..]) {
                     Some(at) => {
                         i += at + 1;
                         self.step = Step::Esc;
@@ -139,13 +139,6 @@ pub const PROBE_REPLY: &[u8] = b"\x1b]7501;?\x07";
 /// field `id=…`: claude's sub-agents).
 pub fn is_root(payload: &[u8]) -> bool {
     !payload.split(|b| *b == b':').any(|f| f.starts_with(b"id="))
-}
-
-fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    // SAFETY: memchr(3) reads at most `hay.len()` bytes of `hay`, which is valid for them;
-    // the pointer it returns, when not null, points into `hay`.
-    let p = unsafe { libc::memchr(hay.as_ptr().cast(), i32::from(needle), hay.len()) };
-    (!p.is_null()).then(|| p as usize - hay.as_ptr() as usize)
 }
 
 #[cfg(test)]
