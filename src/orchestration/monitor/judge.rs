@@ -303,16 +303,18 @@ impl<'a> Monitor<'a> {
             weigh_report(&mut seen, info, log_at.as_deref(), r);
         }
         let stalled = seen.state == Some(State::Working) && !log_grew;
-        // Working by the transcript but idle by claude's own account: a turn cut short
-        // (Esc while the request waited) that no hook and no transcript line tells. Not a
-        // claude that just announced its start with its prompt (working by its
-        // SessionStart, [`super::hook`]): idle until it submits that prompt, for a moment.
-        let submitting = info.hook_event.as_deref() == Some("SessionStart")
+        // Just started (SessionStart): a resumed claude may open its resume dialog after
+        // the hook; one started with its prompt (working by that hook, [`super::hook`])
+        // calls itself idle until it submits the prompt, for a moment.
+        let started = info.hook_event.as_deref() == Some("SessionStart");
+        let submitting = started
             && info.hook_state == Some(State::Working)
             && info
                 .hook_at
                 .as_deref()
                 .is_some_and(|at| age(at, now) < SETTLE_LIMIT);
+        // Working by the transcript but idle by claude's own account: a turn cut short
+        // (Esc while the request waited) that no hook and no transcript line tells.
         if stalled
             && !submitting
             && matches!(seen.signal, Some(Signal::Hook | Signal::Log))
@@ -325,9 +327,6 @@ impl<'a> Monitor<'a> {
         // first hook: the first-run screens; blocked or retrying: to see that end.
         let was_stuck = matches!(info.state, Some(State::Blocked | State::Retrying));
         let busy = seen.state == Some(State::Working);
-        // Just started (SessionStart): a resumed claude may open its resume dialog after
-        // the hook.
-        let started = info.hook_event.as_deref() == Some("SessionStart");
         seen.settling = task.harness == "claude"
             && task
                 .held
