@@ -332,12 +332,21 @@ pub fn lock(task_dir: &Path) -> Result<store::LockGuard> {
 
 /// Save the monitor's observation without losing what agent hooks wrote since it read
 /// `agent.json` (a pass can take seconds: a nudge pauses): the hook fields, and the
-/// progress a hook reported, are taken from the file as it is now.
-pub fn save_observation(task_dir: &Path, info: &AgentInfo, read: &AgentInfo) -> Result<()> {
+/// progress a hook reported, are taken from the file as it is now. Such a hook is newer
+/// than the pass's verdict, which did not weigh it, whatever the clocks say: a pass that
+/// looked just after the hook wrote, but before its poke, judged from its kept copy of
+/// the record (seen: a screen's "Do you want to proceed?" over the PermissionRequest hook
+/// that named the tool, 10 ms later). The observation then counts from the hook's time,
+/// so every reader ([`AgentInfo::current`]) tells the hook until the next pass weighs it.
+/// The record as written.
+pub fn save_observation(task_dir: &Path, info: &AgentInfo, read: &AgentInfo) -> Result<AgentInfo> {
     let _lock = lock(task_dir)?;
     let now = load(task_dir);
     let mut merged = info.clone();
     if now.hook_at != read.hook_at {
+        if let Some(h) = now.hook_at.as_deref().filter(|h| after(&merged.at, h)) {
+            merged.at = h.to_string();
+        }
         merged.hook_state = now.hook_state;
         merged.hook_at = now.hook_at;
         merged.hook_event = now.hook_event;
@@ -354,7 +363,8 @@ pub fn save_observation(task_dir: &Path, info: &AgentInfo, read: &AgentInfo) -> 
     if now.limit != read.limit && info.limit == read.limit {
         merged.limit = now.limit;
     }
-    save(task_dir, &merged)
+    save(task_dir, &merged)?;
+    Ok(merged)
 }
 
 /// Read the tail of a (possibly large) log file: its last 64 KiB (from a line start), and
@@ -403,5 +413,54 @@ mod tests {
         let now = info.current();
         assert_eq!(now.state, Some(State::Retrying));
         assert_eq!(now.detail.as_deref(), Some("Rate limit (attempt 2)"));
+    }
+
+    /// A hook the pass did not read (it judged from a copy kept from before the hook's
+    /// poke) but that wrote before the pass's stamp is still what readers see after the
+    /// pass saves: the pass did not weigh it (seen in real_claude: the screen's
+    /// "Do you want to proceed?" over the PermissionRequest hook that named the tool).
+    #[test]
+    fn a_hook_the_pass_did_not_read_outranks_its_verdict_whatever_the_clocks() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(agent_dir(dir.path())).unwrap();
+        let read = AgentInfo {
+            state: Some(State::Working),
+            signal: Some(Signal::Hook),
+            at: "2026-11-29T04:00:00.000000Z".into(),
+            hook_state: Some(State::Working),
+            hook_at: Some("2026-11-29T04:00:00.000000Z".into()),
+            hook_event: Some("PreToolUse".into()),
+            ..AgentInfo::default()
+        };
+        // The hook wrote at .010, before the pass's stamp (.020), after the pass's read.
+        let mut on_disk = read.clone();
+        on_disk.hook_state = Some(State::Blocked);
+        on_disk.hook_at = Some("2026-11-29T04:00:00.010000Z".into());
+        on_disk.hook_event = Some("PermissionRequest".into());
+        on_disk.hook_blocker = Some(Blocker::Approval);
+        on_disk.hook_detail = Some("asks to use Bash: touch typed.txt".into());
+        save(dir.path(), &on_disk).unwrap();
+        let mut judged = read.clone();
+        judged.state = Some(State::Blocked);
+        judged.signal = Some(Signal::Screen);
+        judged.blocker = Some(Blocker::Approval);
+        judged.detail = Some("Do you want to proceed?".into());
+        judged.at = "2026-11-29T04:00:00.020000Z".into();
+        save_observation(dir.path(), &judged, &read).unwrap();
+        let now = load(dir.path()).current();
+        assert_eq!(now.state, Some(State::Blocked));
+        assert_eq!(now.signal, Some(Signal::Hook), "{now:?}");
+        assert_eq!(
+            now.detail.as_deref(),
+            Some("asks to use Bash: touch typed.txt")
+        );
+        // A hook the pass read is weighed: its verdict, stamped later, stands.
+        let seen = load(dir.path());
+        let mut again = seen.clone();
+        again.signal = Some(Signal::Screen);
+        again.detail = Some("Do you want to proceed?".into());
+        again.at = "2026-11-29T04:00:01.000000Z".into();
+        save_observation(dir.path(), &again, &seen).unwrap();
+        assert_eq!(load(dir.path()).current().signal, Some(Signal::Screen));
     }
 }

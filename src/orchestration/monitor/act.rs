@@ -237,7 +237,7 @@ impl<'a> Monitor<'a> {
             State::Limited => self.on_limit(&task, &policy, &mut info, now, report)?,
             State::Working | State::Retrying | State::Unknown => {}
         }
-        self.save(&task, &info, &before)?;
+        self.save(&task, &mut info, &before)?;
         // What the summary of this pass uses (none after a respawn: its file is new).
         Ok((!self.respawned).then_some(info))
     }
@@ -263,10 +263,10 @@ impl<'a> Monitor<'a> {
     /// is still rewritten when the task changed since it was made (readers trust only
     /// an observation made after the task's last change) or a hook came since (its
     /// state was weighed against the log in this pass).
-    fn save(&self, task: &Task, info: &AgentInfo, before: &AgentInfo) -> Result<()> {
+    fn save(&self, task: &Task, info: &mut AgentInfo, before: &AgentInfo) -> Result<()> {
         if must_write(task, info, before) && !self.respawned {
             let dir = self.tasks.store.dir(&task.project, &task.id);
-            agent::save_observation(&dir, info, before)?;
+            *info = agent::save_observation(&dir, info, before)?;
         }
         Ok(())
     }
@@ -296,7 +296,7 @@ impl<'a> Monitor<'a> {
         self.record_death(task, seen, info)?;
         info.handled_death = Some(death);
         let dir = self.tasks.store.dir(&task.project, &task.id);
-        agent::save_observation(&dir, info, before)?;
+        *info = agent::save_observation(&dir, info, before)?;
         if !same_agent {
             self.on_exit(task, policy, seen.never_started.as_deref(), info, report)?;
         }
