@@ -312,14 +312,6 @@ pub fn local_branch_exists(repo_path: &Path, branch: &str) -> bool {
     open(repo_path).is_ok_and(|r| r.find_reference(&format!("refs/heads/{branch}")).is_ok())
 }
 
-/// Does `refs/remotes/origin/<branch>` exist?
-fn remote_branch_exists(repo_path: &Path, branch: &str) -> bool {
-    open(repo_path).is_ok_and(|r| {
-        r.find_reference(&format!("refs/remotes/origin/{branch}"))
-            .is_ok()
-    })
-}
-
 /// The worktree (main or linked) that has `branch` checked out, if any.
 pub fn branch_checked_out_at(repo_path: &Path, branch: &str) -> Result<Option<PathBuf>> {
     Ok(checked_out_branches(repo_path)?
@@ -349,11 +341,16 @@ pub fn checked_out_branches(repo_path: &Path) -> Result<CheckedOut> {
 
 /// Put `branch` in the worktree at `path`: the local branch when it exists, else a new
 /// one tracking `origin/<branch>` when that exists, else a new one at the current HEAD.
-pub fn checkout_task_branch(repo_path: &Path, path: &Path, branch: &str) -> Result<&'static str> {
-    if local_branch_exists(repo_path, branch) {
+/// One open of the worktree's repository answers all three (its refs are the main
+/// repository's): each open reads the git config files again, and a group starts its
+/// members' checkouts side by side.
+pub fn checkout_task_branch(path: &Path, branch: &str) -> Result<&'static str> {
+    let repo = open(path)?;
+    let has = |name: String| repo.find_reference(&name).is_ok();
+    if has(format!("refs/heads/{branch}")) {
         run_ok(path, ["checkout", "--quiet", branch])?;
         Ok("existing")
-    } else if remote_branch_exists(repo_path, branch) {
+    } else if has(format!("refs/remotes/origin/{branch}")) {
         let remote = format!("origin/{branch}");
         run_ok(
             path,
@@ -361,7 +358,7 @@ pub fn checkout_task_branch(repo_path: &Path, path: &Path, branch: &str) -> Resu
         )?;
         Ok("remote")
     } else {
-        if !branch_at_head(path, branch)? {
+        if !branch_at_head(&repo, path, branch)? {
             run_ok(path, ["checkout", "--quiet", "-b", branch])?;
         }
         Ok("new")
@@ -374,9 +371,8 @@ pub fn checkout_task_branch(repo_path: &Path, path: &Path, branch: &str) -> Resu
 /// worktree made the same second every file read again: seconds for 5,000 files under
 /// load). False (nothing done: the caller runs git) when git would do more: a
 /// `post-checkout` hook to run (or a `core.hooksPath` that may hold one), or no HEAD
-/// commit yet.
-fn branch_at_head(path: &Path, branch: &str) -> Result<bool> {
-    let repo = open(path)?;
+/// commit yet. `repo`: the worktree at `path`, open.
+fn branch_at_head(repo: &git2::Repository, path: &Path, branch: &str) -> Result<bool> {
     let hooks = repo
         .config()
         .ok()

@@ -385,6 +385,8 @@ impl TaskService<'_> {
         start: Start,
         together: Option<&Hand>,
     ) -> Result<()> {
+        // A first start's record is the one just read or written (see the save below).
+        let recorded = (start == Start::First).then(|| task.clone());
         if start == Start::First {
             check_out_branch(project, task, ws_path)?;
         }
@@ -451,7 +453,12 @@ impl TaskService<'_> {
             }
         }
         fresh_agent_info(&dir)?;
-        self.store.save(task)?;
+        // Written only when it says more than the record (a first start whose agent names
+        // no conversation and keeps the mode changes nothing): each durable write is two
+        // fsyncs before the agent runs, three side by side for a group.
+        if recorded.as_ref() != Some(task) {
+            self.store.save(task)?;
+        }
         if let Some(h) = task.held.first().filter(|h| h.kind == SendKind::Resume) {
             let data = json!({"text": h.text, "kind": "resume", "via": "respawn"});
             self.store.append_history(task, "message.held", data)?;
@@ -764,17 +771,22 @@ fn check_out_branch(project: &Project, task: &Task, ws_path: &Path) -> Result<()
             )));
         }
     }
-    git::checkout_task_branch(&project.path, ws_path, &task.branch)?;
+    git::checkout_task_branch(ws_path, &task.branch)?;
     Ok(())
 }
 
 /// A new agent: what the last one's hooks said, its dialogs and last words are not its
-/// own (the total of nudges is kept).
+/// own (the total of nudges is kept). Nothing to forget when no agent ran yet (no record:
+/// nothing written).
 fn fresh_agent_info(task_dir: &Path) -> Result<()> {
-    let before = crate::orchestration::agent::load(task_dir);
-    crate::orchestration::agent::save(
+    use crate::orchestration::agent;
+    if !agent::info_path(task_dir).exists() && !task_dir.join("agent.json").exists() {
+        return Ok(());
+    }
+    let before = agent::load(task_dir);
+    agent::save(
         task_dir,
-        &crate::orchestration::agent::AgentInfo {
+        &agent::AgentInfo {
             nudges: before.nudges,
             ..Default::default()
         },
