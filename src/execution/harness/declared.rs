@@ -148,7 +148,9 @@ pub fn argv(
     if let (Some(p), false) = (prompt, named_prompt) {
         line = format!("{line} {}", shell::quote(p));
     }
-    vec!["sh".into(), "-c".into(), line]
+    // /bin/sh by its path: a session runs it as it is (see the tmux adapter), one shell
+    // fewer than `sh` looked up by another shell.
+    vec!["/bin/sh".into(), "-c".into(), line]
 }
 
 /// `options` (a built-in's event channel), each shell-quoted, right after `program` when

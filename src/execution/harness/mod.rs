@@ -526,7 +526,7 @@ mod tests {
             None,
             &Default::default(),
         );
-        assert_eq!(argv[0], "sh");
+        assert_eq!(argv[0], "/bin/sh");
         let script = argv[2]
             .replace("mine --yes", "printf %s")
             .replace(" --end", "");
