@@ -10,7 +10,6 @@ use super::exec::raw;
 use super::handle::Tmux;
 use super::parse::Format;
 use super::target::{pane_target, validate_program, validate_word};
-use crate::adapters::shell::join as shell_join;
 use crate::error::{OrangeError, Result};
 
 // The plugin's panes and windows.
@@ -74,10 +73,9 @@ impl Tmux {
             split.push_option("-e", format!("{k}={v}"));
         }
         if !command.is_empty() {
-            split
-                .push_param("/bin/sh")
-                .push_param("-c")
-                .push_param(format!("exec {}", shell_join(command)));
+            for arg in super::pane_argv(command) {
+                split.push_param(arg);
+            }
         }
         let out = self.run(vec![split])?;
         let pane = out.trim().to_string();
@@ -124,10 +122,10 @@ impl Tmux {
         if let Some(pane) = beside {
             w.push_option("-t", self.window_slot_after(pane)?);
         }
-        w.push_option("-n", name.to_string())
-            .push_param("/bin/sh")
-            .push_param("-c")
-            .push_param(format!("exec {}", shell_join(command)));
+        w.push_option("-n", name.to_string());
+        for arg in super::pane_argv(command) {
+            w.push_param(arg);
+        }
         self.run(vec![w])?;
         Ok(())
     }

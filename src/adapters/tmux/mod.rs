@@ -59,3 +59,40 @@ pub use self::windows::AgentWindow;
 pub use crate::adapters::mux::{submit_pause, NewSession};
 pub use crate::adapters::shell::join as shell_join;
 pub use crate::adapters::shell::quote as shell_quote;
+
+/// The argv tmux runs in a new pane for `command` (tmux execvp's two or more arguments,
+/// never through the user's `default-shell`): `/bin/sh -c 'exec <argv>'`, so that a program
+/// /bin/sh cannot find exits 127 with its words (tmux would not say them). A command that
+/// is /bin/sh already (a declared harness's `/bin/sh -c LINE`) runs as it is: one shell
+/// started to start the same shell is a process start per pane for nothing.
+fn pane_argv(command: &[String]) -> Vec<String> {
+    match command {
+        [sh, _, ..] if sh == "/bin/sh" => command.to_vec(),
+        _ => vec![
+            "/bin/sh".into(),
+            "-c".into(),
+            format!("exec {}", shell_join(command)),
+        ],
+    }
+}
+
+#[cfg(test)]
+mod pane_argv_tests {
+    use super::pane_argv;
+
+    /// Any program is started by /bin/sh (its "not found" is its words and 127); one that
+    /// is /bin/sh already is not wrapped in another.
+    #[test]
+    fn a_program_is_wrapped_in_sh_unless_it_is_sh() {
+        let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            pane_argv(&argv(&["claude", "it's"])),
+            argv(&["/bin/sh", "-c", "exec claude 'it'\\''s'"])
+        );
+        let line = argv(&["/bin/sh", "-c", "mine --yes 'a b'"]);
+        assert_eq!(pane_argv(&line), line);
+        // `sh` looked up on PATH is another program: wrapped.
+        assert_eq!(pane_argv(&argv(&["sh", "-c", "x"]))[0], "/bin/sh");
+        assert_eq!(pane_argv(&argv(&["sh", "-c", "x"])).len(), 3);
+    }
+}

@@ -12,7 +12,6 @@ use super::target::{
     pane_target, session_target, validate_program, validate_session_name, validate_word,
 };
 use crate::adapters::mux::NewSession;
-use crate::adapters::shell::join as shell_join;
 use crate::error::{OrangeError, Result};
 
 /// One row of [`Tmux::list_sessions`].
@@ -286,8 +285,7 @@ fn session_cmds<'a>(spec: &'a NewSession, fmt: &Format) -> Result<Vec<TmuxComman
     Ok(cmds)
 }
 
-/// `new-session -d -P -F fmt` for `spec`, its program run as `/bin/sh -c 'exec <argv>'`
-/// (one that is `/bin/sh -c …` already, as it is).
+/// `new-session -d -P -F fmt` for `spec`, its program run as [`super::pane_argv`] says.
 fn new_session_cmd<'a>(
     spec: &'a NewSession,
     cwd: &'a str,
@@ -310,23 +308,11 @@ fn new_session_cmd<'a>(
     if let Some(h) = spec.height {
         b = b.height(usize::from(h));
     }
-    // A program that is `/bin/sh -c SCRIPT` already (a declared harness's line) is run as
-    // it is: wrapping it would start one shell to start the same shell.
-    let direct = matches!(&spec.command[..], [sh, c, _, ..] if sh == "/bin/sh" && c == "-c");
-    if !spec.command.is_empty() {
-        b = b.shell_command("/bin/sh");
-    }
     let mut new = b.build();
-    if direct {
-        // Three or more argv elements: tmux execvp's them, as they are.
-        for arg in &spec.command[1..] {
-            new.push_param(arg.as_str());
+    if !spec.command.is_empty() {
+        for arg in super::pane_argv(&spec.command) {
+            new.push_param(arg);
         }
-    } else if !spec.command.is_empty() {
-        // Three argv elements: tmux execvp's them; /bin/sh parses only our quoting (a
-        // program /bin/sh cannot find exits 127 with its words, which tmux would not say).
-        new.push_param("-c");
-        new.push_param(format!("exec {}", shell_join(&spec.command)));
     }
     new
 }

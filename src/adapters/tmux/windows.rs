@@ -6,7 +6,6 @@
 use super::exec::raw;
 use super::handle::Tmux;
 use super::target::{pane_target, session_target, validate_program, validate_word};
-use crate::adapters::shell::join as shell_join;
 use crate::error::{OrangeError, Result};
 
 /// The window a second agent was started in.
@@ -56,9 +55,9 @@ impl Tmux {
         for (k, v) in env {
             w.push_option("-e", format!("{k}={v}"));
         }
-        w.push_param("/bin/sh")
-            .push_param("-c")
-            .push_param(format!("exec {}", shell_join(command)));
+        for arg in super::pane_argv(command) {
+            w.push_param(arg);
+        }
         let path = env
             .iter()
             .find(|(k, _)| k == "PATH")
