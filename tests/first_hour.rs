@@ -91,22 +91,46 @@ fn task_show_cancel_and_restore_speak_in_words() {
     assert!(!restore.trim_end().ends_with(':'), "{restore}");
 }
 
-/// The demo's own tmux server, killed when the test ends.
-struct DemoServer(String);
+/// The demo's own tmux server, killed when the test ends, and then the demo sandboxes
+/// given to [`DemoServer::remove`] removed once nothing of theirs runs (an agent or a
+/// monitor still running would write into a removed sandbox and leave it in /tmp).
+struct DemoServer {
+    socket: String,
+    sandboxes: Vec<String>,
+}
+
+impl DemoServer {
+    fn new(socket: &str) -> DemoServer {
+        DemoServer {
+            socket: socket.to_string(),
+            sandboxes: vec![],
+        }
+    }
+
+    /// Remove `sandbox` after the server, however the test ends.
+    fn remove(&mut self, sandbox: &str) {
+        self.sandboxes.push(sandbox.to_string());
+    }
+}
 
 impl Drop for DemoServer {
     fn drop(&mut self) {
         let socket = std::process::Command::new("tmux")
-            .args(["-L", &self.0, "display", "-p", "#{socket_path}"])
+            .args(["-L", &self.socket, "display", "-p", "#{socket_path}"])
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
             .unwrap_or_default();
         let _ = std::process::Command::new("tmux")
-            .args(["-L", &self.0, "kill-server"])
+            .args(["-L", &self.socket, "kill-server"])
             .output();
         // tmux 3.3a leaves its socket file behind after kill-server.
         if !socket.is_empty() {
             let _ = std::fs::remove_file(socket);
+        }
+        for dir in &self.sandboxes {
+            let dir = std::path::Path::new(dir);
+            common::end_processes_of(&dir.join("orange-home"));
+            let _ = std::fs::remove_dir_all(dir);
         }
     }
 }
@@ -142,21 +166,6 @@ fn printed(text: &str, label: &str) -> String {
         .to_string()
 }
 
-/// Processes whose environment names `home` as ORANGE_HOME (the demo's monitor, agents).
-fn processes_of(home: &str) -> Vec<u32> {
-    let want = format!("ORANGE_HOME={home}");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .map(|b| b.split(|c| *c == 0).any(|kv| kv == want.as_bytes()))
-                .unwrap_or(false)
-        })
-        .collect()
-}
-
 #[test]
 fn a_second_demo_replaces_the_first_and_its_printed_commands_work() {
     // Declared first, removed last: after the demo's server is killed.
@@ -164,7 +173,7 @@ fn a_second_demo_replaces_the_first_and_its_printed_commands_work() {
     let home = common::user_home(tmp.path());
     let home = home.to_str().unwrap();
     let socket = format!("orange-fh-demo-{}", std::process::id());
-    let _server = DemoServer(socket.clone());
+    let mut server = DemoServer::new(&socket);
     let (first, _) = run_demo(&socket, &[("HOME", home)]);
     let first_dir = first["sandbox"].as_str().unwrap().to_string();
     let first_home = first["home"].as_str().unwrap().to_string();
@@ -188,7 +197,7 @@ fn a_second_demo_replaces_the_first_and_its_printed_commands_work() {
     assert_eq!(second["replaced"], first_dir.as_str(), "{second}");
     assert!(!std::path::Path::new(&first_dir).exists());
     common::wait_for("the first demo's monitor and agents to end", 20, || {
-        processes_of(&first_home).is_empty()
+        common::processes_of(std::path::Path::new(&first_home)).is_empty()
     });
 
     // The text output's `tasks` line, run exactly as printed, lists live tasks.
@@ -220,14 +229,14 @@ fn a_second_demo_replaces_the_first_and_its_printed_commands_work() {
     let listed = String::from_utf8_lossy(&listed.stdout);
     assert!(listed.contains("demo/dark-mode"), "{line}\n{listed}");
     assert!(!listed.contains("dead"), "{line}\n{listed}");
-    let _ = std::fs::remove_dir_all(printed(&text, "sandbox"));
+    server.remove(&printed(&text, "sandbox"));
 }
 
 #[test]
 fn inside_tmux_the_demo_opens_in_a_new_window_there() {
     let env = TaskEnv::new();
     let socket = format!("orange-fh-nest-{}", std::process::id());
-    let _server = DemoServer(socket.clone());
+    let mut server = DemoServer::new(&socket);
     let tmux_var = format!("{},1,0", env.tmux.socket_path);
     let out = std::process::Command::new(common::bin())
         .args(["demo"])
@@ -250,7 +259,7 @@ fn inside_tmux_the_demo_opens_in_a_new_window_there() {
         seen = env.tmux.ok(&["capture-pane", "-p", "-t", ":orange-demo"]);
         seen.contains("Welcome to the orange demo")
     });
-    let _ = std::fs::remove_dir_all(printed(&text, "sandbox"));
+    server.remove(&printed(&text, "sandbox"));
 }
 
 /// Run from a pane of a real attached client (tmux sets `TMUX` and `TMUX_PANE` there, as
@@ -261,7 +270,7 @@ fn inside_tmux_the_demo_opens_in_a_new_window_there() {
 fn from_a_pane_of_an_attached_client_the_demo_opens_beside_it() {
     let env = TaskEnv::new();
     let demo_socket = format!("orange-fh-pane-{}", std::process::id());
-    let _server = DemoServer(demo_socket.clone());
+    let mut server = DemoServer::new(&demo_socket);
     // The person's session: two windows, the first one in use; `logs` sits right after it.
     env.tmux
         .ok(&["new-session", "-d", "-s", "work", "-n", "editor", "/bin/sh"]);
@@ -336,7 +345,7 @@ fn from_a_pane_of_an_attached_client_the_demo_opens_beside_it() {
         found.is_some(),
         "the demo's window shows:\n{seen}\n(demo said:\n{text})"
     );
-    let _ = std::fs::remove_dir_all(printed(&text, "sandbox"));
+    server.remove(&printed(&text, "sandbox"));
 }
 
 /// Beside a window whose next index is free, the demo's window takes that index; nothing
@@ -534,7 +543,7 @@ fn a_demo_server_holding_other_sessions_is_left_alone() {
     let home = common::user_home(tmp.path());
     let home = home.to_str().unwrap();
     let socket = format!("orange-fh-keep-{}", std::process::id());
-    let _server = DemoServer(socket.clone());
+    let mut server = DemoServer::new(&socket);
     let (first, _) = run_demo(&socket, &[("HOME", home)]);
     let first_dir = first["sandbox"].as_str().unwrap().to_string();
     let tmux = |args: &[&str]| {
@@ -551,6 +560,6 @@ fn a_demo_server_holding_other_sessions_is_left_alone() {
     assert!(tmux(&["has-session", "-t", "=mine"]).status.success());
     assert!(std::path::Path::new(&first_dir).exists());
     for d in [first_dir.as_str(), second["sandbox"].as_str().unwrap()] {
-        let _ = std::fs::remove_dir_all(d);
+        server.remove(d);
     }
 }

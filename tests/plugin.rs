@@ -1215,8 +1215,9 @@ fn next_key_goes_to_the_tasks_waiting_for_you_in_turn() {
     });
 }
 
-/// Kills the demo's tmux server when the test ends, however it ends.
-struct DemoServer(String);
+/// Kills the demo's tmux server when the test ends, however it ends, then ends what still
+/// runs of the demo's orange home (`.1`) before the test's temp directory goes.
+struct DemoServer(String, PathBuf);
 
 impl Drop for DemoServer {
     fn drop(&mut self) {
@@ -1236,6 +1237,7 @@ impl Drop for DemoServer {
         if !path.is_empty() {
             let _ = std::fs::remove_file(path);
         }
+        common::end_processes_of(&self.1);
     }
 }
 
@@ -1247,8 +1249,8 @@ fn demo_starts_three_agents_with_the_plugin_and_a_sidebar() {
         .unwrap();
     let user_home = common::user_home(tmp.path());
     let socket = format!("orange-demo-t{}", std::process::id());
-    let _server = DemoServer(socket.clone());
     let sandbox = tmp.path().join("demo");
+    let _server = DemoServer(socket.clone(), sandbox.join("orange-home"));
     let start = Instant::now();
     let out = Command::new(bin())
         .args([

@@ -266,6 +266,7 @@ pub struct TmuxServer {
     pub socket_path: String,
     /// The `HOME` of the server and of every tmux command run through it.
     pub home: PathBuf,
+    killed: bool,
 }
 
 impl TmuxServer {
@@ -292,6 +293,7 @@ impl TmuxServer {
             conf,
             socket_path: String::new(),
             home,
+            killed: false,
         };
         let mut c = Command::new("tmux");
         c.args([
@@ -360,14 +362,69 @@ impl TmuxServer {
     }
 }
 
-impl Drop for TmuxServer {
-    fn drop(&mut self) {
+impl TmuxServer {
+    /// Kill the server (once) and remove its files.
+    pub fn kill(&mut self) {
+        if std::mem::replace(&mut self.killed, true) {
+            return;
+        }
         let _ = self.tmux(&["kill-server"]);
         let _ = std::fs::remove_file(&self.conf);
         // tmux 3.3a leaves its socket file behind after kill-server.
         if !self.socket_path.is_empty() {
             let _ = std::fs::remove_file(&self.socket_path);
         }
+    }
+}
+
+impl Drop for TmuxServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The processes whose environment says `ORANGE_HOME=<home>`: the agents, monitors and
+/// clients of one test's orange home.
+pub fn processes_of(home: &Path) -> Vec<i32> {
+    let mut want = b"ORANGE_HOME=".to_vec();
+    want.extend_from_slice(home.as_os_str().as_encoded_bytes());
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return vec![];
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|b| b.split(|c| *c == 0).any(|kv| kv == want.as_slice()))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// End what still runs of `home` once its tmux server is gone: asked to end (SIGTERM),
+/// waited for, killed after 10 s (given up on after 20: one stuck in the kernel). One that
+/// outlived its test would write into the test's removed temp directory (a real agent
+/// saves its state as it exits) and leave it behind in /tmp.
+pub fn end_processes_of(home: &Path) {
+    let start = Instant::now();
+    let mut signal = libc::SIGTERM;
+    let mut asked: Vec<i32> = vec![];
+    loop {
+        let left = processes_of(home);
+        if left.is_empty() || start.elapsed() > Duration::from_secs(20) {
+            return;
+        }
+        if start.elapsed() > Duration::from_secs(10) {
+            signal = libc::SIGKILL;
+        }
+        for pid in left {
+            if signal == libc::SIGKILL || !asked.contains(&pid) {
+                // SAFETY: kill(2) with a pid read from /proc and a valid signal.
+                unsafe { libc::kill(pid, signal) };
+                asked.push(pid);
+            }
+        }
+        std::thread::sleep(POLL);
     }
 }
 
@@ -496,6 +553,15 @@ pub struct TaskEnv {
     /// More environment for the tmux server and every orange command (the real agents'
     /// HOME, API base URL…).
     pub extra: Vec<(String, String)>,
+}
+
+/// The server first, then what still runs of this orange home, before the temp
+/// directory goes (the fields drop after this: `env` removes it).
+impl Drop for TaskEnv {
+    fn drop(&mut self) {
+        self.tmux.kill();
+        end_processes_of(&self.env.home);
+    }
 }
 
 impl std::ops::Deref for TaskEnv {
