@@ -353,12 +353,8 @@ fn a_missing_program_is_a_visible_exit_127() {
 fn exit_status_and_signal_are_observed_and_pane_stays_readable() {
     let s = TestServer::start();
     let t = s.tmux();
-    // The short sleeps let tmux read the output before the pty closes.
-    let ok = s.session("p/ok", &["sh", "-c", "echo output-of-ok; sleep 0.2"]);
-    s.session(
-        "p/three",
-        &["sh", "-c", "echo output-of-three; sleep 0.2; exit 3"],
-    );
+    let ok = s.session("p/ok", &["sh", "-c", "echo output-of-ok"]);
+    s.session("p/three", &["sh", "-c", "echo output-of-three; exit 3"]);
     let killed = s.session(
         "p/killed",
         &["sh", "-c", "echo output-of-killed; exec sleep 60"],
@@ -433,17 +429,25 @@ fn quick_exits_always_report_their_status() {
 fn read_loop_sees_text_then_exits() {
     let s = TestServer::start();
     let t = s.tmux();
+    // It exits only when told (a second line), once its answer is on the screen: tmux
+    // 3.3a drops what a pane wrote but tmux had not yet read when its process exits.
     s.session(
         "p/read",
         &[
             "sh",
             "-c",
-            "read line; echo \"got [$line]\"; sleep 0.2; exit 3",
+            "read line; echo \"got [$line]\"; read _; exit 3",
         ],
     );
     assert_eq!(exit_of(&t, "p/read"), None);
     t.send_text_then("p/read", "hello; world;", &[], "Enter")
         .unwrap();
+    wait_until("the answer on the screen", WAIT, || {
+        t.capture_pane("p/read", 100)
+            .unwrap()
+            .contains("got [hello; world;]")
+    });
+    t.send_text_then("p/read", "", &[], "Enter").unwrap();
     assert_eq!(wait_for_exit(&t, "p/read"), PaneExit::Status(3));
     let dead = t
         .send_text_then("p/read", "too late", &[], "Enter")
