@@ -360,9 +360,7 @@ impl TmuxServer {
             .map(str::to_string)
             .collect()
     }
-}
 
-impl TmuxServer {
     /// Kill the server (once) and remove its files.
     pub fn kill(&mut self) {
         if std::mem::replace(&mut self.killed, true) {
@@ -418,9 +416,12 @@ pub fn end_processes_of(home: &Path) {
             signal = libc::SIGKILL;
         }
         for pid in left {
-            if signal == libc::SIGKILL || !asked.contains(&pid) {
+            let first = !asked.contains(&pid);
+            if first || signal == libc::SIGKILL {
                 // SAFETY: kill(2) with a pid read from /proc and a valid signal.
                 unsafe { libc::kill(pid, signal) };
+            }
+            if first {
                 asked.push(pid);
             }
         }
