@@ -615,7 +615,14 @@ fn a_dead_agents_reason_is_kept_from_the_scrollback() {
     let session = env.task(&id)["tmux_session"].as_str().unwrap().to_string();
     common::wait_for("the reason in the pane's history", 20, || {
         env.tmux
-            .ok(&["capture-pane", "-p", "-S", "-", "-t", &format!("={session}:")])
+            .ok(&[
+                "capture-pane",
+                "-p",
+                "-S",
+                "-",
+                "-t",
+                &format!("={session}:"),
+            ])
             .contains("Error: the model refused the API key")
     });
     std::fs::write(&gate, "\n").unwrap();
