@@ -353,12 +353,23 @@ fn a_missing_program_is_a_visible_exit_127() {
 fn exit_status_and_signal_are_observed_and_pane_stays_readable() {
     let s = TestServer::start();
     let t = s.tmux();
-    let ok = s.session("p/ok", &["sh", "-c", "echo output-of-ok"]);
-    s.session("p/three", &["sh", "-c", "echo output-of-three; exit 3"]);
+    // Each exits only when told (a line sent once its text is on the screen): tmux 3.3a
+    // drops what a pane wrote but tmux had not yet read when its process exits.
+    let ok = s.session("p/ok", &["sh", "-c", "echo output-of-ok; read _"]);
+    s.session(
+        "p/three",
+        &["sh", "-c", "echo output-of-three; read _; exit 3"],
+    );
     let killed = s.session(
         "p/killed",
         &["sh", "-c", "echo output-of-killed; exec sleep 60"],
     );
+    for (name, text) in [("p/ok", "output-of-ok"), ("p/three", "output-of-three")] {
+        wait_until(text, WAIT, || {
+            t.capture_pane(name, 0).unwrap().contains(text)
+        });
+        t.send_text_then(name, "", &[], "Enter").unwrap();
+    }
 
     assert_eq!(wait_for_exit(&t, &ok.pane_id), PaneExit::Status(0));
     assert_eq!(wait_for_exit(&t, "p/three"), PaneExit::Status(3));
