@@ -197,7 +197,7 @@ fn a_second_demo_replaces_the_first_and_its_printed_commands_work() {
     assert_eq!(second["replaced"], first_dir.as_str(), "{second}");
     assert!(!std::path::Path::new(&first_dir).exists());
     common::wait_for("the first demo's monitor and agents to end", 20, || {
-        common::processes_of(std::path::Path::new(&first_home)).is_empty()
+        orange::adapters::shell::pids_with_env("ORANGE_HOME", &first_home).is_empty()
     });
 
     // The text output's `tasks` line, run exactly as printed, lists live tasks.

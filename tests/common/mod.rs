@@ -381,47 +381,27 @@ impl Drop for TmuxServer {
     }
 }
 
-/// The processes whose environment says `ORANGE_HOME=<home>`: the agents, monitors and
-/// clients of one test's orange home.
-pub fn processes_of(home: &Path) -> Vec<i32> {
-    let mut want = b"ORANGE_HOME=".to_vec();
-    want.extend_from_slice(home.as_os_str().as_encoded_bytes());
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return vec![];
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .map(|b| b.split(|c| *c == 0).any(|kv| kv == want.as_slice()))
-                .unwrap_or(false)
-        })
-        .collect()
-}
-
 /// End what still runs of `home` once its tmux server is gone: asked to end (SIGTERM),
 /// waited for, killed after 10 s (given up on after 20: one stuck in the kernel). One that
 /// outlived its test would write into the test's removed temp directory (a real agent
 /// saves its state as it exits) and leave it behind in /tmp.
 pub fn end_processes_of(home: &Path) {
+    use orange::adapters::shell::{pids_with_env, terminate};
+    let home = home.to_str().expect("test paths are UTF-8");
     let start = Instant::now();
-    let mut signal = libc::SIGTERM;
-    let mut asked: Vec<i32> = vec![];
+    let mut asked: Vec<u32> = vec![];
     loop {
-        let left = processes_of(home);
+        let left = pids_with_env("ORANGE_HOME", home);
         if left.is_empty() || start.elapsed() > Duration::from_secs(20) {
             return;
         }
-        if start.elapsed() > Duration::from_secs(10) {
-            signal = libc::SIGKILL;
-        }
+        let late = start.elapsed() > Duration::from_secs(10);
         for pid in left {
-            let first = !asked.contains(&pid);
-            if first || signal == libc::SIGKILL {
+            if late {
                 // SAFETY: kill(2) with a pid read from /proc and a valid signal.
-                unsafe { libc::kill(pid, signal) };
-            }
-            if first {
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            } else if !asked.contains(&pid) {
+                terminate(pid);
                 asked.push(pid);
             }
         }
