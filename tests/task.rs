@@ -487,6 +487,25 @@ fn branch_rules_reuse_local_and_remote_branches_and_refuse_one_checked_out_elsew
         2,
         "nothing recorded: {tasks}"
     );
+    // A waiting task whose branch someone checked out in the main repository since: its
+    // start says where, and gives its workspace back.
+    let later = env.ok(&["task", "create", "later/x", "later", "--no-spawn"]);
+    git(&env.repo, &["checkout", "-qb", "later/x"]);
+    let m = env.err(&["task", "spawn", &id(&later)], "invalid_argument");
+    assert!(
+        m.contains("kept as failed")
+            && m.contains("checked out in")
+            && m.contains(env.repo.to_str().unwrap()),
+        "{m}"
+    );
+    let ws = env.ok(&["workspace", "list"]);
+    let held: Vec<&Value> = ws
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["task"].as_str() == Some(id(&later).as_str()))
+        .collect();
+    assert!(held.is_empty(), "its workspace given back: {ws}");
 }
 
 #[test]

@@ -469,3 +469,30 @@ pub fn log(home: &Home, level: &str, msg: &str, extra: serde_json::Value) {
         let _ = f.write_all(format!("{line}\n").as_bytes());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A state file is replaced whole, private to its owner, and no temp file is left
+    /// behind.
+    #[test]
+    fn a_replaced_file_is_whole_private_and_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub").join("record.json");
+        for k in 0..2 {
+            let value = serde_json::json!({"k": k, "text": "x".repeat(10_000 * (k + 1))});
+            write_json_atomic(&path, &value).unwrap();
+            let back: serde_json::Value = read_json(&path).unwrap();
+            assert_eq!(back, value);
+            let mode = fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+            let names: Vec<_> = fs::read_dir(path.parent().unwrap())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(names, ["record.json"]);
+        }
+    }
+}

@@ -339,15 +339,21 @@ pub fn checked_out_branches(repo_path: &Path) -> Result<CheckedOut> {
     Ok(found)
 }
 
-/// Put `branch` in the worktree at `path`: the local branch when it exists, else a new
-/// one tracking `origin/<branch>` when that exists, else a new one at the current HEAD.
-/// One open of the worktree's repository answers all three (its refs are the main
-/// repository's): each open reads the git config files again, and a group starts its
-/// members' checkouts side by side.
-pub fn checkout_task_branch(path: &Path, branch: &str) -> Result<&'static str> {
+/// Put `branch` in the worktree at `path`: the local branch when it exists (once `free`
+/// has said it may be checked out here), else a new one tracking `origin/<branch>` when
+/// that exists, else a new one at the current HEAD. One open of the worktree's repository
+/// answers all three and whether the branch exists (its refs are the main repository's):
+/// each open reads the git config files again, and a group starts its members'
+/// checkouts side by side.
+pub fn checkout_task_branch(
+    path: &Path,
+    branch: &str,
+    free: &dyn Fn() -> Result<()>,
+) -> Result<&'static str> {
     let repo = open(path)?;
     let has = |name: String| repo.find_reference(&name).is_ok();
     if has(format!("refs/heads/{branch}")) {
+        free()?;
         run_ok(path, ["checkout", "--quiet", branch])?;
         Ok("existing")
     } else if has(format!("refs/remotes/origin/{branch}")) {

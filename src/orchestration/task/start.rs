@@ -756,22 +756,21 @@ fn check_new_branch(
 /// The task's branch checked out in its workspace (a branch is checked out in one
 /// worktree only; one not made yet is checked out nowhere: no `git worktree list` then).
 fn check_out_branch(project: &Project, task: &Task, ws_path: &Path) -> Result<()> {
-    let made = git::local_branch_exists(&project.path, &task.branch);
-    if let Some(at) = made
-        .then(|| git::branch_checked_out_at(&project.path, &task.branch))
-        .transpose()?
-        .flatten()
-    {
+    let free = || {
+        let Some(at) = git::branch_checked_out_at(&project.path, &task.branch)? else {
+            return Ok(());
+        };
         let at_c = at.canonicalize().unwrap_or(at.clone());
-        if at_c != ws_path.canonicalize().unwrap_or(ws_path.to_path_buf()) {
-            return Err(OrangeError::invalid(format!(
-                "branch {:?} is checked out in {}; a branch can be checked out in one worktree only (switch that worktree to another branch first)",
-                task.branch,
-                at.display()
-            )));
+        if at_c == ws_path.canonicalize().unwrap_or(ws_path.to_path_buf()) {
+            return Ok(());
         }
-    }
-    git::checkout_task_branch(ws_path, &task.branch)?;
+        Err(OrangeError::invalid(format!(
+            "branch {:?} is checked out in {}; a branch can be checked out in one worktree only (switch that worktree to another branch first)",
+            task.branch,
+            at.display()
+        )))
+    };
+    git::checkout_task_branch(ws_path, &task.branch, &free)?;
     Ok(())
 }
 
