@@ -86,7 +86,12 @@ pub struct Stopped {
 /// kernel does). Descendants are looked for again at every look: a child forked while the
 /// tree stops, or orphaned by its parent's end, is stopped too.
 pub fn stop_tree(root: u32, grace: Duration) -> Result<Stopped> {
-    let mut known = tree(&[root]);
+    stop_trees(&[root], grace)
+}
+
+/// [`stop_tree`] of several roots at once (one grace period for all).
+pub fn stop_trees(roots: &[u32], grace: Duration) -> Result<Stopped> {
+    let mut known = tree(roots);
     let mut stopped = Stopped {
         terminated: known.iter().copied().collect(),
         killed: vec![],

@@ -382,30 +382,16 @@ impl Drop for TmuxServer {
 }
 
 /// End what still runs of `home` once its tmux server is gone: asked to end (SIGTERM),
-/// waited for, killed after 10 s (given up on after 20: one stuck in the kernel). One that
+/// killed after 10 s, with every child they start meanwhile (the product's own stop,
+/// `process::stop_trees`; one stuck in the kernel is given up on 10 s later). One that
 /// outlived its test would write into the test's removed temp directory (a real agent
 /// saves its state as it exits) and leave it behind in /tmp.
 pub fn end_processes_of(home: &Path) {
-    use orange::adapters::shell::{pids_with_env, terminate};
+    use orange::adapters::{process, shell};
     let home = home.to_str().expect("test paths are UTF-8");
-    let start = Instant::now();
-    let mut asked: Vec<u32> = vec![];
-    loop {
-        let left = pids_with_env("ORANGE_HOME", home);
-        if left.is_empty() || start.elapsed() > Duration::from_secs(20) {
-            return;
-        }
-        let late = start.elapsed() > Duration::from_secs(10);
-        for pid in left {
-            if late {
-                // SAFETY: kill(2) with a pid read from /proc and a valid signal.
-                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            } else if !asked.contains(&pid) {
-                terminate(pid);
-                asked.push(pid);
-            }
-        }
-        std::thread::sleep(POLL);
+    let roots = shell::pids_with_env("ORANGE_HOME", home);
+    if !roots.is_empty() {
+        let _ = process::stop_trees(&roots, Duration::from_secs(10));
     }
 }
 
