@@ -233,6 +233,23 @@ fn the_members_sessions_are_made_in_one_tmux_call_and_a_taken_name_falls_back() 
     }
 }
 
+/// A project registered by an older orange lacks exclude entries; the members starting
+/// side by side add them once and keep every line the user had.
+#[test]
+fn members_starting_together_add_a_projects_missing_excludes_once() {
+    let env = env("3");
+    let exclude = env.repo.join(".git/info/exclude");
+    std::fs::write(&exclude, "# mine\n*.log\nbuild/\n").unwrap();
+    let (gid, _) = group(&env, &["x", "x", "--n", "3", "--harness", "fake-wait"]);
+    wait_members(&env, &gid, "working");
+    let text = std::fs::read_to_string(&exclude).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[..3], ["# mine", "*.log", "build/"], "{text}");
+    for l in ["# added by orange", "TASK.md", ".orange-outcome"] {
+        assert_eq!(lines.iter().filter(|x| **x == l).count(), 1, "{l}: {text}");
+    }
+}
+
 #[test]
 fn mixed_harnesses_are_judged_by_the_check_the_diff_and_a_judge_and_one_is_picked() {
     let env = env("3");

@@ -68,6 +68,9 @@ pub struct TaskService<'a> {
     /// The limits this command proved already ([`TaskService::check_limits`]), with
     /// their warning: a group's members are proved once, not once per member.
     proved: Vec<(Limits, Option<String>)>,
+    /// The repositories whose `info/exclude` this command made sure of (once each: a
+    /// group's members start side by side and share their project's).
+    pub(super) excluded: std::sync::Mutex<Vec<std::path::PathBuf>>,
 }
 
 /// A policy's message for a respawned agent.
@@ -86,6 +89,7 @@ impl<'a> TaskService<'a> {
             config: None,
             recovery: None,
             proved: vec![],
+            excluded: Default::default(),
         }
     }
 

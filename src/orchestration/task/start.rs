@@ -477,7 +477,6 @@ impl TaskService<'_> {
         Ok(())
     }
 
-    /// TASK.md linked into the workspace; orange's files excluded from git there.
     /// The marks of the task's session (for the plugin's keys, picker, Ctrl+\\ and
     /// Ctrl+]); a group member's also says its place under its group in the picker. A
     /// group record that cannot be read costs the member only that place.
@@ -494,14 +493,22 @@ impl TaskService<'_> {
         marks
     }
 
+    /// TASK.md linked into the workspace; orange's files excluded from git there.
     fn link_task_md(&self, project: &Project, task: &Task, ws_path: &Path) -> Result<()> {
         let link = ws_path.join("TASK.md");
         if link.symlink_metadata().is_err() {
             std::os::unix::fs::symlink(self.store.task_md(&task.project, &task.id), &link)
                 .map_err(|e| OrangeError::io(format!("linking {}", link.display()), e))?;
         }
-        // Projects registered by an older orange may lack the newer exclude entries.
-        git::ensure_excluded(&project.path, pool::EXCLUDED_FILES)
+        // Projects registered by an older orange may lack the newer exclude entries. Made
+        // sure of once a command, under a lock: members started side by side would each
+        // read and rewrite the same file at once (one reading it half written).
+        let mut done = self.excluded.lock().unwrap_or_else(|e| e.into_inner());
+        if !done.contains(&project.path) {
+            git::ensure_excluded(&project.path, pool::EXCLUDED_FILES)?;
+            done.push(project.path.clone());
+        }
+        Ok(())
     }
 
     /// The agent's prompt. Started without a prompt and none known yet: still none (a
