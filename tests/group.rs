@@ -237,7 +237,7 @@ fn the_members_sessions_are_made_in_one_tmux_call_and_a_taken_name_falls_back() 
 /// side by side add them once and keep every line the user had.
 #[test]
 fn members_starting_together_add_a_projects_missing_excludes_once() {
-    let env = env("3");
+    let env = env("4");
     let exclude = env.repo.join(".git/info/exclude");
     std::fs::write(&exclude, "# mine\n*.log\nbuild/\n").unwrap();
     let (gid, _) = group(&env, &["x", "x", "--n", "3", "--harness", "fake-wait"]);
@@ -248,6 +248,15 @@ fn members_starting_together_add_a_projects_missing_excludes_once() {
     for l in ["# added by orange", "TASK.md", ".orange-outcome"] {
         assert_eq!(lines.iter().filter(|x| **x == l).count(), 1, "{l}: {text}");
     }
+    // Taken out again: one task started alone makes sure too.
+    std::fs::write(&exclude, "# mine\n").unwrap();
+    let v = env.ok(&["task", "create", "y", "y", "--harness", "fake-wait"]);
+    assert_eq!(v["outcome"], "spawned", "{v}");
+    let text = std::fs::read_to_string(&exclude).unwrap();
+    assert!(
+        text.starts_with("# mine\n") && text.contains("\nTASK.md\n"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -68,9 +68,10 @@ pub struct TaskService<'a> {
     /// The limits this command proved already ([`TaskService::check_limits`]), with
     /// their warning: a group's members are proved once, not once per member.
     proved: Vec<(Limits, Option<String>)>,
-    /// The repositories whose `info/exclude` this command made sure of (once each: a
-    /// group's members start side by side and share their project's).
-    pub(super) excluded: std::sync::Mutex<Vec<std::path::PathBuf>>,
+    /// While agents start together (a group's members, side by side): the repositories
+    /// whose `info/exclude` one of them made sure of, for all of them. `None`: each start
+    /// makes sure of its own (a long-lived monitor's too, every time).
+    pub(super) excluded: std::sync::Mutex<Option<Vec<std::path::PathBuf>>>,
 }
 
 /// A policy's message for a respawned agent.
