@@ -1528,13 +1528,17 @@ fn task_send_reaches_claude_as_one_turn_and_respawn_force_resumes_it() {
     rig.status_since("end of turn", &id, "waiting for input", sent);
     let message = "Two lines for you:\nfirst \"quoted\" $(not run) `nor this` #{session_name} 100%%\x1b[31m\nsecond; the end";
     let v = rig.env.ok(&["task", "send", &id, message]);
-    // (Seen once in a soak: held, the agent "working" right after the status line said
-    // waiting. What orange knew then is printed, to find which signal said so.)
+    // (Seen twice, in a soak and in a whole suite: held, the agent "working" right after
+    // the status line said waiting, and its Stop hook ~0.1 s later. What orange knew then
+    // is printed — the raw agent record first, read at once: which hook, which signal —
+    // and what the stand-in was asked, to find which signal said so.)
     let knew = || {
         let dir = rig.env.home.join(format!("tasks/app/{id}"));
+        let info = std::fs::read_to_string(orange::orchestration::agent::info_path(&dir));
+        let asked: Vec<String> = rig.api.turns().iter().map(|t| t.last_user_text()).collect();
         format!(
-            "{v}\nagent.json: {}\ntask: {}\ntranscript tail: {:?}",
-            std::fs::read_to_string(dir.join("agent.json")).unwrap_or_default(),
+            "{v}\nagent.json: {}\nthe stand-in was asked: {asked:?}\ntask: {}\ntranscript tail: {:?}",
+            info.unwrap_or_default(),
             rig.task(&id),
             std::fs::read_to_string(orange::orchestration::agent::claude_log_path_in(
                 &rig.env.root().join("claude-home/.claude"),
