@@ -234,7 +234,7 @@ fn the_members_sessions_are_made_in_one_tmux_call_and_a_taken_name_falls_back() 
 }
 
 /// A project registered by an older orange lacks exclude entries; the members starting
-/// side by side add them once and keep every line the user had.
+/// side by side (each making sure) add them once and keep every line the user had.
 #[test]
 fn members_starting_together_add_a_projects_missing_excludes_once() {
     let env = env("4");
@@ -248,6 +248,10 @@ fn members_starting_together_add_a_projects_missing_excludes_once() {
     for l in ["# added by orange", "TASK.md", ".orange-outcome"] {
         assert_eq!(lines.iter().filter(|x| **x == l).count(), 1, "{l}: {text}");
     }
+    // Replaced whole, its mode kept.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&exclude).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o644, "{mode:o}");
     // Taken out again: one task started alone makes sure too.
     std::fs::write(&exclude, "# mine\n").unwrap();
     let v = env.ok(&["task", "create", "y", "y", "--harness", "fake-wait"]);

@@ -279,7 +279,9 @@ fn has_remote(repo_path: &Path, name: &str) -> bool {
 }
 
 /// Make sure `.git/info/exclude` of the main repository lists `patterns`
-/// (worktrees share it, so TASK.md and friends never show as untracked).
+/// (worktrees share it, so TASK.md and friends never show as untracked). The file is
+/// replaced whole (its mode kept): agents starting side by side each make sure, and one
+/// must never read it half written and write the user's lines away.
 pub fn ensure_excluded(repo_path: &Path, patterns: &[&str]) -> Result<()> {
     let repo = open(repo_path)?;
     let info = repo.commondir().join("info");
@@ -303,8 +305,11 @@ pub fn ensure_excluded(repo_path: &Path, patterns: &[&str]) -> Result<()> {
         text.push_str(p);
         text.push('\n');
     }
-    std::fs::write(&file, text)
-        .map_err(|e| OrangeError::io(format!("writing {}", file.display()), e))
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&file).map_or(0o644, |m| m.permissions().mode() & 0o7777);
+    crate::adapters::store::write_bytes_atomic(&file, text.as_bytes())?;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| OrangeError::io(format!("setting the mode of {}", file.display()), e))
 }
 
 /// Does `refs/heads/<branch>` exist?

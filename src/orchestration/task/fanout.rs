@@ -214,8 +214,6 @@ impl TaskService<'_> {
         let mux = Mux::Tmux(self.tmux.clone());
         let batch = Batch::new(starting.len(), |ready| launch::start_many(&mux, ready));
         let batch = &batch;
-        // Their project's git excludes made sure of by one of them, for all.
-        *self.excluded.lock().unwrap_or_else(|e| e.into_inner()) = Some(vec![]);
         let started = std::thread::scope(|s| {
             let runs: Vec<_> = starting
                 .into_iter()
@@ -271,7 +269,6 @@ impl TaskService<'_> {
                 })
                 .collect()
         });
-        *self.excluded.lock().unwrap_or_else(|e| e.into_inner()) = None;
         Ok(started)
     }
 }

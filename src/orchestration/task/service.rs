@@ -68,10 +68,6 @@ pub struct TaskService<'a> {
     /// The limits this command proved already ([`TaskService::check_limits`]), with
     /// their warning: a group's members are proved once, not once per member.
     proved: Vec<(Limits, Option<String>)>,
-    /// While agents start together (a group's members, side by side): the repositories
-    /// whose `info/exclude` one of them made sure of, for all of them. `None`: each start
-    /// makes sure of its own (a long-lived monitor's too, every time).
-    pub(super) excluded: std::sync::Mutex<Option<Vec<std::path::PathBuf>>>,
 }
 
 /// A policy's message for a respawned agent.
@@ -90,7 +86,6 @@ impl<'a> TaskService<'a> {
             config: None,
             recovery: None,
             proved: vec![],
-            excluded: Default::default(),
         }
     }
 

@@ -100,7 +100,8 @@ impl TaskService<'_> {
     pub fn create(&mut self, project: &Project, req: CreateRequest) -> Result<Created> {
         let (harness, sandbox, limits) = self.check_create(project, &req, None)?;
         crate::adapters::fault::point("create.checked");
-        // Limits nothing here enforces (or no cgroup holds) are refused before recording.
+        // Limits nothing here can enforce, or a cgroup the kernel will not make with them,
+        // are refused before anything is recorded.
         let warning = self.check_limits(&limits)?;
         let task = {
             let _lock = self.store.lock(&project.name)?;
@@ -499,16 +500,8 @@ impl TaskService<'_> {
             std::os::unix::fs::symlink(self.store.task_md(&task.project, &task.id), &link)
                 .map_err(|e| OrangeError::io(format!("linking {}", link.display()), e))?;
         }
-        // Projects registered by an older orange may lack the newer exclude entries; agents
-        // started together make sure once (side by side, one could read it half written).
-        let mut together = self.excluded.lock().unwrap_or_else(|e| e.into_inner());
-        if !together.as_ref().is_some_and(|d| d.contains(&project.path)) {
-            git::ensure_excluded(&project.path, pool::EXCLUDED_FILES)?;
-            if let Some(done) = together.as_mut() {
-                done.push(project.path.clone());
-            }
-        }
-        Ok(())
+        // Projects registered by an older orange may lack the newer exclude entries.
+        git::ensure_excluded(&project.path, pool::EXCLUDED_FILES)
     }
 
     /// The agent's prompt. Started without a prompt and none known yet: still none (a
