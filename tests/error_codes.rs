@@ -63,3 +63,25 @@ fn every_canonical_error_code_is_triggered_by_a_cli_test() {
         .collect();
     assert!(missing.is_empty(), "no CLI test triggers: {missing:?}");
 }
+
+/// docs/usage.md's "Scripts: `--json` and errors" names every code a script can meet (the
+/// codes of `OrangeError::code`): one it leaves out is one a script cannot know to handle.
+#[test]
+fn the_usage_page_names_every_canonical_error_code() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let codes = canonical_codes(&std::fs::read_to_string(root.join("src/error.rs")).unwrap());
+    let usage = std::fs::read_to_string(root.join("docs/usage.md")).unwrap();
+    let start = usage
+        .find("## Scripts: `--json` and errors")
+        .expect("docs/usage.md has its errors section");
+    let section = &usage[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+    let missing: Vec<&String> = codes
+        .iter()
+        .filter(|c| !section.contains(&format!("`{c}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/usage.md's errors section does not name: {missing:?}"
+    );
+}
