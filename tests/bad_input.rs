@@ -328,3 +328,34 @@ fn an_unknown_template_placeholder_is_a_config_error_naming_it() {
     );
     assert_eq!(env.ok(&["task", "list"]).as_array().unwrap().len(), 0);
 }
+
+/// A group's record deleted behind orange's back while it is judged (its check command
+/// removes it, in the middle of the judging): the judge says the group is gone and writes
+/// no record for it — not a blank group under no project's name.
+#[test]
+fn a_group_removed_while_it_is_judged_is_an_error_not_a_blank_record() {
+    let env = common::TaskEnv::new();
+    env.add_project(&["--pool-size", "2"]);
+    let groups = env.home.join("tasks/app/.groups");
+    let check = format!("rm -f '{}'/*.json; true", groups.display());
+    env.ok(&["project", "update", "--check-cmd", &check]);
+    let v = env.ok(&[
+        "task",
+        "create",
+        "gone",
+        "do it",
+        "--n",
+        "2",
+        "--harness",
+        "fake-wait",
+    ]);
+    let gid = v["group"]["id"].as_str().unwrap().to_string();
+    let e = env.err(&["group", "judge", &gid, "--now"], "invalid_argument");
+    assert!(e.contains(&gid) && e.contains("gone"), "{e}");
+    // (Before: a group with no id and no project, saved as tasks/.groups/.json.)
+    let blank = env.home.join("tasks/.groups");
+    assert!(!blank.exists(), "a record written for no group: {blank:?}");
+    assert!(env.ok(&["group", "list"]).as_array().unwrap().is_empty());
+    // Its members are ordinary tasks now, still there.
+    assert_eq!(env.ok(&["task", "list"]).as_array().unwrap().len(), 2);
+}

@@ -39,11 +39,19 @@ impl GroupStore {
         self.path(project, id).exists()
     }
 
+    /// The record of group `id`; one whose file is gone (removed behind orange's back,
+    /// maybe while a command worked on it) is an error, never a blank group.
     pub fn load(&self, project: &str, id: &str) -> Result<Group> {
         if !valid_id(id) {
             return Err(OrangeError::invalid(format!("no group {id:?}")));
         }
-        store::read_json(&self.path(project, id))
+        let path = self.path(project, id);
+        store::read_json::<Option<Group>>(&path)?.ok_or_else(|| {
+            OrangeError::invalid(format!(
+                "group {id} of project {project} is gone: its record {} was removed (its members are ordinary tasks now)",
+                path.display()
+            ))
+        })
     }
 
     pub fn save(&self, g: &Group) -> Result<()> {
