@@ -24,6 +24,7 @@ mod first_hour;
 mod fleet;
 mod fuzz_parsers;
 mod group;
+mod group_faults;
 mod hostile_text;
 mod kill_loop;
 mod lane;

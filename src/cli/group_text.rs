@@ -254,13 +254,13 @@ pub fn show(g: &Group, ms: &[MemberNow]) -> String {
         for n in &j.notes {
             s.push_str(&format!("{n}\n"));
         }
-        if let (Some(w), None) = (j.results.first(), &g.picked) {
+        if let (Some(w), None, false) = (j.results.first(), &g.picked, g.cancelled) {
             s.push_str(&format!(
                 "pick the winner with `orange group pick {} {}`\n",
                 g.id, w.member
             ));
         }
-    } else {
+    } else if !g.cancelled {
         s.push_str(&format!("not judged yet: `orange group judge {}`\n", g.id));
     }
     s
@@ -385,6 +385,7 @@ mod tests {
                 member: m.clone(),
                 state: if m.label == "3" { "gone" } else { "reviewing" }.into(),
                 task: None,
+                error: None,
             })
             .collect();
         (g, ms)
@@ -394,6 +395,19 @@ mod tests {
     fn group_show_is_a_ranked_table_with_what_is_not_judged_last() {
         let (g, ms) = group();
         insta::assert_snapshot!(show(&g, &ms));
+    }
+
+    #[test]
+    fn a_cancelled_group_shows_no_pick_to_make_and_an_unreadable_member_says_so() {
+        let (mut g, mut ms) = group();
+        assert!(show(&g, &ms).contains("pick the winner with"));
+        g.cancelled = true;
+        ms[0].state = "unreadable".into();
+        let text = show(&g, &ms);
+        assert!(!text.contains("pick the winner"), "{text}");
+        assert!(text.contains("unreadable"), "{text}");
+        g.judgement = None;
+        assert!(!show(&g, &ms).contains("not judged yet"));
     }
 
     #[test]

@@ -138,9 +138,17 @@ pub fn judge(tasks: &mut TaskService, g: &Group, req: &JudgeRequest) -> Result<G
     match start_agent(tasks, &project, &g, &base, agent) {
         Ok(id) => {
             let mut started = run.clone();
-            started.session_id = id;
+            started.session_id = id.clone();
             let j = g.judgement.clone().unwrap_or_default();
-            g = save_judgement(tasks, &g, j, Some((&run, Some(started))))?.0;
+            let saved;
+            (g, saved) = save_judgement(tasks, &g, j, Some((&run, Some(started))))?;
+            // Another judging replaced this one meanwhile: no one would read its answer.
+            if !saved {
+                if let Some(id) = &id {
+                    let _ = tasks.tmux.kill_session(id);
+                }
+                return Ok(g);
+            }
         }
         Err(e) => {
             // Nothing to wait for: the ranking without the judge's order, and why.
@@ -202,13 +210,25 @@ fn save_judgement(
 ) -> Result<(Group, bool)> {
     let groups = GroupStore::new(tasks.home);
     let _lock = tasks.store.lock(&g.project)?;
-    let mut g = groups.load(&g.project, &g.id)?;
+    let now = groups.load(&g.project, &g.id)?;
     if let Some((was, then)) = run {
-        if g.judging() != Some(was) {
-            return Ok((g, false));
+        if now.judging() != Some(was) {
+            return Ok((now, false));
         }
         j.agent_run = then;
+    } else if let Some(theirs) = now.judging().filter(|r| g.judging() != Some(*r)).cloned() {
+        // Another command started a judge agent while this one ran its checks.
+        match j.agent_run {
+            // A new judge replaces the one at work.
+            Some(_) => stop_agent(tasks, &project::get(tasks.home, &g.project)?, &now),
+            // A judging without one keeps it at work: it answers into this judgement.
+            None => {
+                j.agent = now.judgement.as_ref().and_then(|o| o.agent.clone());
+                j.agent_run = Some(theirs);
+            }
+        }
     }
+    let mut g = now;
     g.judgement = Some(j);
     groups.save(&g)?;
     fault::point("group.judged");
@@ -296,6 +316,24 @@ pub fn answered(
         .join("judge/RANKING.md");
     let target = run.session_id.clone().unwrap_or(run.session.clone());
     answered_now(&path, run, || tmux.has_session(&target).unwrap_or(false)).is_some()
+}
+
+/// Stop the judge agent at work of `g` (a group cancelled or picked: its answer would
+/// rank a group that is over), saying `why` in the judgement. The group as recorded.
+pub fn stop_judging(tasks: &TaskService, g: &Group, why: &str) -> Result<Group> {
+    let groups = GroupStore::new(tasks.home);
+    let _lock = tasks.store.lock(&g.project)?;
+    let mut g = groups.load(&g.project, &g.id)?;
+    if g.judging().is_none() {
+        return Ok(g);
+    }
+    stop_agent(tasks, &project::get(tasks.home, &g.project)?, &g);
+    if let Some(j) = g.judgement.as_mut() {
+        j.agent_run = None;
+        j.agent_error = Some(format!("the judge agent was stopped: {why}"));
+    }
+    groups.save(&g)?;
+    Ok(g)
 }
 
 /// Stop `g`'s judge agent at work and remove its worktree (a new judging replaces it).

@@ -15,6 +15,7 @@ use crate::adapters::{fault, git, store};
 use crate::error::{OrangeError, Result};
 use crate::execution::config::Config;
 use crate::execution::harness::Harness;
+use crate::orchestration::group::judge;
 use crate::orchestration::group::model::{self, Group, JudgeMode, Member, MAX_MEMBERS};
 use crate::orchestration::group::store::GroupStore;
 use crate::orchestration::project::Project;
@@ -65,15 +66,18 @@ pub struct GroupCreated {
 }
 
 /// A member as it is now: its plan and its task (`None`: never created — `not-created`
-/// — or deleted behind orange's back — `gone`).
+/// —, deleted behind orange's back — `gone` — or its record unreadable — `unreadable`).
 #[derive(Debug, Clone, Serialize)]
 pub struct MemberNow {
     #[serde(flatten)]
     pub member: Member,
-    /// The task's status, or `gone`.
+    /// The task's status, `gone`, `not-created` or `unreadable` (its record cannot be
+    /// read: `error` says why).
     pub state: String,
     #[serde(skip)]
     pub task: Option<Task>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 impl MemberNow {
@@ -294,33 +298,63 @@ fn check(
 /// found by its group and branch among all the project's tasks; one whose task is gone is
 /// `gone`.
 pub fn members(tasks: &TaskService, g: &Group) -> Vec<MemberNow> {
-    let mut all: Option<Vec<Task>> = None;
+    let mut all: Option<Result<Vec<Task>>> = None;
     g.members
         .iter()
         .map(|m| {
             let task = match &m.task {
-                Some(id) => tasks.store.load(&g.project, id).ok(),
-                None => all
-                    .get_or_insert_with(|| tasks.store.list(Some(&g.project)).unwrap_or_default())
-                    .iter()
-                    .find(|t| t.group.as_deref() == Some(&g.id) && t.branch == m.branch)
-                    .cloned(),
+                Some(id) => tasks.store.load(&g.project, id).map(Some),
+                None => match all.get_or_insert_with(|| tasks.store.list(Some(&g.project))) {
+                    Ok(all) => Ok(all
+                        .iter()
+                        .find(|t| t.group.as_deref() == Some(&g.id) && t.branch == m.branch)
+                        .cloned()),
+                    Err(e) => Err(OrangeError::invalid(e.to_string())),
+                },
             };
             let mut member = m.clone();
-            let state = match (&task, &m.task) {
-                (Some(t), _) => t.status.to_string(),
-                (None, Some(_)) => "gone".to_string(),
-                // The command that made the group was stopped before it made this one.
-                (None, None) => "not-created".to_string(),
+            let (task, state, error) = match (task, &m.task) {
+                (Ok(Some(t)), _) => {
+                    let state = t.status.to_string();
+                    (Some(t), state, None)
+                }
+                (Ok(None), _) => (None, "not-created".to_string(), None),
+                (Err(OrangeError::TaskNotFound(_)), _) => (None, "gone".to_string(), None),
+                // A record that cannot be read is not a member gone: its agent may run.
+                (Err(e), _) => (None, UNREADABLE.to_string(), Some(e.to_string())),
             };
-            member.task = task.as_ref().map(|t| t.id.clone());
+            if task.is_some() || error.is_none() {
+                member.task = task.as_ref().map(|t| t.id.clone());
+            }
             MemberNow {
                 member,
                 state,
                 task,
+                error,
             }
         })
         .collect()
+}
+
+/// The state of a member whose task's record cannot be read (corrupt, unreadable).
+pub const UNREADABLE: &str = "unreadable";
+
+/// Refuse to act on a group's members while one's record cannot be read: acting would
+/// pass it over and leave its agent running. The error is the record's own
+/// (`state_corrupt` naming its file).
+fn check_readable(tasks: &TaskService, g: &Group, ms: &[MemberNow]) -> Result<()> {
+    let Some(m) = ms.iter().find(|m| m.state == UNREADABLE) else {
+        return Ok(());
+    };
+    match &m.member.task {
+        Some(id) => tasks.store.load(&g.project, id).map(|_| ())?,
+        None => tasks.store.list(Some(&g.project)).map(|_| ())?,
+    }
+    // Read fine now: it changed meanwhile, and what was read of it is stale.
+    Err(OrangeError::invalid(format!(
+        "member /{}'s record changed while it was read; run the command again",
+        m.member.label
+    )))
 }
 
 /// The member `typed` names: its label (`2`, `/2`, `claude`), its task id or its branch.
@@ -343,6 +377,7 @@ pub fn member<'a>(ms: &'a [MemberNow], typed: &str) -> Result<&'a MemberNow> {
 /// Cancel every member still open (a workspace holding uncommitted work stays bound, as
 /// `task cancel` keeps it). The group is marked cancelled first.
 pub fn cancel(tasks: &mut TaskService, g: &Group) -> Result<Outcome> {
+    check_readable(tasks, g, &members(tasks, g))?;
     let groups = GroupStore::new(tasks.home);
     let g = {
         let _lock = tasks.store.lock(&g.project)?;
@@ -352,6 +387,7 @@ pub fn cancel(tasks: &mut TaskService, g: &Group) -> Result<Outcome> {
         g
     };
     fault::point("group.cancel.recorded");
+    let g = judge::stop_judging(tasks, &g, "the group was cancelled")?;
     let mut out = Outcome {
         group: g.clone(),
         ..Outcome::default()
@@ -388,15 +424,30 @@ pub fn pick(tasks: &mut TaskService, g: &Group, winner: &str, onward: Onward) ->
     let groups = GroupStore::new(tasks.home);
     let now = members(tasks, g);
     let w = member(&now, winner)?.clone();
+    check_readable(tasks, g, &now)?;
     let Some(wt) = w.task.clone() else {
         return Err(OrangeError::invalid(format!(
             "member /{} is gone: its task no longer exists",
             w.member.label
         )));
     };
+    if g.cancelled {
+        return Err(was_cancelled(g));
+    }
+    // Its work is gone with it: nothing to go on with (a winner merged already is a
+    // pick run again, to finish).
+    if matches!(wt.status, Status::Cancelled | Status::Failed) {
+        return Err(OrangeError::InvalidTransition(format!(
+            "member /{} is {}: pick a member whose work is there",
+            w.member.label, wt.status
+        )));
+    }
     let g = {
         let _lock = tasks.store.lock(&g.project)?;
         let mut g = groups.load(&g.project, &g.id)?;
+        if g.cancelled {
+            return Err(was_cancelled(&g));
+        }
         match &g.picked {
             Some(p) if *p != w.member.label => {
                 return Err(OrangeError::InvalidTransition(format!(
@@ -410,6 +461,7 @@ pub fn pick(tasks: &mut TaskService, g: &Group, winner: &str, onward: Onward) ->
         g
     };
     fault::point("group.pick.recorded");
+    let g = judge::stop_judging(tasks, &g, &format!("/{} was picked", w.member.label))?;
     let label = format!("/{}", w.member.label);
     let mut out = Outcome {
         group: g.clone(),
@@ -460,4 +512,12 @@ pub fn pick(tasks: &mut TaskService, g: &Group, winner: &str, onward: Onward) ->
             .push((m.member.label.clone(), format!("not picked ({what})")));
     }
     Ok(out)
+}
+
+/// A pick of a cancelled group.
+fn was_cancelled(g: &Group) -> OrangeError {
+    OrangeError::InvalidTransition(format!(
+        "group {} was cancelled: there is nothing to pick",
+        g.id
+    ))
 }

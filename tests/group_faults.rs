@@ -1,0 +1,184 @@
+//! Groups against bad state and commands that meet: a pick of a member whose work is gone
+//! or of a cancelled group, a judge agent at work when its group is cancelled or picked, a
+//! plain judging beside one that starts a judge agent, a member whose record cannot be
+//! read. Real git, a real tmux server, agents that wait (`fake-wait`).
+
+// Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
+#![allow(clippy::disallowed_methods)]
+
+use crate::common;
+
+use common::{wait_for, TaskEnv};
+use serde_json::Value;
+
+/// A group of `n` waiting agents on base branch `base` in a fresh environment (pool of
+/// `n`): the environment, the group's id and its members' task ids.
+fn group_of(n: usize, base: &str) -> (TaskEnv, String, Vec<String>) {
+    let env = TaskEnv::new();
+    env.add_project(&["--pool-size", &n.to_string()]);
+    let v = env.ok(&[
+        "task",
+        "create",
+        base,
+        "do it",
+        "--n",
+        &n.to_string(),
+        "--harness",
+        "fake-wait",
+    ]);
+    let gid = v["group"]["id"].as_str().unwrap().to_string();
+    let ids = v["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["task"]["id"].as_str().unwrap().to_string())
+        .collect();
+    (env, gid, ids)
+}
+
+fn show(env: &TaskEnv, gid: &str) -> Value {
+    env.ok(&["group", "show", gid])
+}
+
+fn alive(env: &TaskEnv, session: &str) -> bool {
+    env.tmux.sessions().iter().any(|s| s == session)
+}
+
+#[test]
+fn a_pick_of_a_cancelled_member_or_a_cancelled_group_is_refused_and_changes_nothing() {
+    let (env, gid, ids) = group_of(3, "w");
+    env.ok(&["task", "cancel", "--yes", &ids[0]]);
+    let e = env.err(&["group", "pick", &gid, "1", "--yes"], "invalid_transition");
+    assert!(e.contains("/1 is cancelled"), "{e}");
+    // Nothing recorded, the others still at work.
+    let g = show(&env, &gid);
+    assert!(g["picked"].is_null(), "{g}");
+    for s in ["app/w/2", "app/w/3"] {
+        assert!(alive(&env, s), "{s} was stopped: {g}");
+    }
+    // A cancelled group: nothing to pick, and no pick recorded for a later look.
+    env.ok(&["group", "cancel", &gid, "--yes"]);
+    let e = env.err(
+        &["group", "pick", &gid, "2", "--merge", "--yes"],
+        "invalid_transition",
+    );
+    assert!(e.contains("was cancelled"), "{e}");
+    let g = show(&env, &gid);
+    assert!(g["picked"].is_null(), "{g}");
+}
+
+#[test]
+fn cancelling_or_picking_a_group_stops_its_judge_agent_at_work() {
+    for pick in [false, true] {
+        let (env, gid, _) = group_of(2, "j");
+        // A judge that never answers: at work until its time is up.
+        let v = env.ok(&[
+            "group",
+            "judge",
+            &gid,
+            "--now",
+            "--agent",
+            "fake-wait",
+            "--timeout",
+            "10m",
+        ]);
+        let session = v["judgement"]["agent_run"]["session"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        wait_for("the judge agent's session", 20, || alive(&env, &session));
+        match pick {
+            true => env.ok(&["group", "pick", &gid, "1", "--yes"]),
+            false => env.ok(&["group", "cancel", &gid, "--yes"]),
+        };
+        assert!(
+            !alive(&env, &session),
+            "the judge of a group that is over runs on"
+        );
+        let g = show(&env, &gid);
+        let j = &g["judgement"];
+        assert!(j["agent_run"].is_null(), "{g}");
+        assert!(
+            j["agent_error"]
+                .as_str()
+                .is_some_and(|e| e.contains("stopped")),
+            "{g}"
+        );
+    }
+}
+
+#[test]
+fn a_plain_judging_beside_one_that_starts_a_judge_agent_keeps_the_agent_in_the_record() {
+    let (env, gid, _) = group_of(2, "p");
+    let root = env.root();
+    let (hold, held) = (root.join("hold"), root.join("held"));
+    std::fs::write(&hold, "").unwrap();
+    // The check waits while `hold` exists, only in the judging started with HOLD set.
+    let check = format!(
+        "if [ -n \"$HOLD\" ]; then touch '{}'; while [ -e '{}' ]; do sleep 0.05; done; fi; true",
+        held.display(),
+        hold.display()
+    );
+    env.ok(&["project", "update", "--check-cmd", &check]);
+    let plain = env
+        .cmd_in(&env.repo, &["group", "judge", &gid, "--now", "--json"])
+        .env("HOLD", "1")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the plain judging's check to start", 20, || held.exists());
+    // Meanwhile a judging with a judge agent (which never answers) is recorded and started.
+    let v = env.ok(&[
+        "group",
+        "judge",
+        &gid,
+        "--now",
+        "--agent",
+        "fake-wait",
+        "--timeout",
+        "10m",
+    ]);
+    let session = v["judgement"]["agent_run"]["session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::remove_file(&hold).unwrap();
+    let out = plain.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // The agent still at work is still in the record: collected or stopped later.
+    let g = show(&env, &gid);
+    assert_eq!(g["judgement"]["agent_run"]["session"], session, "{g}");
+    assert!(alive(&env, &session));
+    env.ok(&["group", "cancel", &gid, "--yes"]);
+    assert!(!alive(&env, &session));
+}
+
+#[test]
+fn a_member_whose_record_cannot_be_read_is_not_gone_and_cancel_passes_over_no_one() {
+    let (env, gid, ids) = group_of(2, "c");
+    let json = env.home.join("tasks/app").join(&ids[0]).join("task.json");
+    let good = std::fs::read(&json).unwrap();
+    std::fs::write(&json, "{\"id\":").unwrap();
+    let g = show(&env, &gid);
+    let m = &g["members"][0];
+    assert_eq!(m["state"], "unreadable", "{g}");
+    assert_eq!(m["task"], ids[0].as_str(), "{g}");
+    assert!(m["error"].as_str().unwrap().contains("task.json"), "{g}");
+    // Cancel and pick refuse with the record's own error; nothing is stopped.
+    let e = env.err(&["group", "cancel", &gid, "--yes"], "state_corrupt");
+    assert!(e.contains("task.json"), "{e}");
+    env.err(&["group", "pick", &gid, "2", "--yes"], "state_corrupt");
+    assert!(alive(&env, "app/c/1") && alive(&env, "app/c/2"));
+    let g = show(&env, &gid);
+    assert!(!g["cancelled"].as_bool().unwrap_or(false), "{g}");
+    // Mended, the group cancels whole.
+    std::fs::write(&json, good).unwrap();
+    env.ok(&["group", "cancel", &gid, "--yes"]);
+    wait_for("the members' sessions to end", 20, || {
+        !alive(&env, "app/c/1") && !alive(&env, "app/c/2")
+    });
+}
