@@ -182,3 +182,61 @@ fn a_member_whose_record_cannot_be_read_is_not_gone_and_cancel_passes_over_no_on
         !alive(&env, "app/c/1") && !alive(&env, "app/c/2")
     });
 }
+
+/// A child process killed when the test ends, passed or not.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn one_corrupt_group_record_hides_no_other_group() {
+    let env = TaskEnv::new();
+    env.add_project(&["--pool-size", "2"]);
+    let _monitor = Killed(
+        env.cmd_in(&env.repo, &["monitor", "--interval", "300ms"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let groups = env.home.join("tasks/app/.groups");
+    std::fs::create_dir_all(&groups).unwrap();
+    std::fs::write(groups.join("bad123.json"), "{").unwrap();
+    let v = env.ok(&[
+        "task",
+        "create",
+        "a",
+        "do it",
+        "--n",
+        "2",
+        "--harness",
+        "fake-complete",
+        "--judge",
+        "auto",
+    ]);
+    let gid = v["group"]["id"].as_str().unwrap().to_string();
+    // The monitor still judges the group that can be read.
+    let mut g = Value::Null;
+    wait_for("the monitor to judge the readable group", 60, || {
+        g = env.ok(&["group", "show", "a"]);
+        g["notified"] == true
+    });
+    assert_eq!(g["id"], gid.as_str());
+    // The corrupt one, named, is its error; listing them all says which file.
+    let e = env.err(&["group", "show", "bad123"], "state_corrupt");
+    assert!(e.contains("bad123.json"), "{e}");
+    env.err(&["group", "list"], "state_corrupt");
+    // `task list` still puts the members under their group's row.
+    let out = env.cmd_in(&env.repo, &["task", "list"]).output().unwrap();
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(gid.as_str()) && l.contains(" group ")),
+        "no parent row: {out}"
+    );
+}

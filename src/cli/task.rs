@@ -210,9 +210,8 @@ fn list(ctx: &Ctx, tasks: &mut TaskService, status: Option<String>, all: bool) -
         })
         .collect();
     // A group's members under one parent row.
-    let groups = crate::orchestration::group::GroupStore::new(&ctx.home)
-        .list(project.as_deref())
-        .unwrap_or_default();
+    let (groups, _) =
+        crate::orchestration::group::GroupStore::new(&ctx.home).list_readable(project.as_deref());
     let of = |v: &TaskView| {
         let id = v.task.group.as_deref()?;
         groups

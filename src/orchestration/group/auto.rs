@@ -31,9 +31,15 @@ fn waiting(g: &Group) -> bool {
 /// started first: one judging per group, even across monitors). Never fails a pass.
 pub fn judge_due(home: &Home) {
     let groups = GroupStore::new(home);
-    let Ok(all) = groups.list(None) else {
-        return;
-    };
+    let (all, bad) = groups.list_readable(None);
+    for e in bad {
+        store::log(
+            home,
+            "warn",
+            "group: a record that cannot be read is passed over",
+            json!({"error": e.to_string(), "code": e.code()}),
+        );
+    }
     let tmux = Tmux::from_env();
     for g in all
         .iter()

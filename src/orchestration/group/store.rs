@@ -65,6 +65,17 @@ impl GroupStore {
     /// Every group of `project` (or of every project), oldest first. One that does not
     /// parse is an error naming its file.
     pub fn list(&self, project: Option<&str>) -> Result<Vec<Group>> {
+        let (all, mut bad) = self.list_readable(project);
+        match bad.is_empty() {
+            true => Ok(all),
+            false => Err(bad.remove(0)),
+        }
+    }
+
+    /// [`GroupStore::list`], every record that parses, and apart the errors of those that
+    /// do not: one corrupt record must not hide the others (the monitor's automatic
+    /// judging, `task list`'s nesting, finding another group).
+    pub fn list_readable(&self, project: Option<&str>) -> (Vec<Group>, Vec<OrangeError>) {
         let projects: Vec<String> = match project {
             Some(p) => vec![p.to_string()],
             None => std::fs::read_dir(&self.root)
@@ -74,7 +85,7 @@ impl GroupStore {
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 .collect(),
         };
-        let mut out = vec![];
+        let (mut out, mut bad) = (vec![], vec![]);
         for p in projects {
             for e in std::fs::read_dir(self.dir(&p))
                 .into_iter()
@@ -86,19 +97,22 @@ impl GroupStore {
                     continue;
                 };
                 if valid_id(id) {
-                    out.push(self.load(&p, id)?);
+                    match self.load(&p, id) {
+                        Ok(g) => out.push(g),
+                        Err(e) => bad.push(e),
+                    }
                 }
             }
         }
         out.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
-        Ok(out)
+        (out, bad)
     }
 
     /// The group a person named: its id, a unique prefix (3 characters or more), or its
     /// base branch (an open group wins over finished ones of the same branch).
     pub fn find(&self, typed: &str, project: Option<&str>) -> Result<Group> {
         let typed = typed.trim_end_matches('/');
-        let all = self.list(project)?;
+        let (all, mut bad) = self.list_readable(project);
         if let Some(g) = all.iter().find(|g| g.id == typed) {
             return Ok(g.clone());
         }
@@ -118,6 +132,8 @@ impl GroupStore {
         };
         match pick.as_slice() {
             [g] => Ok((*g).clone()),
+            // Maybe the one meant: a record that cannot be read says so.
+            [] if !bad.is_empty() => Err(bad.remove(0)),
             [] => Err(OrangeError::invalid(format!(
                 "no group {typed:?} (a group id, a unique prefix of one, or its base branch; `orange group list`)"
             ))),
