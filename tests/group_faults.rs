@@ -240,3 +240,110 @@ fn one_corrupt_group_record_hides_no_other_group() {
         "no parent row: {out}"
     );
 }
+
+/// A `--judge auto` group of two `fake-complete` members (ready for review at once), with
+/// the project's check `check`; its id once both are ready.
+fn auto_group(env: &TaskEnv, check: &str) -> String {
+    env.add_project(&["--pool-size", "2"]);
+    env.ok(&["project", "update", "--check-cmd", check]);
+    let v = env.ok(&[
+        "task",
+        "create",
+        "auto",
+        "do it",
+        "--n",
+        "2",
+        "--harness",
+        "fake-complete",
+        "--judge",
+        "auto",
+    ]);
+    let gid = v["group"]["id"].as_str().unwrap().to_string();
+    wait_for("both members ready for review", 30, || {
+        show(env, &gid)["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["state"] == "reviewing")
+    });
+    gid
+}
+
+/// Monitor passes two minutes on (`ORANGE_CLOCK_SKEW`: a judging that died is taken for
+/// one a minute after it began) until `done` says so.
+fn passes_until(env: &TaskEnv, what: &str, done: impl Fn() -> bool) {
+    wait_for(what, 60, || {
+        let out = env
+            .cmd_in(&env.repo, &["monitor", "--once", "--json"])
+            .env("ORANGE_CLOCK_SKEW", "2m")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        done()
+    });
+}
+
+/// How many times orange.log says the group was judged and told.
+fn told(env: &TaskEnv) -> usize {
+    std::fs::read_to_string(env.home.join("orange.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("group auto judged:"))
+        .count()
+}
+
+#[test]
+fn an_automatic_judging_killed_before_its_judgement_is_started_again() {
+    let env = TaskEnv::new();
+    let killed = env.root().join("killed");
+    // The first judging's check kills its `group judge` as SIGKILL would; later ones pass.
+    let check = format!(
+        "if [ ! -e '{k}' ]; then touch '{k}'; kill -9 $PPID; fi; true",
+        k = killed.display()
+    );
+    let gid = auto_group(&env, &check);
+    env.ok(&["monitor", "--once"]);
+    wait_for("the first judging to be killed", 30, || killed.exists());
+    passes_until(&env, "a later pass to judge the group again", || {
+        show(&env, &gid)["notified"] == true
+    });
+    let g = show(&env, &gid);
+    assert!(
+        g["judgement"]["results"]
+            .as_array()
+            .is_some_and(|r| r.len() == 2),
+        "{g}"
+    );
+    let log = std::fs::read_to_string(env.home.join("orange.log")).unwrap();
+    assert!(log.contains("judging again"), "{log}");
+    wait_for("the judgement told", 10, || told(&env) > 0);
+    assert_eq!(told(&env), 1);
+}
+
+#[test]
+fn an_automatic_judging_killed_before_it_told_is_told_once_later() {
+    let env = TaskEnv::new();
+    let gid = auto_group(&env, "true");
+    // Its judgement saved, then killed before it tells (the judge inherits the fault).
+    let out = env
+        .cmd_in(&env.repo, &["monitor", "--once", "--json"])
+        .env("ORANGE_CRASH_AT", "group.judged")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    wait_for("the judgement recorded", 30, || {
+        show(&env, &gid)["judgement"].is_object()
+    });
+    assert_eq!(told(&env), 0);
+    passes_until(&env, "a later pass to tell it", || told(&env) > 0);
+    assert_eq!(show(&env, &gid)["notified"], true);
+    // Told once: later passes say nothing more.
+    for _ in 0..2 {
+        env.ok(&["monitor", "--once"]);
+    }
+    assert_eq!(told(&env), 1);
+}

@@ -405,6 +405,32 @@ fn open_lock(path: &Path) -> Result<File> {
     .ctx(|| format!("opening lock {}", path.display()))
 }
 
+/// A shared lock on the lock file `path` (flock: any number of holders, released when the
+/// process dies, SIGKILL too), held while the returned file is open: "a command of this
+/// kind runs", for [`is_locked`] to ask.
+pub fn lock_shared(path: &Path) -> Result<File> {
+    let file = open_lock(path)?;
+    file.lock_shared()
+        .ctx(|| format!("locking {}", path.display()))?;
+    Ok(file)
+}
+
+/// Does a live process hold a lock on the lock file `path` (shared or exclusive)? A file
+/// that cannot be opened is held by no one.
+pub fn is_locked(path: &Path) -> bool {
+    let Ok(file) = open_lock(path) else {
+        return false;
+    };
+    match file.try_lock() {
+        Ok(()) => {
+            let _ = file.unlock();
+            false
+        }
+        Err(std::fs::TryLockError::WouldBlock) => true,
+        Err(std::fs::TryLockError::Error(_)) => false,
+    }
+}
+
 impl Drop for LockGuard {
     fn drop(&mut self) {
         let _ = self.file.unlock();

@@ -160,6 +160,11 @@ fn judge(
     }: How,
 ) -> Result<Out> {
     let g = find(ctx, typed)?;
+    // Held until this judging has told what it found: the monitor takes a judging whose
+    // lock is free for one that died.
+    let _judging = crate::adapters::store::lock_shared(
+        &GroupStore::new(&ctx.home).judging_lock(&g.project, &g.id),
+    )?;
     let agent_timeout = timeout
         .as_deref()
         .map(|t| {

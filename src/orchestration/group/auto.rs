@@ -18,13 +18,39 @@ use crate::orchestration::task::service::TaskService;
 /// How long an automatic judging may run.
 const LIMIT: std::time::Duration = std::time::Duration::from_secs(3600);
 
-/// Is `g` waiting for an automatic judging that has not started?
-fn waiting(g: &Group) -> bool {
+/// How long after an automatic judging started, and with no `group judge` of its group
+/// running, it is taken for one that died (killed, or never started: its judgement or its
+/// telling is done again). A judging takes its lock in its first milliseconds.
+const RETRY_AFTER: chrono::Duration = chrono::Duration::seconds(60);
+
+/// Is `g` waiting for an automatic judging: none started, or one that ended (killed, or
+/// never started) without a judgement?
+fn waiting(groups: &GroupStore, g: &Group) -> bool {
     g.judge == JudgeMode::Auto
         && g.judgement.is_none()
-        && g.auto_started.is_none()
+        && g.auto_started
+            .as_deref()
+            .is_none_or(|at| died(groups, g, at))
         && !g.cancelled
         && g.picked.is_none()
+}
+
+/// Was `g`'s automatic judging judged but never told (the command killed in between)?
+fn untold(groups: &GroupStore, g: &Group) -> bool {
+    g.judge == JudgeMode::Auto
+        && g.judging().is_none()
+        && !g.notified
+        && !g.cancelled
+        && g.picked.is_none()
+        && g.judgement.as_ref().is_some_and(|j| died(groups, g, &j.at))
+}
+
+/// A judging of `g` that began at `at` is over (its time to take its lock long past, and
+/// no `group judge` of `g` runs).
+fn died(groups: &GroupStore, g: &Group, at: &str) -> bool {
+    let now = crate::orchestration::limits::clock();
+    chrono::DateTime::parse_from_rfc3339(at).is_ok_and(|t| now - t.to_utc() >= RETRY_AFTER)
+        && !groups.judging_runs(g)
 }
 
 /// Start the judging of every `--judge auto` group whose last member is ready (marked
@@ -43,7 +69,7 @@ pub fn judge_due(home: &Home) {
     let tmux = Tmux::from_env();
     for g in all
         .iter()
-        .filter(|g| super::judge::answered(home, &tmux, g))
+        .filter(|g| super::judge::answered(home, &tmux, g) || untold(&groups, g))
     {
         let args = [
             "group",
@@ -63,7 +89,7 @@ pub fn judge_due(home: &Home) {
             );
         }
     }
-    for g in all.into_iter().filter(waiting) {
+    for g in all.into_iter().filter(|g| waiting(&groups, g)) {
         if let Err(e) = start_if_ready(home, &groups, &g) {
             store::log(
                 home,
@@ -91,8 +117,16 @@ fn start_if_ready(home: &Home, groups: &GroupStore, g: &Group) -> Result<()> {
             return Ok(());
         };
         let mut g = groups.load(&g.project, &g.id)?;
-        if !waiting(&g) {
+        if !waiting(groups, &g) {
             return Ok(());
+        }
+        if let Some(at) = &g.auto_started {
+            store::log(
+                home,
+                "warn",
+                "group: an automatic judging ended without a judgement; judging again",
+                json!({"group": g.id, "started": at}),
+            );
         }
         g.auto_started = Some(store::now_rfc3339());
         groups.save(&g)?;

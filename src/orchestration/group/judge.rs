@@ -311,6 +311,11 @@ pub fn answered(
     let Some(run) = g.judging() else {
         return false;
     };
+    // Recorded, its session not yet made (`group judge --agent` starts it just after):
+    // still starting, unless its command died (it holds the group's judging lock).
+    if run.session_id.is_none() && GroupStore::new(home).judging_runs(g) {
+        return false;
+    }
     let path = GroupStore::new(home)
         .scratch(&g.project, &g.id)
         .join("judge/RANKING.md");
@@ -602,5 +607,44 @@ fn remove_worktree(repo: &Path, dir: &Path) {
         let _ = git::worktree_remove(repo, dir);
         let _ = std::fs::remove_dir_all(dir);
         let _ = git::worktree_prune(repo);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapters::store::Home;
+    use crate::adapters::tmux::{Server, Tmux};
+
+    /// A judge agent recorded but not yet started (its session made just after, by the
+    /// command that holds the group's judging lock) is not taken for one that ended
+    /// without answering; once that command is gone, it is.
+    #[test]
+    fn a_judge_agent_recorded_but_not_started_is_still_starting_while_its_command_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home {
+            root: dir.path().to_path_buf(),
+        };
+        // No server on this socket: no session runs.
+        let tmux = Tmux::new(Server::Path(dir.path().join("no-server")));
+        let g = Group {
+            id: "abc123".into(),
+            project: "app".into(),
+            judgement: Some(Judgement {
+                agent_run: Some(AgentRun {
+                    session: "app/x/judge".into(),
+                    session_id: None,
+                    started_at: store::now_rfc3339(),
+                    until: (chrono::Utc::now() + chrono::Duration::minutes(15)).to_rfc3339(),
+                }),
+                ..Judgement::default()
+            }),
+            ..Group::default()
+        };
+        let groups = GroupStore::new(&home);
+        let held = store::lock_shared(&groups.judging_lock("app", "abc123")).unwrap();
+        assert!(!answered(&home, &tmux, &g));
+        drop(held);
+        assert!(answered(&home, &tmux, &g));
     }
 }

@@ -30,6 +30,17 @@ impl GroupStore {
         self.dir(project).join(format!("{id}.json"))
     }
 
+    /// The lock every `group judge` of the group holds (shared) while it runs: the
+    /// monitor tells a judging that died from one at work by it.
+    pub fn judging_lock(&self, project: &str, id: &str) -> PathBuf {
+        self.dir(project).join(format!(".{id}.judging.lock"))
+    }
+
+    /// Does a `group judge` of the group run now?
+    pub fn judging_runs(&self, g: &Group) -> bool {
+        store::is_locked(&self.judging_lock(&g.project, &g.id))
+    }
+
     /// The group's own scratch directory (its judge's workspace lives there).
     pub fn scratch(&self, project: &str, id: &str) -> PathBuf {
         self.dir(project).join(id)
