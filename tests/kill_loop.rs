@@ -1,11 +1,12 @@
 //! The kill loop: random commands (task create/spawn/merge/cancel/respawn/delete,
-//! workspace acquire/release, lane create/close, group create/cancel/pick) killed with SIGKILL at random moments (a group's create also at its fault points) on a
+//! workspace acquire/release, lane create/close, group create/cancel/pick/judge) killed
+//! with SIGKILL at random moments (the group commands also at their fault points) on a
 //! real git repository and a real tmux server; after each, the next command must work and
 //! the invariants must hold:
 //! - every state file parses;
 //! - no workspace is bound twice, and an active task's workspace is bound to it;
-//! - no live agent session without a live record (its task active and pointing to it, or
-//!   its lane not closed);
+//! - no live agent session without a live record (its task active and pointing to it, its
+//!   lane not closed, or — a group's judge agent — its group's judgement naming it);
 //! - a task that holds nothing (pending, failed, done) holds no bound workspace;
 //! - no more task agents run than the project's `max_running` (the cap's count and the
 //!   start of an agent are under one lock; tests/fleet.rs kills a create at its fault
@@ -137,7 +138,19 @@ fn violations(env: &TaskEnv) -> Vec<String> {
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let f: Vec<&str> = line.split('\t').collect();
         let (sid, name, task, lane) = (f[0], f[1], f[2], f[3]);
-        if !task.is_empty() {
+        // A group's judge agent (its `@orange_task` is the group's id): its group's
+        // record names it.
+        let group = env.home.join(format!("tasks/app/.groups/{task}.json"));
+        if !task.is_empty() && group.exists() {
+            JUDGES_SEEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let g = read_json(&group, &mut v).unwrap_or_default();
+            let run = &g["judgement"]["agent_run"];
+            if run["session"] != name && run["session_id"] != sid {
+                v.push(format!(
+                    "judge session {name} ({sid}) runs for group {task}, whose record names {run}"
+                ));
+            }
+        } else if !task.is_empty() {
             match tasks.get(task) {
                 None => v.push(format!(
                     "session {name} runs for task {task}, which does not exist"
@@ -169,9 +182,16 @@ fn violations(env: &TaskEnv) -> Vec<String> {
     let out = env
         .tmux
         .tmux(&["list-panes", "-a", "-F", "#{@orange_task}\t#{pane_dead}"]);
+    // (A group's judge agent is no task's: not counted.)
+    let judge = |l: &str| {
+        let owner = l.split('\t').next().unwrap_or("");
+        env.home
+            .join(format!("tasks/app/.groups/{owner}.json"))
+            .exists()
+    };
     let live = String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter(|l| !l.starts_with('\t') && l.ends_with("\t0"))
+        .filter(|l| !l.starts_with('\t') && l.ends_with("\t0") && !judge(l))
         .count();
     if live > MAX_RUNNING {
         v.push(format!(
@@ -181,20 +201,40 @@ fn violations(env: &TaskEnv) -> Vec<String> {
     v
 }
 
+/// Live judge agents the invariants looked at (the summary says how many: the group
+/// judge's invariant was put to the test).
+static JUDGES_SEEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// The project's cap on running agents in the loop (below its pool size of 3, so that
 /// both queue).
 const MAX_RUNNING: usize = 2;
 
-/// Where a `group create` may be made to die (`ORANGE_CRASH_AT`; empty: a random kill
-/// only): its record written, its members recorded, their workspaces bound, their
-/// sessions started but not recorded.
-const GROUP_FAULT_POINTS: &[&str] = &[
-    "",
-    "group.recorded",
-    "group.members",
-    "group.bound",
-    "group.started",
-];
+/// Where a group command may be made to die (`ORANGE_CRASH_AT`; empty: a random kill
+/// only), each a moment a random kill rarely hits. A create: checked, its record written,
+/// its members recorded, their workspaces bound, their sessions started but not recorded.
+/// A cancel or a pick: recorded; a pick: its members' histories told. A judging: its judge
+/// agent's run recorded (no session yet), started, the judgement saved (not yet told).
+fn fault_points(op: &str) -> &'static [&'static str] {
+    match op {
+        "group create" => &[
+            "",
+            "create.checked",
+            "group.recorded",
+            "group.members",
+            "group.bound",
+            "group.started",
+        ],
+        "group cancel" => &["", "group.cancel.recorded"],
+        "group pick" => &["", "group.pick.recorded", "group.pick.told"],
+        "group judge" => &[
+            "",
+            "group.judge.recorded",
+            "group.judge.started",
+            "group.judged",
+        ],
+        _ => &[""],
+    }
+}
 
 #[derive(Default, Debug)]
 struct Counts {
@@ -214,6 +254,8 @@ fn commands_killed_at_random_moments_leave_state_the_next_command_repairs() {
         "--max-running",
         &MAX_RUNNING.to_string(),
     ]);
+    // A check for `group judge` to run in every member's workspace.
+    env.ok(&["project", "update", "--check-cmd", "true"]);
     let seed: u64 = std::env::var("KILL_LOOP_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -271,7 +313,29 @@ fn commands_killed_at_random_moments_leave_state_the_next_command_repairs() {
                 name.strip_suffix(".json").map(str::to_string)
             })
             .collect();
-        let (op, args): (&'static str, Vec<String>) = match rng.below(13) {
+        let (op, args): (&'static str, Vec<String>) = match rng.below(14) {
+            13 => match (rng.below(2), rng.pick(&groups)) {
+                (_, None) => continue,
+                (0, Some(g)) => (
+                    "group judge",
+                    ["group", "judge", "--now", g].map(String::from).to_vec(),
+                ),
+                (_, Some(g)) => (
+                    "group judge",
+                    [
+                        "group",
+                        "judge",
+                        "--now",
+                        "--agent",
+                        "fake-wait",
+                        "--timeout",
+                        "10m",
+                        g,
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                ),
+            },
             11 => (
                 "group create",
                 ["task", "create", &branch, "best of two", "--n", "2"]
@@ -402,19 +466,18 @@ fn commands_killed_at_random_moments_leave_state_the_next_command_repairs() {
         *counts.ops.entry(op).or_default() += 1;
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut cmd = env.cmd_in(&env.repo, &argv);
-        // A group's create also dies at its fault points, each a moment a random kill
-        // rarely hits (between its members' binding, starts and records).
-        if op == "group create" {
-            if let Some(p) = rng.pick(GROUP_FAULT_POINTS).filter(|p| !p.is_empty()) {
-                cmd.env("ORANGE_CRASH_AT", p);
-            }
+        // A group command also dies at its fault points.
+        if let Some(p) = rng.pick(fault_points(op)).filter(|p| !p.is_empty()) {
+            cmd.env("ORANGE_CRASH_AT", p);
         }
         let mut child: Child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(rng.below(70) as u64));
+        // A judging runs checks, diffs and a launch: given longer, it gets to its agent.
+        let reach = if op == "group judge" { 800 } else { 70 };
+        std::thread::sleep(Duration::from_millis(rng.below(reach) as u64));
         if child.try_wait().unwrap().is_none() {
             child.kill().unwrap(); // SIGKILL
             counts.kills += 1;
@@ -442,12 +505,13 @@ fn commands_killed_at_random_moments_leave_state_the_next_command_repairs() {
         }
     }
     eprintln!(
-        "kill loop: {} iterations in {:.1}s, {} killed with SIGKILL, {} finished first, operations {:?}, {} invariant violations",
+        "kill loop: {} iterations in {:.1}s, {} killed with SIGKILL, {} finished first, operations {:?}, judge agents seen live {}, {} invariant violations",
         counts.iterations,
         started.elapsed().as_secs_f64(),
         counts.kills,
         counts.finished,
         counts.ops,
+        JUDGES_SEEN.load(std::sync::atomic::Ordering::Relaxed),
         all_violations.len()
     );
     assert!(
