@@ -347,3 +347,39 @@ fn an_automatic_judging_killed_before_it_told_is_told_once_later() {
     }
     assert_eq!(told(&env), 1);
 }
+
+#[test]
+fn a_judge_agent_asked_after_an_automatic_verdict_is_told_too() {
+    let env = TaskEnv::new();
+    let agent = common::fixtures().join("fake-agent.sh");
+    env.append_config(&format!(
+        "[harness.fake-judge]\ncommand = \"sh {} judge {{prompt}}\"\n",
+        agent.display()
+    ));
+    let _monitor = Killed(
+        env.cmd_in(&env.repo, &["monitor", "--interval", "300ms"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let gid = auto_group(&env, "true");
+    wait_for("the automatic verdict told", 60, || told(&env) == 1);
+    // A judge agent asked for afterwards: the monitor reads its answer and tells it.
+    env.ok(&["group", "judge", &gid, "--agent", "fake-judge"]);
+    wait_for("the judge agent's verdict told", 60, || told(&env) == 2);
+    let g = show(&env, &gid);
+    assert!(g["judgement"]["agent_run"].is_null(), "{g}");
+    assert!(
+        g["judgement"]["results"][0]["judge_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("fake judge")),
+        "{g}"
+    );
+    let log = std::fs::read_to_string(env.home.join("orange.log")).unwrap();
+    let last = log
+        .lines()
+        .rfind(|l| l.contains("group auto judged:"))
+        .unwrap();
+    assert!(last.contains("judge:"), "{last}");
+}

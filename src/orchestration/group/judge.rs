@@ -211,6 +211,8 @@ fn save_judgement(
     let groups = GroupStore::new(tasks.home);
     let _lock = tasks.store.lock(&g.project)?;
     let now = groups.load(&g.project, &g.id)?;
+    // A judge agent of its own (asked after a verdict was told): its answer is told too.
+    let own_agent = run.is_none() && j.agent_run.is_some();
     if let Some((was, then)) = run {
         if now.judging() != Some(was) {
             return Ok((now, false));
@@ -229,6 +231,9 @@ fn save_judgement(
         }
     }
     let mut g = now;
+    if own_agent {
+        g.notified = false;
+    }
     g.judgement = Some(j);
     groups.save(&g)?;
     fault::point("group.judged");

@@ -35,7 +35,8 @@ pub struct Group {
     /// When the monitor started its automatic judging (`--judge auto`; once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_started: Option<String>,
-    /// The people attached were told of its judgement (once).
+    /// The people attached were told of its judgement (once; a judge agent asked for
+    /// later makes a judgement of its own, told again when it answers).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub notified: bool,
 }
