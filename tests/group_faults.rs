@@ -157,6 +157,117 @@ fn a_plain_judging_beside_one_that_starts_a_judge_agent_keeps_the_agent_in_the_r
     assert!(!alive(&env, &session));
 }
 
+/// The other order: the plain judging saves while the judge agent's command is between
+/// recording its run and starting it; the agent's start then keeps the plain judging's
+/// results (the newer), not the ones it read before.
+#[test]
+fn a_judge_agent_started_after_a_plain_judging_saved_keeps_the_newer_results() {
+    let (env, gid, _) = group_of(2, "q");
+    let root = env.root();
+    let (hold, held) = (root.join("hold"), root.join("held"));
+    std::fs::write(&hold, "").unwrap();
+    // Each judging's check says which it is (`plain` or `agent`).
+    let check = format!(
+        "if [ -n \"$HOLD\" ]; then touch '{}'; while [ -e '{}' ]; do sleep 0.05; done; echo by-plain; else echo by-agent; fi",
+        held.display(),
+        hold.display()
+    );
+    env.ok(&["project", "update", "--check-cmd", &check]);
+    let spawn = |args: &[&str], envs: &[(&str, &str)]| {
+        let mut c = env.cmd_in(&env.repo, args);
+        for (k, v) in envs {
+            c.env(k, v);
+        }
+        c.stdout(std::process::Stdio::piped()).spawn().unwrap()
+    };
+    let plain = spawn(
+        &["group", "judge", &gid, "--now", "--json"],
+        &[("HOLD", "1")],
+    );
+    wait_for("the plain judging's check to start", 20, || held.exists());
+    let pauses = root.join("pauses");
+    std::fs::create_dir_all(&pauses).unwrap();
+    let agent = spawn(
+        &[
+            "group",
+            "judge",
+            &gid,
+            "--now",
+            "--agent",
+            "fake-wait",
+            "--timeout",
+            "10m",
+            "--json",
+        ],
+        &[
+            ("ORANGE_PAUSE_AT", "group.judge.recorded"),
+            ("ORANGE_PAUSE_DIR", pauses.to_str().unwrap()),
+        ],
+    );
+    wait_for("the judge agent's run recorded", 20, || {
+        pauses.join("group.judge.recorded.paused").exists()
+    });
+    std::fs::remove_file(&hold).unwrap();
+    let out = plain.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    std::fs::write(pauses.join("group.judge.recorded.go"), "").unwrap();
+    let out = agent.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let g = show(&env, &gid);
+    let j = &g["judgement"];
+    assert!(j["agent_run"]["session_id"].is_string(), "{g}");
+    for r in j["results"].as_array().unwrap() {
+        assert_eq!(r["check"]["tail"], serde_json::json!(["by-plain"]), "{g}");
+    }
+    env.ok(&["group", "cancel", &gid, "--yes"]);
+}
+
+/// A member the creating command never got to (killed when the group was recorded) is
+/// `not-created`, whatever another task's record holds; the group cancels.
+#[test]
+fn a_member_not_created_stays_so_beside_another_tasks_corrupt_record() {
+    let env = TaskEnv::new();
+    env.add_project(&["--pool-size", "2"]);
+    let t = env.ok(&["task", "create", "other", "x", "--harness", "fake-wait"]);
+    let out = env
+        .cmd_in(
+            &env.repo,
+            &[
+                "task",
+                "create",
+                "k",
+                "do it",
+                "--n",
+                "2",
+                "--harness",
+                "fake-wait",
+            ],
+        )
+        .env("ORANGE_CRASH_AT", "group.recorded")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let json = env
+        .home
+        .join("tasks/app")
+        .join(t["id"].as_str().unwrap())
+        .join("task.json");
+    std::fs::write(&json, "{").unwrap();
+    let g = show(&env, "k");
+    for m in g["members"].as_array().unwrap() {
+        assert_eq!(m["state"], "not-created", "{g}");
+    }
+    env.ok(&["group", "cancel", "k", "--yes"]);
+}
+
 #[test]
 fn a_member_whose_record_cannot_be_read_is_not_gone_and_cancel_passes_over_no_one() {
     let (env, gid, ids) = group_of(2, "c");
@@ -230,6 +341,9 @@ fn one_corrupt_group_record_hides_no_other_group() {
     // The corrupt one, named, is its error; listing them all says which file.
     let e = env.err(&["group", "show", "bad123"], "state_corrupt");
     assert!(e.contains("bad123.json"), "{e}");
+    // A name that is no group's is that, not another record's corruption.
+    let e = env.err(&["group", "show", "nosuch"], "invalid_argument");
+    assert!(e.contains("no group"), "{e}");
     env.err(&["group", "list"], "state_corrupt");
     // `task list` still puts the members under their group's row.
     let out = env.cmd_in(&env.repo, &["task", "list"]).output().unwrap();
@@ -273,18 +387,29 @@ fn auto_group(env: &TaskEnv, check: &str) -> String {
 /// one a minute after it began) until `done` says so.
 fn passes_until(env: &TaskEnv, what: &str, done: impl Fn() -> bool) {
     wait_for(what, 60, || {
-        let out = env
-            .cmd_in(&env.repo, &["monitor", "--once", "--json"])
-            .env("ORANGE_CLOCK_SKEW", "2m")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stdout)
-        );
+        skewed_pass(env);
         done()
     });
+}
+
+/// One monitor pass two minutes on.
+fn skewed_pass(env: &TaskEnv) {
+    pass_at(env, 2);
+}
+
+/// One monitor pass `minutes` on (a judging the monitor started at an earlier skew is
+/// stamped on its clock then).
+fn pass_at(env: &TaskEnv, minutes: u32) {
+    let out = env
+        .cmd_in(&env.repo, &["monitor", "--once", "--json"])
+        .env("ORANGE_CLOCK_SKEW", format!("{minutes}m"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 /// How many times orange.log says the group was judged and told.
@@ -341,9 +466,9 @@ fn an_automatic_judging_killed_before_it_told_is_told_once_later() {
     assert_eq!(told(&env), 0);
     passes_until(&env, "a later pass to tell it", || told(&env) > 0);
     assert_eq!(show(&env, &gid)["notified"], true);
-    // Told once: later passes say nothing more.
+    // Told once: later passes, as late, say nothing more.
     for _ in 0..2 {
-        env.ok(&["monitor", "--once"]);
+        skewed_pass(&env);
     }
     assert_eq!(told(&env), 1);
 }
@@ -382,4 +507,32 @@ fn a_judge_agent_asked_after_an_automatic_verdict_is_told_too() {
         .rfind(|l| l.contains("group auto judged:"))
         .unwrap();
     assert!(last.contains("judge:"), "{last}");
+}
+
+#[test]
+fn an_automatic_judging_that_always_dies_is_started_three_times_then_left_to_a_person() {
+    let env = TaskEnv::new();
+    let runs = env.root().join("runs");
+    // Every judging's check kills its `group judge`, and counts it.
+    let check = format!("echo >> '{}'; kill -9 $PPID", runs.display());
+    let gid = auto_group(&env, &check);
+    let attempts = || show(&env, &gid)["auto_attempts"].as_u64().unwrap_or(0);
+    // Each pass two minutes after the one before: every judging started is long dead.
+    let mut minutes = 0;
+    wait_for("three attempts", 60, || {
+        minutes += 2;
+        pass_at(&env, minutes);
+        attempts() == 3
+    });
+    let count = || std::fs::read_to_string(&runs).map_or(0, |s| s.lines().count());
+    wait_for("the third judging's check", 30, || count() >= 3);
+    for _ in 0..3 {
+        minutes += 2;
+        pass_at(&env, minutes);
+    }
+    assert_eq!(attempts(), 3);
+    let g = show(&env, &gid);
+    assert!(g["judgement"].is_null(), "{g}");
+    let log = std::fs::read_to_string(env.home.join("orange.log")).unwrap();
+    assert_eq!(log.matches("judging again").count(), 2, "{log}");
 }

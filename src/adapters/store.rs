@@ -415,20 +415,18 @@ pub fn lock_shared(path: &Path) -> Result<File> {
     Ok(file)
 }
 
-/// Does a live process hold a lock on the lock file `path` (shared or exclusive)? A file
-/// that cannot be opened is held by no one.
+/// Does a live process hold a lock on the lock file `path` (shared or exclusive)? Asked
+/// without making the file: one that is missing or cannot be opened is held by no one.
 pub fn is_locked(path: &Path) -> bool {
-    let Ok(file) = open_lock(path) else {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(file) = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+    else {
         return false;
     };
-    match file.try_lock() {
-        Ok(()) => {
-            let _ = file.unlock();
-            false
-        }
-        Err(std::fs::TryLockError::WouldBlock) => true,
-        Err(std::fs::TryLockError::Error(_)) => false,
-    }
+    matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock))
 }
 
 impl Drop for LockGuard {

@@ -162,9 +162,7 @@ fn judge(
     let g = find(ctx, typed)?;
     // Held until this judging has told what it found: the monitor takes a judging whose
     // lock is free for one that died.
-    let _judging = crate::adapters::store::lock_shared(
-        &GroupStore::new(&ctx.home).judging_lock(&g.project, &g.id),
-    )?;
+    let _judging = GroupStore::new(&ctx.home).hold_judging(&g)?;
     let agent_timeout = timeout
         .as_deref()
         .map(|t| {

@@ -10,9 +10,10 @@ use serde_json::json;
 use crate::adapters::store::{self, Home};
 use crate::adapters::tmux::Tmux;
 use crate::error::Result;
-use crate::orchestration::group::model::{Group, JudgeMode};
+use crate::orchestration::group::model::{Group, JudgeMode, AUTO_ATTEMPTS};
 use crate::orchestration::group::service::members;
 use crate::orchestration::group::store::GroupStore;
+use crate::orchestration::limits;
 use crate::orchestration::task::service::TaskService;
 
 /// How long an automatic judging may run.
@@ -24,13 +25,13 @@ const LIMIT: std::time::Duration = std::time::Duration::from_secs(3600);
 const RETRY_AFTER: chrono::Duration = chrono::Duration::seconds(60);
 
 /// Is `g` waiting for an automatic judging: none started, or one that ended (killed, or
-/// never started) without a judgement?
+/// never started) without a judgement, fewer than [`AUTO_ATTEMPTS`] times?
 fn waiting(groups: &GroupStore, g: &Group) -> bool {
     g.judge == JudgeMode::Auto
         && g.judgement.is_none()
         && g.auto_started
             .as_deref()
-            .is_none_or(|at| died(groups, g, at))
+            .is_none_or(|at| g.auto_attempts < AUTO_ATTEMPTS && died(groups, g, at))
         && !g.cancelled
         && g.picked.is_none()
 }
@@ -38,6 +39,7 @@ fn waiting(groups: &GroupStore, g: &Group) -> bool {
 /// Was `g`'s automatic judging judged but never told (the command killed in between)?
 fn untold(groups: &GroupStore, g: &Group) -> bool {
     g.judge == JudgeMode::Auto
+        && g.auto_started.is_some()
         && g.judging().is_none()
         && !g.notified
         && !g.cancelled
@@ -45,11 +47,11 @@ fn untold(groups: &GroupStore, g: &Group) -> bool {
         && g.judgement.as_ref().is_some_and(|j| died(groups, g, &j.at))
 }
 
-/// A judging of `g` that began at `at` is over (its time to take its lock long past, and
-/// no `group judge` of `g` runs).
+/// A judging of `g` that began at `at` (the monitor's clock, [`limits::clock`]) is over:
+/// its time to take its lock long past, and no `group judge` of `g` runs.
 fn died(groups: &GroupStore, g: &Group, at: &str) -> bool {
-    let now = crate::orchestration::limits::clock();
-    chrono::DateTime::parse_from_rfc3339(at).is_ok_and(|t| now - t.to_utc() >= RETRY_AFTER)
+    chrono::DateTime::parse_from_rfc3339(at)
+        .is_ok_and(|t| limits::clock() - t.to_utc() >= RETRY_AFTER)
         && !groups.judging_runs(g)
 }
 
@@ -58,12 +60,12 @@ fn died(groups: &GroupStore, g: &Group, at: &str) -> bool {
 pub fn judge_due(home: &Home) {
     let groups = GroupStore::new(home);
     let (all, bad) = groups.list_readable(None);
-    for e in bad {
+    for (id, e) in bad {
         store::log(
             home,
             "warn",
             "group: a record that cannot be read is passed over",
-            json!({"error": e.to_string(), "code": e.code()}),
+            json!({"group": id, "error": e.to_string(), "code": e.code()}),
         );
     }
     let tmux = Tmux::from_env();
@@ -128,7 +130,8 @@ fn start_if_ready(home: &Home, groups: &GroupStore, g: &Group) -> Result<()> {
                 json!({"group": g.id, "started": at}),
             );
         }
-        g.auto_started = Some(store::now_rfc3339());
+        g.auto_started = Some(limits::clock().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+        g.auto_attempts += 1;
         groups.save(&g)?;
     }
     let args = ["group", "judge", &g.id, "--project", &g.project, "--notify"].map(String::from);

@@ -117,7 +117,7 @@ pub fn judge(tasks: &mut TaskService, g: &Group, req: &JudgeRequest) -> Result<G
     };
     let Some(agent) = &req.agent else {
         finish(&mut judgement, None);
-        return save_judgement(tasks, g, judgement, None).map(|(g, _)| g);
+        return save_judgement(tasks, g, judgement);
     };
     // The judgement of the checks and diffs, and the run recorded before it starts.
     let timeout = req.agent_timeout.unwrap_or(DEFAULT_JUDGE_TIMEOUT);
@@ -133,15 +133,14 @@ pub fn judge(tasks: &mut TaskService, g: &Group, req: &JudgeRequest) -> Result<G
     };
     judgement.agent_run = Some(run.clone());
     finish(&mut judgement, None);
-    let (mut g, _) = save_judgement(tasks, g, judgement, None)?;
+    let mut g = save_judgement(tasks, g, judgement)?;
     fault::point("group.judge.recorded");
     match start_agent(tasks, &project, &g, &base, agent) {
         Ok(id) => {
             let mut started = run.clone();
             started.session_id = id.clone();
-            let j = g.judgement.clone().unwrap_or_default();
             let saved;
-            (g, saved) = save_judgement(tasks, &g, j, Some((&run, Some(started))))?;
+            (g, saved) = settle_run(tasks, &g, &run, Some(started), None)?;
             // Another judging replaced this one meanwhile: no one would read its answer.
             if !saved {
                 if let Some(id) = &id {
@@ -152,10 +151,8 @@ pub fn judge(tasks: &mut TaskService, g: &Group, req: &JudgeRequest) -> Result<G
         }
         Err(e) => {
             // Nothing to wait for: the ranking without the judge's order, and why.
-            let mut j = g.judgement.clone().unwrap_or_default();
-            finish(&mut j, Some(Err(e)));
             remove_worktree(&project.path, &judge_dir(tasks, &g));
-            return save_judgement(tasks, &g, j, Some((&run, None))).map(|(g, _)| g);
+            return settle_run(tasks, &g, &run, None, Some(Err(e))).map(|(g, _)| g);
         }
     }
     fault::point("group.judge.started");
@@ -199,45 +196,72 @@ fn finish(j: &mut Judgement, answer: Option<Result<Vec<(String, String)>>>) {
     j.notes = model::notes(&j.results, j.check_cmd.is_some());
 }
 
-/// Record `j` as `g`'s judgement (under the project's lock). `run`: only while the
-/// judgement on record still waits for that run (`(run, then)`: it becomes `then`);
-/// false, nothing saved, when another command has recorded another meanwhile.
-fn save_judgement(
+/// Record `j`, a new judging, as `g`'s judgement (under the project's lock). When another
+/// command started a judge agent meanwhile (`g` is the group as this one read it): a
+/// judging with its own agent replaces it (stopped once the lock is let go), one without
+/// keeps it at work, answering into `j`.
+fn save_judgement(tasks: &TaskService, g: &Group, mut j: Judgement) -> Result<Group> {
+    let groups = GroupStore::new(tasks.home);
+    let own_agent = j.agent_run.is_some();
+    let (saved, replaced) = {
+        let _lock = tasks.store.lock(&g.project)?;
+        let mut now = groups.load(&g.project, &g.id)?;
+        let theirs = now.judging().filter(|r| g.judging() != Some(*r)).cloned();
+        let replaced = match (theirs, &j.agent_run) {
+            (Some(_), Some(_)) => {
+                kill_agent(tasks, &now);
+                Some(now.clone())
+            }
+            (Some(theirs), None) => {
+                j.agent = now.judgement.as_ref().and_then(|o| o.agent.clone());
+                j.agent_run = Some(theirs);
+                None
+            }
+            (None, _) => None,
+        };
+        // A judge agent of its own (asked after a verdict was told): its answer is told.
+        if own_agent {
+            now.notified = false;
+        }
+        now.judgement = Some(j);
+        groups.save(&now)?;
+        (now, replaced)
+    };
+    fault::point("group.judged");
+    if let Some(old) = replaced {
+        let path = project::get(tasks.home, &g.project)?.path;
+        remove_worktree(&path, &judge_dir(tasks, &old));
+    }
+    Ok(saved)
+}
+
+/// The judge agent's run `was` of `g` settled, if the judgement on record still waits for
+/// it (false, nothing saved, when another command recorded another meanwhile): it becomes
+/// `then`, and its `answer` (when it has one) ranks the judgement as it is on record now —
+/// what another judging wrote meanwhile included.
+fn settle_run(
     tasks: &TaskService,
     g: &Group,
-    mut j: Judgement,
-    run: Option<(&AgentRun, Option<AgentRun>)>,
+    was: &AgentRun,
+    then: Option<AgentRun>,
+    answer: Option<Result<Vec<(String, String)>>>,
 ) -> Result<(Group, bool)> {
     let groups = GroupStore::new(tasks.home);
     let _lock = tasks.store.lock(&g.project)?;
-    let now = groups.load(&g.project, &g.id)?;
-    // A judge agent of its own (asked after a verdict was told): its answer is told too.
-    let own_agent = run.is_none() && j.agent_run.is_some();
-    if let Some((was, then)) = run {
-        if now.judging() != Some(was) {
-            return Ok((now, false));
-        }
-        j.agent_run = then;
-    } else if let Some(theirs) = now.judging().filter(|r| g.judging() != Some(*r)).cloned() {
-        // Another command started a judge agent while this one ran its checks.
-        match j.agent_run {
-            // A new judge replaces the one at work.
-            Some(_) => stop_agent(tasks, &project::get(tasks.home, &g.project)?, &now),
-            // A judging without one keeps it at work: it answers into this judgement.
-            None => {
-                j.agent = now.judgement.as_ref().and_then(|o| o.agent.clone());
-                j.agent_run = Some(theirs);
-            }
-        }
+    let mut now = groups.load(&g.project, &g.id)?;
+    if now.judging() != Some(was) {
+        return Ok((now, false));
     }
-    let mut g = now;
-    if own_agent {
-        g.notified = false;
+    let mut j = now.judgement.clone().unwrap_or_default();
+    if let Some(answer) = answer {
+        finish(&mut j, Some(answer));
+        j.at = store::now_rfc3339();
     }
-    g.judgement = Some(j);
-    groups.save(&g)?;
+    j.agent_run = then;
+    now.judgement = Some(j);
+    groups.save(&now)?;
     fault::point("group.judged");
-    Ok((g, true))
+    Ok((now, true))
 }
 
 /// Read the answer of `g`'s judge agent at work into its judgement, once it has one (its
@@ -262,13 +286,8 @@ fn collect(tasks: &TaskService, project: &Project, g: &Group, wait: bool) -> Res
     last_member_row(tasks, g, false);
     remove_worktree(&project.path, &dir);
     let labels: Vec<String> = g.members.iter().map(|m| m.label.clone()).collect();
-    let mut j = g.judgement.clone().unwrap_or_default();
-    finish(
-        &mut j,
-        Some(answer.map(|a| model::parse_ranking(&a, &labels))),
-    );
-    j.at = store::now_rfc3339();
-    save_judgement(tasks, g, j, Some((&run, None))).map(|(g, _)| g)
+    let answer = answer.map(|a| model::parse_ranking(&a, &labels));
+    settle_run(tasks, g, &run, None, Some(answer)).map(|(g, _)| g)
 }
 
 /// How long a run has left (zero once its time is up).
@@ -332,28 +351,44 @@ pub fn answered(
 /// rank a group that is over), saying `why` in the judgement. The group as recorded.
 pub fn stop_judging(tasks: &TaskService, g: &Group, why: &str) -> Result<Group> {
     let groups = GroupStore::new(tasks.home);
-    let _lock = tasks.store.lock(&g.project)?;
-    let mut g = groups.load(&g.project, &g.id)?;
-    if g.judging().is_none() {
-        return Ok(g);
-    }
-    stop_agent(tasks, &project::get(tasks.home, &g.project)?, &g);
-    if let Some(j) = g.judgement.as_mut() {
-        j.agent_run = None;
-        j.agent_error = Some(format!("the judge agent was stopped: {why}"));
-    }
-    groups.save(&g)?;
-    Ok(g)
+    let (now, was) = {
+        let _lock = tasks.store.lock(&g.project)?;
+        let mut now = groups.load(&g.project, &g.id)?;
+        if now.judging().is_none() {
+            return Ok(now);
+        }
+        kill_agent(tasks, &now);
+        let was = now.clone();
+        if let Some(j) = now.judgement.as_mut() {
+            j.agent_run = None;
+            j.agent_error = Some(format!("the judge agent was stopped: {why}"));
+        }
+        groups.save(&now)?;
+        (now, was)
+    };
+    // Its worktree (slow to remove) after the lock: no command acts on a run the record
+    // no longer names, and the next judge agent's start clears what a kill leaves.
+    remove_worktree(
+        &project::get(tasks.home, &g.project)?.path,
+        &judge_dir(tasks, &was),
+    );
+    Ok(now)
 }
 
 /// Stop `g`'s judge agent at work and remove its worktree (a new judging replaces it).
 fn stop_agent(tasks: &TaskService, project: &Project, g: &Group) {
+    kill_agent(tasks, g);
+    remove_worktree(&project.path, &judge_dir(tasks, g));
+}
+
+/// Stop `g`'s judge agent at work (its session; a quick tmux call, made before its record
+/// lets it go, so that a command killed in between leaves no agent unrecorded).
+fn kill_agent(tasks: &TaskService, g: &Group) {
     if let Some(run) = g.judging() {
         let _ = tasks
             .tmux
             .kill_session(run.session_id.as_deref().unwrap_or(&run.session));
     }
-    remove_worktree(&project.path, &judge_dir(tasks, g));
 }
 
 /// The project's check in every judged member's workspace, as many at once as there are

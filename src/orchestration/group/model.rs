@@ -32,13 +32,25 @@ pub struct Group {
     pub picked: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cancelled: bool,
-    /// When the monitor started its automatic judging (`--judge auto`; once).
+    /// When the monitor started its automatic judging (`--judge auto`), on the monitor's
+    /// clock, and how many times (one that died without a judgement is started again, at
+    /// most [`AUTO_ATTEMPTS`] in all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_started: Option<String>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub auto_attempts: u32,
     /// The people attached were told of its judgement (once; a judge agent asked for
     /// later makes a judgement of its own, told again when it answers).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub notified: bool,
+}
+
+/// How many times the monitor starts a group's automatic judging before it leaves it to a
+/// person (`group judge G`).
+pub const AUTO_ATTEMPTS: u32 = 3;
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Group {

@@ -298,30 +298,29 @@ fn check(
 /// found by its group and branch among all the project's tasks; one whose task is gone is
 /// `gone`.
 pub fn members(tasks: &TaskService, g: &Group) -> Vec<MemberNow> {
-    let mut all: Option<Result<Vec<Task>>> = None;
+    let mut all: Option<Vec<Task>> = None;
     g.members
         .iter()
         .map(|m| {
             let task = match &m.task {
                 Some(id) => tasks.store.load(&g.project, id).map(Some),
-                None => match all.get_or_insert_with(|| tasks.store.list(Some(&g.project))) {
-                    Ok(all) => Ok(all
-                        .iter()
-                        .find(|t| t.group.as_deref() == Some(&g.id) && t.branch == m.branch)
-                        .cloned()),
-                    Err(e) => Err(OrangeError::invalid(e.to_string())),
-                },
+                // (Another task's unreadable record is not this member's business.)
+                None => Ok(all
+                    .get_or_insert_with(|| tasks.store.list_readable(Some(&g.project)))
+                    .iter()
+                    .find(|t| t.group.as_deref() == Some(&g.id) && t.branch == m.branch)
+                    .cloned()),
             };
             let mut member = m.clone();
-            let (task, state, error) = match (task, &m.task) {
-                (Ok(Some(t)), _) => {
+            let (task, state, error) = match task {
+                Ok(Some(t)) => {
                     let state = t.status.to_string();
                     (Some(t), state, None)
                 }
-                (Ok(None), _) => (None, "not-created".to_string(), None),
-                (Err(OrangeError::TaskNotFound(_)), _) => (None, "gone".to_string(), None),
+                Ok(None) => (None, "not-created".to_string(), None),
+                Err(OrangeError::TaskNotFound(_)) => (None, "gone".to_string(), None),
                 // A record that cannot be read is not a member gone: its agent may run.
-                (Err(e), _) => (None, UNREADABLE.to_string(), Some(e.to_string())),
+                Err(e) => (None, UNREADABLE.to_string(), Some(e.to_string())),
             };
             if task.is_some() || error.is_none() {
                 member.task = task.as_ref().map(|t| t.id.clone());
@@ -343,18 +342,17 @@ pub const UNREADABLE: &str = "unreadable";
 /// pass it over and leave its agent running. The error is the record's own
 /// (`state_corrupt` naming its file).
 fn check_readable(tasks: &TaskService, g: &Group, ms: &[MemberNow]) -> Result<()> {
-    let Some(m) = ms.iter().find(|m| m.state == UNREADABLE) else {
-        return Ok(());
-    };
-    match &m.member.task {
-        Some(id) => tasks.store.load(&g.project, id).map(|_| ())?,
-        None => tasks.store.list(Some(&g.project)).map(|_| ())?,
+    for m in ms.iter().filter(|m| m.state == UNREADABLE) {
+        if let Some(id) = &m.member.task {
+            tasks.store.load(&g.project, id)?;
+            // Read fine now: it changed meanwhile, and what was read of it is stale.
+            return Err(OrangeError::invalid(format!(
+                "member /{}'s record changed while it was read; run the command again",
+                m.member.label
+            )));
+        }
     }
-    // Read fine now: it changed meanwhile, and what was read of it is stale.
-    Err(OrangeError::invalid(format!(
-        "member /{}'s record changed while it was read; run the command again",
-        m.member.label
-    )))
+    Ok(())
 }
 
 /// The member `typed` names: its label (`2`, `/2`, `claude`), its task id or its branch.

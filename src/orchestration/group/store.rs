@@ -36,6 +36,12 @@ impl GroupStore {
         self.dir(project).join(format!(".{id}.judging.lock"))
     }
 
+    /// Held (shared) by every `group judge` of `g` from its start until it has told what
+    /// it found: [`GroupStore::judging_runs`] asks.
+    pub fn hold_judging(&self, g: &Group) -> Result<std::fs::File> {
+        store::lock_shared(&self.judging_lock(&g.project, &g.id))
+    }
+
     /// Does a `group judge` of the group run now?
     pub fn judging_runs(&self, g: &Group) -> bool {
         store::is_locked(&self.judging_lock(&g.project, &g.id))
@@ -79,14 +85,14 @@ impl GroupStore {
         let (all, mut bad) = self.list_readable(project);
         match bad.is_empty() {
             true => Ok(all),
-            false => Err(bad.remove(0)),
+            false => Err(bad.remove(0).1),
         }
     }
 
-    /// [`GroupStore::list`], every record that parses, and apart the errors of those that
-    /// do not: one corrupt record must not hide the others (the monitor's automatic
-    /// judging, `task list`'s nesting, finding another group).
-    pub fn list_readable(&self, project: Option<&str>) -> (Vec<Group>, Vec<OrangeError>) {
+    /// [`GroupStore::list`], every record that parses, and apart the ids and errors of
+    /// those that do not: one corrupt record must not hide the others (the monitor's
+    /// automatic judging, `task list`'s nesting, finding another group).
+    pub fn list_readable(&self, project: Option<&str>) -> (Vec<Group>, Vec<(String, OrangeError)>) {
         let projects: Vec<String> = match project {
             Some(p) => vec![p.to_string()],
             None => std::fs::read_dir(&self.root)
@@ -110,7 +116,7 @@ impl GroupStore {
                 if valid_id(id) {
                     match self.load(&p, id) {
                         Ok(g) => out.push(g),
-                        Err(e) => bad.push(e),
+                        Err(e) => bad.push((id.to_string(), e)),
                     }
                 }
             }
@@ -143,8 +149,11 @@ impl GroupStore {
         };
         match pick.as_slice() {
             [g] => Ok((*g).clone()),
-            // Maybe the one meant: a record that cannot be read says so.
-            [] if !bad.is_empty() => Err(bad.remove(0)),
+            // The one meant, by its id, cannot be read: its error says so.
+            [] if bad.iter().any(|(id, _)| id.starts_with(typed)) => {
+                let i = bad.iter().position(|(id, _)| id.starts_with(typed));
+                Err(bad.remove(i.unwrap_or(0)).1)
+            }
             [] => Err(OrangeError::invalid(format!(
                 "no group {typed:?} (a group id, a unique prefix of one, or its base branch; `orange group list`)"
             ))),

@@ -414,12 +414,7 @@ pub fn monitor_running(home: &Home, tmux: &Tmux) -> bool {
     dir.flatten().any(|e| {
         let name = e.file_name();
         let name = name.to_string_lossy();
-        name.starts_with(&prefix)
-            && name.ends_with(".lock")
-            && matches!(
-                std::fs::File::open(e.path()).map(|f| f.try_lock()),
-                Ok(Err(std::fs::TryLockError::WouldBlock))
-            )
+        name.starts_with(&prefix) && name.ends_with(".lock") && store::is_locked(&e.path())
     })
 }
 

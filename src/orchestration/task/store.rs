@@ -369,6 +369,17 @@ impl TaskStore {
         Ok(out)
     }
 
+    /// [`Self::list`], the tasks whose record reads well (the others passed over).
+    pub fn list_readable(&self, project: Option<&str>) -> Vec<Task> {
+        let mut out: Vec<Task> = self
+            .ids(project)
+            .into_iter()
+            .filter_map(|(p, id)| self.load(&p, &id).ok())
+            .collect();
+        out.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        out
+    }
+
     pub fn append_history(&self, task: &Task, event: &str, data: serde_json::Value) -> Result<()> {
         let mut line = serde_json::json!({"ts": store::now_rfc3339(), "event": event});
         if let (Some(obj), serde_json::Value::Object(extra)) = (line.as_object_mut(), data) {
