@@ -22,10 +22,10 @@ use crate::execution::harness::{Harness, Start};
 use crate::execution::launch::{Launch, Owner, Workspace};
 use crate::execution::session::Mux;
 use crate::execution::{pool, sandbox};
+use crate::orchestration::group::members::{members, MemberNow};
 use crate::orchestration::group::model::{
     self, AgentRun, CheckResult, DiffSize, Group, Judgement, MemberResult,
 };
-use crate::orchestration::group::service::{members, MemberNow};
 use crate::orchestration::group::store::GroupStore;
 use crate::orchestration::project::{self, Project};
 use crate::orchestration::task::service::TaskService;

@@ -2,10 +2,12 @@
 //! `BRANCH/<member>` in its own workspace and session; judged by the project's check
 //! command, the size of each diff and optionally a judge agent; one member picked and
 //! carried on, the rest cancelled. The record ([`model`]) and its store ([`store`]);
-//! what happens to a group ([`service`]); the judging ([`judge`]).
+//! its members as they are now ([`members`]); what happens to a group ([`service`]);
+//! the judging ([`judge`]).
 
 pub mod auto;
 pub mod judge;
+pub mod members;
 pub mod model;
 pub mod service;
 pub mod store;
