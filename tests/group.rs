@@ -510,7 +510,18 @@ fn bad_input_a_deleted_member_and_picking_a_member_still_working() {
 }
 
 /// A child process killed when the test ends, passed or not.
-struct Killed(std::process::Child);
+pub(crate) struct Killed(pub(crate) std::process::Child);
+
+/// A monitor of `env`'s tmux server, looking every 300 ms, killed when the test ends.
+pub(crate) fn monitor(env: &TaskEnv) -> Killed {
+    Killed(
+        env.cmd_in(&env.repo, &["monitor", "--interval", "300ms"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
 
 impl Drop for Killed {
     fn drop(&mut self) {
@@ -522,13 +533,7 @@ impl Drop for Killed {
 #[test]
 fn judge_auto_judges_when_the_last_member_is_ready_and_tells_once() {
     let env = env("2");
-    let _monitor = Killed(
-        env.cmd_in(&env.repo, &["monitor", "--interval", "300ms"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let _monitor = monitor(&env);
     let (gid, _) = group(
         &env,
         &[

@@ -8,6 +8,7 @@
 
 use crate::common;
 
+use crate::group::monitor;
 use common::{wait_for, TaskEnv};
 use serde_json::Value;
 
@@ -38,6 +39,51 @@ fn group_of(n: usize, base: &str) -> (TaskEnv, String, Vec<String>) {
 
 fn show(env: &TaskEnv, gid: &str) -> Value {
     env.ok(&["group", "show", gid])
+}
+
+/// The project's check, for two judgings side by side: in the one run with `HOLD` set it
+/// touches `held` and waits while `hold` exists, then says `by-plain`; in any other it
+/// says `by-agent`. The paths of `hold` (made here) and `held`.
+fn hold_checks(env: &TaskEnv) -> (std::path::PathBuf, std::path::PathBuf) {
+    let root = env.root();
+    let (hold, held) = (root.join("hold"), root.join("held"));
+    std::fs::write(&hold, "").unwrap();
+    let check = format!(
+        "if [ -n \"$HOLD\" ]; then touch '{}'; while [ -e '{}' ]; do sleep 0.05; done; echo by-plain; else echo by-agent; fi",
+        held.display(),
+        hold.display()
+    );
+    env.ok(&["project", "update", "--check-cmd", &check]);
+    (hold, held)
+}
+
+/// `group judge G --now --agent fake-wait`: a judge agent that never answers, at work
+/// until its time (10 minutes) is up; its session's name.
+fn judge_agent_at_work(env: &TaskEnv, gid: &str) -> String {
+    let v = env.ok(&[
+        "group",
+        "judge",
+        gid,
+        "--now",
+        "--agent",
+        "fake-wait",
+        "--timeout",
+        "10m",
+    ]);
+    v["judgement"]["agent_run"]["session"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Wait for a command started in the background; it must have succeeded.
+fn succeeds(child: std::process::Child) {
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 fn alive(env: &TaskEnv, session: &str) -> bool {
@@ -71,21 +117,7 @@ fn a_pick_of_a_cancelled_member_or_a_cancelled_group_is_refused_and_changes_noth
 fn cancelling_or_picking_a_group_stops_its_judge_agent_at_work() {
     for pick in [false, true] {
         let (env, gid, _) = group_of(2, "j");
-        // A judge that never answers: at work until its time is up.
-        let v = env.ok(&[
-            "group",
-            "judge",
-            &gid,
-            "--now",
-            "--agent",
-            "fake-wait",
-            "--timeout",
-            "10m",
-        ]);
-        let session = v["judgement"]["agent_run"]["session"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let session = judge_agent_at_work(&env, &gid);
         wait_for("the judge agent's session", 20, || alive(&env, &session));
         match pick {
             true => env.ok(&["group", "pick", &gid, "1", "--yes"]),
@@ -110,16 +142,7 @@ fn cancelling_or_picking_a_group_stops_its_judge_agent_at_work() {
 #[test]
 fn a_plain_judging_beside_one_that_starts_a_judge_agent_keeps_the_agent_in_the_record() {
     let (env, gid, _) = group_of(2, "p");
-    let root = env.root();
-    let (hold, held) = (root.join("hold"), root.join("held"));
-    std::fs::write(&hold, "").unwrap();
-    // The check waits while `hold` exists, only in the judging started with HOLD set.
-    let check = format!(
-        "if [ -n \"$HOLD\" ]; then touch '{}'; while [ -e '{}' ]; do sleep 0.05; done; fi; true",
-        held.display(),
-        hold.display()
-    );
-    env.ok(&["project", "update", "--check-cmd", &check]);
+    let (hold, held) = hold_checks(&env);
     let plain = env
         .cmd_in(&env.repo, &["group", "judge", &gid, "--now", "--json"])
         .env("HOLD", "1")
@@ -127,28 +150,10 @@ fn a_plain_judging_beside_one_that_starts_a_judge_agent_keeps_the_agent_in_the_r
         .spawn()
         .unwrap();
     wait_for("the plain judging's check to start", 20, || held.exists());
-    // Meanwhile a judging with a judge agent (which never answers) is recorded and started.
-    let v = env.ok(&[
-        "group",
-        "judge",
-        &gid,
-        "--now",
-        "--agent",
-        "fake-wait",
-        "--timeout",
-        "10m",
-    ]);
-    let session = v["judgement"]["agent_run"]["session"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    // Meanwhile a judging with a judge agent is recorded and started.
+    let session = judge_agent_at_work(&env, &gid);
     std::fs::remove_file(&hold).unwrap();
-    let out = plain.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    succeeds(plain);
     // The agent still at work is still in the record: collected or stopped later.
     let g = show(&env, &gid);
     assert_eq!(g["judgement"]["agent_run"]["session"], session, "{g}");
@@ -164,15 +169,7 @@ fn a_plain_judging_beside_one_that_starts_a_judge_agent_keeps_the_agent_in_the_r
 fn a_judge_agent_started_after_a_plain_judging_saved_keeps_the_newer_results() {
     let (env, gid, _) = group_of(2, "q");
     let root = env.root();
-    let (hold, held) = (root.join("hold"), root.join("held"));
-    std::fs::write(&hold, "").unwrap();
-    // Each judging's check says which it is (`plain` or `agent`).
-    let check = format!(
-        "if [ -n \"$HOLD\" ]; then touch '{}'; while [ -e '{}' ]; do sleep 0.05; done; echo by-plain; else echo by-agent; fi",
-        held.display(),
-        hold.display()
-    );
-    env.ok(&["project", "update", "--check-cmd", &check]);
+    let (hold, held) = hold_checks(&env);
     let spawn = |args: &[&str], envs: &[(&str, &str)]| {
         let mut c = env.cmd_in(&env.repo, args);
         for (k, v) in envs {
@@ -208,19 +205,9 @@ fn a_judge_agent_started_after_a_plain_judging_saved_keeps_the_newer_results() {
         pauses.join("group.judge.recorded.paused").exists()
     });
     std::fs::remove_file(&hold).unwrap();
-    let out = plain.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    succeeds(plain);
     std::fs::write(pauses.join("group.judge.recorded.go"), "").unwrap();
-    let out = agent.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    succeeds(agent);
     let g = show(&env, &gid);
     let j = &g["judgement"];
     assert!(j["agent_run"]["session_id"].is_string(), "{g}");
@@ -294,47 +281,18 @@ fn a_member_whose_record_cannot_be_read_is_not_gone_and_cancel_passes_over_no_on
     });
 }
 
-/// A child process killed when the test ends, passed or not.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn one_corrupt_group_record_hides_no_other_group() {
     let env = TaskEnv::new();
-    env.add_project(&["--pool-size", "2"]);
-    let _monitor = Killed(
-        env.cmd_in(&env.repo, &["monitor", "--interval", "300ms"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
     let groups = env.home.join("tasks/app/.groups");
     std::fs::create_dir_all(&groups).unwrap();
     std::fs::write(groups.join("bad123.json"), "{").unwrap();
-    let v = env.ok(&[
-        "task",
-        "create",
-        "a",
-        "do it",
-        "--n",
-        "2",
-        "--harness",
-        "fake-complete",
-        "--judge",
-        "auto",
-    ]);
-    let gid = v["group"]["id"].as_str().unwrap().to_string();
+    let _monitor = monitor(&env);
+    let gid = auto_group(&env, "true");
     // The monitor still judges the group that can be read.
     let mut g = Value::Null;
     wait_for("the monitor to judge the readable group", 60, || {
-        g = env.ok(&["group", "show", "a"]);
+        g = env.ok(&["group", "show", "auto"]);
         g["notified"] == true
     });
     assert_eq!(g["id"], gid.as_str());
@@ -481,13 +439,7 @@ fn a_judge_agent_asked_after_an_automatic_verdict_is_told_too() {
         "[harness.fake-judge]\ncommand = \"sh {} judge {{prompt}}\"\n",
         agent.display()
     ));
-    let _monitor = Killed(
-        env.cmd_in(&env.repo, &["monitor", "--interval", "300ms"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let _monitor = monitor(&env);
     let gid = auto_group(&env, "true");
     wait_for("the automatic verdict told", 60, || told(&env) == 1);
     // A judge agent asked for afterwards: the monitor reads its answer and tells it.
