@@ -4,6 +4,11 @@
 //! run for minutes and must never hold up a pass), which tells the people attached once.
 //! The same for a judge agent that has answered (`group judge --agent` returned once it
 //! started): `orange group judge G --collect --notify` reads its ranking and tells.
+//!
+//! A judging that died (killed, or never started) is found by its group's judging lock,
+//! which every `group judge` holds until it has told ([`GroupStore::hold_judging`]): free a
+//! minute after the judging began, with no judgement yet, the monitor starts it again (at
+//! most [`AUTO_ATTEMPTS`] times in all); with a judgement not yet told, it tells.
 
 use serde_json::json;
 
