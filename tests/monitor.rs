@@ -510,6 +510,54 @@ fn an_approval_prompt_from_hooks_is_blocked_escalated_and_never_nudged() {
     assert!(t["agent"].get("escalated").is_none(), "{t}");
 }
 
+/// Claude calls itself idle (`sessions/<pid>.json`) for a moment after its
+/// UserPromptSubmit hook: it takes the prompt in and says busy just after. That moment is
+/// no turn cut short (seen once in ~100 runs of the real claude: the status line said
+/// waiting, then working again, and `task send` held the message); once it has passed,
+/// an idle claude whose turn no hook ended is.
+#[test]
+fn a_prompt_just_submitted_is_work_while_claude_still_calls_itself_idle() {
+    let env = TaskEnv::new();
+    env.add_project(&[]);
+    let id = env.create_id("hooks/p", "claude");
+    env.agent_log(&id, "cwd");
+    let conv = env.task(&id)["agent_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let session = serde_json::json!({"session_id": conv});
+    hook(&env, &id, "SessionStart", session.clone());
+    pass(&env);
+    let t = env.task(&id);
+    let pane = t["tmux_pane_id"].as_str().unwrap().to_string();
+    let pid = env.tmux.ok(&["display", "-p", "-t", &pane, "#{pane_pid}"]);
+    let sessions = env.user_home.join(".claude/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    std::fs::write(
+        sessions.join(format!("{}.json", pid.trim())),
+        r#"{"status":"idle"}"#,
+    )
+    .unwrap();
+    hook(
+        &env,
+        &id,
+        "UserPromptSubmit",
+        serde_json::json!({"session_id": conv, "prompt": "go"}),
+    );
+    pass(&env);
+    let t = env.task(&id);
+    assert_eq!(t["agent"]["state"], "working", "just prompted: {t}");
+    // Seconds later, still idle by its own account and nothing since: cut short.
+    let out = env
+        .cmd_in(&env.repo, &["monitor", "--once", "--json"])
+        .env("ORANGE_CLOCK_SKEW", "10s")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let t = env.task(&id);
+    assert_eq!(t["agent"]["state"], "waiting", "a turn cut short: {t}");
+}
+
 /// An agent started with its prompt is not waiting for anyone between its SessionStart and
 /// that prompt's UserPromptSubmit (seen: the status line said "waiting for input" in that
 /// gap and `task send` typed into what became a working claude's turn); a later

@@ -18,6 +18,9 @@ use super::{age, Monitor};
 /// How long a claude respawned without its prompt may take to say it is idle: past it,
 /// what is held for it is typed anyway (a last look still keeps it out of a dialog).
 const SETTLE_LIMIT: Duration = Duration::from_secs(60);
+/// How long after its UserPromptSubmit hook a claude's own "idle" is not believed (it
+/// says busy once it has taken the prompt in, a fraction of a second later).
+const PROMPT_SETTLES: Duration = Duration::from_secs(3);
 
 /// Lines of scrollback read above a dead agent's screen for its last words.
 const DEATH_SCROLLBACK: usize = 200;
@@ -313,10 +316,21 @@ impl<'a> Monitor<'a> {
                 .hook_at
                 .as_deref()
                 .is_some_and(|at| age(at, now) < SETTLE_LIMIT);
+        // A prompt just submitted (its UserPromptSubmit hook a moment ago): claude writes
+        // it to its transcript and calls itself busy only after that hook has run, so its
+        // "idle" then is the moment before, not a turn cut short (seen: the status line
+        // said waiting for that moment, and `task send` then found it working).
+        let prompted = info.hook_event.as_deref() == Some("UserPromptSubmit")
+            && info.hook_state == Some(State::Working)
+            && info
+                .hook_at
+                .as_deref()
+                .is_some_and(|at| age(at, now) < PROMPT_SETTLES);
         // Working by the transcript but idle by claude's own account: a turn cut short
         // (Esc while the request waited) that no hook and no transcript line tells.
         if stalled
             && !submitting
+            && !prompted
             && matches!(seen.signal, Some(Signal::Hook | Signal::Log))
             && task.harness == "claude"
             && claude_says(task, agent_pid, &self.tasks.store).as_deref() == Some("idle")
