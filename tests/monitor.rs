@@ -510,6 +510,26 @@ fn an_approval_prompt_from_hooks_is_blocked_escalated_and_never_nudged() {
     assert!(t["agent"].get("escalated").is_none(), "{t}");
 }
 
+/// A task of the built-in `claude` harness (its transcript made) and its conversation id.
+fn claude_task(env: &TaskEnv, branch: &str) -> (String, String) {
+    let id = env.create_id(branch, "claude");
+    env.agent_log(&id, "cwd");
+    let conv = env.task(&id)["agent_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (id, conv)
+}
+
+/// Where the claude of task `t` says how it is (`~/.claude/sessions/<pane pid>.json`).
+fn claude_status_file(env: &TaskEnv, t: &Value) -> std::path::PathBuf {
+    let pane = t["tmux_pane_id"].as_str().unwrap().to_string();
+    let pid = env.tmux.ok(&["display", "-p", "-t", &pane, "#{pane_pid}"]);
+    let sessions = env.user_home.join(".claude/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    sessions.join(format!("{}.json", pid.trim()))
+}
+
 /// Claude calls itself idle (`sessions/<pid>.json`) for a moment after its
 /// UserPromptSubmit hook: it takes the prompt in and says busy just after. That moment is
 /// no turn cut short (seen once in ~100 runs of the real claude: the status line said
@@ -519,22 +539,12 @@ fn an_approval_prompt_from_hooks_is_blocked_escalated_and_never_nudged() {
 fn a_prompt_just_submitted_is_work_while_claude_still_calls_itself_idle() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let id = env.create_id("hooks/p", "claude");
-    env.agent_log(&id, "cwd");
-    let conv = env.task(&id)["agent_session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (id, conv) = claude_task(&env, "hooks/p");
     let session = serde_json::json!({"session_id": conv});
     hook(&env, &id, "SessionStart", session.clone());
     pass(&env);
-    let t = env.task(&id);
-    let pane = t["tmux_pane_id"].as_str().unwrap().to_string();
-    let pid = env.tmux.ok(&["display", "-p", "-t", &pane, "#{pane_pid}"]);
-    let sessions = env.user_home.join(".claude/sessions");
-    std::fs::create_dir_all(&sessions).unwrap();
     std::fs::write(
-        sessions.join(format!("{}.json", pid.trim())),
+        claude_status_file(&env, &env.task(&id)),
         r#"{"status":"idle"}"#,
     )
     .unwrap();
@@ -566,12 +576,7 @@ fn a_prompt_just_submitted_is_work_while_claude_still_calls_itself_idle() {
 fn session_start_is_not_work_and_stop_failure_is_an_error_with_its_kind() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let id = env.create_id("hooks/x", "claude");
-    env.agent_log(&id, "cwd");
-    let conv = env.task(&id)["agent_session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (id, conv) = claude_task(&env, "hooks/x");
     hook(
         &env,
         &id,
@@ -590,11 +595,7 @@ fn session_start_is_not_work_and_stop_failure_is_an_error_with_its_kind() {
     );
     // Until it submits that prompt claude calls itself idle (`sessions/<pid>.json`): no
     // turn cut short, still working.
-    let pane = t["tmux_pane_id"].as_str().unwrap().to_string();
-    let pid = env.tmux.ok(&["display", "-p", "-t", &pane, "#{pane_pid}"]);
-    let sessions = env.user_home.join(".claude/sessions");
-    std::fs::create_dir_all(&sessions).unwrap();
-    let status = sessions.join(format!("{}.json", pid.trim()));
+    let status = claude_status_file(&env, &t);
     std::fs::write(&status, r#"{"status":"idle"}"#).unwrap();
     pass(&env);
     let t = env.task(&id);
