@@ -210,14 +210,14 @@ fn save_judgement(tasks: &TaskService, g: &Group, mut j: Judgement) -> Result<Gr
         let replaced = match (theirs, &j.agent_run) {
             (Some(_), Some(_)) => {
                 kill_agent(tasks, &now);
-                Some(now.clone())
+                true
             }
             (Some(theirs), None) => {
                 j.agent = now.judgement.as_ref().and_then(|o| o.agent.clone());
                 j.agent_run = Some(theirs);
-                None
+                false
             }
-            (None, _) => None,
+            (None, _) => false,
         };
         // A judge agent of its own (asked after a verdict was told): its answer is told.
         if own_agent {
@@ -228,9 +228,9 @@ fn save_judgement(tasks: &TaskService, g: &Group, mut j: Judgement) -> Result<Gr
         (now, replaced)
     };
     fault::point("group.judged");
-    if let Some(old) = replaced {
+    if replaced {
         let path = project::get(tasks.home, &g.project)?.path;
-        remove_worktree(&path, &judge_dir(tasks, &old));
+        remove_worktree(&path, &judge_dir(tasks, g));
     }
     Ok(saved)
 }
@@ -351,26 +351,25 @@ pub fn answered(
 /// rank a group that is over), saying `why` in the judgement. The group as recorded.
 pub fn stop_judging(tasks: &TaskService, g: &Group, why: &str) -> Result<Group> {
     let groups = GroupStore::new(tasks.home);
-    let (now, was) = {
+    let now = {
         let _lock = tasks.store.lock(&g.project)?;
         let mut now = groups.load(&g.project, &g.id)?;
         if now.judging().is_none() {
             return Ok(now);
         }
         kill_agent(tasks, &now);
-        let was = now.clone();
         if let Some(j) = now.judgement.as_mut() {
             j.agent_run = None;
             j.agent_error = Some(format!("the judge agent was stopped: {why}"));
         }
         groups.save(&now)?;
-        (now, was)
+        now
     };
     // Its worktree (slow to remove) after the lock: no command acts on a run the record
     // no longer names, and the next judge agent's start clears what a kill leaves.
     remove_worktree(
         &project::get(tasks.home, &g.project)?.path,
-        &judge_dir(tasks, &was),
+        &judge_dir(tasks, g),
     );
     Ok(now)
 }
