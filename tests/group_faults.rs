@@ -488,3 +488,33 @@ fn an_automatic_judging_that_always_dies_is_started_three_times_then_left_to_a_p
     let log = std::fs::read_to_string(env.home.join("orange.log")).unwrap();
     assert_eq!(log.matches("judging again").count(), 2, "{log}");
 }
+
+#[test]
+fn a_judging_killed_leaves_no_check_at_work() {
+    let (env, gid, _) = group_of(2, "w");
+    let pids = env.root().join("pids");
+    std::fs::create_dir(&pids).unwrap();
+    // Each member's check starts a long test run and waits for it.
+    let check = format!("sleep 300 & echo $! > '{}'/$$; wait", pids.display());
+    env.ok(&["project", "update", "--check-cmd", &check]);
+    let mut judge = env.cmd(&["group", "judge", &gid, "--now"]).spawn().unwrap();
+    let started = || {
+        std::fs::read_dir(&pids)
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+            .filter_map(|s| s.trim().parse::<i32>().ok())
+            .collect::<Vec<_>>()
+    };
+    wait_for("both checks at work", 30, || started().len() == 2);
+    judge.kill().unwrap();
+    judge.wait().unwrap();
+    // Killed with their judge (reaped by init, or zombies for a moment).
+    let ended = |pid: &i32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        stat.is_empty() || stat.contains(") Z")
+    };
+    wait_for("the checks to end with their judge", 10, || {
+        started().iter().all(ended)
+    });
+}

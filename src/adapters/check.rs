@@ -2,6 +2,12 @@
 //! `sh -c CMD` in a process group of its own, its output (stdout and stderr together) to a
 //! temporary file, killed with its whole group when it outlives its timeout (a hung test
 //! runner and the servers it started go with it).
+//!
+//! The group lives no longer than the check or the command that runs it: a watcher in the
+//! group (`sh`, reading a pipe only orange writes) kills the whole group when the pipe
+//! closes — when the check has ended (a server it left in the background goes), or when
+//! orange dies (Ctrl-C, SIGKILL: the kernel closes the pipe), so a judging killed leaves
+//! no check at work in a member's workspace beside the next one.
 
 use std::io::{Read, Seek};
 use std::os::unix::process::CommandExt;
@@ -48,6 +54,7 @@ pub fn run(dir: &Path, cmd: &str, timeout: Duration, keep: usize) -> Result<Chec
         c.env_remove(v);
     }
     let mut child = c.spawn().map_err(|e| OrangeError::io(what(), e))?;
+    let watcher = watch(child.id());
     let deadline = started + timeout;
     let mut timed_out = false;
     let status = loop {
@@ -66,6 +73,11 @@ pub fn run(dir: &Path, cmd: &str, timeout: Duration, keep: usize) -> Result<Chec
         std::thread::sleep(Duration::from_millis(20));
     };
     let duration = started.elapsed();
+    // What the check left behind goes with its watcher.
+    if let Some(mut w) = watcher {
+        drop(w.stdin.take());
+        let _ = w.wait();
+    }
     let mut text = Vec::new();
     let _ = out.rewind();
     let _ = out.read_to_end(&mut text);
@@ -81,6 +93,20 @@ pub fn run(dir: &Path, cmd: &str, timeout: Duration, keep: usize) -> Result<Chec
         duration,
         tail,
     })
+}
+
+/// A watcher in the check's process group `pgid`: it kills the group when its standard
+/// input (a pipe, held by the returned child's `stdin`) closes. `None` when it cannot join
+/// the group (the check and everything it started have ended already).
+fn watch(pgid: u32) -> Option<std::process::Child> {
+    Command::new("sh")
+        .args(["-c", "read -r _; kill -9 0"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(pgid as i32)
+        .spawn()
+        .ok()
 }
 
 #[cfg(test)]
@@ -111,20 +137,47 @@ mod tests {
         .unwrap();
         assert!(hung.timed_out && !hung.passed(), "{hung:?}");
         assert_eq!(hung.tail, ["started"]);
-        let child: i32 = std::fs::read_to_string(d.path().join("child"))
+        let child = pid_in(d.path(), "child");
+        assert!(
+            ends(child),
+            "the check's child {child} outlived its timeout"
+        );
+    }
+
+    #[test]
+    fn what_a_check_leaves_in_the_background_ends_with_it() {
+        let d = tempfile::tempdir().unwrap();
+        let done = run(
+            d.path(),
+            "sleep 300 & echo $! > child; echo left",
+            Duration::from_secs(30),
+            5,
+        )
+        .unwrap();
+        assert!(done.passed(), "{done:?}");
+        let child = pid_in(d.path(), "child");
+        assert!(ends(child), "the check's child {child} outlived the check");
+    }
+
+    /// The pid a check wrote to `file` in `dir`.
+    fn pid_in(dir: &Path, file: &str) -> i32 {
+        std::fs::read_to_string(dir.join(file))
             .unwrap()
             .trim()
             .parse()
-            .unwrap();
-        // Killed with its group (reaped by init, or a zombie for a moment).
-        let gone = (0..100).any(|_| {
-            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+            .unwrap()
+    }
+
+    /// Whether process `pid` ends (killed: reaped by init, or a zombie for a moment)
+    /// within two seconds.
+    fn ends(pid: i32) -> bool {
+        (0..100).any(|_| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
             let dead = stat.is_empty() || stat.contains(") Z");
             if !dead {
                 std::thread::sleep(Duration::from_millis(20));
             }
             dead
-        });
-        assert!(gone, "the check's child {child} outlived its timeout");
+        })
     }
 }
