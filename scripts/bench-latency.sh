@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench-latency.sh — how soon orange shows what a real agent does: runs the real-client
-# tests (tests/real_claude.rs, real_pi.rs, real_codex.rs, real_opencode.rs: each real agent
+# tests (tests/real_claude/, real_pi.rs, real_codex.rs, real_opencode.rs: each real agent
 # against its stand-in model on 127.0.0.1, the monitor in the background every 500 ms, as
 # orange.tmux starts it) with ORANGE_LATENCY_LOG set, and prints, per agent and moment,
 # what the status line showed and how many seconds after it became true (the stand-in

@@ -1,5 +1,5 @@
 //! The real Claude Code under orange's pty layer (`[harness.claude] status_reports =
-//! true`), offline against the stand-in Messages API (tests/real_claude.rs has the rig).
+//! true`), offline against the stand-in Messages API (tests/real_claude/ has the rig).
 //! The layer answers claude's OSC 7501 probe, so the pinned 2.1.330 reports its status
 //! (`state=idle|working|done…`); the monitor reads the reports as a state source beside
 //! the hooks, the newest word winning. Without the layer claude never reports (tmux

@@ -1,7 +1,7 @@
 //! The real Claude Code's resume dialog ("This session is 3h old and 150k tokens." —
 //! *Resume from summary (instant, recommended)* / *Resume full session as-is* / *Don't ask
 //! again*), opened by the pinned claude itself on `task respawn`, offline against the
-//! stand-in Messages API (tests/real_claude.rs has the rig).
+//! stand-in Messages API (tests/real_claude/ has the rig).
 //!
 //! Claude Code 2.1.330 opens it when resumed WITHOUT a prompt (orange then holds the
 //! respawn prompt and types it once claude is idle), when the conversation's last message

@@ -25,7 +25,8 @@ use serde_json::{json, Value};
 /// CPU to draw its first screen on a loaded 2-core machine.
 const PATIENCE: Duration = Duration::from_secs(240);
 
-/// One real opencode at a time (see other_harnesses.rs: several at once starve each other).
+/// One real opencode at a time (see other_harnesses/mod.rs: several at once starve each
+/// other).
 static SLOT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// What keeps opencode off the network (update checks, model lists, LSP downloads, sharing,

@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 /// A bound on a hang, not a measure: pi takes seconds to start on this 2-core machine.
 const PATIENCE: Duration = Duration::from_secs(90);
 
-/// One real pi at a time (they are slow to start; see other_harnesses.rs).
+/// One real pi at a time (they are slow to start; see other_harnesses/mod.rs).
 static SLOT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The rig of these tests (tests/common/rig.rs) with the chat completions stand-in.

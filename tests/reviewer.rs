@@ -6,7 +6,7 @@
 //! killed half-way included; the sidebar shows it as a row under the task.
 //!
 //! The fake reviewer is tests/fixtures/fake-reviewer.sh; the real claude runs against the
-//! stand-in Messages API (tests/common/standin.rs) as in tests/real_claude.rs.
+//! stand-in Messages API (tests/common/standin.rs) as in tests/real_claude/.
 
 // Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
 #![allow(clippy::disallowed_methods)]

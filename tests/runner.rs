@@ -74,8 +74,8 @@ mod watched;
 mod zellij;
 
 /// A file of tests/ that is no `mod` here is never compiled, and its tests never run:
-/// every `tests/*.rs` (but this one) must be listed above, and every `tests/common/*.rs`
-/// in common/mod.rs.
+/// every `tests/*.rs` (but this one) must be listed above, and every `tests/<name>/*.rs`
+/// (common/ and a file's tests split into a folder) in its mod.rs.
 #[test]
 fn every_test_file_is_a_module_of_the_runner() {
     use std::path::Path;
@@ -108,11 +108,21 @@ fn every_test_file_is_a_module_of_the_runner() {
         "tests/{{{}}}.rs: no `mod` line in tests/runner.rs, so never compiled",
         missing.join(",")
     );
-    let common = tests.join("common");
-    let missing = unlisted(&common, &common.join("mod.rs"), &["mod.rs"]);
-    assert!(
-        missing.is_empty(),
-        "tests/common/{{{}}}.rs: no `mod` line in tests/common/mod.rs, so never compiled",
-        missing.join(",")
-    );
+    // A file's tests split into a folder: every file in it is a `mod` of its mod.rs.
+    for dir in std::fs::read_dir(&tests)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+    {
+        if !dir.join("mod.rs").is_file() {
+            continue;
+        }
+        let missing = unlisted(&dir, &dir.join("mod.rs"), &["mod.rs"]);
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            missing.is_empty(),
+            "tests/{name}/{{{}}}.rs: no `mod` line in tests/{name}/mod.rs, so never compiled",
+            missing.join(",")
+        );
+    }
 }

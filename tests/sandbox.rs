@@ -9,7 +9,7 @@
 //! find its program inside (127) is explained, not counted as a crash. git in the
 //! sandboxed worktree: sandbox_git.rs.
 //!
-//! The real Claude Code CLI under the sandbox is tested in real_claude.rs.
+//! The real Claude Code CLI under the sandbox is tested in real_claude/setups.rs.
 
 use std::path::{Path, PathBuf};
 

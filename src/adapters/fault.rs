@@ -4,7 +4,7 @@
 //! writes `<dir>/<point>.paused` there and waits (at most a minute) for `<dir>/<point>.go`:
 //! a test runs another command in between. `ORANGE_PAUSE_AT_FILE=<file>` names the point in
 //! a file read at each point instead (a long-lived `orange serve` runs many commands). The
-//! points are named `<operation>.<step>`; see `tests/failures.rs`. `ORANGE_DROP_AT_FILE=<file>`
+//! points are named `<operation>.<step>`; see `tests/failures/killed.rs`. `ORANGE_DROP_AT_FILE=<file>`
 //! makes orange drop what it would do at the point named in that file (read each time): an
 //! agent's event channel that breaks mid-turn (`hook.agent`).
 

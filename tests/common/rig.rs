@@ -1,4 +1,4 @@
-//! One real agent CLI under test, whatever the agent: the rig that tests/real_claude.rs,
+//! One real agent CLI under test, whatever the agent: the rig that tests/real_claude/,
 //! real_pi.rs, real_codex.rs and real_opencode.rs share. It holds the test's `TaskEnv` (a
 //! repository, a private `ORANGE_HOME`, a private tmux server whose environment is the
 //! agent's), the agent's stand-in model server, the agent's own HOME and a background

@@ -2,7 +2,7 @@
 //! [`Model::now`]), for a width and an optional height (REFERENCE.md §3 and seed 002's
 //! "Sidebar" section). Text is measured by display width (CJK and emoji take two columns),
 //! never wraps, never leaves trailing spaces, and reaches the terminal only through
-//! [`crate::text::safe_line`]. Snapshot-tested in `tests/sidebar.rs`.
+//! [`crate::text::safe_line`]. Snapshot-tested in `tests/sidebar/render.rs`.
 
 use unicode_width::UnicodeWidthStr;
 
