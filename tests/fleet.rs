@@ -302,7 +302,7 @@ fn a_phone_answer_reaches_the_waiting_agent_once_and_others_are_refused() {
     let t = id(&env.create(&["n/ask", "ask me", "--harness", "fake-wait"]));
     env.agent_log(&t, "cwd");
     // Its turn ended (as its hooks say): it waits for an answer.
-    crate::send::hook(&env, &t, "Stop", serde_json::json!({}));
+    env.hook(&t, "Stop", serde_json::json!({}));
     // The first look at the reply topic: from now on.
     pass(&env);
     assert!(!s.on("/reply/json?poll=1").is_empty());

@@ -24,17 +24,6 @@ fn with_tui(env: &TaskEnv) {
     ));
 }
 
-/// Run `orange hook agent EVENT` as an agent's hook does: in the workspace, the payload on
-/// stdin; its report.
-fn hook(env: &TaskEnv, id: &str, event: &str, payload: &Value) -> Value {
-    let t = env.task(id);
-    let ws = env.ws_path(t["workspace"].as_str().unwrap());
-    let mut c = env.cmd_in(&ws, &["hook", "agent", event, "--json"]);
-    c.env("ORANGE_TASK_ID", id);
-    let out = common::output_with_stdin(c, payload.to_string().as_bytes());
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 fn md(env: &TaskEnv, id: &str) -> String {
     std::fs::read_to_string(env.home.join(format!("tasks/app/{id}/TASK.md"))).unwrap()
 }
@@ -86,7 +75,7 @@ fn a_task_created_without_a_summary_starts_its_agent_with_no_prompt() {
     let t = env.ok(&["task", "update", &id, "--summary", "Mine"]);
     assert_eq!(t["summary"], "Mine", "{t}");
     assert!(t.get("awaiting_prompt").is_none(), "{t}");
-    let r = hook(&env, &id, "UserPromptSubmit", &json!({"prompt": "Typed"}));
+    let r = env.hook(&id, "UserPromptSubmit", json!({"prompt": "Typed"}));
     assert!(r["agent"]["first_prompt"].is_null(), "{r}");
     assert_eq!(env.task(&id)["summary"], "Mine");
 }
@@ -151,11 +140,10 @@ fn the_first_prompt_typed_in_the_pane_becomes_the_summary_and_is_in_the_history(
     wait_for("the second line to reach the agent", 20, || {
         env.input_lines(&id).len() == 2
     });
-    let r = hook(
-        &env,
+    let r = env.hook(
         &id,
         "UserPromptSubmit",
-        &json!({"prompt": "Now the signup form"}),
+        json!({"prompt": "Now the signup form"}),
     );
     assert!(r["agent"]["first_prompt"].is_null(), "{r}");
     assert_eq!(env.task(&id)["summary"], "Fix the login form");
@@ -171,17 +159,16 @@ fn a_first_prompt_is_cleaned_like_a_summary() {
         .unwrap()
         .to_string();
     // Blank and control-only lines give no summary: it keeps waiting.
-    let r = hook(
-        &env,
+    let r = env.hook(
         &id,
         "UserPromptSubmit",
-        &json!({"prompt": " \n\u{1b}\u{7}\n\t"}),
+        json!({"prompt": " \n\u{1b}\u{7}\n\t"}),
     );
     assert!(r["agent"]["first_prompt"].is_null(), "{r}");
     assert_eq!(env.task(&id)["awaiting_prompt"], true);
     // Escape sequences lose their ESC (and BEL, C1): no control character is kept.
     let hostile = "\n  \u{1b}]0;PWNED\u{7}Fix\tthe\u{1b}[2J login\u{9b}31m  \r\nsecond line";
-    let r = hook(&env, &id, "UserPromptSubmit", &json!({"prompt": hostile}));
+    let r = env.hook(&id, "UserPromptSubmit", json!({"prompt": hostile}));
     assert_eq!(r["agent"]["state"], "working", "{r}");
     let t = env.task(&id);
     assert_eq!(t["summary"], "]0;PWNEDFix the[2J login31m", "{t}");
@@ -193,12 +180,7 @@ fn a_first_prompt_is_cleaned_like_a_summary() {
         .as_str()
         .unwrap()
         .to_string();
-    hook(
-        &env,
-        &id,
-        "UserPromptSubmit",
-        &json!({"prompt": "x".repeat(5000)}),
-    );
+    env.hook(&id, "UserPromptSubmit", json!({"prompt": "x".repeat(5000)}));
     assert_eq!(
         env.task(&id)["summary"].as_str().unwrap().chars().count(),
         orange::orchestration::task::MAX_SUMMARY

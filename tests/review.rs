@@ -9,7 +9,7 @@
 #![allow(clippy::disallowed_methods)]
 
 use crate::common;
-use crate::send::{env, hook, raw, raw_agent, text, wait_submissions};
+use crate::send::{env, raw, raw_agent, text, wait_submissions};
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -73,7 +73,7 @@ fn comments_from_the_command_line_go_to_the_agent_as_one_message_without_control
     let env = env();
     let id = raw_agent(&env, "review/flags");
     change(&env, &id);
-    hook(&env, &id, "Stop", json!({}));
+    env.hook(&id, "Stop", json!({}));
     let v = env.ok(&[
         "task",
         "review",
@@ -127,7 +127,7 @@ fn an_anchor_the_agent_moved_is_found_by_its_code_line_and_a_lost_one_is_listed(
     let env = env();
     let id = raw_agent(&env, "review/moved");
     change(&env, &id);
-    hook(&env, &id, "Stop", json!({}));
+    env.hook(&id, "Stop", json!({}));
     // Recorded, not sent.
     let v = env.ok(&[
         "task",
@@ -170,7 +170,7 @@ fn the_editor_s_comments_become_a_round_and_its_failure_records_nothing() {
     let env = env();
     let id = raw_agent(&env, "review/editor");
     change(&env, &id);
-    hook(&env, &id, "Stop", json!({}));
+    env.hook(&id, "Stop", json!({}));
     // The person writes under `+three` and under the untracked file's line, and by
     // mistake changes a line of the diff.
     let ed = editor(
@@ -224,7 +224,7 @@ fn a_working_agent_gets_the_round_when_its_turn_ends_and_a_blocked_one_never() {
     let env = env();
     let id = raw_agent(&env, "review/held");
     change(&env, &id);
-    hook(&env, &id, "UserPromptSubmit", json!({"prompt": "work"}));
+    env.hook(&id, "UserPromptSubmit", json!({"prompt": "work"}));
     let v = env.ok(&[
         "task",
         "review",
@@ -242,7 +242,7 @@ fn a_working_agent_gets_the_round_when_its_turn_ends_and_a_blocked_one_never() {
         "{show}"
     );
     // Its turn ends: the monitor types it in.
-    hook(&env, &id, "Stop", json!({}));
+    env.hook(&id, "Stop", json!({}));
     env.ok(&["monitor", "--once"]);
     let m = &wait_submissions(&env, &id, 1)[0];
     assert!(
@@ -251,7 +251,7 @@ fn a_working_agent_gets_the_round_when_its_turn_ends_and_a_blocked_one_never() {
     );
 
     // On a dialog: refused, the round kept unsent.
-    hook(&env, &id, "PermissionRequest", json!({"tool_name": "Bash"}));
+    env.hook(&id, "PermissionRequest", json!({"tool_name": "Bash"}));
     let msg = env.err(
         &[
             "task",
@@ -337,7 +337,7 @@ fn v_in_the_sidebar_reviews_the_task_in_a_popup() {
     let _plugin = crate::plugin::load_plugin(&env.tmux);
     let id = raw_agent(&env, "review/key");
     change(&env, &id);
-    hook(&env, &id, "Stop", json!({}));
+    env.hook(&id, "Stop", json!({}));
     let ed = editor(
         &env,
         "ed.sh",

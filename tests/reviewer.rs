@@ -78,7 +78,7 @@ fn bwrap_works() -> bool {
 /// `notes.txt` (three lines, untracked) in the task's workspace: its change; its agent
 /// ended its turn (as its Stop hook says).
 fn notes(env: &TaskEnv, id: &str) -> PathBuf {
-    crate::send::hook(env, id, "Stop", serde_json::json!({}));
+    env.hook(id, "Stop", serde_json::json!({}));
     let ws = ws(env, id);
     std::fs::write(ws.join("notes.txt"), "one\ntwo\nthree\n").unwrap();
     ws

@@ -11,7 +11,6 @@
 
 use crate::common;
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -102,26 +101,6 @@ pub(crate) fn wait_submissions(env: &TaskEnv, id: &str, n: usize) -> Vec<String>
     seen
 }
 
-/// `orange hook agent EVENT` as the agent's own hooks send it (Claude Code's events): in
-/// its workspace, the payload on stdin.
-pub(crate) fn hook(env: &TaskEnv, id: &str, event: &str, payload: Value) {
-    let t = env.task(id);
-    let ws = env.ws_path(t["workspace"].as_str().unwrap());
-    let mut c = env.cmd_in(&ws, &["hook", "agent", event, "--json"]);
-    c.env("ORANGE_TASK_ID", id)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "hook {event}: {out:?}");
-}
-
 /// `orange ARGS` in text (what a person reads): stdout, stderr, success.
 pub(crate) fn text(env: &TaskEnv, args: &[&str]) -> (String, String, bool) {
     let out = env.cmd_in(&env.repo, args).output().unwrap();
@@ -140,7 +119,7 @@ fn events(env: &TaskEnv, id: &str, event: &str) -> Vec<Value> {
 fn a_waiting_agent_gets_a_message_as_one_submission_literally_and_without_controls() {
     let env = env();
     let id = raw_agent(&env, "send/now");
-    hook(&env, &id, "Stop", json!({}));
+    env.hook(&id, "Stop", json!({}));
     let pwned = env.root().join("PWNED");
     let p = pwned.display();
     // Several lines, quotes, substitutions, tmux's and the shell's syntax, and controls: a
@@ -190,7 +169,7 @@ fn a_waiting_agent_gets_a_message_as_one_submission_literally_and_without_contro
 fn a_working_agent_gets_its_messages_when_its_turn_ends_as_one() {
     let env = env();
     let id = raw_agent(&env, "send/held");
-    hook(&env, &id, "UserPromptSubmit", json!({"prompt": "work"}));
+    env.hook(&id, "UserPromptSubmit", json!({"prompt": "work"}));
     let v = env.ok(&["task", "send", &id, "look at the tests too"]);
     assert_eq!(v["outcome"], "held", "{v}");
     assert_eq!(v["agent_state"], "working", "{v}");
@@ -217,7 +196,7 @@ fn a_working_agent_gets_its_messages_when_its_turn_ends_as_one() {
         || raw(&env, &id).is_empty(),
     );
     // Its turn ends: the next pass types both, as one message, submitted once.
-    hook(&env, &id, "Stop", json!({}));
+    env.hook(&id, "Stop", json!({}));
     let r = env.ok(&["monitor", "--once"]);
     assert!(
         r["actions"]
@@ -241,7 +220,7 @@ fn a_working_agent_gets_its_messages_when_its_turn_ends_as_one() {
         submissions(&raw(&env, &id)).len() == 1
     });
     // --force types it now, working or not.
-    hook(&env, &id, "UserPromptSubmit", json!({"prompt": "more"}));
+    env.hook(&id, "UserPromptSubmit", json!({"prompt": "more"}));
     let v = env.ok(&["task", "send", &id, "now, please", "--force"]);
     assert_eq!(v["outcome"], "sent", "{v}");
     assert_eq!(wait_submissions(&env, &id, 2)[1], "now, please");
@@ -251,7 +230,7 @@ fn a_working_agent_gets_its_messages_when_its_turn_ends_as_one() {
 fn a_blocked_agent_refuses_text_unless_forced_and_a_dead_one_names_respawn() {
     let env = env();
     let id = raw_agent(&env, "send/blocked");
-    hook(&env, &id, "PermissionRequest", json!({"tool_name": "Bash"}));
+    env.hook(&id, "PermissionRequest", json!({"tool_name": "Bash"}));
     let msg = env.err(&["task", "send", &id, "yes"], "agent_not_ready");
     assert!(msg.contains("blocked"), "{msg}");
     assert!(msg.contains("--force"), "{msg}");
@@ -300,7 +279,7 @@ fn nudge_sends_the_policy_s_message_now_the_way_send_does() {
         "[policy]\non_idle = { action = \"nudge\", message = \"Keep at it; run the tests.\" }\n",
     );
     let id = raw_agent(&env, "send/nudge");
-    hook(&env, &id, "Stop", json!({}));
+    env.hook(&id, "Stop", json!({}));
     let v = env.ok(&["task", "nudge", &id]);
     assert_eq!(v["kind"], "nudge", "{v}");
     assert_eq!(v["outcome"], "sent", "{v}");
@@ -313,9 +292,9 @@ fn nudge_sends_the_policy_s_message_now_the_way_send_does() {
     assert_eq!(nudged[0]["via"], "task nudge");
     assert_eq!(nudged[0]["message"], "Keep at it; run the tests.");
     // While it works: held like any message, typed when its turn ends.
-    hook(&env, &id, "UserPromptSubmit", json!({"prompt": "x"}));
+    env.hook(&id, "UserPromptSubmit", json!({"prompt": "x"}));
     assert_eq!(env.ok(&["task", "nudge", &id])["outcome"], "held");
-    hook(&env, &id, "Stop", json!({}));
+    env.hook(&id, "Stop", json!({}));
     env.ok(&["monitor", "--once"]);
     assert_eq!(
         wait_submissions(&env, &id, 2)[1],
@@ -515,13 +494,12 @@ fn a_remote_task_s_agent_is_sent_text_read_here() {
 fn a_turn_ended_by_an_api_error_gets_what_was_held_after_its_policy_acted() {
     let env = env();
     let id = raw_agent(&env, "send/error");
-    hook(&env, &id, "UserPromptSubmit", json!({"prompt": "work"}));
+    env.hook(&id, "UserPromptSubmit", json!({"prompt": "work"}));
     assert_eq!(
         env.ok(&["task", "send", &id, "when you can"])["outcome"],
         "held"
     );
-    hook(
-        &env,
+    env.hook(
         &id,
         "StopFailure",
         json!({"error": "server_error", "last_assistant_message": "API Error: 500 Internal server error"}),

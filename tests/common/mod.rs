@@ -537,6 +537,18 @@ impl TaskEnv {
         id(&self.create(&[branch, "do the thing", "--harness", harness]))
     }
 
+    /// `orange hook agent EVENT` as an agent's own hooks send it (Claude Code's events): in
+    /// the task's workspace, the payload on stdin. It must succeed; its report.
+    pub fn hook(&self, id: &str, event: &str, payload: Value) -> Value {
+        let t = self.task(id);
+        let ws = self.ws_path(t["workspace"].as_str().unwrap());
+        let mut c = self.cmd_in(&ws, &["hook", "agent", event, "--json"]);
+        c.env("ORANGE_TASK_ID", id);
+        let out = output_with_stdin(c, payload.to_string().as_bytes());
+        assert!(out.status.success(), "hook {event}: {out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
     pub fn task(&self, id: &str) -> Value {
         self.ok(&["task", "show", id])
     }

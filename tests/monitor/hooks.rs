@@ -8,7 +8,7 @@ use std::time::Duration;
 use common::TaskEnv;
 use serde_json::Value;
 
-use super::{claude_log_dir, hook, pass};
+use super::{claude_log_dir, pass};
 
 #[test]
 fn claude_log_errors_are_classified_and_escalated() {
@@ -139,15 +139,14 @@ fn a_prompt_just_submitted_is_work_while_claude_still_calls_itself_idle() {
     env.add_project(&[]);
     let (id, conv) = claude_task(&env, "hooks/p");
     let session = serde_json::json!({"session_id": conv});
-    hook(&env, &id, "SessionStart", session.clone());
+    env.hook(&id, "SessionStart", session.clone());
     pass(&env);
     std::fs::write(
         claude_status_file(&env, &env.task(&id)),
         r#"{"status":"idle"}"#,
     )
     .unwrap();
-    hook(
-        &env,
+    env.hook(
         &id,
         "UserPromptSubmit",
         serde_json::json!({"session_id": conv, "prompt": "go"}),
@@ -175,8 +174,7 @@ fn session_start_is_not_work_and_stop_failure_is_an_error_with_its_kind() {
     let env = TaskEnv::new();
     env.add_project(&[]);
     let (id, conv) = claude_task(&env, "hooks/x");
-    hook(
-        &env,
+    env.hook(
         &id,
         "SessionStart",
         serde_json::json!({"session_id": conv, "source": "startup"}),
@@ -201,8 +199,7 @@ fn session_start_is_not_work_and_stop_failure_is_an_error_with_its_kind() {
     std::fs::write(&status, r#"{"status":"busy"}"#).unwrap();
     // A prompt submitted: working.
     let submitted = || {
-        hook(
-            &env,
+        env.hook(
             &id,
             "UserPromptSubmit",
             serde_json::json!({"session_id": conv, "prompt": "go"}),
@@ -211,13 +208,12 @@ fn session_start_is_not_work_and_stop_failure_is_an_error_with_its_kind() {
         assert_eq!(env.task(&id)["agent"]["state"], "working");
     };
     submitted();
-    hook(&env, &id, "Stop", serde_json::json!({"session_id": conv}));
+    env.hook(&id, "Stop", serde_json::json!({"session_id": conv}));
     pass(&env);
     assert_eq!(env.task(&id)["agent"]["state"], "waiting");
     // The person types `/resume`, then `/clear`: the agent stays idle.
     for source in ["resume", "clear"] {
-        hook(
-            &env,
+        env.hook(
             &id,
             "SessionStart",
             serde_json::json!({"session_id": conv, "source": source}),
@@ -227,8 +223,7 @@ fn session_start_is_not_work_and_stop_failure_is_an_error_with_its_kind() {
         assert_eq!(t["agent"]["state"], "waiting", "{source}: {t}");
     }
     submitted();
-    hook(
-        &env,
+    env.hook(
         &id,
         "StopFailure",
         serde_json::json!({"session_id": conv, "error": "API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}),
@@ -252,8 +247,7 @@ fn a_lost_stop_hook_does_not_keep_an_agent_working_forever() {
     env.agent_log(&id, "cwd");
     let t = env.task(&id);
     let conv = t["agent_session_id"].as_str().unwrap().to_string();
-    hook(
-        &env,
+    env.hook(
         &id,
         "UserPromptSubmit",
         serde_json::json!({"session_id": conv}),

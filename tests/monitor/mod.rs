@@ -5,8 +5,6 @@
 
 use crate::common;
 
-use std::io::Write;
-
 use common::TaskEnv;
 use serde_json::Value;
 
@@ -16,25 +14,6 @@ mod nudges;
 
 fn pass(env: &TaskEnv) -> Value {
     env.ok(&["monitor", "--once"])
-}
-
-/// Run `orange hook agent EVENT` as Claude Code does: in the workspace, the payload on stdin.
-fn hook(env: &TaskEnv, id: &str, event: &str, payload: Value) -> Value {
-    let t = env.task(id);
-    let ws = env.ws_path(t["workspace"].as_str().unwrap());
-    let mut c = env.cmd_in(&ws, &["hook", "agent", event, "--json"]);
-    c.env("ORANGE_TASK_ID", id)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// `$CLAUDE_CONFIG_DIR/projects/<the workspace's path with / and . as ->`, created.

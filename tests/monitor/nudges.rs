@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::{wait_for, TaskEnv};
 use serde_json::Value;
 
-use super::{hook, pass};
+use super::pass;
 
 #[test]
 fn an_idle_agent_is_nudged_exactly_once_per_idle_period_and_the_nudge_is_submitted() {
@@ -153,8 +153,7 @@ fn an_approval_prompt_from_hooks_is_blocked_escalated_and_never_nudged() {
         .unwrap()
         .to_string();
     // Claude Code 2.1: the prompt arrives as a Notification of type permission_prompt.
-    let r = hook(
-        &env,
+    let r = env.hook(
         &id,
         "Notification",
         serde_json::json!({"session_id": conv, "hook_event_name": "Notification", "message": "Claude needs your permission to use Bash", "notification_type": "permission_prompt"}),
@@ -175,12 +174,7 @@ fn an_approval_prompt_from_hooks_is_blocked_escalated_and_never_nudged() {
     let status = env.ok(&["status", "--format", "json"]);
     assert!(status.to_string().contains("blocked: approval"), "{status}");
     // The person answered: the tool runs, the state follows the hooks again.
-    hook(
-        &env,
-        &id,
-        "PostToolUse",
-        serde_json::json!({"session_id": conv}),
-    );
+    env.hook(&id, "PostToolUse", serde_json::json!({"session_id": conv}));
     pass(&env);
     let t = env.task(&id);
     assert_eq!(t["agent"]["state"], "working", "{t}");
@@ -212,7 +206,7 @@ fn a_dialog_drawn_after_the_pass_decided_never_gets_the_nudge() {
         .as_str()
         .unwrap()
         .to_string();
-    hook(&env, &id, "Stop", serde_json::json!({"session_id": conv}));
+    env.hook(&id, "Stop", serde_json::json!({"session_id": conv}));
     let pauses = tempfile::tempdir().unwrap();
     let paused = pauses.path().join("monitor.nudging.paused");
     // Passes until one decides to nudge and waits there.
