@@ -303,13 +303,19 @@ fn one_corrupt_group_record_hides_no_other_group() {
     let e = env.err(&["group", "show", "nosuch"], "invalid_argument");
     assert!(e.contains("no group"), "{e}");
     env.err(&["group", "list"], "state_corrupt");
-    // `task list` still puts the members under their group's row.
+    // `task list` still puts the members under their group's row, and says which record
+    // it could not read.
     let out = env.cmd_in(&env.repo, &["task", "list"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
     let out = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.lines()
             .any(|l| l.starts_with(gid.as_str()) && l.contains(" group ")),
         "no parent row: {out}"
+    );
+    assert!(
+        said.contains("group bad123 is not shown") && said.contains("bad123.json"),
+        "{said}"
     );
 }
 

@@ -209,9 +209,13 @@ fn list(ctx: &Ctx, tasks: &mut TaskService, status: Option<String>, all: bool) -
                 .flatten()
         })
         .collect();
-    // A group's members under one parent row.
-    let (groups, _) =
+    // A group's members under one parent row (a group whose record cannot be read is said
+    // on stderr: its members are listed as tasks of their own).
+    let (groups, unreadable) =
         crate::orchestration::group::GroupStore::new(&ctx.home).list_readable(project.as_deref());
+    for (id, e) in &unreadable {
+        eprintln!("orange: group {id} is not shown: {e}");
+    }
     let of = |v: &TaskView| {
         let id = v.task.group.as_deref()?;
         groups
