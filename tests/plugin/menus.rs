@@ -8,7 +8,44 @@ use std::time::Duration;
 use common::{id, wait_for, TaskEnv};
 use serde_json::Value;
 
-use super::{load_plugin, task_session, tell_server_home, Client};
+use super::{load_plugin, task_session, tell_server_home, Client, Loaded};
+
+/// The plugin loaded with `fake-wait` as the default harness, and a client attached to a
+/// session `work` in the repository: the guard that unloads the plugin, and the client.
+fn at_work(env: &TaskEnv) -> (Loaded<'_>, Client) {
+    let cfg = env.home.join("config.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(&cfg, format!("default_harness = \"fake-wait\"\n{text}")).unwrap();
+    tell_server_home(env);
+    let plugin = load_plugin(&env.tmux);
+    env.tmux.ok(&[
+        "new-session",
+        "-d",
+        "-s",
+        "work",
+        "-c",
+        env.repo.to_str().unwrap(),
+    ]);
+    (plugin, Client::attach(&env.root(), &env.tmux, "=work"))
+}
+
+/// Through the new-task popup (prefix O n): `branch`, then `task` (empty: none), each
+/// typed at its question and entered.
+fn new_task(client: &Client, branch: &str, task: &str) {
+    client.press(&["C-b", "O", "n"]);
+    client.wait_screen("the branch question", |s| {
+        s.contains("branch (empty: automatic):")
+    });
+    client.type_text(branch);
+    client.press(&["Enter"]);
+    client.wait_screen("the task question", |s| {
+        s.contains("task (empty: type it to the agent):")
+    });
+    if !task.is_empty() {
+        client.type_text(task);
+    }
+    client.press(&["Enter"]);
+}
 
 /// The new-task popup is a terminal: a task whose workspace is being set up shows the
 /// setup's progress live there, and the confirmation is the result, not a progress line.
@@ -21,31 +58,8 @@ fn the_new_task_popup_shows_a_workspace_setup_while_it_runs() {
         go.display()
     );
     env.add_project(&["--setup-cmd", &setup]);
-    let cfg = env.home.join("config.toml");
-    let text = std::fs::read_to_string(&cfg).unwrap();
-    std::fs::write(&cfg, format!("default_harness = \"fake-wait\"\n{text}")).unwrap();
-    tell_server_home(&env);
-    let _plugin = load_plugin(&env.tmux);
-    env.tmux.ok(&[
-        "new-session",
-        "-d",
-        "-s",
-        "work",
-        "-c",
-        env.repo.to_str().unwrap(),
-    ]);
-    let client = Client::attach(&env.root(), &env.tmux, "=work");
-    client.press(&["C-b", "O", "n"]);
-    client.wait_screen("the branch question", |s| {
-        s.contains("branch (empty: automatic):")
-    });
-    client.type_text("feat/slow");
-    client.press(&["Enter"]);
-    client.wait_screen("the task question", |s| {
-        s.contains("task (empty: type it to the agent):")
-    });
-    client.type_text("wait for the setup");
-    client.press(&["Enter"]);
+    let (_plugin, client) = at_work(&env);
+    new_task(&client, "feat/slow", "wait for the setup");
     client.wait_screen("the setup's progress in the popup", |s| {
         s.contains("app--1: setup `echo resolving packages;") && s.contains("· resolving packages")
     });
@@ -64,20 +78,7 @@ fn the_new_task_popup_shows_a_workspace_setup_while_it_runs() {
 fn new_task_key_takes_quotes_and_substitutions_literally() {
     let env = TaskEnv::new();
     env.add_project(&[]);
-    let cfg = env.home.join("config.toml");
-    let text = std::fs::read_to_string(&cfg).unwrap();
-    std::fs::write(&cfg, format!("default_harness = \"fake-wait\"\n{text}")).unwrap();
-    tell_server_home(&env);
-    let _plugin = load_plugin(&env.tmux);
-    env.tmux.ok(&[
-        "new-session",
-        "-d",
-        "-s",
-        "work",
-        "-c",
-        env.repo.to_str().unwrap(),
-    ]);
-    let client = Client::attach(&env.root(), &env.tmux, "=work");
+    let (_plugin, client) = at_work(&env);
     let pwned = env.root().join("PWNED");
     let p = pwned.display();
     // Everything tmux, a format or a shell could take for syntax, and tmux 3.3a's
@@ -85,17 +86,7 @@ fn new_task_key_takes_quotes_and_substitutions_literally() {
     let summary = format!(
         "it's \"quoted\"; $(touch {p}) `touch {p}` #{{session_name}} #(touch {p}) ~ \\ %1 %% %%% $HOME \" ; run-shell 'touch {p}' ; \" end;"
     );
-    client.press(&["C-b", "O", "n"]);
-    client.wait_screen("the branch question", |s| {
-        s.contains("branch (empty: automatic):")
-    });
-    client.type_text("feat/quote");
-    client.press(&["Enter"]);
-    client.wait_screen("the task question", |s| {
-        s.contains("task (empty: type it to the agent):")
-    });
-    client.type_text(&summary);
-    client.press(&["Enter"]);
+    new_task(&client, "feat/quote", &summary);
     let mut found = Value::Null;
     wait_for("the task created from the popup", 20, || {
         let (_, list) = env.json(&["task", "list"]);
@@ -120,16 +111,7 @@ fn new_task_key_takes_quotes_and_substitutions_literally() {
     // The popup is gone. An empty task starts the agent with no prompt and takes the
     // client to it, to type the first prompt there.
     client.wait_screen("the popup to close", |s| !s.contains("orange: new task"));
-    client.press(&["C-b", "O", "n"]);
-    client.wait_screen("the branch question", |s| {
-        s.contains("branch (empty: automatic):")
-    });
-    client.type_text("feat/typed");
-    client.press(&["Enter"]);
-    client.wait_screen("the task question", |s| {
-        s.contains("task (empty: type it to the agent):")
-    });
-    client.press(&["Enter"]);
+    new_task(&client, "feat/typed", "");
     // (`#{client_session}`: `#{session_name}` of `display -c` names the target pane's.)
     wait_for("the client at the new agent", 20, || {
         env.tmux
