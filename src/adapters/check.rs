@@ -3,11 +3,12 @@
 //! temporary file, killed with its whole group when it outlives its timeout (a hung test
 //! runner and the servers it started go with it).
 //!
-//! The group lives no longer than the check or the command that runs it: a watcher in the
-//! group (`sh`, reading a pipe only orange writes) kills the whole group when the pipe
-//! closes — when the check has ended (a server it left in the background goes), or when
-//! orange dies (Ctrl-C, SIGKILL: the kernel closes the pipe), so a judging killed leaves
-//! no check at work in a member's workspace beside the next one.
+//! The group lives no longer than the check or the command that runs it: when the check
+//! has ended, orange kills what it left in the group (a server in the background); and a
+//! watcher in the group (`sh`, reading a pipe only orange writes) kills the whole group
+//! when the pipe closes, as the kernel closes it when orange dies (Ctrl-C, SIGKILL), so a
+//! judging killed leaves no check at work in a member's workspace beside the next one.
+//! A process that leaves the group (`setsid`: a daemon, a tmux server) is not followed.
 
 use std::io::{Read, Seek};
 use std::os::unix::process::CommandExt;
@@ -73,8 +74,14 @@ pub fn run(dir: &Path, cmd: &str, timeout: Duration, keep: usize) -> Result<Chec
         std::thread::sleep(Duration::from_millis(20));
     };
     let duration = started.elapsed();
-    // What the check left behind goes with its watcher.
+    // What the check left behind goes, killed here (a group stopped by its terminal would
+    // stop the watcher too), then the watcher with it. Its group id is still the check's:
+    // the watcher, not yet reaped, is in it.
     if let Some(mut w) = watcher {
+        // SAFETY: kill(2) with a negative pid signals the process group; no memory.
+        unsafe {
+            libc::kill(-(child.id() as i32), libc::SIGKILL);
+        }
         drop(w.stdin.take());
         let _ = w.wait();
     }
@@ -96,11 +103,16 @@ pub fn run(dir: &Path, cmd: &str, timeout: Duration, keep: usize) -> Result<Chec
 }
 
 /// A watcher in the check's process group `pgid`: it kills the group when its standard
-/// input (a pipe, held by the returned child's `stdin`) closes. `None` when it cannot join
-/// the group (the check and everything it started have ended already).
+/// input (a pipe, held by the returned child's `stdin`) closes, as it does when orange
+/// dies. It ignores what the check may send its own group (`trap 'kill 0' EXIT`, the
+/// terminal's stop signals). `None` when it cannot join the group (the check and
+/// everything it started have ended already).
 fn watch(pgid: u32) -> Option<std::process::Child> {
     Command::new("sh")
-        .args(["-c", "read -r _; kill -9 0"])
+        .args([
+            "-c",
+            "trap '' HUP INT QUIT TERM TSTP TTIN TTOU USR1 USR2 ALRM PIPE; read -r _; kill -9 0",
+        ])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -157,6 +169,24 @@ mod tests {
         assert!(done.passed(), "{done:?}");
         let child = pid_in(d.path(), "child");
         assert!(ends(child), "the check's child {child} outlived the check");
+    }
+
+    #[test]
+    fn a_check_that_signals_its_own_group_keeps_its_watcher() {
+        let d = tempfile::tempdir().unwrap();
+        // `trap 'kill 0' EXIT`: the check's TERM to its group on the way out, which a
+        // leftover ignores; and a stop of its group (as a terminal's SIGTTIN would) as it
+        // ends.
+        for cmd in [
+            "trap '' TERM; sleep 300 & echo $! > child; trap - TERM; trap 'kill 0' EXIT; echo tests",
+            "sleep 300 & echo $! > child; trap '' TSTP; kill -TSTP 0; exit 0",
+        ] {
+            let _ = std::fs::remove_file(d.path().join("child"));
+            let done = run(d.path(), cmd, Duration::from_secs(30), 5).unwrap();
+            assert!(!done.timed_out, "{cmd}: {done:?}");
+            let child = pid_in(d.path(), "child");
+            assert!(ends(child), "{cmd}: the check's child {child} outlived it");
+        }
     }
 
     /// The pid a check wrote to `file` in `dir`.
