@@ -303,20 +303,44 @@ fn one_corrupt_group_record_hides_no_other_group() {
     let e = env.err(&["group", "show", "nosuch"], "invalid_argument");
     assert!(e.contains("no group"), "{e}");
     env.err(&["group", "list"], "state_corrupt");
-    // `task list` still puts the members under their group's row, and says which record
-    // it could not read.
-    let out = env.cmd_in(&env.repo, &["task", "list"]).output().unwrap();
-    let said = String::from_utf8_lossy(&out.stderr).into_owned();
-    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    // `task list` still puts the members under their group's row.
+    let list = || {
+        let out = env.cmd_in(&env.repo, &["task", "list"]).output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        (String::from_utf8_lossy(&out.stdout).into_owned(), said)
+    };
+    let (out, said) = list();
     assert!(
         out.lines()
             .any(|l| l.starts_with(gid.as_str()) && l.contains(" group ")),
         "no parent row: {out}"
     );
+    assert!(said.is_empty(), "no listed task is bad123's: {said}");
+    // A group of listed tasks whose record breaks, with the record's own text in its error:
+    // said on stderr, without its control characters.
+    let other = env.ok(&[
+        "task",
+        "create",
+        "other",
+        "x",
+        "--n",
+        "2",
+        "--harness",
+        "fake-wait",
+    ]);
+    let other = other["group"]["id"].as_str().unwrap().to_string();
+    std::fs::write(
+        groups.join(format!("{other}.json")),
+        r#"{"judge": "\u001b]0;PWNED\u0007x"}"#,
+    )
+    .unwrap();
+    let (_, said) = list();
     assert!(
-        said.contains("group bad123 is not shown") && said.contains("bad123.json"),
+        said.contains(&format!("group {other} is not shown")) && said.contains(".json"),
         "{said}"
     );
+    assert!(!said.contains("bad123"), "{said}");
+    assert!(!said.trim_end().chars().any(char::is_control), "{said:?}");
 }
 
 /// A `--judge auto` group of two `fake-complete` members (ready for review at once), with

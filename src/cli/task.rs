@@ -209,12 +209,21 @@ fn list(ctx: &Ctx, tasks: &mut TaskService, status: Option<String>, all: bool) -
                 .flatten()
         })
         .collect();
-    // A group's members under one parent row (a group whose record cannot be read is said
-    // on stderr: its members are listed as tasks of their own).
+    // A group's members under one parent row (a listed task's group whose record cannot be
+    // read is said on stderr: its members are listed as tasks of their own).
     let (groups, unreadable) =
         crate::orchestration::group::GroupStore::new(&ctx.home).list_readable(project.as_deref());
     for (id, e) in &unreadable {
-        eprintln!("orange: group {id} is not shown: {e}");
+        if list
+            .iter()
+            .any(|v| v.task.group.as_deref() == Some(id.as_str()))
+        {
+            let e = e.to_string();
+            eprintln!(
+                "orange: group {id} is not shown: {}",
+                crate::text::safe_line(&e)
+            );
+        }
     }
     let of = |v: &TaskView| {
         let id = v.task.group.as_deref()?;
