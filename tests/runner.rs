@@ -74,17 +74,21 @@ mod watched;
 mod zellij;
 
 /// A file of tests/ that is no `mod` here is never compiled, and its tests never run:
-/// every `tests/*.rs` (but this one) must be listed above, and every `tests/<name>/*.rs`
-/// (common/ and a file's tests split into a folder) in its mod.rs.
+/// every `tests/*.rs` (but this one) and every folder of tests (`tests/<name>/mod.rs`)
+/// must be listed above, and every `tests/<name>/*.rs` in its mod.rs (or in
+/// `tests/<name>.rs`, where the folder holds that file's submodules).
 #[test]
 fn every_test_file_is_a_module_of_the_runner() {
     use std::path::Path;
-    fn unlisted(dir: &Path, listing: &Path, skip: &[&str]) -> Vec<String> {
+    /// The names in `dir` (files `<name>.rs`, and with `folders` folders holding a mod.rs)
+    /// that `listing` declares no `mod` of.
+    fn unlisted(dir: &Path, listing: &Path, skip: &[&str], folders: bool) -> Vec<String> {
         let text = std::fs::read_to_string(listing).unwrap();
         let declared: Vec<&str> = text
             .lines()
             .filter_map(|l| {
                 let l = l.trim().strip_prefix("pub ").unwrap_or(l.trim());
+                let l = l.strip_prefix("pub(crate) ").unwrap_or(l);
                 l.strip_prefix("mod ")?.strip_suffix(';')
             })
             .collect();
@@ -92,9 +96,12 @@ fn every_test_file_is_a_module_of_the_runner() {
             .unwrap()
             .flatten()
             .filter_map(|e| {
-                let name = e.file_name().to_string_lossy().into_owned();
-                let stem = name.strip_suffix(".rs")?.to_string();
-                (e.path().is_file() && !skip.contains(&name.as_str())).then_some(stem)
+                let (name, p) = (e.file_name().to_string_lossy().into_owned(), e.path());
+                match name.strip_suffix(".rs") {
+                    Some(stem) => p.is_file().then(|| stem.to_string()),
+                    None => (folders && p.join("mod.rs").is_file()).then_some(name.clone()),
+                }
+                .filter(|_| !skip.contains(&name.as_str()))
             })
             .filter(|stem| !declared.contains(&stem.as_str()))
             .collect();
@@ -102,27 +109,33 @@ fn every_test_file_is_a_module_of_the_runner() {
         missing
     }
     let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-    let missing = unlisted(&tests, &tests.join("runner.rs"), &["runner.rs"]);
+    let missing = unlisted(&tests, &tests.join("runner.rs"), &["runner.rs"], true);
     assert!(
         missing.is_empty(),
-        "tests/{{{}}}.rs: no `mod` line in tests/runner.rs, so never compiled",
+        "tests/{{{}}}: no `mod` line in tests/runner.rs, so never compiled",
         missing.join(",")
     );
-    // A file's tests split into a folder: every file in it is a `mod` of its mod.rs.
+    // Each folder's files: modules of its mod.rs, or of the file it is named after.
     for dir in std::fs::read_dir(&tests)
         .unwrap()
         .flatten()
         .map(|e| e.path())
+        .filter(|p| p.is_dir())
     {
-        if !dir.join("mod.rs").is_file() {
-            continue;
-        }
-        let missing = unlisted(&dir, &dir.join("mod.rs"), &["mod.rs"]);
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let listing = match dir.join("mod.rs") {
+            m if m.is_file() => m,
+            _ => tests.join(format!("{name}.rs")),
+        };
+        if !listing.is_file() {
+            continue; // fixtures, snapshots: no code
+        }
+        let missing = unlisted(&dir, &listing, &["mod.rs"], false);
         assert!(
             missing.is_empty(),
-            "tests/{name}/{{{}}}.rs: no `mod` line in tests/{name}/mod.rs, so never compiled",
-            missing.join(",")
+            "tests/{name}/{{{}}}.rs: no `mod` line in {}, so never compiled",
+            missing.join(","),
+            listing.display()
         );
     }
 }
