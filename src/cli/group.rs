@@ -8,8 +8,9 @@ use super::context::{audited, confirm, Ctx, Done};
 use super::group_text;
 use crate::error::{OrangeError, Result};
 use crate::orchestration::group::judge::{self, JudgeRequest};
+use crate::orchestration::group::members::{self, MemberNow};
 use crate::orchestration::group::model::JudgeMode;
-use crate::orchestration::group::service::{self, GroupRequest, MemberNow, Onward};
+use crate::orchestration::group::service::{self, GroupRequest, Onward};
 use crate::orchestration::group::{Group, GroupStore};
 use crate::orchestration::task::service::TaskService;
 use crate::ui::output::Out;
@@ -122,7 +123,7 @@ fn list(ctx: &Ctx, tasks: &mut TaskService, all: bool) -> Result<Out> {
     let rows: Vec<(Group, Vec<MemberNow>)> = groups
         .into_iter()
         .map(|g| {
-            let ms = service::members(tasks, &g);
+            let ms = members::members(tasks, &g);
             (g, ms)
         })
         .collect();
@@ -134,7 +135,7 @@ fn list(ctx: &Ctx, tasks: &mut TaskService, all: bool) -> Result<Out> {
 /// `group show G`
 fn show(ctx: &Ctx, tasks: &mut TaskService, typed: &str) -> Result<Out> {
     let g = find(ctx, typed)?;
-    let ms = service::members(tasks, &g);
+    let ms = members::members(tasks, &g);
     Ok(Out::new(group_json(&g, &ms), group_text::show(&g, &ms)))
 }
 
@@ -179,7 +180,7 @@ fn judge(
         collect,
     };
     let g = audited(ctx, "group.judge", inputs, || judge::judge(tasks, &g, &req))?;
-    let ms = service::members(tasks, &g);
+    let ms = members::members(tasks, &g);
     let mut text = group_text::show(&g, &ms);
     if let Some(run) = g.judging() {
         text.push_str(&format!(
@@ -206,8 +207,8 @@ fn pick(
     yes: bool,
 ) -> Result<Done> {
     let g = find(ctx, typed)?;
-    let ms = service::members(tasks, &g);
-    let m = service::member(&ms, member)?;
+    let ms = members::members(tasks, &g);
+    let m = members::member(&ms, member)?;
     if m.is_working() {
         confirm(
             &format!(

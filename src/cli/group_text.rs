@@ -2,8 +2,9 @@
 //! check wrote (reasons, output) is made safe by `table` and [`first_line`].
 
 use crate::cli::task_text::first_line;
+use crate::orchestration::group::members::MemberNow;
 use crate::orchestration::group::model::{CheckResult, DiffSize, Group, MemberResult};
-use crate::orchestration::group::service::{GroupCreated, MemberNow};
+use crate::orchestration::group::service::GroupCreated;
 use crate::ui::output::table;
 
 /// `task create … --n N`: the group and each member's start.

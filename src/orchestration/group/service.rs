@@ -16,7 +16,7 @@ use crate::execution::config::Config;
 use crate::execution::harness::Harness;
 use crate::orchestration::group::judge;
 use crate::orchestration::group::members::check_readable;
-pub use crate::orchestration::group::members::{member, members, MemberNow, UNREADABLE};
+use crate::orchestration::group::members::{member, members, MemberNow};
 use crate::orchestration::group::model::{self, Group, JudgeMode, Member, MAX_MEMBERS};
 use crate::orchestration::group::store::GroupStore;
 use crate::orchestration::project::Project;

@@ -119,7 +119,7 @@ pub fn assemble(
 /// The task's group (when it is a member of one): its base branch, then each member and
 /// its state, this one marked.
 fn group_lines(home: &Home, task: &Task) -> Vec<String> {
-    use crate::orchestration::group::{service, GroupStore};
+    use crate::orchestration::group::{members::members, GroupStore};
     let Some(g) = task
         .group
         .as_deref()
@@ -129,7 +129,7 @@ fn group_lines(home: &Home, task: &Task) -> Vec<String> {
     };
     let tasks = crate::orchestration::task::service::TaskService::new(home);
     let mut out = vec![g.base.clone()];
-    for m in service::members(&tasks, &g) {
+    for m in members(&tasks, &g) {
         let me = m.member.task.as_deref() == Some(task.id.as_str());
         out.push(format!(
             "/{} {}{}",
