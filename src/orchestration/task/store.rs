@@ -102,10 +102,8 @@ impl TaskStore {
         if typed.is_empty() {
             return None;
         }
-        let all = match self.list_lenient(project) {
-            Ok(all) => all,
-            Err(e) => return Some(Err(e)),
-        };
+        // A damaged record is passed over: this only finds the one a person named.
+        let all = self.list_readable(project);
         let by_branch: Vec<&Task> = all.iter().filter(|t| t.branch == typed).collect();
         // A prefix names a task from 3 characters on: one or two typed by mistake must not
         // pick a task for a command that acts at once (merge, respawn, delete --yes).
@@ -134,16 +132,6 @@ impl TaskStore {
                     .join(", ")
             )))),
         }
-    }
-
-    /// Every task that can be read (a damaged one is skipped, not an error: this only
-    /// helps find the one a person named).
-    fn list_lenient(&self, project: Option<&str>) -> Result<Vec<Task>> {
-        Ok(self
-            .ids(project)
-            .into_iter()
-            .filter_map(|(p, id)| self.load(&p, &id).ok())
-            .collect())
     }
 
     /// `(project, id)` of every task with a `task.json`, in `project` or in all of them.
@@ -328,7 +316,7 @@ impl TaskStore {
             }
             self.prune(&p, &stale);
         }
-        out.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        oldest_first(&mut out);
         (out, errors)
     }
 
@@ -365,7 +353,7 @@ impl TaskStore {
             .into_iter()
             .map(|(p, id)| self.load(&p, &id))
             .collect::<Result<Vec<Task>>>()?;
-        out.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        oldest_first(&mut out);
         Ok(out)
     }
 
@@ -376,7 +364,7 @@ impl TaskStore {
             .into_iter()
             .filter_map(|(p, id)| self.load(&p, &id).ok())
             .collect();
-        out.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        oldest_first(&mut out);
         out
     }
 
@@ -463,6 +451,11 @@ impl TaskLookup for TaskStore {
         }
         None
     }
+}
+
+/// Tasks in the order of every listing: oldest first, then by id.
+fn oldest_first(tasks: &mut [Task]) {
+    tasks.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
 }
 
 #[cfg(test)]
