@@ -32,24 +32,25 @@ const RETRY_AFTER: chrono::Duration = chrono::Duration::seconds(60);
 /// Is `g` waiting for an automatic judging: none started, or one that ended (killed, or
 /// never started) without a judgement, fewer than [`AUTO_ATTEMPTS`] times?
 fn waiting(groups: &GroupStore, g: &Group) -> bool {
-    g.judge == JudgeMode::Auto
+    auto_and_open(g)
         && g.judgement.is_none()
         && g.auto_started
             .as_deref()
             .is_none_or(|at| g.auto_attempts < AUTO_ATTEMPTS && died(groups, g, at))
-        && !g.cancelled
-        && g.picked.is_none()
 }
 
 /// Was `g`'s automatic judging judged but never told (the command killed in between)?
 fn untold(groups: &GroupStore, g: &Group) -> bool {
-    g.judge == JudgeMode::Auto
+    auto_and_open(g)
         && g.auto_started.is_some()
         && g.judging().is_none()
         && !g.notified
-        && !g.cancelled
-        && g.picked.is_none()
         && g.judgement.as_ref().is_some_and(|j| died(groups, g, &j.at))
+}
+
+/// A `--judge auto` group neither cancelled nor picked.
+fn auto_and_open(g: &Group) -> bool {
+    g.judge == JudgeMode::Auto && !g.cancelled && g.picked.is_none()
 }
 
 /// A judging of `g` that began at `at` (the monitor's clock, [`limits::clock`]) is over:

@@ -129,7 +129,7 @@ impl GroupStore {
     /// base branch (an open group wins over finished ones of the same branch).
     pub fn find(&self, typed: &str, project: Option<&str>) -> Result<Group> {
         let typed = typed.trim_end_matches('/');
-        let (all, mut bad) = self.list_readable(project);
+        let (all, bad) = self.list_readable(project);
         if let Some(g) = all.iter().find(|g| g.id == typed) {
             return Ok(g.clone());
         }
@@ -150,13 +150,12 @@ impl GroupStore {
         match pick.as_slice() {
             [g] => Ok((*g).clone()),
             // The one meant, by its id, cannot be read: its error says so.
-            [] if bad.iter().any(|(id, _)| id.starts_with(typed)) => {
-                let i = bad.iter().position(|(id, _)| id.starts_with(typed));
-                Err(bad.remove(i.unwrap_or(0)).1)
-            }
-            [] => Err(OrangeError::invalid(format!(
-                "no group {typed:?} (a group id, a unique prefix of one, or its base branch; `orange group list`)"
-            ))),
+            [] => match bad.into_iter().find(|(id, _)| id.starts_with(typed)) {
+                Some((_, e)) => Err(e),
+                None => Err(OrangeError::invalid(format!(
+                    "no group {typed:?} (a group id, a unique prefix of one, or its base branch; `orange group list`)"
+                ))),
+            },
             many => Err(OrangeError::invalid(format!(
                 "{typed:?} names several groups: {}; give its id",
                 many.iter()
