@@ -8,8 +8,9 @@
 
 use crate::common;
 use crate::common::chat_standin;
+use crate::common::raw_http::{self, read_resp, send, Resp};
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
@@ -18,15 +19,7 @@ use std::time::{Duration, Instant};
 use chat_standin::{ChatStandIn, Reply};
 use serde_json::{json, Value};
 
-struct Resp {
-    status: u16,
-    body: String,
-}
-
 impl Resp {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
-    }
     /// The `data:` payloads of an SSE body, in order (`[DONE]` as a JSON string).
     fn data(&self) -> Vec<Value> {
         self.body
@@ -37,68 +30,14 @@ impl Resp {
     }
 }
 
-fn read_resp(r: &mut BufReader<TcpStream>) -> Resp {
-    let mut line = String::new();
-    r.read_line(&mut line).unwrap();
-    let status: u16 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        r.read_line(&mut line).unwrap();
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        let (k, v) = l.split_once(':').unwrap();
-        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-    }
-    let h = |k: &str| headers.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-    let mut body = Vec::new();
-    if h("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
-        loop {
-            line.clear();
-            r.read_line(&mut line).unwrap();
-            let n = usize::from_str_radix(line.trim(), 16).unwrap();
-            if n == 0 {
-                line.clear();
-                r.read_line(&mut line).unwrap();
-                break;
-            }
-            let mut buf = vec![0; n + 2];
-            r.read_exact(&mut buf).unwrap();
-            body.extend_from_slice(&buf[..n]);
-        }
-    } else if let Some(n) = h("content-length") {
-        let mut buf = vec![0; n.parse().unwrap()];
-        r.read_exact(&mut buf).unwrap();
-        body = buf;
-    }
-    Resp {
-        status,
-        body: String::from_utf8(body).unwrap(),
-    }
-}
-
 /// One request on one keep-alive connection.
 fn req(c: &mut (TcpStream, BufReader<TcpStream>), method: &str, path: &str, body: &Value) -> Resp {
-    let b = if body.is_null() {
-        String::new()
-    } else {
-        body.to_string()
-    };
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{b}",
-        b.len()
-    );
-    c.0.write_all(head.as_bytes()).unwrap();
+    send(&mut c.0, method, path, &raw_http::body_text(body));
     read_resp(&mut c.1)
 }
 
 fn connect(si: &ChatStandIn) -> (TcpStream, BufReader<TcpStream>) {
-    let s = TcpStream::connect(("127.0.0.1", si.port())).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let r = BufReader::new(s.try_clone().unwrap());
-    (s, r)
+    raw_http::connect(si.port())
 }
 
 /// A body like an agent's turn: it has tools.

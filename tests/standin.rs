@@ -4,6 +4,7 @@
 // Tests run the programs they check (clippy.toml keeps `Command::new` in src/adapters/).
 #![allow(clippy::disallowed_methods)]
 
+use crate::common::raw_http::{self, read_resp, send, Resp};
 use crate::common::standin;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -13,22 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use standin::{Reply, StandIn};
 
-struct Resp {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
 impl Resp {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
-    }
-    fn header(&self, k: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.as_str())
-    }
     /// (event name, data) pairs of an SSE body.
     fn events(&self) -> Vec<(String, Value)> {
         self.body
@@ -50,77 +36,14 @@ impl Resp {
     }
 }
 
-fn send(s: &mut TcpStream, method: &str, path: &str, body: &str) {
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).unwrap();
-}
-
-fn read_resp(r: &mut BufReader<TcpStream>) -> Resp {
-    let mut line = String::new();
-    r.read_line(&mut line).unwrap();
-    let status: u16 = line
-        .split_whitespace()
-        .nth(1)
-        .expect("status line")
-        .parse()
-        .unwrap();
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        r.read_line(&mut line).unwrap();
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        let (k, v) = l.split_once(':').unwrap();
-        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-    }
-    let h = |k: &str| headers.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-    let mut body = Vec::new();
-    if h("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
-        loop {
-            line.clear();
-            r.read_line(&mut line).unwrap();
-            let n = usize::from_str_radix(line.trim(), 16).unwrap();
-            if n == 0 {
-                line.clear();
-                r.read_line(&mut line).unwrap();
-                break;
-            }
-            let mut buf = vec![0; n + 2];
-            r.read_exact(&mut buf).unwrap();
-            body.extend_from_slice(&buf[..n]);
-        }
-    } else if let Some(n) = h("content-length") {
-        let mut buf = vec![0; n.parse().unwrap()];
-        r.read_exact(&mut buf).unwrap();
-        body = buf;
-    }
-    Resp {
-        status,
-        headers,
-        body: String::from_utf8(body).unwrap(),
-    }
-}
-
 fn connect(si: &StandIn) -> (TcpStream, BufReader<TcpStream>) {
-    let s = TcpStream::connect(("127.0.0.1", si.port())).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let r = BufReader::new(s.try_clone().unwrap());
-    (s, r)
+    raw_http::connect(si.port())
 }
 
+/// One request on a connection of its own.
 fn req(si: &StandIn, method: &str, path: &str, body: &Value) -> Resp {
     let (mut s, mut r) = connect(si);
-    let b = if body.is_null() {
-        String::new()
-    } else {
-        body.to_string()
-    };
-    send(&mut s, method, path, &b);
+    send(&mut s, method, path, &raw_http::body_text(body));
     read_resp(&mut r)
 }
 

@@ -3,10 +3,10 @@
 //! `opencode.json` provider on `@ai-sdk/openai-compatible` with a `baseURL`) against
 //! `http://127.0.0.1:PORT/v1`.
 //!
-//! Only std + serde_json, shaped like the claude stand-in (tests/common/standin.rs): it binds
-//! 127.0.0.1:0, serves each connection on its own thread (HTTP/1.1 keep-alive, Content-Length
-//! or chunked request bodies), records every request, and stops when the [`ChatStandIn`] is
-//! dropped or after [`IDLE_LIMIT`] without a request.
+//! Only std + serde_json: the scripted server the claude stand-in runs on
+//! (tests/common/scripted.rs: it binds 127.0.0.1:0, serves each connection on its own
+//! thread, records every request, and stops when the [`ChatStandIn`] is dropped or after its
+//! `IDLE_LIMIT` without a request) speaking Chat Completions ([`Chat`]).
 //!
 //! Which requests consume the script ("turns"): `POST /v1/chat/completions` or
 //! `POST /chat/completions` whose JSON body has a non-empty `tools` array (an agent's turn
@@ -21,20 +21,15 @@
 //! When the script is exhausted every further turn gets `Text("done")`.
 #![allow(dead_code)]
 
-use std::collections::VecDeque;
 use std::io::{self, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::net::TcpStream;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::http_standin::{self as http, chunk, split_text, Request, POLL};
+use super::http_standin::{self as http, chunk, split_text, Request};
+use super::scripted::{self, path_only, Core, Protocol};
 
-/// The stand-in stops by itself after this long without a request.
-pub const IDLE_LIMIT: Duration = Duration::from_secs(600);
 /// Interval of SSE comment lines (`: keep-alive`) while a streamed [`Reply::Slow`] waits.
 const PING_EVERY: Duration = Duration::from_secs(5);
 /// The model id `GET /v1/models` lists (any model a request names is echoed back).
@@ -152,32 +147,9 @@ fn default_error_message(status: u16) -> &'static str {
 }
 
 /// One request the stand-in received.
-#[derive(Clone, Debug)]
-pub struct Recorded {
-    pub method: String,
-    /// Path including any query string, e.g. `/v1/chat/completions`.
-    pub path: String,
-    /// Header names lower-cased.
-    pub headers: Vec<(String, String)>,
-    /// The JSON body (`Null` if empty; a `String` holding the raw text if not JSON).
-    pub body: Value,
-    /// When the request (headers and body) had been read.
-    pub at: Instant,
-    /// A turn request (answered from the script, or `Text("done")` once it is exhausted).
-    pub scripted: bool,
-    /// Index of the script entry that answered it (`None` for side requests and after the
-    /// script ran out).
-    pub reply_index: Option<usize>,
-}
+pub type Recorded = scripted::Recorded<Chat>;
 
 impl Recorded {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        let name = name.to_ascii_lowercase();
-        self.headers
-            .iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.as_str())
-    }
     /// The `messages` array (empty if none).
     pub fn messages(&self) -> Vec<Value> {
         self.body["messages"]
@@ -273,272 +245,61 @@ fn is_completions(path: &str) -> bool {
     )
 }
 
-fn path_only(path: &str) -> &str {
-    path.split('?').next().unwrap_or(path)
-}
+/// The running stand-in.
+pub type ChatStandIn = scripted::Server<Chat>;
 
-struct State {
-    script: VecDeque<Reply>,
-    /// Number of script entries handed out so far (= index of the next one).
-    next: usize,
-    requests: Vec<Recorded>,
-    /// For each handed-out script entry, when its reply was completely sent.
-    sent: Vec<Option<Instant>>,
-    last_activity: Instant,
-}
+/// OpenAI's Chat Completions API, as pi and opencode speak it.
+#[derive(Debug)]
+pub enum Chat {}
 
-struct Inner {
-    state: Mutex<State>,
-    changed: Condvar,
-    stop: AtomicBool,
-    addr: SocketAddr,
-    ids: AtomicU64,
-}
-
-impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+impl Protocol for Chat {
+    type Reply = Reply;
+    const NAME: &'static str = "chat-standin";
+    /// pi's `baseUrl` and opencode's `baseURL` end in `/v1`.
+    const BASE_PATH: &'static str = "/v1";
+    fn flatten(r: Reply) -> Vec<Reply> {
+        r.flatten()
     }
-    fn stopped(&self) -> bool {
-        self.stop.load(Ordering::SeqCst)
+    fn is_turn(method: &str, path: &str, body: &Value) -> bool {
+        is_turn(method, path, body)
     }
-    fn id(&self) -> u64 {
-        self.ids.fetch_add(1, Ordering::SeqCst) + 1
+    fn done() -> Reply {
+        Reply::Text("done".into())
     }
-    fn wake_accept(&self) {
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(500));
-    }
-}
-
-/// The running stand-in. Dropping it stops the server (its port is closed when `drop`
-/// returns); connections still open are closed within ~100 ms.
-pub struct ChatStandIn {
-    inner: Arc<Inner>,
-    accept: Option<JoinHandle<()>>,
-}
-
-impl ChatStandIn {
-    pub fn start(script: Vec<Reply>) -> ChatStandIn {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-        let addr = listener.local_addr().expect("local_addr");
-        let inner = Arc::new(Inner {
-            state: Mutex::new(State {
-                script: script.into_iter().flat_map(Reply::flatten).collect(),
-                next: 0,
-                requests: Vec::new(),
-                sent: Vec::new(),
-                last_activity: Instant::now(),
-            }),
-            changed: Condvar::new(),
-            stop: AtomicBool::new(false),
-            addr,
-            ids: AtomicU64::new(0),
-        });
-        let acc = inner.clone();
-        let accept = thread::Builder::new()
-            .name("chat-standin-accept".into())
-            .spawn(move || http::accept_loop(listener, acc, "chat-standin-conn"))
-            .expect("spawn accept thread");
-        let wd = inner.clone();
-        thread::Builder::new()
-            .name("chat-standin-idle".into())
-            .spawn(move || loop {
-                thread::sleep(POLL);
-                if wd.stopped() {
-                    return;
-                }
-                if wd.lock().last_activity.elapsed() > IDLE_LIMIT {
-                    wd.stop.store(true, Ordering::SeqCst);
-                    wd.changed.notify_all();
-                    wd.wake_accept();
-                    return;
-                }
-            })
-            .expect("spawn idle thread");
-        ChatStandIn {
-            inner,
-            accept: Some(accept),
-        }
-    }
-
-    /// `http://127.0.0.1:PORT/v1`: the `baseUrl` (pi) / `baseURL` (opencode) to configure.
-    pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.inner.addr)
-    }
-    pub fn port(&self) -> u16 {
-        self.inner.addr.port()
-    }
-    /// Append replies to the script (a `Repeat` is unrolled).
-    pub fn push(&self, r: Reply) {
-        self.inner.lock().script.extend(r.flatten());
-    }
-    /// Script entries not yet handed out.
-    pub fn remaining(&self) -> usize {
-        self.inner.lock().script.len()
-    }
-    /// Every request received so far, in order of arrival.
-    pub fn requests(&self) -> Vec<Recorded> {
-        self.inner.lock().requests.clone()
-    }
-    /// Only the turn requests.
-    pub fn turns(&self) -> Vec<Recorded> {
-        self.inner
-            .lock()
-            .requests
-            .iter()
-            .filter(|r| r.scripted)
-            .cloned()
-            .collect()
-    }
-    pub fn count(&self, pred: impl Fn(&Recorded) -> bool) -> usize {
-        self.inner
-            .lock()
-            .requests
-            .iter()
-            .filter(|r| pred(r))
-            .count()
-    }
-    /// When the reply of script entry `k` (0-based) was completed: taken right before its
-    /// last bytes are written. `None` while not yet sent, for `Hang`, and for `k` not handed
-    /// out yet.
-    pub fn sent_at(&self, k: usize) -> Option<Instant> {
-        self.inner.lock().sent.get(k).copied().flatten()
-    }
-    /// Wait until at least `n` turn (scripted) requests were received; false on timeout.
-    pub fn wait_requests(&self, n: usize, timeout: Duration) -> bool {
-        self.wait_until(timeout, |reqs| {
-            reqs.iter().filter(|r| r.scripted).count() >= n
-        })
-    }
-    /// Wait until the reply of script entry `k` was sent; returns when.
-    pub fn wait_sent(&self, k: usize, timeout: Duration) -> Option<Instant> {
-        self.wait_for(timeout, |st| st.sent.get(k).copied().flatten())
-    }
-    /// Wait until `pred(all requests)` holds; false on timeout.
-    pub fn wait_until(&self, timeout: Duration, pred: impl Fn(&[Recorded]) -> bool) -> bool {
-        self.wait_for(timeout, |st| pred(&st.requests).then_some(()))
-            .is_some()
-    }
-    /// Wait (on the state's condition variable) until `f(state)` gives a value.
-    fn wait_for<T>(&self, timeout: Duration, f: impl Fn(&State) -> Option<T>) -> Option<T> {
-        let deadline = Instant::now() + timeout;
-        let mut st = self.inner.lock();
-        loop {
-            if let Some(v) = f(&st) {
-                return Some(v);
+    /// Answer a request: a completion (a turn, or a tool-less side request) with its reply,
+    /// the models list, or a 404.
+    fn respond(
+        s: &mut TcpStream,
+        core: &Core<Chat>,
+        req: &Request,
+        body: &Value,
+        reply: Option<Reply>,
+        mark: &dyn Fn(),
+    ) -> io::Result<()> {
+        let path = path_only(&req.path);
+        let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+        let model = body.get("model").and_then(Value::as_str).unwrap_or(MODEL);
+        let head = req.method == "HEAD";
+        match (req.method.as_str(), path) {
+            ("POST", p) if is_completions(p) => {
+                let reply = reply.unwrap_or_else(|| Reply::Text("ok".into()));
+                answer(s, core, &reply, stream, model, mark)?;
+                Ok(())
             }
-            let now = Instant::now();
-            if now >= deadline {
-                return None;
-            }
-            st = self
-                .inner
-                .changed
-                .wait_timeout(st, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            ("GET" | "HEAD", "/v1/models" | "/models") => write_json(
+                s,
+                200,
+                &json!({"object":"list","data":[{"id":MODEL,"object":"model","created":0,"owned_by":"standin"}]}),
+                head,
+            ),
+            ("GET" | "HEAD", "/") => write_json(s, 200, &json!({}), head),
+            _ => write_json(
+                s,
+                404,
+                &error_body(404, &format!("Not found: {} {}", req.method, req.path)),
+                head,
+            ),
         }
-    }
-    /// Stop now (the same as dropping it).
-    pub fn stop(&mut self) {
-        self.inner.stop.store(true, Ordering::SeqCst);
-        self.inner.changed.notify_all();
-        if let Some(h) = self.accept.take() {
-            self.inner.wake_accept();
-            let _ = h.join();
-        }
-    }
-    /// True once stopped (dropped, `stop`, or idle limit).
-    pub fn is_stopped(&self) -> bool {
-        self.inner.stopped()
-    }
-}
-
-impl Drop for ChatStandIn {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-impl http::Handler for Inner {
-    fn stopped(&self) -> bool {
-        self.stop.load(Ordering::SeqCst)
-    }
-    fn handle(&self, s: &mut TcpStream, req: Request) -> io::Result<()> {
-        handle(s, self, req)
-    }
-}
-
-fn handle(s: &mut TcpStream, inner: &Inner, req: Request) -> io::Result<()> {
-    let body = http::json_body(&req);
-    let path = path_only(&req.path).to_string();
-    let turn = is_turn(&req.method, &req.path, &body);
-    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    let model = body
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or(MODEL)
-        .to_string();
-
-    // Record, and take the script entry for a turn, in one critical section.
-    let (reply, index) = {
-        let mut st = inner.lock();
-        st.last_activity = Instant::now();
-        let (reply, index) = if turn {
-            match st.script.pop_front() {
-                Some(r) => {
-                    let k = st.next;
-                    st.next += 1;
-                    st.sent.push(None);
-                    (Some(r), Some(k))
-                }
-                None => (Some(Reply::Text("done".into())), None),
-            }
-        } else {
-            (None, None)
-        };
-        st.requests.push(Recorded {
-            method: req.method.clone(),
-            path: req.path.clone(),
-            headers: req.headers.clone(),
-            body: body.clone(),
-            at: Instant::now(),
-            scripted: turn,
-            reply_index: index,
-        });
-        inner.changed.notify_all();
-        (reply, index)
-    };
-
-    let mark_sent = |inner: &Inner| {
-        if let Some(k) = index {
-            let mut st = inner.lock();
-            if let Some(slot) = st.sent.get_mut(k) {
-                *slot = Some(Instant::now());
-            }
-            inner.changed.notify_all();
-        }
-    };
-    let head = req.method == "HEAD";
-    match (req.method.as_str(), path.as_str()) {
-        ("POST", p) if is_completions(p) => {
-            let reply = reply.unwrap_or_else(|| Reply::Text("ok".into()));
-            answer(s, inner, &reply, stream, &model, &|| mark_sent(inner))?;
-            Ok(())
-        }
-        ("GET" | "HEAD", "/v1/models" | "/models") => write_json(
-            s,
-            200,
-            &json!({"object":"list","data":[{"id":MODEL,"object":"model","created":0,"owned_by":"standin"}]}),
-            head,
-        ),
-        ("GET" | "HEAD", "/") => write_json(s, 200, &json!({}), head),
-        _ => write_json(
-            s,
-            404,
-            &error_body(404, &format!("Not found: {} {}", req.method, req.path)),
-            head,
-        ),
     }
 }
 
@@ -552,8 +313,8 @@ fn write_json(s: &mut TcpStream, status: u16, v: &Value, head: bool) -> io::Resu
 
 /// Sleep `d`, polling the stop flag; while `ping` is given, send an SSE comment (`: keep-alive`) every 5 s.
 /// Ok(false) if stopped.
-fn wait(s: &mut TcpStream, inner: &Inner, d: Duration, ping: bool) -> io::Result<bool> {
-    let stopped = || inner.stopped();
+fn wait(s: &mut TcpStream, core: &Core<Chat>, d: Duration, ping: bool) -> io::Result<bool> {
+    let stopped = || core.stopped();
     http::wait(
         s,
         &stopped,
@@ -583,7 +344,7 @@ fn usage() -> Value {
 /// stopped while waiting).
 fn answer(
     s: &mut TcpStream,
-    inner: &Inner,
+    core: &Core<Chat>,
     reply: &Reply,
     stream: bool,
     model: &str,
@@ -598,11 +359,11 @@ fn answer(
     }
     match r {
         Reply::Hang => {
-            wait(s, inner, Duration::MAX, false)?;
+            wait(s, core, Duration::MAX, false)?;
             return Ok(false);
         }
         Reply::Status(code, msg) => {
-            if !wait(s, inner, delay, false)? {
+            if !wait(s, core, delay, false)? {
                 return Ok(false);
             }
             mark();
@@ -612,7 +373,7 @@ fn answer(
         Reply::Slow(..) | Reply::Repeat(..) => unreachable!("flattened"),
         _ => {}
     }
-    let n = inner.id();
+    let n = core.id();
     let id = format!("chatcmpl-standin-{n:06}");
     let call_id = format!("call_standin_{n:06}");
     let (text, tool, finish): (Option<String>, Option<(&str, String)>, &str) = match r {
@@ -641,7 +402,7 @@ fn answer(
         _ => unreachable!(),
     };
     if !stream {
-        if !wait(s, inner, delay, false)? {
+        if !wait(s, core, delay, false)? {
             return Ok(false);
         }
         let mut message = json!({"role":"assistant","content":text});
@@ -669,7 +430,7 @@ fn answer(
     )?;
     if !delay.is_zero() {
         chunk(s, ": keep-alive\n\n")?;
-        if !wait(s, inner, delay, true)? {
+        if !wait(s, core, delay, true)? {
             return Ok(false);
         }
     }

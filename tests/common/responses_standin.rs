@@ -84,7 +84,7 @@ pub struct Recorded {
 
 impl Recorded {
     pub fn header(&self, name: &str) -> Option<&str> {
-        super::standin::header_in(&self.headers, name)
+        super::scripted::header_in(&self.headers, name)
     }
 
     /// A conversation turn (it carries codex's tools).

@@ -1,9 +1,10 @@
 //! A stand-in Anthropic Messages API for integration tests that run the real Claude Code
 //! (`claude`) against `ANTHROPIC_BASE_URL=http://127.0.0.1:PORT`.
 //!
-//! Only std + serde_json. It binds 127.0.0.1:0, serves each connection on its own thread
-//! (HTTP/1.1 keep-alive, Content-Length or chunked request bodies), and stops when the
-//! [`StandIn`] is dropped or after [`IDLE_LIMIT`] without a request.
+//! Only std + serde_json: a scripted server (tests/common/scripted.rs: it binds
+//! 127.0.0.1:0, serves each connection on its own thread, records every request, and stops
+//! when the [`StandIn`] is dropped or after its `IDLE_LIMIT` without a request) speaking
+//! the Messages API ([`Messages`]).
 //!
 //! Which requests consume the script ("turns"): `POST /v1/messages` (any query string, e.g.
 //! `?beta=true`) whose JSON body has a non-empty `tools` array. Claude Code 2.1.330 sends every
@@ -21,20 +22,15 @@
 //! When the script is exhausted every further turn gets `Text("done")`.
 #![allow(dead_code)]
 
-use std::collections::VecDeque;
 use std::io::{self, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::net::TcpStream;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::http_standin::{self as http, chunk, split_text, Request, POLL};
+use super::http_standin::{self as http, chunk, split_text, Request};
+use super::scripted::{self, path_only, Core, Protocol};
 
-/// The stand-in stops by itself after this long without a request.
-pub const IDLE_LIMIT: Duration = Duration::from_secs(600);
 /// Interval of SSE `ping` events while a streamed [`Reply::Slow`] waits.
 const PING_EVERY: Duration = Duration::from_secs(5);
 
@@ -172,37 +168,10 @@ fn default_error_message(status: u16) -> &'static str {
     }
 }
 
-/// The value of header `name` (any case) among `headers`.
-pub fn header_in<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
-}
-
 /// One request the stand-in received.
-#[derive(Clone, Debug)]
-pub struct Recorded {
-    pub method: String,
-    /// Path including any query string, e.g. `/v1/messages?beta=true`.
-    pub path: String,
-    /// Header names lower-cased.
-    pub headers: Vec<(String, String)>,
-    /// The JSON body (`Null` if empty; a `String` holding the raw text if not JSON).
-    pub body: Value,
-    /// When the request (headers and body) had been read.
-    pub at: Instant,
-    /// A turn request (answered from the script, or `Text("done")` once it is exhausted).
-    pub scripted: bool,
-    /// Index of the script entry that answered it (`None` for side requests and after the
-    /// script ran out).
-    pub reply_index: Option<usize>,
-}
+pub type Recorded = scripted::Recorded<Messages>;
 
 impl Recorded {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        header_in(&self.headers, name)
-    }
     /// The text of the last user message's blocks (text and tool_result contents), joined.
     pub fn last_user_text(&self) -> String {
         let msgs = self.body.get("messages").and_then(Value::as_array);
@@ -278,270 +247,60 @@ pub fn is_turn(method: &str, path: &str, body: &Value) -> bool {
             .is_some_and(|t| !t.is_empty())
 }
 
-fn path_only(path: &str) -> &str {
-    path.split('?').next().unwrap_or(path)
-}
+/// The running stand-in.
+pub type StandIn = scripted::Server<Messages>;
 
-struct State {
-    script: VecDeque<Reply>,
-    /// Number of script entries handed out so far (= index of the next one).
-    next: usize,
-    requests: Vec<Recorded>,
-    /// For each handed-out script entry, when its reply was completely sent.
-    sent: Vec<Option<Instant>>,
-    last_activity: Instant,
-}
+/// The Anthropic Messages API, as claude speaks it.
+#[derive(Debug)]
+pub enum Messages {}
 
-struct Inner {
-    state: Mutex<State>,
-    changed: Condvar,
-    stop: AtomicBool,
-    addr: SocketAddr,
-    ids: AtomicU64,
-}
-
-impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+impl Protocol for Messages {
+    type Reply = Reply;
+    const NAME: &'static str = "standin";
+    /// `ANTHROPIC_BASE_URL` is the bare `http://127.0.0.1:PORT`.
+    const BASE_PATH: &'static str = "";
+    fn flatten(r: Reply) -> Vec<Reply> {
+        r.flatten()
     }
-    fn stopped(&self) -> bool {
-        self.stop.load(Ordering::SeqCst)
+    fn is_turn(method: &str, path: &str, body: &Value) -> bool {
+        is_turn(method, path, body)
     }
-    fn id(&self) -> u64 {
-        self.ids.fetch_add(1, Ordering::SeqCst) + 1
+    fn done() -> Reply {
+        Reply::Text("done".into())
     }
-    fn wake_accept(&self) {
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(500));
-    }
-}
-
-/// The running stand-in. Dropping it stops the server (its port is closed when `drop`
-/// returns); connections still open are closed within ~100 ms.
-pub struct StandIn {
-    inner: Arc<Inner>,
-    accept: Option<JoinHandle<()>>,
-}
-
-impl StandIn {
-    pub fn start(script: Vec<Reply>) -> StandIn {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-        let addr = listener.local_addr().expect("local_addr");
-        let inner = Arc::new(Inner {
-            state: Mutex::new(State {
-                script: script.into_iter().flat_map(Reply::flatten).collect(),
-                next: 0,
-                requests: Vec::new(),
-                sent: Vec::new(),
-                last_activity: Instant::now(),
-            }),
-            changed: Condvar::new(),
-            stop: AtomicBool::new(false),
-            addr,
-            ids: AtomicU64::new(0),
-        });
-        let acc = inner.clone();
-        let accept = thread::Builder::new()
-            .name("standin-accept".into())
-            .spawn(move || http::accept_loop(listener, acc, "standin-conn"))
-            .expect("spawn accept thread");
-        let wd = inner.clone();
-        thread::Builder::new()
-            .name("standin-idle".into())
-            .spawn(move || loop {
-                thread::sleep(POLL);
-                if wd.stopped() {
-                    return;
-                }
-                if wd.lock().last_activity.elapsed() > IDLE_LIMIT {
-                    wd.stop.store(true, Ordering::SeqCst);
-                    wd.changed.notify_all();
-                    wd.wake_accept();
-                    return;
-                }
-            })
-            .expect("spawn idle thread");
-        StandIn {
-            inner,
-            accept: Some(accept),
-        }
-    }
-
-    /// `http://127.0.0.1:PORT`, for `ANTHROPIC_BASE_URL`.
-    pub fn base_url(&self) -> String {
-        format!("http://{}", self.inner.addr)
-    }
-    pub fn port(&self) -> u16 {
-        self.inner.addr.port()
-    }
-    /// Append replies to the script (a `Repeat` is unrolled).
-    pub fn push(&self, r: Reply) {
-        self.inner.lock().script.extend(r.flatten());
-    }
-    /// Script entries not yet handed out.
-    pub fn remaining(&self) -> usize {
-        self.inner.lock().script.len()
-    }
-    /// Every request received so far, in order of arrival.
-    pub fn requests(&self) -> Vec<Recorded> {
-        self.inner.lock().requests.clone()
-    }
-    /// Only the turn requests.
-    pub fn turns(&self) -> Vec<Recorded> {
-        self.inner
-            .lock()
-            .requests
-            .iter()
-            .filter(|r| r.scripted)
-            .cloned()
-            .collect()
-    }
-    pub fn count(&self, pred: impl Fn(&Recorded) -> bool) -> usize {
-        self.inner
-            .lock()
-            .requests
-            .iter()
-            .filter(|r| pred(r))
-            .count()
-    }
-    /// When the reply of script entry `k` (0-based) was completed: taken right before its
-    /// last bytes are written (a streamed reply's `message_stop`, a `Status`'s error body, a
-    /// JSON reply), so whoever holds the complete reply finds it set. `None` while not yet
-    /// sent, for `Hang`, and for `k` not handed out yet.
-    pub fn sent_at(&self, k: usize) -> Option<Instant> {
-        self.inner.lock().sent.get(k).copied().flatten()
-    }
-    /// Wait until at least `n` turn (scripted) requests were received; false on timeout.
-    pub fn wait_requests(&self, n: usize, timeout: Duration) -> bool {
-        self.wait_until(timeout, |reqs| {
-            reqs.iter().filter(|r| r.scripted).count() >= n
-        })
-    }
-    /// Wait until the reply of script entry `k` was sent; returns when.
-    pub fn wait_sent(&self, k: usize, timeout: Duration) -> Option<Instant> {
-        self.wait_for(timeout, |st| st.sent.get(k).copied().flatten())
-    }
-    /// Wait until `pred(all requests)` holds; false on timeout.
-    pub fn wait_until(&self, timeout: Duration, pred: impl Fn(&[Recorded]) -> bool) -> bool {
-        self.wait_for(timeout, |st| pred(&st.requests).then_some(()))
-            .is_some()
-    }
-    /// Wait (on the state's condition variable) until `f(state)` gives a value.
-    fn wait_for<T>(&self, timeout: Duration, f: impl Fn(&State) -> Option<T>) -> Option<T> {
-        let deadline = Instant::now() + timeout;
-        let mut st = self.inner.lock();
-        loop {
-            if let Some(v) = f(&st) {
-                return Some(v);
+    /// Answer a request: a turn (or a tool-less side request) with its reply, the other paths
+    /// with a generic answer.
+    fn respond(
+        s: &mut TcpStream,
+        core: &Core<Messages>,
+        req: &Request,
+        body: &Value,
+        reply: Option<Reply>,
+        mark: &dyn Fn(),
+    ) -> io::Result<()> {
+        let path = path_only(&req.path);
+        let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+        let model = body
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or("claude-standin");
+        match (req.method.as_str(), path) {
+            ("POST", "/v1/messages") => {
+                let reply = reply.unwrap_or_else(|| Reply::Text("ok".into()));
+                answer(s, core, &reply, stream, model, mark)?;
+                Ok(())
             }
-            let now = Instant::now();
-            if now >= deadline {
-                return None;
+            ("POST", "/v1/messages/count_tokens") => {
+                write_json(s, 200, &json!({ "input_tokens": 42 }), req.method == "HEAD")
             }
-            st = self
-                .inner
-                .changed
-                .wait_timeout(st, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            ("GET", "/") | ("HEAD", "/") => write_json(s, 200, &json!({}), req.method == "HEAD"),
+            _ => write_json(
+                s,
+                404,
+                &json!({"type":"error","error":{"type":"not_found_error","message":format!("Not found: {} {}", req.method, req.path)}}),
+                req.method == "HEAD",
+            ),
         }
-    }
-    /// Stop now (the same as dropping it).
-    pub fn stop(&mut self) {
-        self.inner.stop.store(true, Ordering::SeqCst);
-        self.inner.changed.notify_all();
-        if let Some(h) = self.accept.take() {
-            self.inner.wake_accept();
-            let _ = h.join();
-        }
-    }
-    /// True once stopped (dropped, `stop`, or idle limit).
-    pub fn is_stopped(&self) -> bool {
-        self.inner.stopped()
-    }
-}
-
-impl Drop for StandIn {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-impl http::Handler for Inner {
-    fn stopped(&self) -> bool {
-        self.stop.load(Ordering::SeqCst)
-    }
-    fn handle(&self, s: &mut TcpStream, req: Request) -> io::Result<()> {
-        handle(s, self, req)
-    }
-}
-
-fn handle(s: &mut TcpStream, inner: &Inner, req: Request) -> io::Result<()> {
-    let body = http::json_body(&req);
-    let path = path_only(&req.path).to_string();
-    let turn = is_turn(&req.method, &req.path, &body);
-    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    let model = body
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or("claude-standin")
-        .to_string();
-
-    // Record, and take the script entry for a turn, in one critical section.
-    let (reply, index) = {
-        let mut st = inner.lock();
-        st.last_activity = Instant::now();
-        let (reply, index) = if turn {
-            match st.script.pop_front() {
-                Some(r) => {
-                    let k = st.next;
-                    st.next += 1;
-                    st.sent.push(None);
-                    (Some(r), Some(k))
-                }
-                None => (Some(Reply::Text("done".into())), None),
-            }
-        } else {
-            (None, None)
-        };
-        st.requests.push(Recorded {
-            method: req.method.clone(),
-            path: req.path.clone(),
-            headers: req.headers.clone(),
-            body: body.clone(),
-            at: Instant::now(),
-            scripted: turn,
-            reply_index: index,
-        });
-        inner.changed.notify_all();
-        (reply, index)
-    };
-
-    let mark_sent = |inner: &Inner| {
-        if let Some(k) = index {
-            let mut st = inner.lock();
-            if let Some(slot) = st.sent.get_mut(k) {
-                *slot = Some(Instant::now());
-            }
-            inner.changed.notify_all();
-        }
-    };
-
-    match (req.method.as_str(), path.as_str()) {
-        ("POST", "/v1/messages") => {
-            let reply = reply.unwrap_or_else(|| Reply::Text("ok".into()));
-            answer(s, inner, &reply, stream, &model, &|| mark_sent(inner))?;
-            Ok(())
-        }
-        ("POST", "/v1/messages/count_tokens") => {
-            write_json(s, 200, &json!({ "input_tokens": 42 }), req.method == "HEAD")
-        }
-        ("GET", "/") | ("HEAD", "/") => write_json(s, 200, &json!({}), req.method == "HEAD"),
-        _ => write_json(
-            s,
-            404,
-            &json!({"type":"error","error":{"type":"not_found_error","message":format!("Not found: {} {}", req.method, req.path)}}),
-            req.method == "HEAD",
-        ),
     }
 }
 
@@ -551,8 +310,8 @@ fn write_json(s: &mut TcpStream, status: u16, v: &Value, head: bool) -> io::Resu
 
 /// Sleep `d`, polling the stop flag; while `ping` is given, send a `ping` event every 5 s.
 /// Ok(false) if stopped.
-fn wait(s: &mut TcpStream, inner: &Inner, d: Duration, ping: bool) -> io::Result<bool> {
-    let stopped = || inner.stopped();
+fn wait(s: &mut TcpStream, core: &Core<Messages>, d: Duration, ping: bool) -> io::Result<bool> {
+    let stopped = || core.stopped();
     let p = sse("ping", &json!({"type":"ping"}));
     http::wait(s, &stopped, d, ping.then_some((p.as_str(), PING_EVERY)))
 }
@@ -581,7 +340,7 @@ type Block = (Value, Vec<Value>, Value);
 /// `sent_at` set). Ok(false) when no complete reply was sent (`Hang`, or stopped while waiting).
 fn answer(
     s: &mut TcpStream,
-    inner: &Inner,
+    core: &Core<Messages>,
     reply: &Reply,
     stream: bool,
     model: &str,
@@ -606,11 +365,11 @@ fn answer(
     }
     match r {
         Reply::Hang => {
-            wait(s, inner, Duration::MAX, false)?;
+            wait(s, core, Duration::MAX, false)?;
             return Ok(false);
         }
         Reply::Status(code, msg) => {
-            if !wait(s, inner, delay, false)? {
+            if !wait(s, core, delay, false)? {
                 return Ok(false);
             }
             let body = json!({"type":"error","error":{"type":error_type(*code),"message":msg}});
@@ -619,7 +378,7 @@ fn answer(
             return Ok(true);
         }
         Reply::Limit { reset } => {
-            if !wait(s, inner, delay, false)? {
+            if !wait(s, core, delay, false)? {
                 return Ok(false);
             }
             let body = json!({"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed your account's rate limit. Please try again later."}}).to_string();
@@ -641,7 +400,7 @@ fn answer(
         Reply::Slow(..) | Reply::Repeat(..) | Reply::Context(..) => unreachable!("flattened"),
         _ => {}
     }
-    let n = inner.id();
+    let n = core.id();
     let msg_id = format!("msg_standin_{n:06}");
     // Each content block: (its start, its deltas, the whole block); and the stop reason.
     let text_block = |t: &str| -> Block {
@@ -683,7 +442,7 @@ fn answer(
         _ => unreachable!(),
     };
     if !stream {
-        if !wait(s, inner, delay, false)? {
+        if !wait(s, core, delay, false)? {
             return Ok(false);
         }
         let body = json!({
@@ -708,7 +467,7 @@ fn answer(
     )?;
     if !delay.is_zero() {
         chunk(s, &sse("ping", &json!({"type":"ping"})))?;
-        if !wait(s, inner, delay, true)? {
+        if !wait(s, core, delay, true)? {
             return Ok(false);
         }
     }
