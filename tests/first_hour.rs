@@ -500,16 +500,10 @@ fn a_plugin_building_its_binary_says_so_on_the_status_line_until_it_fails() {
     let bin = root.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let gate = root.join("let-it-fail");
-    std::fs::write(
-        bin.join("cargo"),
-        format!(
+    common::write_script(&bin.join("cargo"), format!(
             "#!/bin/sh\necho 'error: could not compile orange' >&2\nwhile [ ! -e '{}' ]; do sleep 0.1; done\nexit 101\n",
             gate.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(bin.join("cargo"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        ));
     let path = format!("{}:/usr/bin:/bin", bin.display());
     let server = common::TmuxServer::start(&root, &[("PATH", &path)]);
     server.ok(&["set", "-g", "status-right", "#{orange_status} | %H:%M"]);

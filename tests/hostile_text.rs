@@ -198,13 +198,10 @@ fn doctor_shows_a_program_s_hostile_version_line() {
     let bin = env.root().join("hostile-bin");
     std::fs::create_dir_all(&bin).unwrap();
     let claude = bin.join("claude");
-    std::fs::write(
+    common::write_script(
         &claude,
         "#!/bin/sh\nprintf '2.1.0 \\033]0;PWNED\\007\\033[2J (Claude Code)\\n'\n",
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let out = env
         .cmd_in(&env.repo, &["doctor", "--harness", "claude"])
         .env("PATH", format!("{}:{}", bin.display(), env.path))

@@ -197,16 +197,13 @@ fn waiting_for_a_first_prompt_is_not_nudged_escalated_or_told_as_needing_you() {
     std::fs::create_dir_all(&rec_bin).unwrap();
     let calls = env.root().join("notify-send.calls");
     let script = rec_bin.join("notify-send");
-    std::fs::write(
+    common::write_script(
         &script,
         format!(
             "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\n",
             calls.display()
         ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let path = format!("{}:{}", rec_bin.display(), env.path);
     env.tmux.ok(&["set", "-g", "@orange-notify", "desktop"]);
     let reports = std::cell::RefCell::new(String::new());

@@ -60,16 +60,13 @@ fn setup(pool: u32) -> Setup {
     std::fs::create_dir_all(&rec_bin).unwrap();
     let calls = root.join("notify-send.calls");
     let script = rec_bin.join("notify-send");
-    std::fs::write(
+    common::write_script(
         &script,
         format!(
             "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\n",
             calls.display()
         ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     Setup {
         env,
         calls,

@@ -36,9 +36,7 @@ fn change(env: &TaskEnv, id: &str) {
 /// An editor: a script that runs `body` on the review file (`$1`), as a person's edit.
 fn editor(env: &TaskEnv, name: &str, body: &str) -> String {
     let path = env.root().join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    common::write_script(&path, format!("#!/bin/sh\n{body}\n"));
     path.display().to_string()
 }
 

@@ -226,13 +226,7 @@ fn a_reviewer_s_findings_become_a_round_on_their_lines_sent_without_controls() {
     // `task review ID` opens the reviewer's round, its comment under its line; what the
     // person saves is the round.
     let editor = env.root().join("editor.sh");
-    std::fs::write(
-        &editor,
-        "#!/bin/sh\ncp \"$1\" \"$1.seen\"\nsed -i 's/^>> one more$/>> one more, said better/' \"$1\"\n",
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).unwrap();
+    common::write_script(&editor, "#!/bin/sh\ncp \"$1\" \"$1.seen\"\nsed -i 's/^>> one more$/>> one more, said better/' \"$1\"\n");
     let out = env
         .cmd_in(&env.repo, &["task", "review", &id])
         .env("VISUAL", &editor)

@@ -371,13 +371,7 @@ fn a_missing_or_unusable_bwrap_is_a_clear_error_before_anything_is_created() {
     // that fails as bwrap does there).
     let fake = env.root().join("failing-bwrap");
     std::fs::create_dir_all(&fake).unwrap();
-    std::fs::write(
-        fake.join("bwrap"),
-        "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n",
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(fake.join("bwrap"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    common::write_script(&fake.join("bwrap"), "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n");
     let out = env
         .cmd(&[
             "task",
@@ -493,13 +487,10 @@ fn a_harness_outside_the_sandbox_is_refused_before_anything_is_created() {
         .unwrap();
     let outside = tmp.path().canonicalize().unwrap();
     let agent = outside.join("agent.sh");
-    std::fs::write(
+    common::write_script(
         &agent,
         "#!/bin/sh\necho started > started.txt\nexec sleep 600\n",
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let config = |extra: &str| {
         std::fs::write(
             env.home.join("config.toml"),
@@ -557,9 +548,7 @@ fn an_agent_that_exits_127_in_the_sandbox_is_explained_not_a_crash() {
         .unwrap();
     let outside = tmp.path().canonicalize().unwrap();
     let tool = outside.join("tool");
-    std::fs::write(&tool, "#!/bin/sh\nexit 0\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    common::write_script(&tool, "#!/bin/sh\nexit 0\n");
     std::fs::write(
         env.repo.join("run.sh"),
         format!("#!/bin/sh\nexec {} \"$@\"\n", tool.display()),

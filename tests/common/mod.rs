@@ -372,6 +372,13 @@ pub fn require(tool: &str, found: bool, why: &str) -> bool {
     false
 }
 
+/// Write `text` to `path` and make it executable (a script a test runs, or has orange run).
+pub fn write_script(path: &Path, text: impl AsRef<[u8]>) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// `program` in a directory of `path` (a `PATH` value), executable.
 pub fn find_program(path: &str, program: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;

@@ -156,9 +156,7 @@ pub fn counting_tmux(dir: &Path) -> (PathBuf, PathBuf) {
         real.trim()
     );
     let path = bin.join("tmux");
-    std::fs::write(&path, script).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    super::write_script(&path, script);
     (bin, log)
 }
 

@@ -191,9 +191,7 @@ fn a_key_whose_binary_is_gone_says_it_is_not_built() {
     let dir = env.root().join("bin#S");
     std::fs::create_dir_all(&dir).unwrap();
     let gone = dir.join("orange");
-    std::fs::write(&gone, "#!/bin/sh\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&gone, std::fs::Permissions::from_mode(0o755)).unwrap();
+    common::write_script(&gone, "#!/bin/sh\n");
     let _plugin = load_plugin_with(&env.tmux, &gone);
     std::fs::remove_file(&gone).unwrap();
     env.tmux

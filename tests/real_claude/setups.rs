@@ -51,9 +51,7 @@ fn a_remote_claude_started_over_ssh_is_seen_working_then_waiting_here() {
         rig.env.path,
         common::bin().display()
     ));
-    std::fs::write(&wrapper, script).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    common::write_script(&wrapper, script);
     let mut add = sshd.host_add_args("box");
     add.extend([
         "--orange-bin".to_string(),

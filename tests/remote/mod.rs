@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::common::sshd::Sshd;
-use crate::common::{bin, Env, TaskEnv};
+use crate::common::{self, bin, Env, TaskEnv};
 
 mod hosts;
 mod listing;
@@ -87,13 +87,10 @@ fn ssh_wrapper(dir: &Path, name: &str, log: &str, then: &str) -> (PathBuf, PathB
     std::fs::create_dir_all(&bin_dir).unwrap();
     let log = dir.join(log);
     let script = bin_dir.join("ssh");
-    std::fs::write(
+    common::write_script(
         &script,
         format!("#!/bin/sh\necho \"$*\" >> '{}'\n{then}\n", log.display()),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     (bin_dir, log)
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{bin, id, wait_for, TaskEnv};
+use crate::common::{self, bin, id, wait_for, TaskEnv};
 
 use super::{out_of, setup, setup_with_bin, ssh_counter, state_files, Remote};
 
@@ -16,17 +16,11 @@ use super::{out_of, setup, setup_with_bin, ssh_counter, state_files, Remote};
 /// point: the orange there is a long-lived `serve`).
 fn pausing_bin(dir: &Path) -> PathBuf {
     let script = dir.join("orange-pausing");
-    std::fs::write(
-        &script,
-        format!(
+    common::write_script(&script, format!(
             "#!/bin/sh\nORANGE_PAUSE_AT_FILE='{d}/pause-at' ORANGE_PAUSE_DIR='{d}' exec '{b}' \"$@\"\n",
             d = dir.display(),
             b = bin().display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        ),);
     script
 }
 
@@ -400,17 +394,11 @@ fn an_orange_without_serve_or_of_another_version_works_the_old_way_and_says_so_o
     // The orange there: `serve` as `<dir>/mode` says (an old one without it, or one of
     // another version), everything else the real one.
     let script = dir.join("orange-old");
-    std::fs::write(
-        &script,
-        format!(
+    common::write_script(&script, format!(
             "#!/bin/sh\nif [ \"$1\" = serve ]; then\n  case $(cat '{d}/mode') in\n    old) echo \"error: unrecognized subcommand 'serve'\" >&2; exit 2 ;;\n    other) echo '{{\"orange_serve\":1,\"version\":\"9.9.0\"}}'; exec cat >/dev/null ;;\n  esac\nfi\nexec '{b}' \"$@\"\n",
             d = dir.display(),
             b = bin().display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        ));
     std::fs::write(dir.join("mode"), "old").unwrap();
     let Some(mut r) = setup_with_bin(&script) else {
         return;

@@ -242,7 +242,6 @@ fn merge_refuses_uncommitted_work_and_a_branch_that_cannot_fast_forward() {
 /// checkout runs: then git does it, and the hook sees the task's branch.
 #[test]
 fn a_post_checkout_hook_still_runs_when_a_task_takes_its_branch() {
-    use std::os::unix::fs::PermissionsExt;
     let env = TaskEnv::new();
     env.add_project(&["--pool-size", "2"]);
     let plain = env.create(&["plain/one", "x", "--harness", "fake-wait"]);
@@ -254,12 +253,7 @@ fn a_post_checkout_hook_still_runs_when_a_task_takes_its_branch() {
     assert!(git(&ws, &["status", "--porcelain"]).trim().is_empty());
     let hook = env.repo.join(".git/hooks/post-checkout");
     std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
-    std::fs::write(
-        &hook,
-        "#!/bin/sh\ngit rev-parse --abbrev-ref HEAD > \"$(git rev-parse --git-dir)/hooked-branch\"\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    common::write_script(&hook, "#!/bin/sh\ngit rev-parse --abbrev-ref HEAD > \"$(git rev-parse --git-dir)/hooked-branch\"\n");
     let hooked = env.create(&["hooked/one", "x", "--harness", "fake-wait"]);
     let ws = ws_of(&env, &hooked);
     let gitdir = git(&ws, &["rev-parse", "--git-dir"]);

@@ -9,6 +9,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::common;
 use orange::adapters::tmux::{NewSession, Server, Tmux};
 use tempfile::TempDir;
 
@@ -51,8 +52,7 @@ impl TestServer {
         );
         let dir = tempfile::tempdir().unwrap();
         let shell = dir.path().join("hostile-shell");
-        std::fs::write(&shell, HOSTILE_SHELL).unwrap();
-        chmod_x(&shell);
+        common::write_script(&shell, HOSTILE_SHELL);
         let conf = dir.path().join("tmux.conf");
         std::fs::write(
             &conf,
@@ -131,11 +131,6 @@ impl Drop for TestServer {
             let _ = std::fs::remove_file(p);
         }
     }
-}
-
-fn chmod_x(p: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 const WAIT: Duration = Duration::from_secs(5);
