@@ -32,24 +32,12 @@ fn start_sidebar(env: &TaskEnv) -> Sidebar {
     ]);
     let id = common::id(&t);
     let before = env.root().join("stty-before");
-    let cmd = format!(
-        "stty -a > '{}'; env ORANGE_HOME='{}' ORANGE_TMUX_SOCKET='{}' '{}' sidebar --task {id}; echo exited $?; exec sleep 600",
-        before.display(),
-        env.home.display(),
-        env.tmux.socket,
-        common::bin().display()
-    );
-    env.tmux.ok(&[
-        "new-session",
-        "-d",
-        "-s",
+    env.sidebar_session(
         "sb",
-        "-x",
-        "40",
-        "-y",
-        "20",
-        &cmd,
-    ]);
+        &id,
+        (40, 20),
+        &format!("stty -a > '{}'; ", before.display()),
+    );
     let tty = env.tmux.ok(&["display", "-p", "-t", "=sb:", "#{pane_tty}"]);
     let shell: u32 = env
         .tmux

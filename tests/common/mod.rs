@@ -558,6 +558,20 @@ impl TaskEnv {
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
+    /// A session `name` of `width` × `height` whose shell runs `before` (e.g. `trap true
+    /// INT; `), then the sidebar of task `id`, then says `exited <its status>` and idles.
+    pub fn sidebar_session(&self, name: &str, id: &str, (width, height): (u16, u16), before: &str) {
+        let cmd = format!(
+            "{before}env ORANGE_HOME='{}' ORANGE_TMUX_SOCKET='{}' '{}' sidebar --task {id}; echo exited $?; exec sleep 600",
+            self.home.display(),
+            self.tmux.socket,
+            bin().display()
+        );
+        let (w, h) = (width.to_string(), height.to_string());
+        self.tmux
+            .ok(&["new-session", "-d", "-s", name, "-x", &w, "-y", &h, &cmd]);
+    }
+
     pub fn task(&self, id: &str) -> Value {
         self.ok(&["task", "show", id])
     }

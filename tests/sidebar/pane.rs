@@ -38,24 +38,7 @@ fn wait_screen(
 fn the_loop_in_a_tmux_pane_follows_task_md_git_and_the_agent() {
     let env = TaskEnv::new();
     let (id, ws) = create_waiting_task(&env, "live-view", "Watch me 🍊");
-    let bin = common::bin();
-    let cmd = format!(
-        "env ORANGE_HOME='{}' ORANGE_TMUX_SOCKET='{}' '{}' sidebar --task {id}; echo exited $?; exec sleep 600",
-        env.home.display(),
-        env.tmux.socket,
-        bin.display()
-    );
-    env.tmux.ok(&[
-        "new-session",
-        "-d",
-        "-s",
-        "sb",
-        "-x",
-        "40",
-        "-y",
-        "30",
-        &cmd,
-    ]);
+    env.sidebar_session("sb", &id, (40, 30), "");
     // The whole first frame (a capture can come while tmux is still reading it): the
     // header, and the footer on the pane's last line.
     let s = wait_screen(&env, "=sb:", "the first frame, whole", 10, |s| {
@@ -157,23 +140,7 @@ fn the_loop_in_a_tmux_pane_follows_task_md_git_and_the_agent() {
 fn ctrl_c_restores_the_cursor() {
     let env = TaskEnv::new();
     let (id, _ws) = create_waiting_task(&env, "interrupt", "Interrupt me");
-    let cmd = format!(
-        "trap true INT; env ORANGE_HOME='{}' ORANGE_TMUX_SOCKET='{}' '{}' sidebar --task {id}; echo exited $?; exec sleep 600",
-        env.home.display(),
-        env.tmux.socket,
-        common::bin().display()
-    );
-    env.tmux.ok(&[
-        "new-session",
-        "-d",
-        "-s",
-        "sb",
-        "-x",
-        "40",
-        "-y",
-        "20",
-        &cmd,
-    ]);
+    env.sidebar_session("sb", &id, (40, 20), "trap true INT; ");
     wait_screen(&env, "=sb:", "the first frame", 10, |s| {
         s.contains("app/interrupt")
     });
