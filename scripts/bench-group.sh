@@ -36,23 +36,15 @@ n=${BENCH_N:-3}
 bench_start=${SECONDS}
 
 bench_build_orange "$root"
-sock="orange-bench-group-$$"
-bench_workspace bench-group "$sock"
+bench_project bench-group "$n" "$nfiles" "$ndirs"
+sock=$BENCH_SOCK
 markers="$tmp/markers"
 mkdir -p "$markers" "$tmp/wt"
-
-bench_log "creating a repository of $nfiles files"
-repo=$(bench_make_repo "$tmp" "$nfiles" "$ndirs")
-tmux -L "$sock" -f /dev/null new-session -d -s keepalive
-mkdir -p "$ORANGE_HOME"
 # The agent: marks that it runs, then idles. `:` swallows the prompt orange passes.
 cat >"$ORANGE_HOME/config.toml" <<TOML
 [harness.bench]
 command = ": {prompt}; touch '$markers'/\"\$ORANGE_TASK_ID\"; exec sleep 600"
 TOML
-cd "$repo"
-"$ORANGE" project add "$repo" --name bench --pool-size "$n" >&2
-"$ORANGE" workspace init >&2
 
 # A pipe nobody writes: `read -t` on it waits without a process (`sleep 0.001` is a fork
 # and an exec per look — ≈ 5–12 ms each here, a CPU's worth of processes beside the starts

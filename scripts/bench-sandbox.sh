@@ -3,10 +3,11 @@
 # until the agent runs, with `--sandbox bwrap` and without, alternating in one run (the
 # issue's goal: at most 1.3x).
 #
-# The "agent" is a harness that creates a marker file in its task's agent/ directory as its
-# first act (writable in the sandbox; /tmp is not shared, and a file in the workspace would
-# be work that cancel keeps); the clock stops when the marker exists (polled without
-# forking). Between iterations the task is cancelled; that is not timed.
+# The "agent" is a harness that creates a marker file as its first act, with no process of
+# its own: in its task's agent/ directory when there is one (in the sandbox there is, and
+# only that is writable: /tmp is not shared, and a file in the workspace would be work that
+# cancel keeps), else in its task's directory (unsandboxed, a first start makes no agent/
+# directory); the clock stops when the marker exists (polled without forking). Between iterations the task is cancelled; that is not timed.
 #
 # Usage: scripts/bench-sandbox.sh [--json]
 # Environment: ORANGE_BIN, BENCH_ITERS (default 10), BENCH_WARMUP (default 2),
@@ -26,21 +27,12 @@ bench_start=${SECONDS}
 
 command -v bwrap >/dev/null 2>&1 || bench_die "bwrap is not installed (apt-get install bubblewrap)"
 bench_build_orange "$root"
-sock="orange-bench-sandbox-$$"
-bench_workspace bench-sandbox "$sock"
-
-bench_log "creating a repository of $nfiles files"
-repo=$(bench_make_repo "$tmp" "$nfiles" 20)
-tmux -L "$sock" -f /dev/null new-session -d -s keepalive
-mkdir -p "$ORANGE_HOME"
-# The agent: marks that it runs (in its workspace), then idles.
+bench_project bench-sandbox 2 "$nfiles" 20
+# The agent: marks that it runs (in its task's directory, above), then idles.
 cat >"$ORANGE_HOME/config.toml" <<'TOML'
 [harness.bench]
-command = ": {prompt}; touch \"$ORANGE_HOME/tasks/$ORANGE_PROJECT/$ORANGE_TASK_ID/agent/started\"; exec sleep 600"
+command = ": {prompt}; d=\"$ORANGE_HOME/tasks/$ORANGE_PROJECT/$ORANGE_TASK_ID\"; [ -d \"$d/agent\" ] && d=\"$d/agent\"; : >\"$d/started\"; exec sleep 600"
 TOML
-cd "$repo"
-"$ORANGE" project add "$repo" --name bench --pool-size 2 >&2
-"$ORANGE" workspace init >&2
 
 iteration() {
     local sandbox=$1 mode=$2 i=$3 t0 t1 id
@@ -50,7 +42,7 @@ iteration() {
         bench_die "orange task create failed: $(cat "$BENCH_STDOUT")"
     id=$(sed -n 's/.*"id":"\([0-9a-z]*\)".*/\1/p' "$BENCH_STDOUT")
     [[ -n "$id" ]] || bench_die "no task id in: $(cat "$BENCH_STDOUT")"
-    bench_wait_file "$ORANGE_HOME/tasks/bench/$id/agent/started"
+    bench_wait_file "$ORANGE_HOME/tasks/bench/$id/agent/started" "$ORANGE_HOME/tasks/bench/$id/started"
     bench_now t1
     [[ $mode == record ]] && bench_record "spawn.$sandbox" "$((t1 - t0))"
     "$ORANGE" task cancel "$id" --yes >/dev/null || bench_die "cancel failed"

@@ -26,23 +26,15 @@ ndirs=${BENCH_DIRS:-50}
 bench_start=${SECONDS}
 
 bench_build_orange "$root"
-sock="orange-bench-task-$$"
-bench_workspace bench-task "$sock"
+bench_project bench-task 2 "$nfiles" "$ndirs"
+sock=$BENCH_SOCK
 markers="$tmp/markers"
 mkdir -p "$markers" "$tmp/wt"
-
-bench_log "creating a repository of $nfiles files"
-repo=$(bench_make_repo "$tmp" "$nfiles" "$ndirs")
-tmux -L "$sock" -f /dev/null new-session -d -s keepalive
-mkdir -p "$ORANGE_HOME"
 # The agent: marks that it runs, then idles. `:` swallows the prompt orange passes.
 cat >"$ORANGE_HOME/config.toml" <<TOML
 [harness.bench]
 command = ": {prompt}; touch '$markers'/\"\$ORANGE_TASK_ID\"; exec sleep 600"
 TOML
-cd "$repo"
-"$ORANGE" project add "$repo" --name bench --pool-size 2 >&2
-"$ORANGE" workspace init >&2
 
 orange_iteration() {
     local mode=$1 i=$2 t0 t1 id

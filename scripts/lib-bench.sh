@@ -79,12 +79,13 @@ else
     }
 fi
 
-# bench_wait_file FILE: spin until FILE exists (no fork per check), at most 30 s (an agent
-# marks that it started).
+# bench_wait_file FILE...: spin until one of the FILEs exists (no fork per check), at most
+# 30 s (an agent marks that it started).
 bench_wait_file() {
-    local f=$1 t0=$SECONDS
-    until [[ -e "$f" ]]; do
-        ((SECONDS - t0 < 30)) || bench_die "the agent never started ($f)"
+    local f t0=$SECONDS
+    while :; do
+        for f in "$@"; do [[ -e "$f" ]] && return 0; done
+        ((SECONDS - t0 < 30)) || bench_die "the agent never started ($*)"
     done
 }
 
@@ -391,6 +392,22 @@ _bench_cleanup() {
         rm -rf -- "$tmp"
     fi
     exit "$rc"
+}
+
+# bench_project NAME POOL FILES DIRS: the task benchmarks' set-up: a run's directory and
+# tmux server (bench_workspace NAME, socket orange-NAME-PID, kept alive by a session of its
+# own), repo := a repository of FILES files in DIRS directories, registered as project
+# `bench` with a warm pool of POOL workspaces; leaves the shell in it. The caller writes
+# its agent into $ORANGE_HOME/config.toml.
+bench_project() {
+    local name=$1 pool=$2 files=$3 dirs=$4
+    bench_workspace "$name" "orange-$name-$$"
+    bench_log "creating a repository of $files files"
+    repo=$(bench_make_repo "$tmp" "$files" "$dirs")
+    tmux -L "$BENCH_SOCK" -f /dev/null new-session -d -s keepalive
+    cd "$repo" || bench_die "cannot enter $repo"
+    "$ORANGE" project add "$repo" --name bench --pool-size "$pool" >&2
+    "$ORANGE" workspace init >&2
 }
 
 # ---------------------------------------------------------------------------------------
