@@ -56,6 +56,7 @@ try audit sh -c 'echo x >> "$ORANGE_HOME/audit.jsonl"'
 try tmux tmux -S "$sock" list-sessions
 try own_task_json sh -c "echo x >> '$own/task.json'"
 try own_history sh -c "echo x >> '$own/history.jsonl'"
+try setup_mark sh -c "rm -f '$own/.agent.sandbox'; ln -s '$main/escape.txt' '$own/.agent.sandbox'"
 try host_process kill -0 "$tmux_pid"
 try remount mount -o remount,rw,bind /
 try ssh_control_seen test -e "$ORANGE_HOME/run/ssh/box"
@@ -210,6 +211,7 @@ fn a_sandboxed_agent_commits_in_its_worktree_and_writes_nothing_else() {
         "tmux",
         "own_task_json",
         "own_history",
+        "setup_mark",
         "host_process",
         "remount",
         "ssh_control_seen",
@@ -241,9 +243,9 @@ fn a_sandboxed_agent_commits_in_its_worktree_and_writes_nothing_else() {
         .collect();
     assert_eq!(via.len(), 1, "{reply}\n{t}");
     assert_eq!(t["summary"], "it's $(done) from inside", "{t}");
-    // The agent runs under bwrap (behind orange's set-up step: `sh -c … orange-sandbox
-    // bwrap …`), and a respawn keeps it there.
-    let pane_cmd = |env: &TaskEnv, id: &str| {
+    // The agent runs under bwrap (behind orange's set-up step), and a respawn keeps it
+    // there.
+    let under_bwrap = |env: &TaskEnv, id: &str| {
         let pane = env.task(id)["tmux_pane_id"].as_str().unwrap().to_string();
         let pid = env.tmux.ok(&["display", "-p", "-t", &pane, "#{pane_pid}"]);
         let raw = std::fs::read(format!("/proc/{}/cmdline", pid.trim())).unwrap_or_default();
@@ -251,9 +253,9 @@ fn a_sandboxed_agent_commits_in_its_worktree_and_writes_nothing_else() {
             .split(|b| *b == 0)
             .map(|a| String::from_utf8_lossy(a).into_owned())
             .collect();
-        argv.get(3..5).map(|a| a.join(" ")).unwrap_or_default()
+        common::rig::under_bwrap(&argv)
     };
-    assert_eq!(pane_cmd(env, &id), "orange-sandbox bwrap");
+    assert!(under_bwrap(env, &id));
     let session = env.task(&id)["tmux_session_id"]
         .as_str()
         .unwrap()
@@ -261,9 +263,7 @@ fn a_sandboxed_agent_commits_in_its_worktree_and_writes_nothing_else() {
     env.tmux.ok(&["kill-session", "-t", &session]);
     env.ok(&["task", "update", &id, "--status", "working"]);
     env.ok(&["task", "respawn", &id]);
-    common::wait_for("the respawned agent", 20, || {
-        pane_cmd(env, &id) == "orange-sandbox bwrap"
-    });
+    common::wait_for("the respawned agent", 20, || under_bwrap(env, &id));
 }
 
 #[test]

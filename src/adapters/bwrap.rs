@@ -37,6 +37,10 @@ pub struct Spec {
     pub cwd: PathBuf,
     pub setenv: Vec<(String, String)>,
     pub unsetenv: Vec<String>,
+    /// The file in which the step before bwrap ([`SETUP_RETRY`]) learns that the sandbox
+    /// was made: outside it, in a directory the agent cannot write (orange's next start
+    /// of it opens this file for writing: a link or a FIFO planted there would be followed).
+    pub setup_mark: PathBuf,
 }
 
 /// The program, from PATH.
@@ -67,12 +71,14 @@ const BASE: &[&str] = &[
 /// by name that its program replaces by a rename at that instant fails the mount with
 /// ENOENT (claude saves `~/.claude.json` so, at the end of each turn: a reviewer started
 /// then could not start, "Can't bind mount … .claude.json … No such file or directory").
-/// Inside the sandbox, [`INSIDE`] writes `started` to descriptor 3 (a file of this step)
-/// before it runs the command; without it the set-up failed and is tried again, at most
-/// twice. (bwrap's `--json-status-fd` cannot tell: it writes `child-pid` before the mounts.)
-/// The command itself is never run twice: its exit (127 when it is not found included) is
-/// the pane's.
-const SETUP_RETRY: &str = r#"s=$(mktemp) || exec "$@"
+/// Inside the sandbox, [`INSIDE`] writes `started` to descriptor 3 (`$1`, the spec's
+/// `setup_mark`, opened by this step) before it runs the command; without it the set-up
+/// failed and is tried again, at most twice. (bwrap's `--json-status-fd` cannot tell: it
+/// writes `child-pid` before the mounts.) The command itself is never run twice: its exit
+/// (127 when it is not found included) is the pane's. No process of its own before bwrap
+/// starts (a `mktemp` was one, ~3 ms of every sandboxed start here).
+const SETUP_RETRY: &str = r#"s=$1; shift
+{ : >"$s"; } 2>/dev/null || exec "$@"
 n=0
 while :; do
   "$@" 3>"$s"; rc=$?
@@ -87,15 +93,21 @@ const INSIDE: &str = r#"echo started >&3; exec 3>&-; exec "$@""#;
 /// `$0` of [`SETUP_RETRY`]: what `ps` shows for it.
 pub const STEP_NAME: &str = "orange-sandbox";
 
-/// `sh -c <SETUP_RETRY> orange-sandbox bwrap … -- sh -c <INSIDE> orange-agent <command>`:
-/// [`BASE`], then `spec`'s mounts in order.
+/// `sh -c <SETUP_RETRY> orange-sandbox <setup mark> bwrap … -- sh -c <INSIDE> orange-agent
+/// <command>`: [`BASE`], then `spec`'s mounts in order. (A pane gets it as one line for
+/// `/bin/sh -c`: tmux given it word by word, some 200 words, took 3–5 ms longer to start
+/// the pane here.)
 pub fn argv(spec: &Spec, command: &[String]) -> Vec<String> {
-    let mut v: Vec<String> = ["sh", "-c", SETUP_RETRY, STEP_NAME, PROGRAM]
-        .into_iter()
-        .chain(BASE.iter().copied())
-        .map(|s| s.to_string())
-        .collect();
     let s = |p: &Path| p.display().to_string();
+    let mut v: Vec<String> = vec![
+        "sh".into(),
+        "-c".into(),
+        SETUP_RETRY.into(),
+        STEP_NAME.into(),
+        s(&spec.setup_mark),
+        PROGRAM.into(),
+    ];
+    v.extend(BASE.iter().map(|a| a.to_string()));
     for m in &spec.mounts {
         match m {
             Mount::ReadOnly(p) => v.extend(["--ro-bind-try".into(), s(p), s(p)]),
@@ -208,11 +220,12 @@ mod tests {
             cwd: "/tmp/my home/ws".into(),
             setenv: vec![("IS_SANDBOX".into(), "1".into())],
             unsetenv: vec!["SSH_AUTH_SOCK".into()],
+            setup_mark: "/tmp/my home/.agent.sandbox".into(),
         };
         let v = argv(&spec, &["claude".into(), "--".into(), "-x".into()]);
         let at = |s: &str| v.iter().position(|a| a == s).unwrap();
         assert_eq!(v[..2], ["sh", "-c"]);
-        assert_eq!(v[4], "bwrap");
+        assert_eq!(v[3..6], [STEP_NAME, "/tmp/my home/.agent.sandbox", "bwrap"]);
         assert!(at("--tmpfs") < at("--ro-bind-try"));
         assert!(at("--ro-bind-try") < at("--bind-try"));
         assert_eq!(v[at("--bind-try") + 1], "/tmp/my home/ws");
@@ -227,15 +240,18 @@ mod tests {
 
     /// [`SETUP_RETRY`] run by a real `sh` around a stand-in for bwrap (`$1`: a counter
     /// file; it says `started` on fd 3 from run `$2` on, then exits `$3`): the
-    /// runs it got and the exit status.
+    /// runs it got and the exit status. Its mark is gone after.
     fn retried(child_from: u32, exit: i32) -> (u32, i32) {
         let dir = tempfile::tempdir().unwrap();
         let count = dir.path().join("runs");
+        let mark = dir.path().join(".agent.sandbox");
         let fake = r#"n=$(($(cat "$1" 2>/dev/null || echo 0) + 1)); echo $n > "$1"
 [ "$n" -ge "$2" ] && echo started >&3
 exit "$3""#;
         let st = Command::new("sh")
-            .args(["-c", SETUP_RETRY, STEP_NAME, "sh", "-c", fake, "fake"])
+            .args(["-c", SETUP_RETRY, STEP_NAME])
+            .arg(&mark)
+            .args(["sh", "-c", fake, "fake"])
             .arg(&count)
             .args([child_from.to_string(), exit.to_string()])
             .status()
@@ -245,6 +261,7 @@ exit "$3""#;
             .trim()
             .parse()
             .unwrap();
+        assert!(!mark.exists(), "the set-up mark is removed");
         (runs, st.code().unwrap())
     }
 

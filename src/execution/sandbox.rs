@@ -330,7 +330,16 @@ pub fn spec(ctx: &Context) -> Result<Spec> {
         cwd: canonical(ctx.workspace),
         setenv,
         unsetenv: vec!["SSH_AUTH_SOCK".into()],
+        setup_mark: setup_mark(ctx.agent_dir),
     })
+}
+
+/// Where the step before bwrap learns that the sandbox was made (`bwrap::Spec::setup_mark`):
+/// beside the agent's own directory (a task's `agent/`, a reviewer's `reviewer/`), in its
+/// task's directory, which the sandbox shows read-only.
+fn setup_mark(agent_dir: &Path) -> PathBuf {
+    let name = agent_dir.file_name().unwrap_or_default().to_string_lossy();
+    agent_dir.with_file_name(format!(".{name}.sandbox"))
 }
 
 /// What is hidden last: the tmux server's socket (it runs any command), orange's shared

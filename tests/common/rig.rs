@@ -358,6 +358,11 @@ impl<A: ModelStandIn> AgentRig<A> {
     }
 
     /// The agent's command line.
+    /// Whether task `id`'s agent runs under bwrap (see [`under_bwrap`]).
+    pub fn agent_under_bwrap(&self, id: &str) -> bool {
+        under_bwrap(&self.agent_argv(id))
+    }
+
     pub fn agent_argv(&self, id: &str) -> Vec<String> {
         let pid = self.agent_pid(id);
         let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
@@ -555,4 +560,11 @@ fn record(
     {
         let _ = std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes());
     }
+}
+
+/// Whether a pane's process (`argv`, from /proc) is orange's sandbox step around bwrap:
+/// `sh -c <step> orange-sandbox <its mark> bwrap …`.
+pub fn under_bwrap(argv: &[String]) -> bool {
+    let at = |i: usize| argv.get(i).map(String::as_str);
+    at(3) == Some("orange-sandbox") && at(5) == Some("bwrap")
 }
