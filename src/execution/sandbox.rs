@@ -335,8 +335,9 @@ pub fn spec(ctx: &Context) -> Result<Spec> {
 }
 
 /// Where the step before bwrap learns that the sandbox was made (`bwrap::Spec::setup_mark`):
-/// beside the agent's own directory (a task's `agent/`, a reviewer's `reviewer/`), in its
-/// task's directory, which the sandbox shows read-only.
+/// beside the agent's own directory (a task's `agent/`, a reviewer's `reviewer/`, a lane's
+/// `lanes/.agent/<id>`), in the directory that holds it, which the sandbox shows read-only
+/// (of orange's data only the agent's own directory is writable there).
 fn setup_mark(agent_dir: &Path) -> PathBuf {
     let name = agent_dir.file_name().unwrap_or_default().to_string_lossy();
     agent_dir.with_file_name(format!(".{name}.sandbox"))
