@@ -7,7 +7,8 @@
 # its own: in its task's agent/ directory when there is one (in the sandbox there is, and
 # only that is writable: /tmp is not shared, and a file in the workspace would be work that
 # cancel keeps), else in its task's directory (unsandboxed, a first start makes no agent/
-# directory); the clock stops when the marker exists (polled without forking). Between iterations the task is cancelled; that is not timed.
+# directory); the clock stops when the marker exists (polled without forking). Between
+# iterations the task is cancelled; that is not timed.
 #
 # Usage: scripts/bench-sandbox.sh [--json]
 # Environment: ORANGE_BIN, BENCH_ITERS (default 10), BENCH_WARMUP (default 2),
