@@ -333,13 +333,7 @@ fn respawn_and_recovery_of_a_task_without_a_prompt_give_it_none() {
     let t = env.ok(&["task", "spawn", &id]);
     assert_eq!(t["awaiting_prompt"], true, "{t}");
     assert_eq!(env.agent_log(&id, "argv"), "\n");
-    let pid = env.tmux.ok(&[
-        "display",
-        "-p",
-        "-t",
-        env.task(&id)["tmux_pane_id"].as_str().unwrap(),
-        "#{pane_pid}",
-    ]);
+    let pid = env.pane_pid(&id);
     std::fs::remove_file(env.home.join("agent-log").join(&id).join("argv")).unwrap();
     std::process::Command::new("kill")
         .args(["-9", &pid])

@@ -245,16 +245,8 @@ fn a_sandboxed_agent_commits_in_its_worktree_and_writes_nothing_else() {
     assert_eq!(t["summary"], "it's $(done) from inside", "{t}");
     // The agent runs under bwrap (behind orange's set-up step), and a respawn keeps it
     // there.
-    let under_bwrap = |env: &TaskEnv, id: &str| {
-        let pane = env.task(id)["tmux_pane_id"].as_str().unwrap().to_string();
-        let pid = env.tmux.ok(&["display", "-p", "-t", &pane, "#{pane_pid}"]);
-        let raw = std::fs::read(format!("/proc/{}/cmdline", pid.trim())).unwrap_or_default();
-        let argv: Vec<String> = raw
-            .split(|b| *b == 0)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        common::rig::under_bwrap(&argv)
-    };
+    let under_bwrap =
+        |env: &TaskEnv, id: &str| common::rig::under_bwrap(&common::cmdline(&env.pane_pid(id)));
     assert!(under_bwrap(env, &id));
     let session = env.task(&id)["tmux_session_id"]
         .as_str()

@@ -353,17 +353,7 @@ fn respawn_force_stops_a_live_agent_s_whole_tree_and_starts_it_again() {
     let child: u32 = env.agent_log(&id, "child").trim().parse().unwrap();
     let t = env.task(&id);
     let old_session = t["tmux_session_id"].as_str().unwrap().to_string();
-    let pane_pid: u32 = env
-        .tmux
-        .ok(&[
-            "display",
-            "-p",
-            "-t",
-            t["tmux_pane_id"].as_str().unwrap(),
-            "#{pane_pid}",
-        ])
-        .parse()
-        .unwrap();
+    let pane_pid: u32 = env.pane_pid(&id).parse().unwrap();
     let mut pids = vec![];
     wait_for("the agent's tree (with its child)", 10, || {
         pids = tree(pane_pid);

@@ -379,6 +379,15 @@ pub fn write_script(path: &Path, text: impl AsRef<[u8]>) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// The command line of process `pid`, from /proc (empty once it is gone).
+pub fn cmdline(pid: &str) -> Vec<String> {
+    let raw = std::fs::read(format!("/proc/{}/cmdline", pid.trim())).unwrap_or_default();
+    raw.split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
 /// `program` in a directory of `path` (a `PATH` value), executable.
 pub fn find_program(path: &str, program: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
@@ -574,6 +583,15 @@ impl TaskEnv {
 
     pub fn task(&self, id: &str) -> Value {
         self.ok(&["task", "show", id])
+    }
+
+    /// The process id of task `id`'s pane (its agent, or what started it).
+    pub fn pane_pid(&self, id: &str) -> String {
+        let t = self.task(id);
+        let pane = t["tmux_pane_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no pane: {t}"));
+        self.tmux.ok(&["display", "-p", "-t", pane, "#{pane_pid}"])
     }
 
     pub fn wait_status(&self, id: &str, status: &str) -> Value {

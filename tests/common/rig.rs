@@ -326,9 +326,7 @@ impl<A: ModelStandIn> AgentRig<A> {
 
     /// The pane's process id (the agent, or its launcher).
     pub fn pane_pid(&self, id: &str) -> String {
-        self.env
-            .tmux
-            .ok(&["display", "-p", "-t", &self.pane(id), "#{pane_pid}"])
+        self.env.pane_pid(id)
     }
 
     /// The command tmux started the agent's pane with.
@@ -357,19 +355,14 @@ impl<A: ModelStandIn> AgentRig<A> {
             .map_or(pane, |s| s.agent_pid.to_string())
     }
 
-    /// The agent's command line.
     /// Whether task `id`'s agent runs under bwrap (see [`under_bwrap`]).
     pub fn agent_under_bwrap(&self, id: &str) -> bool {
         under_bwrap(&self.agent_argv(id))
     }
 
+    /// The agent's command line.
     pub fn agent_argv(&self, id: &str) -> Vec<String> {
-        let pid = self.agent_pid(id);
-        let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        raw.split(|b| *b == 0)
-            .filter(|a| !a.is_empty())
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect()
+        super::cmdline(&self.agent_pid(id))
     }
 
     /// `orange doctor --harness AGENT --json`: its `channel` check.

@@ -272,13 +272,7 @@ fn a_claude_that_never_saved_its_conversation_respawns_with_a_new_one() {
         .unwrap()
         .to_string();
     env.agent_log(&id, "argv");
-    let pid = env.tmux.ok(&[
-        "display",
-        "-p",
-        "-t",
-        env.task(&id)["tmux_pane_id"].as_str().unwrap(),
-        "#{pane_pid}",
-    ]);
+    let pid = env.pane_pid(&id);
     std::process::Command::new("kill")
         .args(["-9", &pid])
         .status()

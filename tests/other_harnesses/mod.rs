@@ -508,12 +508,7 @@ impl Run {
 
     /// End the agent: SIGTERM to its pane's process, SIGKILL after 3 s.
     fn kill(&self, id: &str) {
-        let t = self.env.task(id);
-        let pane = t["tmux_pane_id"].as_str().unwrap();
-        let pid = self
-            .env
-            .tmux
-            .ok(&["display", "-p", "-t", pane, "#{pane_pid}"]);
+        let pid = self.env.pane_pid(id);
         let _ = std::process::Command::new("kill")
             .args(["-TERM", &pid])
             .status();
