@@ -13,7 +13,6 @@ use crate::real_claude::{
     claude, claude_installed, question_is_never_nudged, Home, Rig, PATIENCE, QUESTION,
 };
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::standin::Reply;
@@ -157,23 +156,7 @@ fn a_killed_claude_under_the_layer_is_dead_and_respawn_starts_it_again() {
     let sent = rig.api.wait_sent(0, PATIENCE).unwrap();
     rig.status_since("end of turn (osc)", &id, "waiting for input", sent);
     let before = layer_status(&rig, &id).expect("a status file");
-    let killed = Instant::now();
-    Command::new("kill")
-        .args(["-9", &before.agent_pid.to_string()])
-        .status()
-        .unwrap();
-    rig.status_since("kill -9 (osc)", &id, "killed (signal 9)", killed);
-    let t = rig.wait_task("the death to be handled", &id, |t| {
-        t["agent"]["escalated"].is_object()
-    });
-    assert_eq!(t["agent"]["state"], "dead", "{t}");
-    assert!(
-        t["agent"]["detail"]
-            .as_str()
-            .unwrap()
-            .contains("killed by signal 9"),
-        "{t}"
-    );
+    let t = rig.kill_9("kill -9 (osc)", &id, &before.agent_pid.to_string());
     assert!(t["agent"].get("report").is_none(), "{t}");
     // Respawn: a new layer and claude, reporting again.
     rig.env.ok(&["task", "respawn", &id]);

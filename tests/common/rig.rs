@@ -402,6 +402,25 @@ impl<A: ModelStandIn> AgentRig<A> {
         )
     }
 
+    /// SIGKILL process `pid` (task `id`'s agent): the status line says `killed (signal 9)`
+    /// (`moment` names the step in a failure), and the monitor handles the death — the
+    /// agent dead, escalated, its detail the signal. The task as then seen.
+    pub fn kill_9(&self, moment: &str, id: &str, pid: &str) -> Value {
+        let killed = Instant::now();
+        std::process::Command::new("kill")
+            .args(["-9", pid])
+            .status()
+            .unwrap();
+        self.status_since(moment, id, "killed (signal 9)", killed);
+        let t = self.wait_task("the death to be handled", id, |t| {
+            t["agent"]["escalated"].is_object()
+        });
+        assert_eq!(t["agent"]["state"], "dead", "{t}");
+        let detail = t["agent"]["detail"].as_str().unwrap_or_default();
+        assert!(detail.contains("killed by signal 9"), "{t}");
+        t
+    }
+
     /// Wait until `pred(task show)` holds; the task as then seen.
     pub fn wait_task(&self, what: &str, id: &str, pred: impl Fn(&Value) -> bool) -> Value {
         let mut t = Value::Null;

@@ -140,21 +140,7 @@ fn a_killed_claude_is_dead_and_respawn_resumes_it() {
     let conv = rig.conversation(&id);
     let sent = rig.api.wait_sent(0, PATIENCE).unwrap();
     rig.status_since("end of turn", &id, "waiting for input", sent);
-    let pid = rig.pane_pid(&id);
-    let killed = Instant::now();
-    Command::new("kill").args(["-9", &pid]).status().unwrap();
-    rig.status_since("kill -9", &id, "killed (signal 9)", killed);
-    let t = rig.wait_task("the death to be handled", &id, |t| {
-        t["agent"]["escalated"].is_object()
-    });
-    assert_eq!(t["agent"]["state"], "dead", "{t}");
-    assert!(
-        t["agent"]["detail"]
-            .as_str()
-            .unwrap()
-            .contains("killed by signal 9"),
-        "{t}"
-    );
+    let t = rig.kill_9("kill -9", &id, &rig.pane_pid(&id));
     assert_eq!(t["crash_count"], 1, "{t}");
     // SIGKILL may cut claude off before it saved its conversation (it writes its
     // transcript lazily): respawn resumes what was saved, or starts a new conversation
