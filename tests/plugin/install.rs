@@ -31,6 +31,15 @@ fn hooks(server: &TmuxServer, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// Each event orange hooks ([`super::EVENTS`]) has `n` hooks of orange's on `t` (`when`
+/// says at which step, in a failure).
+fn each_event_has_ours(t: &TmuxServer, n: usize, when: &str) {
+    for event in super::EVENTS {
+        let lines = hooks(t, event);
+        assert_eq!(ours(&lines, event), n, "{event} {when}: {lines:?}");
+    }
+}
+
 fn ours(lines: &[String], event: &str) -> usize {
     lines
         .iter()
@@ -141,19 +150,7 @@ fn plugin_binds_keys_installs_hooks_and_the_status_token_idempotently() {
         died[0], "pane-died[0] display-message user-hook",
         "{died:?}"
     );
-    for event in [
-        "pane-died",
-        "pane-exited",
-        "session-closed",
-        "client-session-changed",
-    ] {
-        assert_eq!(
-            ours(&hooks(t, event), event),
-            1,
-            "{event}: {:?}",
-            hooks(t, event)
-        );
-    }
+    each_event_has_ours(t, 1, "after the first run");
     assert!(died[1].contains(&format!(
         "'{}' hook pane-died --pane #{{q:pane_id}} --session #{{q:session_name}}",
         bin().display()
@@ -180,18 +177,7 @@ fn plugin_binds_keys_installs_hooks_and_the_status_token_idempotently() {
     eprintln!("orange.tmux again took {took:?}");
     assert_eq!(all_keys(t), after);
     assert_eq!(hooks(t, "pane-died")[0], died[0]);
-    for event in [
-        "pane-died",
-        "pane-exited",
-        "session-closed",
-        "client-session-changed",
-    ] {
-        assert_eq!(
-            ours(&hooks(t, event), event),
-            1,
-            "{event} after a second run"
-        );
-    }
+    each_event_has_ours(t, 1, "after a second run");
     assert_eq!(
         t.ok(&["show", "-gv", "status-right"]),
         status_right.replace("#{orange_status}", &widget)
@@ -253,18 +239,7 @@ fn plugin_leaves_a_users_keys_alone_and_follows_option_changes() {
         !keys.iter().any(|l| l.starts_with("bind-key -T root C-]")),
         "the zoom key stays bound after @orange-zoom-key off"
     );
-    for event in [
-        "pane-died",
-        "pane-exited",
-        "session-closed",
-        "client-session-changed",
-    ] {
-        assert_eq!(
-            ours(&hooks(t, event), event),
-            0,
-            "{event} with @orange-hooks off"
-        );
-    }
+    each_event_has_ours(t, 0, "with @orange-hooks off");
     assert_eq!(
         hooks(t, "session-closed"),
         vec!["session-closed[0] display-message bye"]
