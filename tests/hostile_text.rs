@@ -220,19 +220,15 @@ fn the_sidebar_in_a_pane_is_not_retitled_or_cleared() {
     let env = TaskEnv::new();
     let id = hostile_task(&env);
     let sidebar = format!("{} sidebar --task {id} --width 60", common::bin().display());
-    env.tmux.ok(&[
-        "new-session",
-        "-d",
-        "-s",
+    env.tmux.sized_session(
         "side",
-        "-x",
-        "60",
-        "-y",
-        "40",
-        "-e",
-        &format!("ORANGE_HOME={}", env.home.display()),
-        &sidebar,
-    ]);
+        (60, 40),
+        &[
+            "-e",
+            &format!("ORANGE_HOME={}", env.home.display()),
+            &sidebar,
+        ],
+    );
     let mut screen = String::new();
     wait_for("the sidebar to draw TASK.md", 20, || {
         screen = env.tmux.ok(&["capture-pane", "-p", "-t", "=side:"]);

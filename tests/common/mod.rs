@@ -576,9 +576,7 @@ impl TaskEnv {
             self.tmux.socket,
             bin().display()
         );
-        let (w, h) = (width.to_string(), height.to_string());
-        self.tmux
-            .ok(&["new-session", "-d", "-s", name, "-x", &w, "-y", &h, &cmd]);
+        self.tmux.sized_session(name, (width, height), &[&cmd]);
     }
 
     pub fn task(&self, id: &str) -> Value {

@@ -104,6 +104,15 @@ impl TmuxServer {
         String::from_utf8_lossy(&out.stdout).trim_end().to_string()
     }
 
+    /// A detached session `name` of `width` × `height`; `rest`: what follows the size
+    /// (`-e` settings, the command; none: the default shell).
+    pub fn sized_session(&self, name: &str, (width, height): (u16, u16), rest: &[&str]) {
+        let (w, h) = (width.to_string(), height.to_string());
+        let mut args = vec!["new-session", "-d", "-s", name, "-x", &w, "-y", &h];
+        args.extend(rest);
+        self.ok(&args);
+    }
+
     pub fn has_session(&self, name: &str) -> bool {
         self.tmux(&["has-session", "-t", &format!("={name}")])
             .status

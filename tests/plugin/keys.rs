@@ -18,17 +18,11 @@ fn ctrl_keys_reach_plain_panes_and_act_in_task_sessions() {
     let t = env.create(&["keys", "keys", "--harness", "fake-wait"]);
     env.wait_session(&id(&t), "live");
     let sid = task_session(&env, &t);
-    env.tmux.ok(&[
-        "new-session",
-        "-d",
-        "-s",
+    env.tmux.sized_session(
         "plain",
-        "-x",
-        "100",
-        "-y",
-        "30",
-        "stty -isig -icanon -echo; exec cat -v",
-    ]);
+        (100, 30),
+        &["stty -isig -icanon -echo; exec cat -v"],
+    );
     let client = Client::attach(&env.root(), &env.tmux, "=plain");
 
     // Outside task sessions the keys reach the application unchanged.
@@ -133,17 +127,11 @@ fn ctrl_keys_reach_plain_panes_and_act_in_task_sessions() {
 fn keys_act_in_a_task_session_whose_id_starts_with_0() {
     let env = TaskEnv::new();
     let _plugin = load_plugin(&env.tmux);
-    env.tmux.ok(&[
-        "new-session",
-        "-d",
-        "-s",
+    env.tmux.sized_session(
         "zero",
-        "-x",
-        "100",
-        "-y",
-        "30",
-        "stty -isig -icanon -echo; exec cat -v",
-    ]);
+        (100, 30),
+        &["stty -isig -icanon -echo; exec cat -v"],
+    );
     env.tmux
         .ok(&["set-option", "-t", "=zero:", "@orange_task", "0jk8pw"]);
     env.tmux.ok(&["split-window", "-d", "-t", "=zero:", "cat"]);
@@ -170,8 +158,7 @@ fn the_sidebar_key_outside_a_task_session_says_why() {
     env.add_project(&[]);
     tell_server_home(&env);
     let _plugin = load_plugin(&env.tmux);
-    env.tmux
-        .ok(&["new-session", "-d", "-s", "plain", "-x", "160", "-y", "40"]);
+    env.tmux.sized_session("plain", (160, 40), &[]);
     let client = Client::attach(&env.root(), &env.tmux, "plain");
     client.press(&["C-b", "O", "s"]);
     wait_for("the message", 10, || {
@@ -194,8 +181,7 @@ fn a_key_whose_binary_is_gone_says_it_is_not_built() {
     common::write_script(&gone, "#!/bin/sh\n");
     let _plugin = load_plugin_with(&env.tmux, &gone);
     std::fs::remove_file(&gone).unwrap();
-    env.tmux
-        .ok(&["new-session", "-d", "-s", "plain", "-x", "160", "-y", "40"]);
+    env.tmux.sized_session("plain", (160, 40), &[]);
     let client = Client::attach(&env.root(), &env.tmux, "plain");
     client.press(&["C-b", "O", "s"]);
     let want = format!(

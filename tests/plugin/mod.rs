@@ -122,19 +122,7 @@ impl Client {
             inner.socket,
             sh_quote(target)
         );
-        outer.ok(&[
-            "new-session",
-            "-d",
-            "-s",
-            "term",
-            "-x",
-            "160",
-            "-y",
-            "45",
-            "sh",
-            "-c",
-            &cmd,
-        ]);
+        outer.sized_session("term", (160, 45), &["sh", "-c", &cmd]);
         let mut name = String::new();
         wait_for("a client on the test server", 10, || {
             name = inner.ok(&["list-clients", "-F", "#{client_name}"]);

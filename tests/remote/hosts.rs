@@ -125,20 +125,14 @@ fn attach_opens_ssh_to_the_remote_session_in_a_local_session() {
     });
     // A person in the local tmux: a client attached, a pane where they run the command.
     let outer = TmuxServer::start(&r.local.root(), &[]);
-    outer.ok(&[
-        "new-session",
-        "-d",
-        "-s",
+    outer.sized_session(
         "term",
-        "-x",
-        "150",
-        "-y",
-        "40",
-        &format!(
+        (150, 40),
+        &[&format!(
             "unset TMUX; exec tmux -L {} attach -t keepalive",
             r.local.tmux.socket
-        ),
-    ]);
+        )],
+    );
     wait_for("a local client", 10, || {
         !r.local.tmux.ok(&["list-clients"]).is_empty()
     });

@@ -215,19 +215,7 @@ fn attach_switches_the_client_inside_tmux_and_attaches_outside() {
         env.tmux.socket,
         orange.display()
     );
-    outer.ok(&[
-        "new-session",
-        "-d",
-        "-s",
-        "term",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        "sh",
-        "-c",
-        &script,
-    ]);
+    outer.sized_session("term", (120, 40), &["sh", "-c", &script]);
     wait_for("a client attached to the task session", 10, || {
         env.tmux
             .ok(&["list-clients", "-F", "#{client_session}"])
